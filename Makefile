@@ -1,0 +1,64 @@
+# make e2e            run a lane end to end (LANE=sim by default: no Docker, no KVM)
+# make test           unit and integration tests, lanes-check and workflows-check
+# make tools          build the local control plane (etcd, kube-apiserver, ...) from source
+# make lanes-check    validate every lane and its budget (LANES_DIR=<dir> for another folder)
+# make workflows      regenerate .github/workflows/e2e.yaml from the lanes
+# make e2e-plan       print a lane's whole plan without a cluster
+# make repro          rerun a downloaded CI run's lane with its pins (ARTIFACTS=<dir>)
+
+SHELL       := /bin/bash
+GO          ?= go
+LANE        ?= sim
+LANES_DIR   ?= lanes
+ARTIFACTS   ?=
+BIN         := bin
+
+# The tools folder lives outside the work tree, keyed by versions, so clones share it.
+E2E_TOOLS_DIR ?= $(shell hack/tools/build.sh --print)
+export E2E_TOOLS_DIR
+
+.PHONY: all e2e e2e-plan repro test unit lanes-check workflows workflows-check tools vet fmt-check clean
+
+all: test
+
+tools:
+	@hack/tools/build.sh
+
+$(BIN)/e2e: FORCE
+	@$(GO) build -o $@ ./cmd/e2e
+
+$(BIN)/lanes: FORCE
+	@$(GO) build -o $@ ./cmd/lanes
+
+FORCE:
+
+e2e: $(BIN)/e2e
+	@$(BIN)/e2e run --lane $(LANE) --lanes-dir $(LANES_DIR)
+
+e2e-plan: $(BIN)/lanes
+	@$(BIN)/lanes plan --lane $(LANE) --dir $(LANES_DIR)
+
+repro: $(BIN)/e2e
+	@test -n "$(ARTIFACTS)" || { echo "make repro: set ARTIFACTS=<folder of a downloaded run>" >&2; exit 2; }
+	@$(BIN)/e2e repro --artifacts $(ARTIFACTS)
+
+lanes-check: $(BIN)/lanes
+	@$(BIN)/lanes check --dir $(LANES_DIR)
+
+workflows: $(BIN)/lanes
+	@$(BIN)/lanes workflow write --dir $(LANES_DIR)
+
+workflows-check: $(BIN)/lanes
+	@$(BIN)/lanes workflow check --dir $(LANES_DIR)
+
+vet:
+	@$(GO) vet ./...
+
+fmt-check:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [[ -n $$out ]]; then echo "gofmt would change: $$out" >&2; exit 1; fi
+
+test: lanes-check workflows-check fmt-check vet
+	$(GO) test -count=1 ./...
+
+clean:
+	rm -rf $(BIN)

@@ -1,0 +1,107 @@
+// Command lanes checks lane files and generates the e2e workflow from them.
+//
+//	lanes check [--dir lanes]            validate every lane, print its budget sum and headroom
+//	lanes workflow write|check [--dir lanes] [--out .github/workflows/e2e.yaml]
+//	lanes plan --lane <name|path> [--dir lanes]
+//
+// Exit codes: 0 ok, 2 a lane or the workflow is wrong (configuration error).
+package main
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/cozystack/cozy-e2e/framework/lane"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprintln(stderr, "usage: lanes check | workflow write|check | plan --lane <name>")
+		return 2
+	}
+	fs := flag.NewFlagSet("lanes", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	dir := fs.String("dir", "lanes", "folder holding the lane files")
+	out := fs.String("out", lane.WorkflowPath, "the generated workflow")
+	name := fs.String("lane", "", "lane name or file (plan)")
+	cmd, rest := args[0], args[1:]
+	sub := ""
+	if cmd == "workflow" && len(rest) > 0 {
+		sub, rest = rest[0], rest[1:]
+	}
+	if err := fs.Parse(rest); err != nil {
+		return 2
+	}
+	switch cmd {
+	case "check":
+		return check(*dir, stdout, stderr)
+	case "workflow":
+		return workflow(sub, *dir, *out, stdout, stderr)
+	case "plan":
+		l, err := lane.Find(*dir, *name)
+		if err != nil {
+			fmt.Fprintln(stderr, err)
+			return 2
+		}
+		lane.WritePlan(stdout, l)
+		return 0
+	}
+	fmt.Fprintf(stderr, "lanes: unknown command %q (check, workflow, plan)\n", cmd)
+	return 2
+}
+
+func check(dir string, stdout, stderr io.Writer) int {
+	lanes, err := lane.LoadDir(dir)
+	for _, l := range lanes {
+		a := l.Budget.Arithmetic()
+		fmt.Fprintf(stdout, "%-22s ok  phases %s + diagnostics %s + artifacts %s + margin %s = %s of jobCap %s (headroom %s)\n",
+			l.Name, a.Phases, a.Diagnostics, a.Artifacts, a.Margin, a.Total, a.Cap, a.Headroom)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "lanes check: refused:\n%v\n", err)
+		return 2
+	}
+	return 0
+}
+
+func workflow(sub, dir, out string, stdout, stderr io.Writer) int {
+	lanes, err := lane.LoadDir(dir)
+	if err != nil {
+		fmt.Fprintf(stderr, "lanes workflow: the lanes do not load:\n%v\n", err)
+		return 2
+	}
+	want, err := lane.Workflow(lanes)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 2
+	}
+	switch sub {
+	case "write":
+		if err := os.WriteFile(out, want, 0o644); err != nil {
+			fmt.Fprintln(stderr, err)
+			return 2
+		}
+		fmt.Fprintf(stdout, "wrote %s\n", out)
+		return 0
+	case "check":
+		have, err := os.ReadFile(out)
+		if err != nil || !bytes.Equal(have, want) {
+			fmt.Fprintf(stderr, "%s is out of date with %s/*.yaml (job caps or lanes changed); run `make workflows` and commit it\n", out, dir)
+			if err == nil {
+				fmt.Fprint(stderr, lane.Diff(string(have), string(want)))
+			}
+			return 2
+		}
+		fmt.Fprintf(stdout, "%s matches %s/*.yaml\n", out, dir)
+		return 0
+	}
+	fmt.Fprintf(stderr, "lanes workflow: want write or check, got %q\n", sub)
+	return 2
+}

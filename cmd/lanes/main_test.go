@@ -1,0 +1,62 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestCheckPrintsSumsAndHeadroom(t *testing.T) {
+	var out, errb bytes.Buffer
+	if code := run([]string{"check", "--dir", "../../lanes"}, &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	if !strings.Contains(out.String(), "sim ") || !strings.Contains(out.String(), "headroom") {
+		t.Fatalf("output: %s", out.String())
+	}
+}
+
+// A broken lane makes the check exit non-zero naming the file and the field.
+func TestCheckRefusesABrokenLane(t *testing.T) {
+	dir := t.TempDir()
+	data, err := os.ReadFile("../../lanes/sim.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	broken := strings.Replace(string(data), "jobCap: 10m", "jobCap: 5m", 1)
+	broken = strings.Replace(broken, "ceiling: 10s", "ceiling: ten seconds", 1)
+	if err := os.WriteFile(filepath.Join(dir, "sim.yaml"), []byte(broken), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb bytes.Buffer
+	code := run([]string{"check", "--dir", dir}, &out, &errb)
+	if code != 2 {
+		t.Fatalf("exit %d, want 2", code)
+	}
+	msg := errb.String()
+	if !strings.Contains(msg, filepath.Join(dir, "sim.yaml")) || !strings.Contains(msg, `budget.phases[0].ceiling: "ten seconds" is not a duration`) {
+		t.Fatalf("message does not name file and field:\n%s", msg)
+	}
+}
+
+func TestWorkflowCheckReportsDrift(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "e2e.yaml")
+	if err := os.WriteFile(path, []byte("name: e2e\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb bytes.Buffer
+	if code := run([]string{"workflow", "check", "--dir", "../../lanes", "--out", path}, &out, &errb); code != 2 {
+		t.Fatalf("exit %d, want 2", code)
+	}
+	if !strings.Contains(errb.String(), "run `make workflows`") {
+		t.Fatalf("message: %s", errb.String())
+	}
+	if code := run([]string{"workflow", "write", "--dir", "../../lanes", "--out", path}, &out, &errb); code != 0 {
+		t.Fatal(errb.String())
+	}
+	if code := run([]string{"workflow", "check", "--dir", "../../lanes", "--out", path}, &out, &errb); code != 0 {
+		t.Fatalf("fresh workflow reported as drifted: %s", errb.String())
+	}
+}

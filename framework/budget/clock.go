@@ -1,0 +1,216 @@
+// Package budget is the run's clock: it turns a lane's budget into deadlines, one phase at a
+// time, keeps the reserves of the phases still to come and of the diagnostics, records what
+// was declined, and writes timings.json (planned against spent, per phase and per stage).
+package budget
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/cozystack/cozy-e2e/framework/lane"
+)
+
+// Options tune a Clock.
+type Options struct {
+	// JobStart is when the CI job started (the workflow exports it); zero means now.
+	JobStart time.Time
+	// Now is the clock; nil means time.Now. Tests pass a fake.
+	Now func() time.Time
+	// Lane is the lane's name, written into timings.
+	Lane string
+}
+
+// Clock hands out phase deadlines from one lane budget. It is safe for concurrent use.
+type Clock struct {
+	budget   lane.Budget
+	now      func() time.Time
+	jobStart time.Time
+	root     time.Time
+	laneName string
+
+	mu       sync.Mutex
+	phases   []PhaseTiming
+	stages   []StageTiming
+	declined []Declined
+}
+
+// New starts a clock for budget b. The root deadline is job start + job cap - artifact reserve:
+// whatever happens, the run ends there, so the artifacts can still be written and uploaded.
+func New(b lane.Budget, opts Options) *Clock {
+	now := opts.Now
+	if now == nil {
+		now = time.Now
+	}
+	start := opts.JobStart
+	if start.IsZero() {
+		start = now()
+	}
+	return &Clock{
+		budget:   b,
+		now:      now,
+		jobStart: start,
+		root:     start.Add(b.JobCap.D() - b.ArtifactReserve.D()),
+		laneName: opts.Lane,
+	}
+}
+
+// JobStart is when the job started.
+func (c *Clock) JobStart() time.Time { return c.jobStart }
+
+// RootDeadline is the moment the run must be over (artifacts written) at the latest.
+func (c *Clock) RootDeadline() time.Time { return c.root }
+
+// Remaining is the time left until the root deadline.
+func (c *Clock) Remaining() time.Duration { return c.root.Sub(c.now()) }
+
+// Root returns ctx bounded by the root deadline.
+func (c *Clock) Root(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithDeadline(ctx, c.root)
+}
+
+// ExhaustedError says a phase could not start because the time it may use is already gone.
+type ExhaustedError struct {
+	Phase    string
+	Deadline time.Time
+	Now      time.Time
+	Reserved time.Duration // what the diagnostics and later phases keep
+}
+
+func (e *ExhaustedError) Error() string {
+	return fmt.Sprintf("phase %s declined: the budget is spent (%s past its latest end; %s is kept for diagnostics and the phases after it)",
+		e.Phase, e.Now.Sub(e.Deadline).Round(time.Second), e.Reserved)
+}
+
+// PhaseDeadline is when phase name must end if it starts now:
+// min(now + ceiling, root deadline - diagnostics reserve - reserves of the phases after it).
+func (c *Clock) PhaseDeadline(name string) (time.Time, time.Duration, error) {
+	idx := -1
+	for i, p := range c.budget.Phases {
+		if p.Name == name {
+			idx = i
+		}
+	}
+	if idx < 0 {
+		return time.Time{}, 0, fmt.Errorf("phase %q is not in the lane budget (phases: %s)", name, c.phaseNames())
+	}
+	reserved := c.budget.DiagnosticsReserve.D()
+	for _, p := range c.budget.Phases[idx+1:] {
+		reserved += p.ReserveOrCeiling()
+	}
+	now := c.now()
+	latest := c.root.Add(-reserved)
+	deadline := now.Add(c.budget.Phases[idx].Ceiling.D())
+	if latest.Before(deadline) {
+		deadline = latest
+	}
+	return deadline, reserved, nil
+}
+
+func (c *Clock) phaseNames() string {
+	s := ""
+	for i, p := range c.budget.Phases {
+		if i > 0 {
+			s += ", "
+		}
+		s += p.Name
+	}
+	return s
+}
+
+// Phase starts phase name: it returns a context with the phase deadline and a Span to end it.
+// When no time is left it records the phase as declined and returns an *ExhaustedError.
+func (c *Clock) Phase(ctx context.Context, name string) (context.Context, *Span, error) {
+	deadline, reserved, err := c.PhaseDeadline(name)
+	if err != nil {
+		return ctx, nil, err
+	}
+	p, _ := c.budget.Phase(name)
+	now := c.now()
+	if !deadline.After(now) {
+		e := &ExhaustedError{Phase: name, Deadline: deadline, Now: now, Reserved: reserved}
+		c.Decline("phase "+name, e.Error())
+		c.record(PhaseTiming{Name: name, Ceiling: p.Ceiling.D(), Start: now, End: now, Outcome: OutcomeDeclined, Error: e.Error()})
+		return ctx, nil, e
+	}
+	pctx, cancel := context.WithDeadline(ctx, deadline)
+	return pctx, &Span{clock: c, name: name, ceiling: p.Ceiling.D(), start: now, deadline: deadline, cancel: cancel}, nil
+}
+
+// Timeout is a named wait inside a phase, as the lane file gives it; it never exceeds the ceiling.
+func (c *Clock) Timeout(phase, name string) (time.Duration, error) {
+	p, ok := c.budget.Phase(phase)
+	if !ok {
+		return 0, fmt.Errorf("phase %q is not in the lane budget (phases: %s)", phase, c.phaseNames())
+	}
+	t, ok := p.Timeouts[name]
+	if !ok {
+		return 0, fmt.Errorf("phase %s has no timeout %q in the lane file (budget.phases[].timeouts)", phase, name)
+	}
+	return t.D(), nil
+}
+
+// Diagnostics returns ctx bounded by the root deadline, for the on-failure collectors, and the
+// time they have. Collectors that cannot finish inside it decline (see Decline).
+func (c *Clock) Diagnostics(ctx context.Context) (context.Context, context.CancelFunc, time.Duration) {
+	dctx, cancel := context.WithDeadline(ctx, c.root)
+	return dctx, cancel, c.root.Sub(c.now())
+}
+
+// Decline records that something was not started for lack of time, so it is never silently dropped.
+func (c *Clock) Decline(what, reason string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.declined = append(c.declined, Declined{What: what, Reason: reason, At: c.now()})
+}
+
+// RecordStage records how long a pool spent reaching a join stage.
+func (c *Clock) RecordStage(pool, stage string, start, end time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.stages = append(c.stages, StageTiming{Pool: pool, Stage: stage, Start: start, End: end, Spent: Seconds(end.Sub(start))})
+}
+
+func (c *Clock) record(p PhaseTiming) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	p.Spent = Seconds(p.End.Sub(p.Start))
+	p.Planned = Seconds(p.Ceiling)
+	c.phases = append(c.phases, p)
+}
+
+// Span is one running phase.
+type Span struct {
+	clock    *Clock
+	name     string
+	ceiling  time.Duration
+	start    time.Time
+	deadline time.Time
+	cancel   context.CancelFunc
+	once     sync.Once
+}
+
+// Deadline is when the phase must end.
+func (s *Span) Deadline() time.Time { return s.deadline }
+
+// Name is the phase name.
+func (s *Span) Name() string { return s.name }
+
+// End records the phase with its outcome: ok when err is nil, deadline when it ran out of time,
+// failed otherwise. It releases the phase context. Calling it again does nothing.
+func (s *Span) End(err error) {
+	s.once.Do(func() {
+		s.cancel()
+		now := s.clock.now()
+		t := PhaseTiming{Name: s.name, Ceiling: s.ceiling, Start: s.start, End: now, Deadline: s.deadline, Outcome: OutcomeOK}
+		if err != nil {
+			t.Error = err.Error()
+			t.Outcome = OutcomeFailed
+			if !now.Before(s.deadline) {
+				t.Outcome = OutcomeDeadline
+			}
+		}
+		s.clock.record(t)
+	})
+}

@@ -1,0 +1,186 @@
+package budget
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cozystack/cozy-e2e/framework/lane"
+)
+
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (f *fakeClock) Now() time.Time { f.mu.Lock(); defer f.mu.Unlock(); return f.t }
+func (f *fakeClock) Advance(d time.Duration) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.t = f.t.Add(d)
+}
+
+func d(s string) lane.Duration {
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		panic(err)
+	}
+	return lane.Duration(v)
+}
+
+// cap 60m, artifacts 5m, diagnostics 10m; phases a 10m, b 20m (reserve 5m), c 10m.
+func testBudget() lane.Budget {
+	r := d("5m")
+	return lane.Budget{
+		JobCap: d("60m"), Margin: d("5m"), DiagnosticsReserve: d("10m"), ArtifactReserve: d("5m"),
+		Phases: []lane.Phase{
+			{Name: "a", Ceiling: d("10m")},
+			{Name: "b", Ceiling: d("20m"), Reserve: &r, Timeouts: map[string]lane.Duration{"inner": d("2m")}},
+			{Name: "c", Ceiling: d("10m")},
+		},
+	}
+}
+
+var t0 = time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
+
+func TestRootDeadlineKeepsTheArtifactReserve(t *testing.T) {
+	f := &fakeClock{t: t0}
+	c := New(testBudget(), Options{JobStart: t0.Add(-3 * time.Minute), Now: f.Now})
+	if got, want := c.RootDeadline(), t0.Add(52*time.Minute); !got.Equal(want) {
+		t.Fatalf("root deadline %s, want job start + 60m cap - 5m artifacts = %s", got, want)
+	}
+	if got := c.Remaining(); got != 52*time.Minute {
+		t.Fatalf("remaining %s", got)
+	}
+}
+
+func TestPhaseDeadlineIsTheCeilingWhenTimeIsPlenty(t *testing.T) {
+	f := &fakeClock{t: t0}
+	c := New(testBudget(), Options{Now: f.Now})
+	got, reserved, err := c.PhaseDeadline("a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !got.Equal(t0.Add(10 * time.Minute)) {
+		t.Fatalf("deadline %s, want the 10m ceiling", got.Sub(t0))
+	}
+	// diagnostics 10m + b's reserve 5m + c's ceiling 10m
+	if reserved != 25*time.Minute {
+		t.Fatalf("reserved %s", reserved)
+	}
+}
+
+// A job that started late (slow checkout) squeezes a phase so the later phases keep their reserves.
+func TestPhaseDeadlineShrinksToKeepLaterReserves(t *testing.T) {
+	f := &fakeClock{t: t0}
+	c := New(testBudget(), Options{JobStart: t0.Add(-25 * time.Minute), Now: f.Now})
+	// root = t0 + 30m; a must leave 25m: deadline t0+5m instead of t0+10m.
+	got, _, err := c.PhaseDeadline("a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := t0.Add(5 * time.Minute); !got.Equal(want) {
+		t.Fatalf("deadline %s after t0, want 5m", got.Sub(t0))
+	}
+	// b leaves diagnostics 10m + c 10m: root - 20m = t0+10m, less than its 20m ceiling.
+	got, _, _ = c.PhaseDeadline("b")
+	if want := t0.Add(10 * time.Minute); !got.Equal(want) {
+		t.Fatalf("b deadline %s after t0, want 10m", got.Sub(t0))
+	}
+}
+
+func TestPhaseIsDeclinedWhenItsTimeIsGone(t *testing.T) {
+	f := &fakeClock{t: t0}
+	c := New(testBudget(), Options{JobStart: t0.Add(-40 * time.Minute), Now: f.Now})
+	// root = t0+15m; a must leave 25m -> already 10m past.
+	_, span, err := c.Phase(context.Background(), "a")
+	var ex *ExhaustedError
+	if !errors.As(err, &ex) || span != nil {
+		t.Fatalf("want ExhaustedError, got %v", err)
+	}
+	if !strings.Contains(err.Error(), "phase a declined: the budget is spent (10m0s past its latest end") {
+		t.Fatalf("message: %v", err)
+	}
+	tm := c.Timings()
+	if len(tm.Declined) != 1 || tm.Declined[0].What != "phase a" || tm.Phases[0].Outcome != OutcomeDeclined {
+		t.Fatalf("declined phase not recorded: %+v", tm)
+	}
+}
+
+func TestSpanRecordsPlannedAgainstSpent(t *testing.T) {
+	f := &fakeClock{t: t0}
+	c := New(testBudget(), Options{Now: f.Now, Lane: "x"})
+	ctx, span, err := c.Phase(context.Background(), "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dl, ok := ctx.Deadline(); !ok || !dl.Equal(t0.Add(10*time.Minute)) {
+		t.Fatalf("phase context deadline %v", dl)
+	}
+	f.Advance(90 * time.Second)
+	span.End(nil)
+	span.End(errors.New("ignored: a span ends once"))
+	if ctx.Err() == nil {
+		t.Fatal("ending the span must release its context")
+	}
+	_, span, _ = c.Phase(context.Background(), "b")
+	f.Advance(20 * time.Minute)
+	span.End(errors.New("stuck"))
+	tm := c.Timings()
+	if len(tm.Phases) != 2 {
+		t.Fatalf("phases %+v", tm.Phases)
+	}
+	a, b := tm.Phases[0], tm.Phases[1]
+	if a.Outcome != OutcomeOK || a.Spent.D() != 90*time.Second || a.Planned.D() != 10*time.Minute {
+		t.Fatalf("a: %+v", a)
+	}
+	if b.Outcome != OutcomeDeadline || b.Error != "stuck" {
+		t.Fatalf("b: %+v", b)
+	}
+}
+
+func TestTimeoutComesFromTheLane(t *testing.T) {
+	c := New(testBudget(), Options{})
+	if got, err := c.Timeout("b", "inner"); err != nil || got != 2*time.Minute {
+		t.Fatalf("got %s, %v", got, err)
+	}
+	if _, err := c.Timeout("b", "missing"); err == nil || !strings.Contains(err.Error(), `phase b has no timeout "missing"`) {
+		t.Fatalf("missing timeout: %v", err)
+	}
+	if _, _, err := c.PhaseDeadline("zz"); err == nil || !strings.Contains(err.Error(), "phases: a, b, c") {
+		t.Fatalf("unknown phase: %v", err)
+	}
+}
+
+func TestTimingsMergeAndRoundTrip(t *testing.T) {
+	f := &fakeClock{t: t0}
+	harness := New(testBudget(), Options{Now: f.Now, Lane: "x"})
+	suite := New(testBudget(), Options{Now: f.Now, Lane: "x"})
+	_, s1, _ := harness.Phase(context.Background(), "a")
+	f.Advance(time.Minute)
+	s1.End(nil)
+	_, s2, _ := suite.Phase(context.Background(), "b")
+	suite.RecordStage("md0", "disk-import", f.Now(), f.Now().Add(3*time.Second))
+	f.Advance(time.Minute)
+	s2.End(nil)
+	harness.Decline("collector tenant-dump", "30s left, needs 60s")
+	merged := harness.Timings().Merge(suite.Timings())
+	path := filepath.Join(t.TempDir(), "timings.json")
+	if err := merged.Write(path); err != nil {
+		t.Fatal(err)
+	}
+	back, err := ReadTimings(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(back.Phases) != 2 || back.Phases[0].Name != "a" || back.Phases[1].Name != "b" {
+		t.Fatalf("phases %+v", back.Phases)
+	}
+	if len(back.Stages) != 1 || back.Stages[0].Spent.D() != 3*time.Second || len(back.Declined) != 1 {
+		t.Fatalf("stages/declined %+v %+v", back.Stages, back.Declined)
+	}
+}

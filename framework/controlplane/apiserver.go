@@ -1,0 +1,186 @@
+package controlplane
+
+import (
+	"context"
+	"crypto/x509"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"k8s.io/client-go/rest"
+
+	"github.com/cozystack/cozy-e2e/framework/cluster"
+)
+
+// User is a token-authenticated user of an apiserver. Tokens pass through TLS-terminating
+// proxies unchanged, which client certificates do not.
+type User struct {
+	Name   string
+	Groups []string
+	Token  string
+}
+
+// APIServerOptions configure one kube-apiserver.
+type APIServerOptions struct {
+	// Name appears in logs and errors ("management", "tenant-test/kubernetes-t1").
+	Name string
+	// Dir holds certificates, kubeconfigs and the log; it must exist.
+	Dir     string
+	EtcdURL string
+	// EtcdPrefix separates apiservers sharing one etcd (default /registry).
+	EtcdPrefix string
+	// ServiceCIDR is the Service ClusterIP range (default 10.96.0.0/16).
+	ServiceCIDR string
+	// Users are token users besides the admin (who has a client certificate and a token).
+	Users []User
+	// ExtraArgs are appended verbatim ("--feature-gates=...").
+	ExtraArgs []string
+}
+
+// APIServer is a running kube-apiserver on loopback.
+type APIServer struct {
+	Process
+	Name string
+	// URL is https://127.0.0.1:<port>.
+	URL string
+	CA  *CA
+	// CAKeyPath and CACertPath let kube-controller-manager sign CSRs with the cluster CA.
+	CACertPath, CAKeyPath string
+	// ServiceAccountKeyPath is the token signing key, for kube-controller-manager.
+	ServiceAccountKeyPath string
+	// AdminKubeconfig is a kubeconfig file for the admin (system:masters).
+	AdminKubeconfig string
+	admin           *rest.Config
+	users           map[string]User
+}
+
+// StartAPIServer starts kube-apiserver against etcd and waits until /readyz answers ok.
+func StartAPIServer(ctx context.Context, tools Tools, o APIServerOptions) (*APIServer, error) {
+	if o.EtcdPrefix == "" {
+		o.EtcdPrefix = "/registry"
+	}
+	if o.ServiceCIDR == "" {
+		o.ServiceCIDR = "10.96.0.0/16"
+	}
+	port, err := FreePort()
+	if err != nil {
+		return nil, err
+	}
+	ca, err := NewCA(o.Name + "-ca")
+	if err != nil {
+		return nil, err
+	}
+	p := func(name string) string { return filepath.Join(o.Dir, name) }
+	serving, err := ca.Serving("kube-apiserver", "127.0.0.1", "localhost", "kubernetes", "kubernetes.default.svc")
+	if err != nil {
+		return nil, err
+	}
+	admin, err := ca.Client("admin", "system:masters")
+	if err != nil {
+		return nil, err
+	}
+	caKey, err := keyPEMOf(ca)
+	if err != nil {
+		return nil, err
+	}
+	saKey, err := NewSigningKey()
+	if err != nil {
+		return nil, err
+	}
+	adminToken := randomToken()
+	users := map[string]User{"admin": {Name: "admin", Groups: []string{"system:masters"}, Token: adminToken}}
+	var tokens strings.Builder
+	fmt.Fprintf(&tokens, "%s,admin,admin,\"system:masters\"\n", adminToken)
+	for _, u := range o.Users {
+		users[u.Name] = u
+		fmt.Fprintf(&tokens, "%s,%s,%s,\"%s\"\n", u.Token, u.Name, u.Name, strings.Join(u.Groups, ","))
+	}
+	files := map[string][]byte{
+		"ca.crt": ca.CertPEM, "ca.key": caKey, "sa.key": saKey, "tokens.csv": []byte(tokens.String()),
+	}
+	for name, data := range files {
+		if err := os.WriteFile(p(name), data, 0o600); err != nil {
+			return nil, err
+		}
+	}
+	if err := serving.Write(p("apiserver.crt"), p("apiserver.key")); err != nil {
+		return nil, err
+	}
+	a := &APIServer{
+		Name: o.Name, URL: fmt.Sprintf("https://127.0.0.1:%d", port), CA: ca,
+		CACertPath: p("ca.crt"), CAKeyPath: p("ca.key"), ServiceAccountKeyPath: p("sa.key"),
+		AdminKubeconfig: p("admin.kubeconfig"), users: users,
+	}
+	a.admin = &rest.Config{
+		Host:            a.URL,
+		TLSClientConfig: rest.TLSClientConfig{CAData: ca.CertPEM, CertData: admin.CertPEM, KeyData: admin.KeyPEM},
+	}
+	if err := cluster.WriteKubeconfig(a.AdminKubeconfig, o.Name, a.admin); err != nil {
+		return nil, err
+	}
+	args := []string{
+		"--etcd-servers=" + o.EtcdURL, "--etcd-prefix=" + o.EtcdPrefix,
+		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", fmt.Sprintf("--secure-port=%d", port),
+		"--cert-dir=" + o.Dir, "--tls-cert-file=" + p("apiserver.crt"), "--tls-private-key-file=" + p("apiserver.key"),
+		"--client-ca-file=" + p("ca.crt"), "--token-auth-file=" + p("tokens.csv"),
+		"--service-account-issuer=https://kubernetes.default.svc", "--service-account-key-file=" + p("sa.key"),
+		"--service-account-signing-key-file=" + p("sa.key"),
+		"--service-cluster-ip-range=" + o.ServiceCIDR,
+		"--authorization-mode=Node,RBAC", "--allow-privileged=true",
+		"--enable-priority-and-fairness=false",
+		"--profiling=false", "--v=1",
+	}
+	a.Process = Process{Name: "kube-apiserver " + o.Name, Path: tools.Path("kube-apiserver"), LogPath: p("kube-apiserver.log"),
+		Args: append(args, o.ExtraArgs...)}
+	if err := a.Start(); err != nil {
+		return nil, err
+	}
+	if err := a.waitReady(ctx); err != nil {
+		a.Stop(5 * time.Second)
+		return nil, err
+	}
+	return a, nil
+}
+
+func (a *APIServer) waitReady(ctx context.Context) error {
+	rt, err := rest.TransportFor(a.admin)
+	if err != nil {
+		return err
+	}
+	hc := &http.Client{Transport: rt, Timeout: 2 * time.Second}
+	return a.waitFor(ctx, "ready (/readyz)", func(ctx context.Context) error {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, a.URL+"/readyz", nil)
+		resp, err := hc.Do(req)
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("/readyz answered %d", resp.StatusCode)
+		}
+		return nil
+	})
+}
+
+// Admin is a REST config for the admin user (client certificate, system:masters).
+func (a *APIServer) Admin() *rest.Config { return rest.CopyConfig(a.admin) }
+
+// UserConfig is a REST config for a token user declared in the options ("admin" included).
+func (a *APIServer) UserConfig(name string) (*rest.Config, error) {
+	u, ok := a.users[name]
+	if !ok {
+		return nil, fmt.Errorf("apiserver %s has no user %q", a.Name, name)
+	}
+	return &rest.Config{Host: a.URL, BearerToken: u.Token, TLSClientConfig: rest.TLSClientConfig{CAData: a.CA.CertPEM}}, nil
+}
+
+func keyPEMOf(ca *CA) ([]byte, error) {
+	der, err := x509.MarshalPKCS8PrivateKey(ca.Key)
+	if err != nil {
+		return nil, err
+	}
+	return pemBlock("PRIVATE KEY", der), nil
+}

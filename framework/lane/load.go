@@ -1,0 +1,92 @@
+package lane
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strings"
+
+	yaml "go.yaml.in/yaml/v3"
+)
+
+// Load reads, decodes and validates one lane file. A returned error is Errors: every problem
+// found, each naming the file, the field and, where known, the line.
+func Load(path string) (*Lane, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("lane %s: %w", path, err)
+	}
+	return Parse(path, data)
+}
+
+// Parse decodes and validates lane data; path is used in messages and for the name check.
+func Parse(path string, data []byte) (*Lane, error) {
+	var root yaml.Node
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&root); err != nil {
+		return nil, Errors{{File: path, Issue: "not valid YAML: " + strings.TrimPrefix(err.Error(), "yaml: ")}}
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); err == nil {
+		return nil, Errors{{File: path, Line: extra.Line, Issue: "holds more than one YAML document; a lane file is one"}}
+	}
+	if len(root.Content) == 0 {
+		return nil, Errors{{File: path, Issue: "is empty"}}
+	}
+	l := &Lane{File: path}
+	d := &decoder{file: path, lines: map[string]int{}}
+	d.decode("", root.Content[0], reflect.ValueOf(l).Elem())
+	if len(d.errs) > 0 {
+		return nil, d.errs
+	}
+	l.lines = d.lines
+	if errs := l.Validate(); len(errs) > 0 {
+		return nil, errs
+	}
+	return l, nil
+}
+
+// LoadDir loads every *.yaml lane in dir, sorted by name. It returns the lanes that loaded and
+// one error joining every file's problems.
+func LoadDir(dir string) ([]*Lane, error) {
+	paths, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	if err != nil {
+		return nil, err
+	}
+	if len(paths) == 0 {
+		return nil, fmt.Errorf("%s: no lane files (*.yaml)", dir)
+	}
+	sort.Strings(paths)
+	var lanes []*Lane
+	var errs []error
+	for _, p := range paths {
+		l, err := Load(p)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		lanes = append(lanes, l)
+	}
+	return lanes, errors.Join(errs...)
+}
+
+// Find loads lanes/<name>.yaml under dir, or the file itself when name is a path.
+func Find(dir, name string) (*Lane, error) {
+	if strings.HasSuffix(name, ".yaml") || strings.ContainsRune(name, os.PathSeparator) {
+		return Load(name)
+	}
+	path := filepath.Join(dir, name+".yaml")
+	if _, err := os.Stat(path); err != nil {
+		known, _ := filepath.Glob(filepath.Join(dir, "*.yaml"))
+		names := make([]string, 0, len(known))
+		for _, k := range known {
+			names = append(names, strings.TrimSuffix(filepath.Base(k), ".yaml"))
+		}
+		return nil, fmt.Errorf("lane %q: no file %s (lanes here: %s)", name, path, strings.Join(names, ", "))
+	}
+	return Load(path)
+}

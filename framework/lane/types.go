@@ -1,0 +1,213 @@
+package lane
+
+import (
+	"fmt"
+	"math"
+	"time"
+)
+
+// Substrate names where a lane's management cluster comes from.
+type Substrate string
+
+const (
+	SubstrateKind     Substrate = "kind"
+	SubstrateExisting Substrate = "existing"
+	SubstrateSim      Substrate = "sim"
+)
+
+// Lane is one lane file: everything a run needs to know besides the code.
+type Lane struct {
+	// Name is the lane's name; it must match the file name (lanes/<name>.yaml).
+	Name        string    `json:"name" lane:"required"`
+	Description string    `json:"description,omitempty"`
+	Substrate   Substrate `json:"substrate" lane:"required"`
+	// Kubernetes is the tenant cluster's Kubernetes release.
+	Kubernetes Kubernetes `json:"kubernetes" lane:"required"`
+	// Classes are operator NodeGroupClasses the lane creates before its pools.
+	Classes []Class `json:"classes,omitempty"`
+	// Pools are the tenant's worker pools, brought up in parallel.
+	Pools []Pool `json:"pools" lane:"required"`
+	// Workload is the pod run on every Node of every pool.
+	Workload Workload `json:"workload" lane:"required"`
+	// Components are the pinned versions and digests the lane installs.
+	Components []Component `json:"components,omitempty"`
+	// Suites are the Ginkgo suites the lane runs, in order.
+	Suites []Suite `json:"suites" lane:"required"`
+	Budget Budget  `json:"budget" lane:"required"`
+	Policy Policy  `json:"policy"`
+	// Runner is the machine footprint the lane needs (checked by preflight, used for the workflow).
+	Runner Runner `json:"runner"`
+	// Platform says where the Cozystack platform comes from (kind and existing substrates).
+	Platform *Platform `json:"platform,omitempty"`
+	// Kind configures the kind substrate.
+	Kind *KindSettings `json:"kind,omitempty"`
+	// Sim configures the sim substrate.
+	Sim *SimSettings `json:"sim,omitempty"`
+
+	// File is the path the lane was loaded from.
+	File string `json:"-"`
+	// lines maps field paths to their line in File.
+	lines map[string]int
+}
+
+// Kubernetes is the tenant cluster's release.
+type Kubernetes struct {
+	// Version is the tenant app's version key, as in the platform's versions map ("v1.35").
+	Version string `json:"version" lane:"required"`
+	// Patch is the exact release the workers' kubelet must report ("v1.35.6").
+	Patch string `json:"patch" lane:"required"`
+}
+
+// Class is an operator NodeGroupClass (the built-in talos and kairos need no entry).
+type Class struct {
+	Name string `json:"name" lane:"required"`
+	// OS is the worker OS family: talos or kairos.
+	OS string `json:"os" lane:"required"`
+	// Image is the worker disk image (Kairos classes only), pinned by digest.
+	Image string `json:"image,omitempty"`
+	// KubernetesVersion is the release the image's kubelet and kubeadm are built at (required with Image).
+	KubernetesVersion string `json:"kubernetesVersion,omitempty"`
+}
+
+// Pool is one worker pool of the tenant cluster.
+type Pool struct {
+	Name string `json:"name" lane:"required"`
+	// Class is the NodeGroupClass the pool names (talos, kairos or an operator class).
+	Class    string `json:"class" lane:"required"`
+	Replicas int    `json:"replicas" lane:"required"`
+	// Labels are extra Ginkgo labels for this pool's spec.
+	Labels []string `json:"labels,omitempty"`
+}
+
+// Workload is the pod pinned to each Node.
+type Workload struct {
+	Image  string `json:"image" lane:"required"`
+	Digest string `json:"digest" lane:"required"`
+}
+
+// Ref is the workload image reference, by digest.
+func (w Workload) Ref() string { return w.Image + "@" + w.Digest }
+
+// Component is one pinned piece the lane installs or builds.
+type Component struct {
+	Name    string `json:"name" lane:"required"`
+	Version string `json:"version" lane:"required"`
+	// Image is the container image, when the component ships as one.
+	Image string `json:"image,omitempty"`
+	// Digest is "sha256:<64 hex>", or "unknown" when the pin is not yet known (Note says why).
+	Digest string `json:"digest,omitempty"`
+	// Source is where the manifests or sources come from (URL, Go module, chart).
+	Source string `json:"source,omitempty"`
+	Note   string `json:"note,omitempty"`
+}
+
+// DigestUnknown marks a pin that is not known yet; it is never replaced by an invented value.
+const DigestUnknown = "unknown"
+
+// Suite is one Ginkgo suite under suites/.
+type Suite struct {
+	Name string `json:"name" lane:"required"`
+	// LabelFilter is the Ginkgo label filter for this lane.
+	LabelFilter string `json:"labelFilter,omitempty"`
+}
+
+// Budget is the lane's time budget: the job cap and every phase ceiling in it.
+type Budget struct {
+	// JobCap is the CI job's timeout-minutes; the harness must end before it.
+	JobCap Duration `json:"jobCap" lane:"required"`
+	// Margin is slack kept under the cap for the steps around the run (checkout, setup, upload).
+	Margin Duration `json:"margin" lane:"required"`
+	// DiagnosticsReserve is kept for the on-failure collectors.
+	DiagnosticsReserve Duration `json:"diagnosticsReserve" lane:"required"`
+	// ArtifactReserve is kept after the run for writing and uploading artifacts.
+	ArtifactReserve Duration `json:"artifactReserve" lane:"required"`
+	// Phases run in this order.
+	Phases []Phase `json:"phases" lane:"required"`
+}
+
+// Phase is one step of the run with its ceiling.
+type Phase struct {
+	Name    string   `json:"name" lane:"required"`
+	Ceiling Duration `json:"ceiling" lane:"required"`
+	// Reserve is what earlier phases must leave for this one; it defaults to the ceiling.
+	Reserve *Duration `json:"reserve,omitempty"`
+	// Timeouts are named waits inside the phase, each at most the ceiling.
+	Timeouts map[string]Duration `json:"timeouts,omitempty"`
+	Note     string              `json:"note,omitempty"`
+}
+
+// ReserveOrCeiling is what earlier phases must leave for this one.
+func (p Phase) ReserveOrCeiling() time.Duration {
+	if p.Reserve != nil {
+		return p.Reserve.D()
+	}
+	return p.Ceiling.D()
+}
+
+// Policy decides which failure classes only warn on this lane.
+type Policy struct {
+	// Soft classes make a failing run exit 3 instead of 1 when every failure is soft.
+	Soft []string `json:"soft,omitempty"`
+}
+
+// Runner is the machine the lane needs.
+type Runner struct {
+	// RunsOn is the GitHub Actions runner label set for the generated workflow.
+	RunsOn []string `json:"runsOn,omitempty"`
+	CPUs   int      `json:"cpus,omitempty"`
+	// MemoryGiB and DiskGiB are the minimum the preflight accepts.
+	MemoryGiB int `json:"memoryGiB,omitempty"`
+	DiskGiB   int `json:"diskGiB,omitempty"`
+}
+
+// Platform says which Cozystack to install.
+type Platform struct {
+	// Source is "release:<version>" or a local checkout path; E2E_PLATFORM_SOURCE overrides it.
+	Source string `json:"source" lane:"required"`
+	// Variant is the platform bundle variant.
+	Variant string `json:"variant,omitempty"`
+	// Packages are extra platform packages to enable.
+	Packages []string `json:"packages,omitempty"`
+}
+
+// KindSettings configures the kind management cluster.
+type KindSettings struct {
+	// NodeImage is the kind node image, pinned by digest in Components under name "kind-node".
+	Workers int `json:"workers,omitempty"`
+	// RegistryMirrors maps a registry host to mirror endpoints for containerd.
+	RegistryMirrors map[string][]string `json:"registryMirrors,omitempty"`
+	// Emulation allows KubeVirt software emulation; a lane of its own with its own budgets.
+	Emulation bool `json:"emulation,omitempty"`
+}
+
+// SimSettings configures the sim substrate's stand-ins.
+type SimSettings struct {
+	// Latencies of the stand-ins (disk import, boot, join); short by default.
+	Latencies map[string]Duration `json:"latencies,omitempty"`
+}
+
+// Duration is a Go duration in a lane file ("29m", "90s").
+type Duration time.Duration
+
+// D is the duration as a time.Duration.
+func (d Duration) D() time.Duration { return time.Duration(d) }
+
+func (d Duration) String() string { return time.Duration(d).String() }
+
+// Minutes is the duration in whole minutes, rounded up.
+func (d Duration) Minutes() int { return int(math.Ceil(time.Duration(d).Minutes())) }
+
+// MarshalJSON writes the duration as a Go duration string.
+func (d Duration) MarshalJSON() ([]byte, error) { return []byte(`"` + d.String() + `"`), nil }
+
+func (d *Duration) decodeScalar(s string) error {
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("%q is not a duration (use Go durations such as 29m, 90s, 1h30m)", s)
+	}
+	if v < 0 {
+		return fmt.Errorf("%q is negative", s)
+	}
+	*d = Duration(v)
+	return nil
+}

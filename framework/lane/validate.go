@@ -1,0 +1,231 @@
+package lane
+
+import (
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	"github.com/cozystack/cozy-e2e/framework/verdict"
+)
+
+var (
+	dnsLabel    = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+	minorRe     = regexp.MustCompile(`^v1\.(\d+)$`)
+	patchRe     = regexp.MustCompile(`^v1\.(\d+)\.\d+$`)
+	digestRe    = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
+	builtinOS   = map[string]bool{"talos": true, "kairos": true}
+	neverSoft   = map[verdict.Class]bool{verdict.Configuration: true, verdict.Preflight: true, verdict.Harness: true}
+	substrateOK = map[Substrate]bool{SubstrateKind: true, SubstrateExisting: true, SubstrateSim: true}
+)
+
+// Validate checks everything about the lane that decoding does not: names, references between
+// fields, pins and the budget arithmetic.
+func (l *Lane) Validate() Errors {
+	v := &validator{file: l.File, lines: l.lines}
+	if want := strings.TrimSuffix(filepath.Base(l.File), ".yaml"); l.File != "" && l.Name != want {
+		v.fail("name", "%q does not match the file name (want %q)", l.Name, want)
+	}
+	if !substrateOK[l.Substrate] {
+		v.fail("substrate", "%q is not a substrate (kind, existing, sim)", l.Substrate)
+	}
+	l.validateKubernetes(v)
+	classes := l.validateClasses(v)
+	l.validatePools(v, classes)
+	if !digestRe.MatchString(l.Workload.Digest) {
+		v.fail("workload.digest", "%q is not a sha256 digest; the workload image is pinned by digest", l.Workload.Digest)
+	}
+	l.validateComponents(v)
+	l.validateSuites(v)
+	l.validateBudget(v)
+	for i, s := range l.Policy.Soft {
+		c, err := verdict.ParseClass(s)
+		if err != nil {
+			v.fail(fmt.Sprintf("policy.soft[%d]", i), "%v", err)
+		} else if neverSoft[c] {
+			v.fail(fmt.Sprintf("policy.soft[%d]", i), "%q can never be soft: it means the run could not judge the product", s)
+		}
+	}
+	switch l.Substrate {
+	case SubstrateKind:
+		if l.Platform == nil {
+			v.fail("platform", "is required on a kind lane (where the Cozystack platform comes from)")
+		}
+		if l.Sim != nil {
+			v.fail("sim", "is only for sim lanes")
+		}
+	case SubstrateSim:
+		if l.Kind != nil {
+			v.fail("kind", "is only for kind lanes")
+		}
+	}
+	return v.errs
+}
+
+type validator struct {
+	file  string
+	lines map[string]int
+	errs  Errors
+}
+
+func (v *validator) fail(path, format string, args ...any) {
+	v.errs = append(v.errs, &FieldError{File: v.file, Path: path, Line: v.line(path), Issue: fmt.Sprintf(format, args...)})
+}
+
+// line is the line of path, or of its nearest parent that has one.
+func (v *validator) line(path string) int {
+	for p := path; p != ""; {
+		if n, ok := v.lines[p]; ok {
+			return n
+		}
+		i := strings.LastIndexAny(p, ".[")
+		if i < 0 {
+			break
+		}
+		p = p[:i]
+	}
+	return 0
+}
+
+func (l *Lane) validateKubernetes(v *validator) {
+	m := minorRe.FindStringSubmatch(l.Kubernetes.Version)
+	if m == nil {
+		v.fail("kubernetes.version", "%q is not a version key like v1.35", l.Kubernetes.Version)
+	}
+	p := patchRe.FindStringSubmatch(l.Kubernetes.Patch)
+	if p == nil {
+		v.fail("kubernetes.patch", "%q is not a release like v1.35.6", l.Kubernetes.Patch)
+	}
+	if m != nil && p != nil && m[1] != p[1] {
+		v.fail("kubernetes.patch", "%s is not a release of %s", l.Kubernetes.Patch, l.Kubernetes.Version)
+	}
+}
+
+func (l *Lane) validateClasses(v *validator) map[string]bool {
+	names := map[string]bool{"talos": true, "kairos": true}
+	for i, c := range l.Classes {
+		path := fmt.Sprintf("classes[%d]", i)
+		switch {
+		case builtinOS[c.Name]:
+			v.fail(path+".name", "%q is a built-in class; the platform ships it", c.Name)
+		case names[c.Name]:
+			v.fail(path+".name", "%q is declared twice", c.Name)
+		case !dnsLabel.MatchString(c.Name):
+			v.fail(path+".name", "%q is not a DNS label", c.Name)
+		}
+		names[c.Name] = true
+		if !builtinOS[c.OS] {
+			v.fail(path+".os", "%q is not a worker OS (talos, kairos)", c.OS)
+		}
+		if c.Image != "" {
+			if c.OS != "kairos" {
+				v.fail(path+".image", "only a kairos class may name an image")
+			}
+			if !strings.Contains(c.Image, "@sha256:") {
+				v.fail(path+".image", "%q is not pinned by digest (<image>@sha256:...)", c.Image)
+			}
+			if !patchRe.MatchString(c.KubernetesVersion) {
+				v.fail(path+".kubernetesVersion", "%q: a class with an image names the exact release its kubelet is built at (v1.35.6)", c.KubernetesVersion)
+			}
+		} else if c.KubernetesVersion != "" {
+			v.fail(path+".kubernetesVersion", "is only allowed together with image")
+		}
+	}
+	return names
+}
+
+func (l *Lane) validatePools(v *validator, classes map[string]bool) {
+	seen := map[string]bool{}
+	if len(l.Pools) == 0 {
+		v.fail("pools", "names no pool")
+	}
+	for i, p := range l.Pools {
+		path := fmt.Sprintf("pools[%d]", i)
+		if !dnsLabel.MatchString(p.Name) {
+			v.fail(path+".name", "%q is not a DNS label", p.Name)
+		}
+		if seen[p.Name] {
+			v.fail(path+".name", "%q is declared twice", p.Name)
+		}
+		seen[p.Name] = true
+		if !classes[p.Class] {
+			v.fail(path+".class", "%q is neither a built-in class (talos, kairos) nor declared under classes", p.Class)
+		}
+		if p.Replicas < 1 {
+			v.fail(path+".replicas", "%d: a pool under test needs at least one worker", p.Replicas)
+		}
+	}
+}
+
+func (l *Lane) validateComponents(v *validator) {
+	seen := map[string]bool{}
+	for i, c := range l.Components {
+		path := fmt.Sprintf("components[%d]", i)
+		if seen[c.Name] {
+			v.fail(path+".name", "%q is declared twice", c.Name)
+		}
+		seen[c.Name] = true
+		switch {
+		case c.Digest == DigestUnknown:
+			if c.Note == "" {
+				v.fail(path+".note", "a digest marked unknown needs a note saying why and how to pin it")
+			}
+		case c.Digest != "":
+			if !digestRe.MatchString(c.Digest) {
+				v.fail(path+".digest", "%q is neither sha256:<64 hex> nor %q", c.Digest, DigestUnknown)
+			}
+		case c.Image != "":
+			v.fail(path+".digest", "image %s has no digest; pin it or mark it %q with a note", c.Image, DigestUnknown)
+		}
+	}
+}
+
+func (l *Lane) validateSuites(v *validator) {
+	seen := map[string]bool{}
+	for i, s := range l.Suites {
+		path := fmt.Sprintf("suites[%d].name", i)
+		if !dnsLabel.MatchString(s.Name) {
+			v.fail(path, "%q is not a suite directory name", s.Name)
+		}
+		if seen[s.Name] {
+			v.fail(path, "%q is declared twice", s.Name)
+		}
+		seen[s.Name] = true
+	}
+}
+
+func (l *Lane) validateBudget(v *validator) {
+	b := l.Budget
+	if b.JobCap <= 0 {
+		v.fail("budget.jobCap", "must be above zero")
+	}
+	if len(b.Phases) == 0 {
+		v.fail("budget.phases", "names no phase")
+	}
+	seen := map[string]bool{}
+	for i, p := range b.Phases {
+		path := fmt.Sprintf("budget.phases[%d]", i)
+		if !dnsLabel.MatchString(p.Name) {
+			v.fail(path+".name", "%q is not a phase name (lower case, digits, dashes)", p.Name)
+		}
+		if seen[p.Name] {
+			v.fail(path+".name", "%q is declared twice", p.Name)
+		}
+		seen[p.Name] = true
+		if p.Ceiling <= 0 {
+			v.fail(path+".ceiling", "must be above zero")
+		}
+		if p.Reserve != nil && *p.Reserve > p.Ceiling {
+			v.fail(path+".reserve", "%s is above the phase ceiling %s", p.Reserve, p.Ceiling)
+		}
+		for name, t := range p.Timeouts {
+			if t > p.Ceiling {
+				v.fail(path+".timeouts."+name, "%s is above the phase ceiling %s", t, p.Ceiling)
+			}
+		}
+	}
+	if a := b.Arithmetic(); a.Total > a.Cap && b.JobCap > 0 {
+		v.fail("budget", "does not fit the job cap: phases %s + diagnostics reserve %s + artifact reserve %s + margin %s = %s, which is %s over jobCap %s",
+			a.Phases, a.Diagnostics, a.Artifacts, a.Margin, a.Total, a.Total-a.Cap, a.Cap)
+	}
+}

@@ -1,0 +1,46 @@
+// Package substrate is where the management cluster comes from. A suite never asks which one
+// it runs on: it gets a *cluster.Cluster with the platform installed.
+package substrate
+
+import (
+	"context"
+
+	"github.com/cozystack/cozy-e2e/framework/budget"
+	"github.com/cozystack/cozy-e2e/framework/cluster"
+)
+
+// Substrate brings up and tears down a management cluster with the platform installed.
+type Substrate interface {
+	// Name is "kind", "existing" or "sim".
+	Name() string
+	// Preflight checks, fast and before anything slow, that this machine can run the substrate.
+	// Its errors name what is missing; the run exits 2 on them.
+	Preflight(ctx context.Context) error
+	// Up brings up the management cluster with the platform installed, one lane phase at a time
+	// through clock, and returns it.
+	Up(ctx context.Context, clock *budget.Clock) (*cluster.Cluster, error)
+	// Down tears everything down; idempotent; keeps everything when the run asked to keep it.
+	Down(ctx context.Context) error
+}
+
+// Access is how a person reaches what a substrate runs, printed when a run keeps its clusters.
+type Access interface {
+	// Describe says how to reach the management cluster and each tenant (kubeconfig paths,
+	// commands), in lines for a terminal.
+	Describe() []string
+}
+
+// PreflightError is a missing prerequisite; the run exits 2 with its message.
+type PreflightError struct {
+	Substrate string
+	Missing   string // what is missing, in words
+	Hint      string // what to do about it
+}
+
+func (e *PreflightError) Error() string {
+	msg := "preflight (" + e.Substrate + "): " + e.Missing
+	if e.Hint != "" {
+		msg += "; " + e.Hint
+	}
+	return msg
+}
