@@ -1,0 +1,91 @@
+// Package simenv is what every stand-in of the sim substrate shares: the selected faults, the
+// latencies, where container logs go, and the record of when each fault became observable.
+package simenv
+
+import (
+	"encoding/json"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/cozystack/cozy-e2e/framework/sim/faults"
+)
+
+// LogSink gives the file whose content `kubectl logs` returns for a container of a pod that
+// the management cluster's kwok runs (virt-launcher's guest-console-log, importer pods).
+// Stand-ins append to it; kwok serves it.
+type LogSink interface {
+	ContainerLog(namespace, pod, container string) (path string, err error)
+}
+
+// Env is shared by the stand-ins. Its zero value is not usable; the sim substrate builds it.
+type Env struct {
+	// Faults selected by E2E_SIM_FAULT (nil: none).
+	Faults *faults.Set
+	// Latencies of the stand-ins by name ("disk-import", "boot", "join"), from the lane's sim
+	// section; Latency gives the default for a name the lane does not set.
+	Latencies map[string]time.Duration
+	// Logs places container logs.
+	Logs LogSink
+	// Dir is the sim's working folder (not an artifact).
+	Dir string
+	// Now is the clock.
+	Now func() time.Time
+
+	mu       sync.Mutex
+	observed *os.File
+}
+
+// DefaultLatency is used for any latency the lane does not name: fast, but long enough that
+// every stage is observable.
+const DefaultLatency = 500 * time.Millisecond
+
+// Latency is how long the stand-in named name takes.
+func (e *Env) Latency(name string) time.Duration {
+	if d, ok := e.Latencies[name]; ok {
+		return d
+	}
+	return DefaultLatency
+}
+
+// Observation is the moment a fault's effect became visible through the API, as the sim saw it.
+type Observation struct {
+	Fault  faults.Name `json:"fault"`
+	Pool   string      `json:"pool"`
+	Object string      `json:"object"` // Kind/namespace/name the effect shows on
+	Detail string      `json:"detail"`
+	At     time.Time   `json:"at"`
+}
+
+// Observe appends an observation to path's JSON lines file (faults-observed.jsonl in Dir).
+// Tests compare these moments with the verdict's to measure time to verdict.
+func (e *Env) Observe(o Observation) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if o.At.IsZero() {
+		o.At = e.Now()
+	}
+	if e.observed == nil {
+		f, err := os.OpenFile(e.ObservationsPath(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			return err
+		}
+		e.observed = f
+	}
+	return json.NewEncoder(e.observed).Encode(o)
+}
+
+// ObservationsPath is where Observe writes.
+func (e *Env) ObservationsPath() string { return e.Dir + "/faults-observed.jsonl" }
+
+// Close releases the observations file.
+func (e *Env) Close() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.observed == nil {
+		return nil
+	}
+	err := e.observed.Close()
+	e.observed = nil
+	return err
+}
