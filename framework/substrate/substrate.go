@@ -4,6 +4,7 @@ package substrate
 
 import (
 	"context"
+	"io"
 
 	"github.com/cozystack/cozy-e2e/framework/budget"
 	"github.com/cozystack/cozy-e2e/framework/cluster"
@@ -21,6 +22,21 @@ type Substrate interface {
 	Up(ctx context.Context, clock *budget.Clock) (*cluster.Cluster, error)
 	// Down tears everything down; idempotent; keeps everything when the run asked to keep it.
 	Down(ctx context.Context) error
+}
+
+// Options are what every substrate constructor takes besides the lane.
+type Options struct {
+	// Artifacts is the run's artifacts folder; a substrate writes its evidence (never a
+	// credential) under Artifacts/substrate.
+	Artifacts string
+	// WorkDir is the run's private folder (kubeconfigs, process state); not an artifact.
+	WorkDir string
+	// Keep leaves everything running at Down (E2E_KEEP=1), for a person to inspect.
+	Keep bool
+	// Reuse skips bring-up when a cluster from an earlier run is there (E2E_REUSE=1).
+	Reuse bool
+	// Log receives progress lines for people.
+	Log io.Writer
 }
 
 // Access is how a person reaches what a substrate runs, printed when a run keeps its clusters.
