@@ -1,0 +1,125 @@
+package tenant
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestRunNamesCarryTheRunID(t *testing.T) {
+	r, err := NewRun("Ab12")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.TenantName() != "e2eab12" || r.Namespace() != "tenant-e2eab12" {
+		t.Fatalf("tenant %q namespace %q", r.TenantName(), r.Namespace())
+	}
+	n := r.Cluster("pools")
+	if n.Namespace != "tenant-e2eab12" || n.Name != "pools-ab12" || n.Release() != "kubernetes-pools-ab12" {
+		t.Fatalf("cluster %+v release %q", n, n.Release())
+	}
+	if a, b := r.Cluster("pools"), r.Cluster("refusals"); a.Release() == b.Release() {
+		t.Fatalf("two roles share release %q", a.Release())
+	}
+}
+
+func TestRunIDIsRefusedWhenItCannotBeAName(t *testing.T) {
+	for _, id := range []string{"", "a-b", "a_b", "12345678901", "ü"} {
+		if _, err := NewRun(id); err == nil || !strings.Contains(err.Error(), "E2E_RUN_ID") {
+			t.Errorf("NewRun(%q) = %v, want an error naming E2E_RUN_ID", id, err)
+		}
+	}
+}
+
+// The object graph of docs/architecture.md, name by name.
+func TestNamesFollowTheObjectGraph(t *testing.T) {
+	n := For("tenant-test", "t1")
+	p := n.Pool("md0")
+	for _, tc := range []struct{ what, got, want string }{
+		{"release", n.Release(), "kubernetes-t1"},
+		{"helm release", n.HelmRelease(), "kubernetes-t1"},
+		{"cluster", n.Cluster(), "kubernetes-t1"},
+		{"control plane", n.ControlPlane(), "kubernetes-t1"},
+		{"admin kubeconfig", n.AdminKubeconfig().String(), "tenant-test/kubernetes-t1-admin-kubeconfig[super-admin.conf]"},
+		{"kubeconfig", n.Kubeconfig().String(), "tenant-test/kubernetes-t1-kubeconfig[value]"},
+		{"machine deployment", p.MachineDeployment(), "kubernetes-t1-md0"},
+		{"health check", p.MachineHealthCheck(), "kubernetes-t1-md0"},
+		{"bootstrap template", p.BootstrapTemplate(), "kubernetes-t1-md0"},
+		{"machine template prefix", p.MachineTemplatePrefix(), "kubernetes-t1-md0-"},
+		{"data volume", DataVolume("kubernetes-t1-md0-x7k2p-abcde"), "kubernetes-t1-md0-x7k2p-abcde-disk-system"},
+		{"importer", ImporterPod("vm-disk-system"), "importer-vm-disk-system"},
+		{"provider id", ProviderID("vm1"), "kubevirt://vm1"},
+	} {
+		if tc.got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.what, tc.got, tc.want)
+		}
+	}
+	sel := p.Selector()
+	if len(sel) != 2 || sel[LabelClusterName] != "kubernetes-t1" || sel[LabelDeploymentName] != "kubernetes-t1-md0" {
+		t.Errorf("selector %v", sel)
+	}
+	if cs := n.ClusterSelector(); len(cs) != 1 || cs[LabelClusterName] != "kubernetes-t1" {
+		t.Errorf("cluster selector %v", cs)
+	}
+}
+
+func TestMachineTemplatesOfAnotherPoolDoNotMatch(t *testing.T) {
+	p := For("ns", "t1").Pool("md0")
+	for name, want := range map[string]bool{
+		"kubernetes-t1-md0-a1b2c3":     true,
+		"kubernetes-t1-md0-x-a1b2c3":   false, // pool "md0-x"
+		"kubernetes-t1-md0-a1b2c":      false,
+		"kubernetes-t1-md0-A1B2C3":     false,
+		"kubernetes-t1-md01-a1b2c3":    false,
+		"kubernetes-t1-md0-a1b2c3-old": false,
+	} {
+		if got := p.IsMachineTemplate(name); got != want {
+			t.Errorf("IsMachineTemplate(%q) = %v, want %v", name, got, want)
+		}
+	}
+}
+
+func TestProviderIDRoundTrip(t *testing.T) {
+	if vmi, ok := VMIFromProviderID(ProviderID("vm-1")); !ok || vmi != "vm-1" {
+		t.Fatalf("%q %v", vmi, ok)
+	}
+	for _, id := range []string{"", "kubevirt://", "aws:///eu-west-1a/i-1", "vm-1"} {
+		if _, ok := VMIFromProviderID(id); ok {
+			t.Errorf("VMIFromProviderID(%q) accepted", id)
+		}
+	}
+}
+
+func TestLauncherPodOfAVMI(t *testing.T) {
+	if !IsLauncherOf("virt-launcher-vm-1-x7k2p", "vm-1") {
+		t.Error("launcher of vm-1 not recognised")
+	}
+	if IsLauncherOf("virt-launcher-vm-1-2-x7k2p", "vm-1") {
+		t.Error("launcher of vm-1-2 taken for vm-1's")
+	}
+}
+
+func TestPoolNamesThatCannotFitAreRefusedWithTheExcess(t *testing.T) {
+	n := For("ns", "pools-ab12")
+	if err := n.CheckPoolNames("md0", "kairos", "acme"); err != nil {
+		t.Fatal(err)
+	}
+	long := strings.Repeat("p", 40)
+	err := n.CheckPoolNames("md0", long, "Bad_Pool")
+	if err == nil {
+		t.Fatal("no error")
+	}
+	for _, want := range []string{`pool "` + long + `"`, "shorten", `"Bad_Pool" is not a DNS label`} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("%v: missing %q", err, want)
+		}
+	}
+}
+
+func TestBootstrapKindFollowsTheOS(t *testing.T) {
+	if BootstrapTemplateGVK(OSKairos).Kind != "KairosConfigTemplate" || BootstrapTemplateGVK(OSTalos).Kind != "TalosConfigTemplate" {
+		t.Fatal("template kinds")
+	}
+	if BootstrapConfigGVK(OSKairos).Kind != "KairosConfig" || BootstrapConfigGVK(OSTalos).Kind != "TalosConfig" {
+		t.Fatal("config kinds")
+	}
+}
