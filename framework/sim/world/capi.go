@@ -1,0 +1,179 @@
+package world
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/selection"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	addonsv1beta1 "sigs.k8s.io/cluster-api/api/addons/v1beta1"
+	addonsv1 "sigs.k8s.io/cluster-api/api/addons/v1beta2"
+	kubeadmbootstrapv1beta1 "sigs.k8s.io/cluster-api/api/bootstrap/kubeadm/v1beta1"
+	kubeadmbootstrapv1 "sigs.k8s.io/cluster-api/api/bootstrap/kubeadm/v1beta2"
+	kubeadmcpv1beta1 "sigs.k8s.io/cluster-api/api/controlplane/kubeadm/v1beta1"
+	kubeadmcpv1 "sigs.k8s.io/cluster-api/api/controlplane/kubeadm/v1beta2"
+	clusterv1beta1 "sigs.k8s.io/cluster-api/api/core/v1beta1"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/api/core/v1beta2/index"
+	ipamv1alpha1 "sigs.k8s.io/cluster-api/api/ipam/v1alpha1"
+	ipamv1beta1 "sigs.k8s.io/cluster-api/api/ipam/v1beta1"
+	ipamv1 "sigs.k8s.io/cluster-api/api/ipam/v1beta2"
+	runtimev1alpha1 "sigs.k8s.io/cluster-api/api/runtime/v1alpha1"
+	runtimev1 "sigs.k8s.io/cluster-api/api/runtime/v1beta2"
+	"sigs.k8s.io/cluster-api/controllers"
+	"sigs.k8s.io/cluster-api/controllers/clustercache"
+	"sigs.k8s.io/cluster-api/webhooks"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/cozystack/cozy-e2e/framework/cluster"
+)
+
+// managerScheme is the harness scheme plus every Cluster API group whose CRDs the sim installs,
+// so the conversion webhook can convert each of them.
+func managerScheme() *runtime.Scheme {
+	s := cluster.Scheme()
+	for _, add := range []func(*runtime.Scheme) error{
+		addonsv1beta1.AddToScheme, addonsv1.AddToScheme, ipamv1alpha1.AddToScheme, ipamv1beta1.AddToScheme, ipamv1.AddToScheme,
+		runtimev1alpha1.AddToScheme, runtimev1.AddToScheme, kubeadmbootstrapv1beta1.AddToScheme, kubeadmbootstrapv1.AddToScheme,
+		kubeadmcpv1beta1.AddToScheme, kubeadmcpv1.AddToScheme,
+	} {
+		utilruntime.Must(add(s))
+	}
+	return s
+}
+
+// newManager builds the manager with Cluster API's own cache and client settings (its main.go:
+// Secrets cached only when they carry a cluster name and read live otherwise, unstructured
+// objects cached), the webhook server on loopback, no metrics or health ports, and the Cluster
+// API controllers and webhooks registered.
+func newManager(ctx context.Context, cfg *rest.Config, s *webhookServing) (ctrl.Manager, error) {
+	cfg = rest.CopyConfig(cfg)
+	cfg.QPS, cfg.Burst = 100, 200
+	req, _ := labels.NewRequirement(clusterv1.ClusterNameLabel, selection.Exists, nil)
+	syncPeriod := 10 * time.Minute
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme: managerScheme(),
+		// The controllers log through controller-runtime's logger, which the orchestrator owns.
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+		Metrics:    metricsserver.Options{BindAddress: "0"},
+		Cache: cache.Options{
+			SyncPeriod: &syncPeriod,
+			ByObject:   map[client.Object]cache.ByObject{&corev1.Secret{}: {Label: labels.NewSelector().Add(*req)}},
+		},
+		Client:        client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.ConfigMap{}, &corev1.Secret{}}, Unstructured: true}},
+		WebhookServer: s.server,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("world: controller manager: %w", err)
+	}
+	if err := setupClusterAPI(ctx, mgr); err != nil {
+		return nil, err
+	}
+	return mgr, nil
+}
+
+// setupClusterAPI registers the real Cluster API controllers (Cluster, MachineDeployment,
+// MachineSet, Machine, MachineHealthCheck, with the ClusterCache that reaches each workload
+// cluster through its <cluster>-kubeconfig Secret) and their webhooks, conversion included.
+func setupClusterAPI(ctx context.Context, mgr ctrl.Manager) error {
+	// Converting a v1beta2 reference to v1beta1 needs the apiVersion of the referenced kind,
+	// which Cluster API reads from the contract label on the provider's CRD.
+	clusterv1beta1.SetAPIVersionGetter(func(gk schema.GroupKind) (string, error) {
+		return contractAPIVersion(ctx, mgr.GetAPIReader(), gk)
+	})
+	if err := index.AddDefaultIndexes(ctx, mgr); err != nil {
+		return fmt.Errorf("world: Cluster API indexes: %w", err)
+	}
+	cc, err := clustercache.SetupWithManager(ctx, mgr, clustercache.Options{
+		SecretClient: mgr.GetAPIReader(),
+		Cache: clustercache.CacheOptions{
+			Indexes: []clustercache.CacheOptionsIndex{clustercache.NodeProviderIDIndex},
+		},
+		Client: clustercache.ClientOptions{
+			QPS: 50, Burst: 100, UserAgent: "sim-cluster-api",
+			Cache: clustercache.ClientCacheOptions{DisableFor: []client.Object{&corev1.ConfigMap{}, &corev1.Secret{}, &corev1.Pod{}}},
+		},
+	}, controller.Options{MaxConcurrentReconciles: 4})
+	if err != nil {
+		return fmt.Errorf("world: Cluster API ClusterCache: %w", err)
+	}
+	opts := controller.Options{MaxConcurrentReconciles: 4}
+	steps := []struct {
+		name  string
+		setup func() error
+	}{
+		{"Cluster", func() error {
+			return (&controllers.ClusterReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), ClusterCache: cc,
+				RemoteConnectionGracePeriod: 50 * time.Second}).SetupWithManager(ctx, mgr, opts)
+		}},
+		{"Machine", func() error {
+			return (&controllers.MachineReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), ClusterCache: cc,
+				RemoteConditionsGracePeriod: 5 * time.Minute}).SetupWithManager(ctx, mgr, opts)
+		}},
+		{"MachineSet", func() error {
+			return (&controllers.MachineSetReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), ClusterCache: cc,
+				PreflightChecks: sets.New(clusterv1.MachineSetPreflightCheckAll)}).SetupWithManager(ctx, mgr, opts)
+		}},
+		{"MachineDeployment", func() error {
+			return (&controllers.MachineDeploymentReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()}).SetupWithManager(ctx, mgr, opts)
+		}},
+		{"MachineHealthCheck", func() error {
+			return (&controllers.MachineHealthCheckReconciler{Client: mgr.GetClient(), ClusterCache: cc}).SetupWithManager(ctx, mgr, opts)
+		}},
+		{"Cluster webhook", func() error {
+			return (&webhooks.Cluster{Client: mgr.GetClient(), ClusterCacheReader: cc}).SetupWebhookWithManager(mgr)
+		}},
+		{"Machine webhook", func() error { return (&webhooks.Machine{}).SetupWebhookWithManager(mgr) }},
+		{"MachineSet webhook", func() error { return (&webhooks.MachineSet{}).SetupWebhookWithManager(mgr) }},
+		{"MachineDeployment webhook", func() error { return (&webhooks.MachineDeployment{}).SetupWebhookWithManager(mgr) }},
+		{"MachineHealthCheck webhook", func() error { return (&webhooks.MachineHealthCheck{}).SetupWebhookWithManager(mgr) }},
+	}
+	for _, s := range steps {
+		if err := s.setup(); err != nil {
+			return fmt.Errorf("world: Cluster API %s: %w", s.name, err)
+		}
+	}
+	return nil
+}
+
+// contractAPIVersion is the apiVersion of kind gk as its CRD's contract labels declare it
+// (cluster.x-k8s.io/v1beta2, else cluster.x-k8s.io/v1beta1: "v1alpha1_v1alpha2"), the latest
+// listed; this is how Cluster API resolves a provider's version.
+func contractAPIVersion(ctx context.Context, r client.Reader, gk schema.GroupKind) (string, error) {
+	var list apiextensionsv1.CustomResourceDefinitionList
+	if err := r.List(ctx, &list); err != nil {
+		return "", err
+	}
+	for _, crd := range list.Items {
+		if crd.Spec.Group != gk.Group || crd.Spec.Names.Kind != gk.Kind {
+			continue
+		}
+		for _, contract := range []string{"v1beta2", "v1beta1"} {
+			v := crd.Labels[clusterv1.GroupVersion.Group+"/"+contract]
+			if v == "" {
+				continue
+			}
+			versions := strings.Split(v, "_")
+			sort.Strings(versions)
+			return schema.GroupVersion{Group: gk.Group, Version: versions[len(versions)-1]}.String(), nil
+		}
+		return "", fmt.Errorf("CRD %s carries no Cluster API contract label (cluster.x-k8s.io/v1beta1 or v1beta2)", crd.Name)
+	}
+	return "", fmt.Errorf("no CRD serves %s", gk)
+}
