@@ -16,7 +16,9 @@ import (
 // pollInterval is how often the world re-reads state it waits for (not a product wait).
 const pollInterval = 100 * time.Millisecond
 
-func clientKey(ns, name string) types.NamespacedName { return types.NamespacedName{Namespace: ns, Name: name} }
+func clientKey(ns, name string) types.NamespacedName {
+	return types.NamespacedName{Namespace: ns, Name: name}
+}
 
 // startKwok runs kwok for the management Nodes: the upstream stages plus every fixtures/kwok
 // file, and its kubelet server on a free loopback port, so `kubectl logs` reaches it. The Node

@@ -74,7 +74,7 @@ func (s *webhookServing) close() {}
 // capiWebhooks are Cluster API's admission webhooks for the kinds the platform renders and the
 // controllers create, as its kubebuilder markers declare them (internal/webhooks).
 var capiWebhooks = []struct {
-	resource string
+	resource       string
 	validateDelete bool
 }{
 	{"clusters", true}, {"machines", false}, {"machinesets", false}, {"machinedeployments", false}, {"machinehealthchecks", false},
