@@ -1,0 +1,175 @@
+package join
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+
+	"github.com/cozystack/cozy-e2e/framework/verdict"
+)
+
+// terminal is a state a detector judged final: the join cannot finish.
+type terminal struct {
+	Class  verdict.Class
+	Stage  Stage
+	Detail string
+}
+
+// registryRefusal matches what CDI's importer says when the registry will never serve the
+// image: wrong credentials, no such repository or tag, no such manifest. Server errors and
+// timeouts are not in it: those the importer retries, and a stall ends at the deadline.
+var registryRefusal = regexp.MustCompile(`(?i)\b401\b|\b403\b|\b404\b|unauthorized|forbidden|manifest unknown|name unknown|access to the resource is denied`)
+
+// importerRestartLimit is where an importer that keeps failing stops being "retrying" and
+// becomes "refused": CDI retries forever, so a person would stop it here too.
+const importerRestartLimit = 3
+
+// joinRefusal matches a guest console line in which kubeadm (Kairos) or the kubelet's
+// bootstrap (Talos) says the tenant control plane refused the worker.
+var joinRefusal = regexp.MustCompile(`error execution phase|couldn't validate the identity of the API Server|` +
+	`unable to fetch the kubeadm-config ConfigMap|kubelet.*(bootstrap|csr).*(denied|rejected|refused)|join.*(rejected|refused)`)
+
+// transientTaints are the taints a Node carries while it starts; they go away on their own.
+var transientTaints = map[string]bool{
+	"node.kubernetes.io/not-ready":                   true,
+	"node.kubernetes.io/unreachable":                 true,
+	"node.kubernetes.io/network-unavailable":         true,
+	"node.cloudprovider.kubernetes.io/uninitialized": true,
+	"node.cluster.x-k8s.io/uninitialized":            true,
+	"node.cilium.io/agent-not-ready":                 true,
+}
+
+// machineFailure is Cluster API's verdict on a Machine, if it gave up on it.
+func machineFailure(m *clusterv1.Machine, at Stage) *terminal {
+	reason, msg := "", ""
+	if d := m.Status.Deprecated; d != nil && d.V1Beta1 != nil {
+		if d.V1Beta1.FailureReason != nil {
+			reason = string(*d.V1Beta1.FailureReason)
+		}
+		if d.V1Beta1.FailureMessage != nil {
+			msg = *d.V1Beta1.FailureMessage
+		}
+	}
+	if reason == "" && msg == "" && m.Status.Phase != string(clusterv1.MachinePhaseFailed) {
+		return nil
+	}
+	return &terminal{Class: verdict.MachineFailed, Stage: at,
+		Detail: fmt.Sprintf("Machine %s is %s: %s", m.Name, orWord(m.Status.Phase, "failed"), orWord(strings.TrimSpace(reason+" "+msg), "no failure message"))}
+}
+
+// providerFailure is the infrastructure or bootstrap provider's failureReason/failureMessage
+// (both still write them at the v1beta1 contract).
+func providerFailure(u *unstructured.Unstructured) (string, bool) {
+	if u == nil {
+		return "", false
+	}
+	reason, _, _ := unstructured.NestedString(u.Object, "status", "failureReason")
+	msg, _, _ := unstructured.NestedString(u.Object, "status", "failureMessage")
+	if reason == "" && msg == "" {
+		return "", false
+	}
+	return strings.TrimSpace(reason + ": " + msg), true
+}
+
+// diskFailure judges a DataVolume and its importer Pod.
+func diskFailure(dv *cdiv1.DataVolume, importer *corev1.Pod) *terminal {
+	if dv == nil {
+		return nil
+	}
+	say := func(format string, a ...any) *terminal {
+		return &terminal{Class: verdict.DiskImport, Stage: StageDiskImport,
+			Detail: fmt.Sprintf("DataVolume %s: ", dv.Name) + fmt.Sprintf(format, a...)}
+	}
+	if dv.Status.Phase == cdiv1.Failed {
+		return say("Failed: %s", orWord(dvMessages(dv), "no condition message"))
+	}
+	for _, c := range dv.Status.Conditions {
+		if c.Type == cdiv1.DataVolumeRunning && c.Status != corev1.ConditionTrue && registryRefusal.MatchString(c.Message) {
+			return say("importer refused by the registry: %s: %s", c.Reason, c.Message)
+		}
+	}
+	if importer == nil {
+		return nil
+	}
+	for _, cs := range importer.Status.ContainerStatuses {
+		msg := ""
+		if t := cs.LastTerminationState.Terminated; t != nil {
+			msg = t.Message
+		}
+		if t := cs.State.Terminated; t != nil && t.ExitCode != 0 {
+			msg = t.Message
+		}
+		if msg != "" && registryRefusal.MatchString(msg) {
+			return say("importer %s refused by the registry (restarts: %d): %s", importer.Name, cs.RestartCount, firstLine(msg))
+		}
+		if cs.RestartCount >= importerRestartLimit {
+			return say("importer %s restarted %d times: %s", importer.Name, cs.RestartCount, orWord(firstLine(msg), "no termination message"))
+		}
+	}
+	return nil
+}
+
+// launcherFailure judges a VMI's virt-launcher Pod: failed, or never placed for lack of room.
+func launcherFailure(vmiName string, launcher *corev1.Pod, vmiPhase string) *terminal {
+	say := func(format string, a ...any) *terminal {
+		return &terminal{Class: verdict.VMUnschedulable, Stage: StageVMIRunning, Detail: fmt.Sprintf(format, a...)}
+	}
+	if vmiPhase == "Failed" {
+		return say("VMI %s Failed", vmiName)
+	}
+	if launcher == nil {
+		return nil
+	}
+	if launcher.Status.Phase == corev1.PodFailed {
+		return say("launcher %s of VMI %s Failed: %s %s", launcher.Name, vmiName, launcher.Status.Reason, launcher.Status.Message)
+	}
+	for _, c := range launcher.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable &&
+			strings.Contains(c.Message, "Insufficient") {
+			return say("launcher %s of VMI %s cannot be placed: %s", launcher.Name, vmiName, c.Message)
+		}
+	}
+	return nil
+}
+
+// taintFailure is a Ready Node's NoSchedule or NoExecute taint that is not a known startup one.
+func taintFailure(n *corev1.Node) *terminal {
+	for _, t := range n.Spec.Taints {
+		if (t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute) && !transientTaints[t.Key] {
+			return &terminal{Class: verdict.NotSchedulable, Stage: StageSchedulable,
+				Detail: fmt.Sprintf("Node %s is Ready but tainted %s=%s:%s, which is not a startup taint; no workload without a toleration lands there",
+					n.Name, t.Key, t.Value, t.Effect)}
+		}
+	}
+	return nil
+}
+
+func dvMessages(dv *cdiv1.DataVolume) string {
+	var parts []string
+	for _, c := range dv.Status.Conditions {
+		if c.Message != "" {
+			parts = append(parts, string(c.Type)+" "+c.Reason+": "+c.Message)
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
+func firstLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+func orWord(s, word string) string {
+	if strings.TrimSpace(s) == "" {
+		return word
+	}
+	return s
+}

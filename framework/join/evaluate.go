@@ -1,0 +1,489 @@
+package join
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	certificatesv1 "k8s.io/api/certificates/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/yaml"
+
+	"github.com/cozystack/cozy-e2e/framework/tenant"
+	"github.com/cozystack/cozy-e2e/framework/verdict"
+)
+
+// machineView is one Machine of the pool and everything that hangs off it, as last read.
+type machineView struct {
+	Machine         *clusterv1.Machine
+	KubevirtMachine *unstructured.Unstructured
+	BootstrapConfig *unstructured.Unstructured
+	DataVolume      *cdiv1.DataVolume
+	Importer        *corev1.Pod
+	VMI             *kubevirtv1.VirtualMachineInstance
+	Launcher        *corev1.Pod
+	Console         *consoleState
+	// Node is the tenant Node this VMI registered as: the one named like it, or failing that
+	// the one whose InternalIP is the VMI's address.
+	Node     *corev1.Node
+	CSRs     []certificatesv1.CertificateSigningRequest
+	Workload *corev1.Pod
+}
+
+// vmName is the KubevirtMachine's, VM's and VMI's name.
+func (v *machineView) vmName() string {
+	if n := v.Machine.Spec.InfrastructureRef.Name; n != "" {
+		return n
+	}
+	return v.Machine.Name
+}
+
+// snapshot is the pool as last read from the management and tenant clusters.
+type snapshot struct {
+	Pool Pool
+	// Template is the pool's bootstrap template of the kind its class calls for; Other is a
+	// template of the same name and the other kind.
+	Template, OtherTemplate *unstructured.Unstructured
+	MachineDeployment       *clusterv1.MachineDeployment
+	Machines                []*machineView
+	// KubeletConfig is the tenant kube-system/kubelet-config ConfigMap (nil: not there yet).
+	KubeletConfig *corev1.ConfigMap
+}
+
+// outcome is one evaluation of the pool.
+type outcome struct {
+	Stage    Stage
+	Detail   string
+	Done     bool
+	Terminal *terminal
+	// NeedPod are the Nodes that reached the workload stage and have no workload Pod yet.
+	NeedPod []string
+}
+
+// doneIndex stands for "every stage passed" in stage arithmetic.
+var doneIndex = len(Stages())
+
+// machineStage is how far one Machine got, where it waits, and whether it can go on.
+type machineStage struct {
+	index  int // Stage index, doneIndex when done
+	detail string
+	term   *terminal
+}
+
+func evaluate(s *snapshot) outcome {
+	p := s.Pool
+	tmplKind := tenant.BootstrapTemplateGVK(p.OS).Kind
+	if s.Template == nil {
+		if s.OtherTemplate != nil {
+			return outcome{Stage: StageBootstrapTemplate, Terminal: &terminal{Class: verdict.ProductAssertion, Stage: StageBootstrapTemplate,
+				Detail: fmt.Sprintf("pool on class %s (os %s) has a %s %s, not the %s its class calls for",
+					p.Class, p.OS, s.OtherTemplate.GetKind(), s.OtherTemplate.GetName(), tmplKind)}}
+		}
+		return outcome{Stage: StageBootstrapTemplate,
+			Detail: fmt.Sprintf("%s %s not rendered yet (the platform's reconcile Job writes it)", tmplKind, p.Names.BootstrapTemplate())}
+	}
+	if t := clusterDNSFailure(s); t != nil {
+		return outcome{Stage: t.Stage, Terminal: t}
+	}
+	var stages []machineStage
+	for _, m := range s.Machines {
+		ms := evaluateMachine(p, m)
+		if ms.term != nil {
+			return outcome{Stage: ms.term.Stage, Terminal: ms.term}
+		}
+		stages = append(stages, ms)
+	}
+	sort.SliceStable(stages, func(i, j int) bool { return stages[i].index > stages[j].index })
+	out := outcome{}
+	for _, m := range s.Machines {
+		if m.Node != nil && m.Workload == nil && evaluateMachine(p, m).index == StageWorkloadPod.Index() {
+			out.NeedPod = append(out.NeedPod, m.Node.Name)
+		}
+	}
+	// The pool is as far as the least advanced of its best `replicas` Machines: a stalled
+	// Machine that a health check is replacing does not hold the pool back once its
+	// replacement overtakes it.
+	if len(stages) < p.Replicas {
+		out.Stage = StageBootstrapData
+		out.Detail = fmt.Sprintf("%d of %d Machines (%s)", len(stages), p.Replicas, mdDetail(s.MachineDeployment, p))
+		return out
+	}
+	worst := stages[p.Replicas-1]
+	if p.Replicas == 0 || worst.index == doneIndex {
+		out.Done, out.Stage = true, StageWorkloadPod
+		out.Detail = fmt.Sprintf("%d of %d Nodes run a workload pod", countDone(stages), p.Replicas)
+		return out
+	}
+	out.Stage = Stages()[worst.index]
+	out.Detail = worst.detail
+	if n := countAtLeast(stages, worst.index+1); n > 0 {
+		out.Detail += fmt.Sprintf(" (%d of %d Machines past this stage)", n, p.Replicas)
+	}
+	return out
+}
+
+func countDone(ms []machineStage) int { return countAtLeast(ms, doneIndex) }
+
+func countAtLeast(ms []machineStage, idx int) int {
+	n := 0
+	for _, m := range ms {
+		if m.index >= idx {
+			n++
+		}
+	}
+	return n
+}
+
+func mdDetail(md *clusterv1.MachineDeployment, p Pool) string {
+	if md == nil {
+		return fmt.Sprintf("MachineDeployment %s not rendered yet", p.Names.MachineDeployment())
+	}
+	want := "unset"
+	if md.Spec.Replicas != nil {
+		want = fmt.Sprint(*md.Spec.Replicas)
+	}
+	return fmt.Sprintf("MachineDeployment %s wants %s", md.Name, want)
+}
+
+// evaluateMachine is where one Machine is. The detectors run first: a terminal state wins
+// over "still waiting".
+func evaluateMachine(p Pool, v *machineView) machineStage {
+	if t := detectMachine(p, v); t != nil {
+		return machineStage{index: t.Stage.Index(), term: t}
+	}
+	return progress(p, v)
+}
+
+// progress is the first stage one Machine has not passed, and what it waits for there.
+func progress(p Pool, v *machineView) machineStage {
+	m := v.Machine
+	vm := v.vmName()
+	at := func(s Stage, format string, a ...any) machineStage {
+		return machineStage{index: s.Index(), detail: fmt.Sprintf("Machine %s: ", m.Name) + fmt.Sprintf(format, a...)}
+	}
+	if m.Spec.Bootstrap.DataSecretName == nil || *m.Spec.Bootstrap.DataSecretName == "" {
+		return at(StageBootstrapData, "no bootstrap data yet (%s %s: %s)", tenant.BootstrapConfigGVK(p.OS).Kind,
+			orWord(m.Spec.Bootstrap.ConfigRef.Name, "not created"), conditionsOf(v.BootstrapConfig))
+	}
+	dvName := tenant.DataVolume(vm)
+	if v.DataVolume == nil {
+		return at(StageDiskImport, "DataVolume %s not created yet (KubevirtMachine %s: %s)", dvName, vm, conditionsOf(v.KubevirtMachine))
+	}
+	if v.DataVolume.Status.Phase != cdiv1.Succeeded {
+		return at(StageDiskImport, "DataVolume %s %s %s%s", dvName, orWord(string(v.DataVolume.Status.Phase), "(no phase)"),
+			v.DataVolume.Status.Progress, importerDetail(v.Importer))
+	}
+	if v.VMI == nil || v.VMI.Status.Phase != kubevirtv1.Running {
+		phase := "not created yet"
+		if v.VMI != nil {
+			phase = orWord(string(v.VMI.Status.Phase), "(no phase)")
+		}
+		return at(StageVMIRunning, "VMI %s %s%s", vm, phase, launcherDetail(v.Launcher))
+	}
+	if v.Node == nil {
+		if p.Console && (v.Console == nil || v.Console.Lines == 0) {
+			return at(StageGuestBoot, "VMI %s runs; its serial console is silent%s", vm, consoleErr(v.Console))
+		}
+		if !joinedByConsole(v) {
+			return at(StageJoin, "VMI %s booted; waiting for the join%s%s", vm, lastLine(v.Console), csrDetail(v.CSRs))
+		}
+		return at(StageNodeRegistered, "VMI %s says it joined; no Node named %s in the tenant yet%s", vm, vm, csrDetail(v.CSRs))
+	}
+	n := v.Node
+	if n.Spec.ProviderID != tenant.ProviderID(vm) {
+		return at(StageProviderID, "Node %s has providerID %q; CAPK sets %s", n.Name, n.Spec.ProviderID, tenant.ProviderID(vm))
+	}
+	if m.Status.NodeRef.Name == "" {
+		return at(StageNodeRef, "no nodeRef yet (Cluster API links Node %s through the cluster's kubeconfig Secret)", n.Name)
+	}
+	if missing := missingAnnotations(p, m, n); missing != "" {
+		return at(StageNodeRef, "Node %s lacks %s", n.Name, missing)
+	}
+	if ok, why := nodeReady(n); !ok {
+		return at(StageReady, "Node %s not Ready: %s", n.Name, why)
+	}
+	if why := unschedulable(n); why != "" {
+		return at(StageSchedulable, "Node %s: %s", n.Name, why)
+	}
+	if v.Workload == nil {
+		return at(StageWorkloadPod, "workload pod for Node %s not created yet", n.Name)
+	}
+	if v.Workload.Status.Phase != corev1.PodRunning {
+		return at(StageWorkloadPod, "workload pod %s/%s %s%s", v.Workload.Namespace, v.Workload.Name,
+			orWord(string(v.Workload.Status.Phase), "(no phase)"), podWaiting(v.Workload))
+	}
+	return machineStage{index: doneIndex, detail: fmt.Sprintf("Machine %s: workload pod runs on Node %s", m.Name, n.Name)}
+}
+
+// detectMachine runs every detector on one Machine's objects.
+func detectMachine(p Pool, v *machineView) *terminal {
+	m := v.Machine
+	vm := v.vmName()
+	if msg, ok := providerFailure(v.BootstrapConfig); ok {
+		return &terminal{Class: verdict.Bootstrap, Stage: StageBootstrapData,
+			Detail: fmt.Sprintf("%s %s failed: %s", v.BootstrapConfig.GetKind(), v.BootstrapConfig.GetName(), msg)}
+	}
+	if t := diskFailure(v.DataVolume, v.Importer); t != nil {
+		return t
+	}
+	vmiPhase := ""
+	if v.VMI != nil {
+		vmiPhase = string(v.VMI.Status.Phase)
+	}
+	if t := launcherFailure(vm, v.Launcher, vmiPhase); t != nil {
+		return t
+	}
+	if msg, ok := providerFailure(v.KubevirtMachine); ok {
+		return &terminal{Class: verdict.MachineFailed, Stage: machineStageGuess(p, v),
+			Detail: fmt.Sprintf("KubevirtMachine %s failed: %s", vm, msg)}
+	}
+	if t := machineFailure(m, machineStageGuess(p, v)); t != nil {
+		return t
+	}
+	if v.Console != nil && v.Console.Refused != "" {
+		return &terminal{Class: verdict.JoinRejected, Stage: StageJoin,
+			Detail: fmt.Sprintf("the serial console of VMI %s (launcher %s) shows the join refused: %s", vm, v.Console.Pod, strings.TrimSpace(v.Console.Refused))}
+	}
+	for _, csr := range v.CSRs {
+		for _, c := range csr.Status.Conditions {
+			if c.Type == certificatesv1.CertificateDenied || c.Type == certificatesv1.CertificateFailed {
+				return &terminal{Class: verdict.JoinRejected, Stage: StageJoin,
+					Detail: fmt.Sprintf("tenant CSR %s of %s was %s: %s %s", csr.Name, csr.Spec.Username, c.Type, c.Reason, c.Message)}
+			}
+		}
+	}
+	if n := v.Node; n != nil {
+		if n.Name != vm {
+			return &terminal{Class: verdict.Identity, Stage: StageProviderID,
+				Detail: fmt.Sprintf("VMI %s registered as Node %s (InternalIP %s): a Node not named like its VMI never gets providerID %s, since CAPK sets it on the Node of the VMI's name (check the guest's hostname, e.g. Kairos hostnamePrefix)",
+					vm, n.Name, internalIP(n), tenant.ProviderID(vm))}
+		}
+		if n.Spec.ProviderID != "" && n.Spec.ProviderID != tenant.ProviderID(vm) {
+			return &terminal{Class: verdict.Identity, Stage: StageProviderID,
+				Detail: fmt.Sprintf("Node %s has providerID %q, not %s", n.Name, n.Spec.ProviderID, tenant.ProviderID(vm))}
+		}
+		if ref := m.Status.NodeRef.Name; ref != "" && ref != n.Name {
+			return &terminal{Class: verdict.Identity, Stage: StageNodeRef,
+				Detail: fmt.Sprintf("Machine %s links Node %s, but its VMI %s is Node %s", m.Name, ref, vm, n.Name)}
+		}
+		if wrong := wrongAnnotations(p, m, n); wrong != "" {
+			return &terminal{Class: verdict.Identity, Stage: StageNodeRef, Detail: fmt.Sprintf("Node %s: %s", n.Name, wrong)}
+		}
+		if ok, _ := nodeReady(n); ok {
+			if t := taintFailure(n); t != nil {
+				return t
+			}
+		}
+		if w := v.Workload; w != nil && w.Status.Phase == corev1.PodFailed {
+			return &terminal{Class: verdict.NotSchedulable, Stage: StageWorkloadPod,
+				Detail: fmt.Sprintf("workload pod %s/%s on Node %s Failed: %s %s", w.Namespace, w.Name, n.Name, w.Status.Reason, w.Status.Message)}
+		}
+	}
+	return nil
+}
+
+// machineStageGuess is where a Machine stands, for a failure that is not tied to a stage.
+func machineStageGuess(p Pool, v *machineView) Stage {
+	if ms := progress(p, v); ms.index < doneIndex {
+		return Stages()[ms.index]
+	}
+	return StageWorkloadPod
+}
+
+// clusterDNSFailure: a kubeadm-joined pool needs clusterDNS in the tenant kubelet-config,
+// which kubeadm hands every joining kubelet. Judged once a Machine of the pool is about to
+// join (its VMI runs), when the configuration it will read is final.
+func clusterDNSFailure(s *snapshot) *terminal {
+	if !tenant.KubeadmJoined(s.Pool.OS) || s.KubeletConfig == nil {
+		return nil
+	}
+	joining := false
+	for _, m := range s.Machines {
+		if m.VMI != nil && m.VMI.Status.Phase == kubevirtv1.Running {
+			joining = true
+		}
+	}
+	if !joining {
+		return nil
+	}
+	if dns := ClusterDNS(s.KubeletConfig); len(dns) > 0 {
+		return nil
+	}
+	return &terminal{Class: verdict.ClusterDNS, Stage: StageJoin,
+		Detail: fmt.Sprintf("the tenant %s/%s carries no clusterDNS, so the kubeadm-joined workers of pool %s get no cluster DNS (KamajiControlPlane %s spec.dnsServiceIPs empty?)",
+			s.KubeletConfig.Namespace, s.KubeletConfig.Name, s.Pool.Names.Pool, s.Pool.Names.ControlPlane())}
+}
+
+// ClusterDNS is the clusterDNS list of a kubelet-config ConfigMap (empty when absent).
+func ClusterDNS(cm *corev1.ConfigMap) []string {
+	var kc struct {
+		ClusterDNS []string `json:"clusterDNS"`
+	}
+	if err := yaml.Unmarshal([]byte(cm.Data[tenant.KubeletConfigKey]), &kc); err != nil {
+		return nil
+	}
+	return kc.ClusterDNS
+}
+
+func joinedByConsole(v *machineView) bool {
+	if v.Console != nil && v.Console.Joined {
+		return true
+	}
+	for _, csr := range v.CSRs {
+		for _, c := range csr.Status.Conditions {
+			if c.Type == certificatesv1.CertificateApproved {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// missingAnnotations lists the Cluster API annotations the Node does not carry yet.
+func missingAnnotations(p Pool, m *clusterv1.Machine, n *corev1.Node) string {
+	var miss []string
+	for k := range wantAnnotations(p, m) {
+		if _, ok := n.Annotations[k]; !ok {
+			miss = append(miss, k)
+		}
+	}
+	sort.Strings(miss)
+	return strings.Join(miss, ", ")
+}
+
+// wrongAnnotations lists the Cluster API annotations the Node carries with another value.
+func wrongAnnotations(p Pool, m *clusterv1.Machine, n *corev1.Node) string {
+	var wrong []string
+	for k, want := range wantAnnotations(p, m) {
+		if got, ok := n.Annotations[k]; ok && got != want {
+			wrong = append(wrong, fmt.Sprintf("%s=%q, want %q", k, got, want))
+		}
+	}
+	sort.Strings(wrong)
+	return strings.Join(wrong, ", ")
+}
+
+func wantAnnotations(p Pool, m *clusterv1.Machine) map[string]string {
+	return map[string]string{
+		tenant.AnnotationClusterName:      p.Names.Cluster(),
+		tenant.AnnotationClusterNamespace: p.Names.Namespace,
+		tenant.AnnotationMachine:          m.Name,
+	}
+}
+
+func nodeReady(n *corev1.Node) (bool, string) {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue, fmt.Sprintf("Ready=%s %s %s", c.Status, c.Reason, c.Message)
+		}
+	}
+	return false, "no Ready condition yet"
+}
+
+func unschedulable(n *corev1.Node) string {
+	if n.Spec.Unschedulable {
+		return "cordoned (spec.unschedulable)"
+	}
+	for _, t := range n.Spec.Taints {
+		if t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute {
+			return fmt.Sprintf("startup taint %s:%s still on", t.Key, t.Effect)
+		}
+	}
+	return ""
+}
+
+func internalIP(n *corev1.Node) string {
+	for _, a := range n.Status.Addresses {
+		if a.Type == corev1.NodeInternalIP {
+			return a.Address
+		}
+	}
+	return "unknown"
+}
+
+func conditionsOf(u *unstructured.Unstructured) string {
+	if u == nil {
+		return "not created yet"
+	}
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	var parts []string
+	for _, c := range conds {
+		cm, _ := c.(map[string]any)
+		if cm == nil || cm["status"] == "True" {
+			continue
+		}
+		parts = append(parts, strings.TrimSpace(fmt.Sprintf("%v=%v %v %v", cm["type"], cm["status"], orNil(cm["reason"]), orNil(cm["message"]))))
+	}
+	if len(parts) == 0 {
+		return "no condition says why"
+	}
+	return strings.Join(parts, "; ")
+}
+
+func orNil(v any) any {
+	if v == nil {
+		return ""
+	}
+	return v
+}
+
+func importerDetail(p *corev1.Pod) string {
+	if p == nil {
+		return ""
+	}
+	restarts := int32(0)
+	for _, cs := range p.Status.ContainerStatuses {
+		restarts += cs.RestartCount
+	}
+	return fmt.Sprintf(" (importer %s %s, restarts: %d)", p.Name, p.Status.Phase, restarts)
+}
+
+func launcherDetail(p *corev1.Pod) string {
+	if p == nil {
+		return "; no launcher Pod yet"
+	}
+	d := fmt.Sprintf("; launcher %s %s", p.Name, p.Status.Phase)
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status != corev1.ConditionTrue {
+			d += fmt.Sprintf(" (%s: %s)", c.Reason, c.Message)
+		}
+	}
+	return d + podWaiting(p)
+}
+
+func podWaiting(p *corev1.Pod) string {
+	for _, cs := range p.Status.ContainerStatuses {
+		if w := cs.State.Waiting; w != nil && w.Reason != "" {
+			return fmt.Sprintf(" (%s: %s %s)", cs.Name, w.Reason, w.Message)
+		}
+	}
+	return ""
+}
+
+func consoleErr(c *consoleState) string {
+	if c == nil {
+		return " (console not read yet)"
+	}
+	if c.Err != "" {
+		return " (" + c.Err + ")"
+	}
+	return ""
+}
+
+func lastLine(c *consoleState) string {
+	if c == nil || c.Last == "" {
+		return ""
+	}
+	return fmt.Sprintf("; console: %q", strings.TrimSpace(c.Last))
+}
+
+func csrDetail(csrs []certificatesv1.CertificateSigningRequest) string {
+	if len(csrs) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; %d tenant CSR(s)", len(csrs))
+}

@@ -1,0 +1,281 @@
+package join
+
+import (
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+
+	"github.com/cozystack/cozy-e2e/framework/tenant"
+	"github.com/cozystack/cozy-e2e/framework/verdict"
+)
+
+func testPool(os string, replicas int) Pool {
+	return Pool{Names: tenant.For("tenant-x", "t1").Pool("p"), Class: os, OS: os, Replicas: replicas, Console: true,
+		WorkloadImage: "img@sha256:00"}
+}
+
+// joined is a Machine whose every stage is passed, as the controllers leave it.
+func joined(p Pool, name string) *machineView {
+	data := name + "-bootstrap"
+	m := &clusterv1.Machine{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: p.Names.Namespace}}
+	m.Spec.Bootstrap.DataSecretName = &data
+	m.Spec.Bootstrap.ConfigRef.Name = name
+	m.Spec.InfrastructureRef.Name = name
+	m.Status.NodeRef.Name = name
+	m.Status.Phase = "Running"
+	dv := &cdiv1.DataVolume{ObjectMeta: metav1.ObjectMeta{Name: tenant.DataVolume(name)}, Status: cdiv1.DataVolumeStatus{Phase: cdiv1.Succeeded, Progress: "100.0%"}}
+	vmi := &kubevirtv1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	vmi.Status.Phase = kubevirtv1.Running
+	vmi.Status.Interfaces = []kubevirtv1.VirtualMachineInstanceNetworkInterface{{IP: "10.0.0.7"}}
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{
+		tenant.AnnotationClusterName: p.Names.Cluster(), tenant.AnnotationClusterNamespace: p.Names.Namespace, tenant.AnnotationMachine: name}},
+		Spec:   corev1.NodeSpec{ProviderID: tenant.ProviderID(name)},
+		Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}}
+	return &machineView{
+		Machine: m, DataVolume: dv, VMI: vmi,
+		Launcher: &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "virt-launcher-" + name + "-abcde"}, Status: corev1.PodStatus{Phase: corev1.PodRunning}},
+		Console:  &consoleState{Pod: "virt-launcher-" + name + "-abcde", Lines: 3, Last: "This node has joined the cluster", Joined: true},
+		Node:     node,
+		Workload: &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: tenant.WorkloadPod(name)}, Status: corev1.PodStatus{Phase: corev1.PodRunning}},
+	}
+}
+
+func withTemplate(p Pool, ms ...*machineView) *snapshot {
+	t := unstructuredOf(tenant.BootstrapTemplateGVK(p.OS))
+	t.SetName(p.Names.BootstrapTemplate())
+	return &snapshot{Pool: p, Template: t, Machines: ms}
+}
+
+// Each case takes a joined Machine back to one stage; the pool must be at that stage, not
+// terminal, with a detail that says what it waits for.
+func TestEachStageIsWhereTheFirstMissingPieceIs(t *testing.T) {
+	p := testPool(tenant.OSTalos, 1)
+	for _, tc := range []struct {
+		stage  Stage
+		undo   func(v *machineView)
+		detail string
+	}{
+		{StageBootstrapData, func(v *machineView) { v.Machine.Spec.Bootstrap.DataSecretName = nil }, "no bootstrap data"},
+		{StageDiskImport, func(v *machineView) { v.DataVolume = nil }, "DataVolume m1-disk-system not created"},
+		{StageDiskImport, func(v *machineView) { v.DataVolume.Status.Phase, v.DataVolume.Status.Progress = cdiv1.ImportInProgress, "42.0%" }, "ImportInProgress 42.0%"},
+		{StageVMIRunning, func(v *machineView) { v.VMI.Status.Phase = kubevirtv1.Scheduling }, "VMI m1 Scheduling"},
+		{StageGuestBoot, func(v *machineView) { v.Node, v.Console = nil, &consoleState{} }, "serial console is silent"},
+		{StageJoin, func(v *machineView) { v.Node, v.Console.Joined = nil, false }, "waiting for the join"},
+		{StageNodeRegistered, func(v *machineView) { v.Node = nil }, "no Node named m1"},
+		{StageProviderID, func(v *machineView) { v.Node.Spec.ProviderID = "" }, "CAPK sets kubevirt://m1"},
+		{StageNodeRef, func(v *machineView) { v.Machine.Status.NodeRef.Name = "" }, "no nodeRef"},
+		{StageNodeRef, func(v *machineView) { delete(v.Node.Annotations, tenant.AnnotationClusterNamespace) }, "lacks cluster.x-k8s.io/cluster-namespace"},
+		{StageReady, func(v *machineView) { v.Node.Status.Conditions[0].Status = corev1.ConditionFalse }, "not Ready"},
+		{StageSchedulable, func(v *machineView) {
+			v.Node.Spec.Taints = []corev1.Taint{{Key: "node.cilium.io/agent-not-ready", Effect: corev1.TaintEffectNoSchedule}}
+		}, "startup taint"},
+		{StageSchedulable, func(v *machineView) { v.Node.Spec.Unschedulable = true }, "cordoned"},
+		{StageWorkloadPod, func(v *machineView) { v.Workload = nil }, "not created yet"},
+		{StageWorkloadPod, func(v *machineView) { v.Workload.Status.Phase = corev1.PodPending }, "Pending"},
+	} {
+		v := joined(p, "m1")
+		tc.undo(v)
+		out := evaluate(withTemplate(p, v))
+		if out.Terminal != nil || out.Done || out.Stage != tc.stage || !strings.Contains(out.Detail, tc.detail) {
+			t.Errorf("%s: got stage %s done %v terminal %+v detail %q; want %s with %q", tc.stage, out.Stage, out.Done, out.Terminal, out.Detail, tc.stage, tc.detail)
+		}
+	}
+}
+
+func TestAJoinedPoolIsDone(t *testing.T) {
+	p := testPool(tenant.OSKairos, 2)
+	s := withTemplate(p, joined(p, "m1"), joined(p, "m2"))
+	s.KubeletConfig = kubeletConfig("clusterDNS:\n- 10.95.0.10\n")
+	out := evaluate(s)
+	if !out.Done || out.Terminal != nil {
+		t.Fatalf("%+v", out)
+	}
+}
+
+func TestMissingTemplateAndMachinesWait(t *testing.T) {
+	p := testPool(tenant.OSTalos, 2)
+	out := evaluate(&snapshot{Pool: p})
+	if out.Stage != StageBootstrapTemplate || !strings.Contains(out.Detail, "TalosConfigTemplate kubernetes-t1-p not rendered") {
+		t.Errorf("no template: %+v", out)
+	}
+	out = evaluate(withTemplate(p, joined(p, "m1")))
+	if out.Stage != StageBootstrapData || !strings.Contains(out.Detail, "1 of 2 Machines") {
+		t.Errorf("one of two machines: %+v", out)
+	}
+}
+
+func TestTheWrongTemplateKindIsTerminal(t *testing.T) {
+	p := testPool(tenant.OSKairos, 1)
+	other := unstructuredOf(tenant.TalosConfigTemplateGVK)
+	other.SetName(p.Names.BootstrapTemplate())
+	out := evaluate(&snapshot{Pool: p, OtherTemplate: other})
+	if out.Terminal == nil || out.Terminal.Class != verdict.ProductAssertion || !strings.Contains(out.Terminal.Detail, "not the KairosConfigTemplate") {
+		t.Fatalf("%+v", out)
+	}
+}
+
+// A stalled Machine that a health check is replacing does not hold the pool back once a
+// replacement has joined: the pool needs its replicas, not every Machine ever made.
+func TestAStalledExtraMachineDoesNotHoldThePool(t *testing.T) {
+	p := testPool(tenant.OSTalos, 1)
+	stalled := joined(p, "m0")
+	stalled.Node, stalled.Console = nil, &consoleState{}
+	out := evaluate(withTemplate(p, stalled, joined(p, "m1")))
+	if !out.Done {
+		t.Fatalf("%+v", out)
+	}
+	out = evaluate(withTemplate(testPool(tenant.OSTalos, 2), stalled, joined(p, "m1")))
+	if out.Done || out.Stage != StageGuestBoot || !strings.Contains(out.Detail, "1 of 2 Machines past this stage") {
+		t.Fatalf("%+v", out)
+	}
+}
+
+// Every terminal detector, with the class and stage the fault catalogue asks for.
+func TestTerminalStatesEndTheJoinWithTheirClassAndStage(t *testing.T) {
+	p := testPool(tenant.OSKairos, 1)
+	for _, tc := range []struct {
+		name   string
+		class  verdict.Class
+		stage  Stage
+		detail string
+		break_ func(v *machineView, s *snapshot)
+	}{
+		{"data volume failed", verdict.DiskImport, StageDiskImport, "Failed", func(v *machineView, _ *snapshot) {
+			v.DataVolume.Status.Phase = cdiv1.Failed
+		}},
+		{"registry 401 in the Running condition", verdict.DiskImport, StageDiskImport, "refused by the registry", func(v *machineView, _ *snapshot) {
+			v.DataVolume.Status.Phase = cdiv1.ImportInProgress
+			v.DataVolume.Status.Conditions = []cdiv1.DataVolumeCondition{{Type: cdiv1.DataVolumeRunning, Status: corev1.ConditionFalse, Reason: "Error",
+				Message: "Unable to process data: unexpected status code 401 Unauthorized"}}
+		}},
+		{"importer terminated with manifest unknown", verdict.DiskImport, StageDiskImport, "manifest unknown", func(v *machineView, _ *snapshot) {
+			v.DataVolume.Status.Phase = cdiv1.ImportInProgress
+			v.Importer = &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "importer-x"}, Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{
+				Name: "importer", RestartCount: 1, LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Message: "manifest unknown: no such tag"}}}}}}
+		}},
+		{"importer restarting", verdict.DiskImport, StageDiskImport, "restarted 3 times", func(v *machineView, _ *snapshot) {
+			v.DataVolume.Status.Phase = cdiv1.ImportInProgress
+			v.Importer = &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "importer-x"}, Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{Name: "importer", RestartCount: 3}}}}
+		}},
+		{"launcher unschedulable", verdict.VMUnschedulable, StageVMIRunning, "Insufficient memory", func(v *machineView, _ *snapshot) {
+			v.VMI.Status.Phase = kubevirtv1.Scheduling
+			v.Launcher.Status = corev1.PodStatus{Phase: corev1.PodPending, Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled,
+				Status: corev1.ConditionFalse, Reason: "Unschedulable", Message: "0/3 nodes are available: 3 Insufficient memory."}}}
+		}},
+		{"launcher failed", verdict.VMUnschedulable, StageVMIRunning, "Failed", func(v *machineView, _ *snapshot) {
+			v.Launcher.Status.Phase = corev1.PodFailed
+		}},
+		{"machine failed", verdict.MachineFailed, StageWorkloadPod, "Machine m1 is Failed", func(v *machineView, _ *snapshot) {
+			v.Machine.Status.Phase = "Failed"
+			v.Workload = nil
+		}},
+		{"kubevirt machine failed", verdict.MachineFailed, StageDiskImport, "KubevirtMachine m1 failed", func(v *machineView, _ *snapshot) {
+			v.DataVolume = nil
+			v.KubevirtMachine = failedObject(tenant.KubevirtMachineGVK, "CreateError", "vm create refused")
+		}},
+		{"kairos config failed", verdict.Bootstrap, StageBootstrapData, "KairosConfig m1 failed: InvalidJoin", func(v *machineView, _ *snapshot) {
+			v.Machine.Spec.Bootstrap.DataSecretName = nil
+			v.BootstrapConfig = failedObject(tenant.KairosConfigGVK, "InvalidJoin", "nodeRegistration.name is not DNS-1123")
+		}},
+		{"kubeadm refused in the console", verdict.JoinRejected, StageJoin, "error execution phase", func(v *machineView, _ *snapshot) {
+			v.Node = nil
+			v.Console.Joined, v.Console.Refused = false, "error execution phase kubelet-start: Unauthorized"
+		}},
+		{"node under another name", verdict.Identity, StageProviderID, "registered as Node metal-1234", func(v *machineView, _ *snapshot) {
+			v.Node.Name = "metal-1234"
+			v.Node.Spec.ProviderID = ""
+			v.Machine.Status.NodeRef.Name = ""
+		}},
+		{"foreign providerID", verdict.Identity, StageProviderID, "aws://", func(v *machineView, _ *snapshot) {
+			v.Node.Spec.ProviderID = "aws:///i-1"
+		}},
+		{"wrong cluster-namespace annotation", verdict.Identity, StageNodeRef, "cluster.x-k8s.io/cluster-namespace", func(v *machineView, _ *snapshot) {
+			v.Node.Annotations[tenant.AnnotationClusterNamespace] = "default"
+		}},
+		{"lasting NoSchedule taint", verdict.NotSchedulable, StageSchedulable, "e2e.example/broken=yes:NoSchedule", func(v *machineView, _ *snapshot) {
+			v.Node.Spec.Taints = []corev1.Taint{{Key: "e2e.example/broken", Value: "yes", Effect: corev1.TaintEffectNoSchedule}}
+			v.Workload = nil
+		}},
+		{"kubelet-config without clusterDNS", verdict.ClusterDNS, StageJoin, "carries no clusterDNS", func(v *machineView, s *snapshot) {
+			v.Node = nil
+			s.KubeletConfig = kubeletConfig("cgroupDriver: systemd\n")
+		}},
+	} {
+		v := joined(p, "m1")
+		s := withTemplate(p, v)
+		s.KubeletConfig = kubeletConfig("clusterDNS: [10.95.0.10]\n")
+		tc.break_(v, s)
+		out := evaluate(s)
+		if out.Terminal == nil {
+			t.Errorf("%s: not terminal: %+v", tc.name, out)
+			continue
+		}
+		if out.Terminal.Class != tc.class || out.Terminal.Stage != tc.stage || !strings.Contains(out.Terminal.Detail, tc.detail) {
+			t.Errorf("%s: got %s at %s: %q; want %s at %s with %q", tc.name, out.Terminal.Class, out.Terminal.Stage, out.Terminal.Detail, tc.class, tc.stage, tc.detail)
+		}
+	}
+}
+
+// Talos workers do not join with kubeadm: their pools do not depend on the kubelet-config.
+func TestClusterDNSIsRequiredOfKubeadmPoolsOnly(t *testing.T) {
+	p := testPool(tenant.OSTalos, 1)
+	s := withTemplate(p, joined(p, "m1"))
+	s.KubeletConfig = kubeletConfig("cgroupDriver: systemd\n")
+	if out := evaluate(s); !out.Done {
+		t.Fatalf("%+v", out)
+	}
+}
+
+func TestStartupTaintsAndTransientImporterErrorsAreNotTerminal(t *testing.T) {
+	p := testPool(tenant.OSTalos, 1)
+	v := joined(p, "m1")
+	v.Node.Spec.Taints = []corev1.Taint{{Key: "node.kubernetes.io/not-ready", Effect: corev1.TaintEffectNoSchedule}}
+	if out := evaluate(withTemplate(p, v)); out.Terminal != nil {
+		t.Errorf("startup taint: %+v", out.Terminal)
+	}
+	v = joined(p, "m1")
+	v.DataVolume.Status.Phase = cdiv1.ImportInProgress
+	v.DataVolume.Status.Conditions = []cdiv1.DataVolumeCondition{{Type: cdiv1.DataVolumeRunning, Status: corev1.ConditionFalse, Reason: "Error",
+		Message: "Unable to connect to http data source: expected status code 200, got 503"}}
+	if out := evaluate(withTemplate(p, v)); out.Terminal != nil || out.Stage != StageDiskImport {
+		t.Errorf("503: %+v", out)
+	}
+}
+
+func TestANodeIsFoundByTheVMIAddressWhenNamedOtherwise(t *testing.T) {
+	vmi := &kubevirtv1.VirtualMachineInstance{}
+	vmi.Status.Interfaces = []kubevirtv1.VirtualMachineInstanceNetworkInterface{{IPs: []string{"10.0.0.9"}}}
+	nodes := []corev1.Node{
+		{ObjectMeta: metav1.ObjectMeta{Name: "other"}, Status: corev1.NodeStatus{Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "10.0.0.8"}}}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "metal-9"}, Status: corev1.NodeStatus{Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "10.0.0.9"}}}},
+	}
+	if n := attributeNode("vm-1", vmi, nodes); n == nil || n.Name != "metal-9" {
+		t.Fatalf("%v", n)
+	}
+	if n := attributeNode("other", vmi, nodes); n == nil || n.Name != "other" {
+		t.Fatalf("by name: %v", n)
+	}
+}
+
+func kubeletConfig(body string) *corev1.ConfigMap {
+	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: tenant.KubeletConfigNamespace, Name: tenant.KubeletConfigName},
+		Data: map[string]string{tenant.KubeletConfigKey: body}}
+}
+
+func failedObject(gvk interface{ String() string }, reason, msg string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]any{"status": map[string]any{"failureReason": reason, "failureMessage": msg}}}
+	switch gvk.String() {
+	case tenant.KubevirtMachineGVK.String():
+		u.SetGroupVersionKind(tenant.KubevirtMachineGVK)
+	default:
+		u.SetGroupVersionKind(tenant.KairosConfigGVK)
+	}
+	u.SetName("m1")
+	return u
+}

@@ -1,0 +1,205 @@
+package join
+
+import (
+	"context"
+	"crypto/x509"
+	"encoding/pem"
+	"fmt"
+	"strings"
+
+	certificatesv1 "k8s.io/api/certificates/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/cozystack/cozy-e2e/framework/tenant"
+)
+
+// read fills a snapshot of pool p from the informers' stores (no API request).
+func (w *Watcher) read(ctx context.Context, p Pool) (*snapshot, error) {
+	ns := w.o.Namespace
+	s := &snapshot{Pool: p}
+	var err error
+	if s.Template, err = w.getU(ctx, w.mgmt, tenant.BootstrapTemplateGVK(p.OS), ns, p.Names.BootstrapTemplate()); err != nil {
+		return nil, err
+	}
+	for os := range w.bootKind {
+		if os != p.OS && tenant.BootstrapTemplateGVK(os) != tenant.BootstrapTemplateGVK(p.OS) {
+			if s.OtherTemplate, err = w.getU(ctx, w.mgmt, tenant.BootstrapTemplateGVK(os), ns, p.Names.BootstrapTemplate()); err != nil {
+				return nil, err
+			}
+		}
+	}
+	md := &clusterv1.MachineDeployment{}
+	if ok, err := get(ctx, w.mgmt, ns, p.Names.MachineDeployment(), md); err != nil {
+		return nil, err
+	} else if ok {
+		s.MachineDeployment = md
+	}
+	var machines clusterv1.MachineList
+	if err := w.mgmt.List(ctx, &machines, client.InNamespace(ns), p.Names.Selector()); err != nil {
+		return nil, fmt.Errorf("join: listing Machines of %s: %w", p.Names, err)
+	}
+	var pods corev1.PodList
+	if err := w.mgmt.List(ctx, &pods, client.InNamespace(ns)); err != nil {
+		return nil, err
+	}
+	var nodes corev1.NodeList
+	if err := w.tenant.List(ctx, &nodes); err != nil {
+		return nil, err
+	}
+	var csrs certificatesv1.CertificateSigningRequestList
+	if err := w.tenant.List(ctx, &csrs); err != nil {
+		return nil, err
+	}
+	cm := &corev1.ConfigMap{}
+	if ok, err := get(ctx, w.tenant, tenant.KubeletConfigNamespace, tenant.KubeletConfigName, cm); err != nil {
+		return nil, err
+	} else if ok {
+		s.KubeletConfig = cm
+	}
+	for i := range machines.Items {
+		m := &machines.Items[i]
+		if m.DeletionTimestamp != nil {
+			continue
+		}
+		v := &machineView{Machine: m}
+		if err := w.readMachine(ctx, p, v, pods.Items, nodes.Items, csrs.Items); err != nil {
+			return nil, err
+		}
+		s.Machines = append(s.Machines, v)
+	}
+	return s, nil
+}
+
+func (w *Watcher) readMachine(ctx context.Context, p Pool, v *machineView, pods []corev1.Pod, nodes []corev1.Node,
+	csrs []certificatesv1.CertificateSigningRequest) error {
+	ns := w.o.Namespace
+	vm := v.vmName()
+	var err error
+	if v.KubevirtMachine, err = w.getU(ctx, w.mgmt, tenant.KubevirtMachineGVK, ns, vm); err != nil {
+		return err
+	}
+	if ref := v.Machine.Spec.Bootstrap.ConfigRef.Name; ref != "" {
+		if v.BootstrapConfig, err = w.getU(ctx, w.mgmt, w.bootKind[p.OS], ns, ref); err != nil {
+			return err
+		}
+	}
+	dv := &cdiv1.DataVolume{}
+	if ok, err := get(ctx, w.mgmt, ns, tenant.DataVolume(vm), dv); err != nil {
+		return err
+	} else if ok {
+		v.DataVolume = dv
+	}
+	vmi := &kubevirtv1.VirtualMachineInstance{}
+	if ok, err := get(ctx, w.mgmt, ns, vm, vmi); err != nil {
+		return err
+	} else if ok {
+		v.VMI = vmi
+	}
+	for i := range pods {
+		pod := &pods[i]
+		switch {
+		case pod.Name == tenant.ImporterPod(tenant.DataVolume(vm)):
+			v.Importer = pod
+		case tenant.IsLauncherOf(pod.Name, vm) && pod.DeletionTimestamp == nil:
+			if v.Launcher == nil || pod.CreationTimestamp.After(v.Launcher.CreationTimestamp.Time) {
+				v.Launcher = pod
+			}
+		}
+	}
+	if v.Launcher != nil && p.Console {
+		w.consoles.follow(w.ctx, v.Launcher)
+		if st, ok := w.consoles.get(v.Launcher.Name); ok {
+			v.Console = &st
+		}
+	}
+	v.Node = attributeNode(vm, v.VMI, nodes)
+	for _, c := range csrs {
+		if csrNode(&c) == vm {
+			v.CSRs = append(v.CSRs, c)
+		}
+	}
+	if v.Node != nil {
+		pod := &corev1.Pod{}
+		if ok, err := get(ctx, w.tenant, tenant.WorkloadNamespace, tenant.WorkloadPod(v.Node.Name), pod); err != nil {
+			return err
+		} else if ok {
+			v.Workload = pod
+		}
+	}
+	return nil
+}
+
+// attributeNode finds the tenant Node VMI vm registered as: the Node of its name, else the
+// Node whose InternalIP is one of the VMI's addresses (the guest's NIC is the VMI's).
+func attributeNode(vm string, vmi *kubevirtv1.VirtualMachineInstance, nodes []corev1.Node) *corev1.Node {
+	for i := range nodes {
+		if nodes[i].Name == vm {
+			return &nodes[i]
+		}
+	}
+	if vmi == nil {
+		return nil
+	}
+	ips := map[string]bool{}
+	for _, ifc := range vmi.Status.Interfaces {
+		if ifc.IP != "" {
+			ips[ifc.IP] = true
+		}
+		for _, ip := range ifc.IPs {
+			ips[ip] = true
+		}
+	}
+	for i := range nodes {
+		for _, a := range nodes[i].Status.Addresses {
+			if a.Type == corev1.NodeInternalIP && ips[a.Address] {
+				return &nodes[i]
+			}
+		}
+	}
+	return nil
+}
+
+// csrNode is the Node name a kubelet CSR asks a certificate for (CN system:node:<name>).
+func csrNode(c *certificatesv1.CertificateSigningRequest) string {
+	block, _ := pem.Decode(c.Spec.Request)
+	if block == nil {
+		return ""
+	}
+	req, err := x509.ParseCertificateRequest(block.Bytes)
+	if err != nil {
+		return ""
+	}
+	name, ok := strings.CutPrefix(req.Subject.CommonName, "system:node:")
+	if !ok {
+		return ""
+	}
+	return name
+}
+
+func get(ctx context.Context, c client.Reader, ns, name string, obj client.Object) (bool, error) {
+	err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, obj)
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("join: reading %T %s/%s: %w", obj, ns, name, err)
+	}
+	return true, nil
+}
+
+func (w *Watcher) getU(ctx context.Context, c client.Reader, gvk schema.GroupVersionKind, ns, name string) (*unstructured.Unstructured, error) {
+	u := unstructuredOf(gvk)
+	ok, err := get(ctx, c, ns, name, u)
+	if !ok || err != nil {
+		return nil, err
+	}
+	return u, nil
+}
