@@ -63,7 +63,9 @@ func TestEachStageIsWhereTheFirstMissingPieceIs(t *testing.T) {
 	}{
 		{StageBootstrapData, func(v *machineView) { v.Machine.Spec.Bootstrap.DataSecretName = nil }, "no bootstrap data"},
 		{StageDiskImport, func(v *machineView) { v.DataVolume = nil }, "DataVolume m1-disk-system not created"},
-		{StageDiskImport, func(v *machineView) { v.DataVolume.Status.Phase, v.DataVolume.Status.Progress = cdiv1.ImportInProgress, "42.0%" }, "ImportInProgress 42.0%"},
+		{StageDiskImport, func(v *machineView) {
+			v.DataVolume.Status.Phase, v.DataVolume.Status.Progress = cdiv1.ImportInProgress, "42.0%"
+		}, "ImportInProgress 42.0%"},
 		{StageVMIRunning, func(v *machineView) { v.VMI.Status.Phase = kubevirtv1.Scheduling }, "VMI m1 Scheduling"},
 		{StageGuestBoot, func(v *machineView) { v.Node, v.Console = nil, &consoleState{} }, "serial console is silent"},
 		{StageJoin, func(v *machineView) { v.Node, v.Console.Joined = nil, false }, "waiting for the join"},
