@@ -165,6 +165,18 @@ func (c *Clock) Decline(what, reason string) {
 	c.declined = append(c.declined, Declined{What: what, Reason: reason, At: c.now()})
 }
 
+// Skip records that phase name was not run, and why (E2E_FROM_PHASE started the run later in
+// the plan, or the substrate has nothing to do in it).
+func (c *Clock) Skip(name, reason string) error {
+	p, ok := c.budget.Phase(name)
+	if !ok {
+		return fmt.Errorf("phase %q is not in the lane budget (phases: %s)", name, c.phaseNames())
+	}
+	now := c.now()
+	c.record(PhaseTiming{Name: name, Ceiling: p.Ceiling.D(), Start: now, End: now, Outcome: OutcomeSkipped, Note: reason})
+	return nil
+}
+
 // RecordStage records how long a pool spent reaching a join stage.
 func (c *Clock) RecordStage(pool, stage string, start, end time.Time) {
 	c.mu.Lock()

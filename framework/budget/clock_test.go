@@ -184,3 +184,18 @@ func TestTimingsMergeAndRoundTrip(t *testing.T) {
 		t.Fatalf("stages/declined %+v %+v", back.Stages, back.Declined)
 	}
 }
+
+func TestSkipRecordsThePhaseWithItsReason(t *testing.T) {
+	b := lane.Budget{JobCap: lane.Duration(time.Hour), Phases: []lane.Phase{{Name: "cluster", Ceiling: lane.Duration(time.Minute)}}}
+	c := New(b, Options{})
+	if err := c.Skip("cluster", "E2E_FROM_PHASE=platform"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Skip("nope", "x"); err == nil || !strings.Contains(err.Error(), "phases: cluster") {
+		t.Fatalf("unknown phase: %v", err)
+	}
+	ph := c.Timings().Phases
+	if len(ph) != 1 || ph[0].Outcome != OutcomeSkipped || ph[0].Note != "E2E_FROM_PHASE=platform" || ph[0].Spent != 0 {
+		t.Fatalf("timings: %+v", ph)
+	}
+}

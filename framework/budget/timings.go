@@ -16,6 +16,8 @@ const (
 	OutcomeFailed   Outcome = "failed"
 	OutcomeDeadline Outcome = "deadline"
 	OutcomeDeclined Outcome = "declined"
+	// OutcomeSkipped: the run started later in the plan (E2E_FROM_PHASE) and left the phase out.
+	OutcomeSkipped Outcome = "skipped"
 )
 
 // Seconds is a duration written as seconds in JSON.
@@ -50,6 +52,8 @@ type PhaseTiming struct {
 	Deadline time.Time     `json:"deadline,omitzero"`
 	Outcome  Outcome       `json:"outcome"`
 	Error    string        `json:"error,omitempty"`
+	// Note says why a phase was skipped.
+	Note string `json:"note,omitempty"`
 }
 
 // StageTiming is the time a pool took to reach one join stage from the one before.
