@@ -1,0 +1,111 @@
+package kamaji
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/cozystack/cozy-e2e/framework/cluster"
+	"github.com/cozystack/cozy-e2e/framework/controlplane"
+)
+
+// tenantCP is one running tenant control plane.
+type tenantCP struct {
+	name   string // namespace/name of the TenantControlPlane
+	dir    string
+	api    *controlplane.APIServer
+	procs  []*controlplane.Process
+	client *cluster.Cluster
+}
+
+func (t *tenantCP) stop() {
+	var wg sync.WaitGroup
+	for _, p := range t.procs {
+		wg.Add(1)
+		go func(p *controlplane.Process) { defer wg.Done(); p.Stop(5 * time.Second) }(p)
+	}
+	wg.Wait()
+}
+
+func (t *tenantCP) pids() []int {
+	var out []int
+	for _, p := range t.procs {
+		if pid := p.Pid(); pid != 0 {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// startTenant runs a tenant control plane for namespace/name on the shared etcd under a prefix
+// of its own: kube-apiserver, kube-controller-manager, kube-scheduler, and kwok for the Nodes
+// the guest stand-in annotates. On error what started is stopped.
+func (k *Kamaji) startTenant(ctx context.Context, namespace, name, serviceCIDR string) (_ *tenantCP, err error) {
+	key := namespace + "/" + name
+	dir := filepath.Join(k.opts.Dir, namespace, name)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	t := &tenantCP{name: key, dir: dir}
+	defer func() {
+		if err != nil {
+			t.stop()
+		}
+	}()
+	start := time.Now()
+	t.api, err = controlplane.StartAPIServer(ctx, k.opts.Tools, controlplane.APIServerOptions{
+		Name: "tenant " + key, Dir: dir, EtcdURL: k.opts.EtcdURL,
+		EtcdPrefix: "/tenants/" + namespace + "/" + name, ServiceCIDR: serviceCIDR,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("tenant control plane %s: %w", key, err)
+	}
+	t.procs = append(t.procs, &t.api.Process)
+	kcm, err := controlplane.StartControllerManager(ctx, k.opts.Tools, t.api, controlplane.ControllerManagerOptions{
+		Dir:         dir,
+		Controllers: "*,-nodeipam,-persistentvolume-binder,-attachdetach,-persistentvolume-expander,-cloud-node-lifecycle,-service-lb-controller,-node-route-controller",
+	})
+	if err != nil {
+		return nil, fmt.Errorf("tenant control plane %s: %w", key, err)
+	}
+	t.procs = append(t.procs, kcm)
+	sched, err := controlplane.StartScheduler(ctx, k.opts.Tools, t.api, dir)
+	if err != nil {
+		return nil, fmt.Errorf("tenant control plane %s: %w", key, err)
+	}
+	t.procs = append(t.procs, sched)
+	port, err := controlplane.FreePort()
+	if err != nil {
+		return nil, err
+	}
+	kw, err := controlplane.StartKwok(ctx, k.opts.Tools, t.api, controlplane.KwokOptions{
+		Dir: dir,
+		ExtraArgs: []string{
+			"--manage-all-nodes=false", "--manage-nodes-with-annotation-selector=" + GuestNodeAnnotation + "=fake",
+			"--node-ip=127.0.0.1", fmt.Sprintf("--node-port=%d", port), fmt.Sprintf("--server-address=127.0.0.1:%d", port),
+			"--cidr=10.243.0.1/16", "--node-lease-duration-seconds=40",
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("tenant control plane %s: %w", key, err)
+	}
+	t.procs = append(t.procs, kw)
+	if t.client, err = cluster.New("tenant "+key, t.api.Admin()); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(k.opts.Log, "sim: tenant control plane %s up in %s (%s)\n", key, time.Since(start).Round(time.Millisecond), t.api.URL)
+	return t, nil
+}
+
+// kubeconfigFor is an admin kubeconfig for the tenant apiserver, as Kamaji writes it.
+func kubeconfigFor(t *tenantCP, contextName string) ([]byte, error) {
+	path := filepath.Join(t.dir, strings.ReplaceAll(contextName, "/", "-")+".kubeconfig")
+	if err := cluster.WriteKubeconfig(path, contextName, t.api.Admin()); err != nil {
+		return nil, err
+	}
+	return os.ReadFile(path)
+}

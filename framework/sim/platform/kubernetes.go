@@ -1,0 +1,158 @@
+package platform
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+)
+
+// reconcileKubernetes renders a Kubernetes app through its HelmRelease, as Flux and the chart
+// do: a refusal leaves every live object as it was and turns the HelmRelease Ready=False with
+// the chart's message (mirrored in the app's status); a render is applied and the HelmRelease
+// goes Ready with a new history entry.
+func (p *Platform) reconcileKubernetes(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	app := &unstructured.Unstructured{}
+	app.SetGroupVersionKind(KubernetesGVK)
+	if err := p.c.Get(ctx, req.NamespacedName, app); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if app.GetDeletionTimestamp() != nil {
+		return reconcile.Result{}, nil
+	}
+	spec, _, _ := unstructured.NestedMap(app.Object, "spec")
+	hr, err := p.ensureHelmRelease(ctx, app, spec)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	live, err := p.live(ctx, app)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	rendered, err := Render(App{Namespace: app.GetNamespace(), Name: app.GetName(), Spec: spec}, p.class(ctx), live, p.o)
+	var refusal *Refusal
+	if errors.As(err, &refusal) {
+		return reconcile.Result{}, p.refuse(ctx, app, hr, refusal)
+	}
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	for _, o := range rendered.Objects {
+		if err := p.apply(ctx, o, app); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
+	for _, o := range rendered.Bootstrap {
+		if err := p.apply(ctx, o, nil); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
+	if err := p.released(ctx, app, hr, rendered.Version); err != nil {
+		return reconcile.Result{}, err
+	}
+	if !live.ControlPlaneUp {
+		// The reconcile Jobs poll for the control plane; the KamajiControlPlane watch usually
+		// fires first.
+		return reconcile.Result{RequeueAfter: 2 * time.Second}, nil
+	}
+	return reconcile.Result{}, nil
+}
+
+// class resolves an operator NodeGroupClass with a live read (Helm lookup).
+func (p *Platform) class(ctx context.Context) func(string) (Class, bool) {
+	return func(name string) (Class, bool) {
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(NodeGroupClassGVK)
+		if err := p.r.Get(ctx, client.ObjectKey{Name: name}, u); err != nil {
+			return Class{}, false
+		}
+		c := Class{Name: name}
+		c.OS, _, _ = unstructured.NestedString(u.Object, "spec", "os")
+		c.Image, _, _ = unstructured.NestedString(u.Object, "spec", "image")
+		c.KubernetesVersion, _, _ = unstructured.NestedString(u.Object, "spec", "kubernetesVersion")
+		return c, true
+	}
+}
+
+// live reads the bootstrap template kind of each pool's live MachineDeployment and whether the
+// control plane is initialized.
+func (p *Platform) live(ctx context.Context, app *unstructured.Unstructured) (Live, error) {
+	l := Live{BootstrapKind: map[string]string{}}
+	groups, _, _ := unstructured.NestedMap(app.Object, "spec", "nodeGroups")
+	for pool := range groups {
+		md := &unstructured.Unstructured{}
+		md.SetGroupVersionKind(MachineDeploymentGVK)
+		err := p.r.Get(ctx, client.ObjectKey{Namespace: app.GetNamespace(), Name: Release(app.GetName()) + "-" + pool}, md)
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return l, err
+		}
+		l.BootstrapKind[pool], _, _ = unstructured.NestedString(md.Object, "spec", "template", "spec", "bootstrap", "configRef", "kind")
+	}
+	kcp := &unstructured.Unstructured{}
+	kcp.SetGroupVersionKind(KamajiControlPlaneGVK)
+	if err := p.r.Get(ctx, client.ObjectKey{Namespace: app.GetNamespace(), Name: Release(app.GetName())}, kcp); err == nil {
+		l.ControlPlaneUp, _, _ = unstructured.NestedBool(kcp.Object, "status", "initialized")
+	} else if !apierrors.IsNotFound(err) {
+		return l, err
+	}
+	return l, nil
+}
+
+// apply creates o or patches the fields the chart owns, leaving what controllers own (the
+// MachineDeployment's replicas, every status) alone. A non-nil owner becomes a plain owner
+// reference, as Helm's release does not own its objects; the bootstrap templates are owned by
+// the control plane, as the reconcile Job sets them.
+func (p *Platform) apply(ctx context.Context, want *unstructured.Unstructured, owner *unstructured.Unstructured) error {
+	cur := &unstructured.Unstructured{}
+	cur.SetGroupVersionKind(want.GroupVersionKind())
+	err := p.r.Get(ctx, client.ObjectKeyFromObject(want), cur)
+	if apierrors.IsNotFound(err) {
+		if want.GetKind() == TalosConfigTemplateGVK.Kind || want.GetKind() == KairosConfigTemplateGVK.Kind {
+			if err := p.ownByControlPlane(ctx, want); err != nil {
+				return err
+			}
+		}
+		if err := p.c.Create(ctx, want); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("platform: creating %s %s/%s: %w", want.GetKind(), want.GetNamespace(), want.GetName(), err)
+		}
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	patch := client.MergeFrom(cur.DeepCopy())
+	cur.SetLabels(merge(cur.GetLabels(), want.GetLabels()))
+	cur.SetAnnotations(merge(cur.GetAnnotations(), want.GetAnnotations()))
+	spec, _ := want.Object["spec"].(map[string]any)
+	curSpec, _ := cur.Object["spec"].(map[string]any)
+	if curSpec == nil {
+		curSpec = map[string]any{}
+	}
+	for k, v := range spec {
+		curSpec[k] = v
+	}
+	cur.Object["spec"] = curSpec
+	if err := p.c.Patch(ctx, cur, patch); err != nil {
+		return fmt.Errorf("platform: updating %s %s/%s: %w", want.GetKind(), want.GetNamespace(), want.GetName(), err)
+	}
+	return nil
+}
+
+func (p *Platform) ownByControlPlane(ctx context.Context, o *unstructured.Unstructured) error {
+	kcp := &unstructured.Unstructured{}
+	kcp.SetGroupVersionKind(KamajiControlPlaneGVK)
+	name := o.GetLabels()["cluster.x-k8s.io/cluster-name"]
+	if err := p.r.Get(ctx, client.ObjectKey{Namespace: o.GetNamespace(), Name: name}, kcp); err != nil {
+		return fmt.Errorf("platform: %s %s: its control plane %s: %w", o.GetKind(), o.GetName(), name, err)
+	}
+	return controllerutil.SetOwnerReference(kcp, o, p.c.Scheme())
+}

@@ -1,0 +1,280 @@
+package platform
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// Worker disk sources the chart renders: the Talos image factory for Talos pools, the
+// platform's Kairos worker disk per minor for the built-in kairos class, the class's image for
+// an operator class.
+const (
+	talosImageURL    = "https://factory.talos.dev/image/ce4c980550dd2ab1b17bbf2b08801c7eb59418eafe8f279833297925d67c7515/v1.13.6/openstack-amd64.raw.xz"
+	kairosDiskPrefix = "ghcr.io/cozystack/cozystack/kairos-worker-"
+)
+
+// pool renders one nodeGroups entry: its MachineDeployment, MachineHealthCheck and
+// KubevirtMachineTemplate, and its bootstrap template; or the chart's refusal.
+func (r *renderer) pool(p string) ([]*unstructured.Unstructured, *unstructured.Unstructured, error) {
+	spec := r.poolSpec[p]
+	className, _ := spec["nodeGroupClassName"].(string)
+	if className == "" {
+		className = ClassTalos
+	}
+	class, ok := Class{Name: className, OS: className}, className == ClassTalos || className == ClassKairos
+	if !ok {
+		if class, ok = r.classes(className); !ok {
+			return nil, nil, &Refusal{Pool: p, Field: "nodeGroupClassName", Message: fmt.Sprintf("NodeGroupClass %q not found", className)}
+		}
+	}
+	kairos := class.OS == ClassKairos
+	if kairos {
+		for _, f := range []string{"osImage", "kernelModules", "gpus"} {
+			if !empty(spec[f]) {
+				return nil, nil, &Refusal{Pool: p, Field: f, Message: fmt.Sprintf("must be empty on a pool on Kairos class %q (%s)", class.Name, kairosRefusalReason(f))}
+			}
+		}
+	}
+	md := r.release + "-" + p
+	want := "TalosConfigTemplate"
+	if kairos {
+		want = "KairosConfigTemplate"
+	}
+	if live := r.live.BootstrapKind[p]; (live == "TalosConfigTemplate" || live == "KairosConfigTemplate") && live != want {
+		return nil, nil, &Refusal{Pool: p, Field: "nodeGroupClassName", Message: fmt.Sprintf(
+			"MachineDeployment %s runs on a %s; a running pool cannot switch between a Talos and a Kairos class (class %q is %s)", md, live, class.Name, class.OS)}
+	}
+	version := r.version
+	if class.Image != "" {
+		if minor(class.KubernetesVersion) != minor(r.version) {
+			return nil, nil, &Refusal{Pool: p, Field: "nodeGroupClassName", Message: fmt.Sprintf(
+				"NodeGroupClass %q is built for Kubernetes %s, the cluster runs %s", class.Name, class.KubernetesVersion, minor(r.version))}
+		}
+		version = class.KubernetesVersion
+	}
+	roles := strs(spec["roles"])
+	kmt := r.machineTemplate(p, spec, class, version)
+	templateLabels := map[string]string{"cluster.x-k8s.io/cluster-name": r.release, "cluster.x-k8s.io/deployment-name": md}
+	for _, role := range roles {
+		templateLabels["node-role.kubernetes.io/"+role] = ""
+	}
+	bootstrap := r.bootstrapTemplate(p, class, version)
+	minR, maxR := num(spec["minReplicas"], 0), num(spec["maxReplicas"], 10)
+	mdObj := object(MachineDeploymentGVK, r.app.Namespace, md, r.labels())
+	mdObj.SetAnnotations(map[string]string{
+		"cluster.x-k8s.io/cluster-api-autoscaler-node-group-min-size":    fmt.Sprint(minR),
+		"cluster.x-k8s.io/cluster-api-autoscaler-node-group-max-size":    fmt.Sprint(maxR),
+		"cluster.x-k8s.io/autoscaling-options-maxnodeprovisiontime":      str(r.app.Spec["maxNodeProvisionTime"], "30m"),
+		"capacity.cluster-autoscaler.kubernetes.io/memory":               resourceOf(spec, "memory", "4Gi"),
+		"capacity.cluster-autoscaler.kubernetes.io/cpu":                  resourceOf(spec, "cpu", "2"),
+		"capacity.cluster-autoscaler.kubernetes.io/ephemeral-disk":       str(spec["diskSize"], "20Gi"),
+		"capacity.cluster-autoscaler.kubernetes.io/maxPods":              "110",
+		"cluster.x-k8s.io/cluster-api-autoscaler-node-group-instancetype": str(spec["instanceType"], "u1.medium"),
+	})
+	mdObj.Object["spec"] = map[string]any{
+		"clusterName": r.release,
+		"selector":    map[string]any{"matchLabels": map[string]any{"cluster.x-k8s.io/cluster-name": r.release, "cluster.x-k8s.io/deployment-name": md}},
+		"strategy": map[string]any{"type": "RollingUpdate", "rollingUpdate": map[string]any{
+			"maxSurge": maxR, "maxUnavailable": int64(1),
+		}},
+		"template": map[string]any{
+			"metadata": map[string]any{"labels": anyMap(templateLabels)},
+			"spec": map[string]any{
+				"clusterName":       r.release,
+				"version":           version,
+				"bootstrap":         map[string]any{"configRef": ref(bootstrap.GroupVersionKind(), "", bootstrap.GetName())},
+				"infrastructureRef": ref(KubevirtMachineTemplateGVK, "", kmt.GetName()),
+			},
+		},
+	}
+	mhc := object(MachineHealthCheckGVK, r.app.Namespace, md, r.labels())
+	h := r.o.Health
+	mhc.Object["spec"] = map[string]any{
+		"clusterName":        r.release,
+		"maxUnhealthy":       h.MaxUnhealthy,
+		"nodeStartupTimeout": h.NodeStartupTimeout.String(),
+		"selector":           map[string]any{"matchLabels": map[string]any{"cluster.x-k8s.io/cluster-name": r.release, "cluster.x-k8s.io/deployment-name": md}},
+		"unhealthyConditions": []any{
+			map[string]any{"type": "Ready", "status": "Unknown", "timeout": h.ReadyUnknownTimeout.String()},
+			map[string]any{"type": "Ready", "status": "False", "timeout": h.ReadyFalseTimeout.String()},
+		},
+	}
+	return []*unstructured.Unstructured{kmt, mdObj, mhc}, bootstrap, nil
+}
+
+func kairosRefusalReason(field string) string {
+	if field == "gpus" {
+		return "the Kairos worker image carries no GPU driver"
+	}
+	return field + " only configures Talos workers"
+}
+
+// machineTemplate is the pool's KubevirtMachineTemplate, named by the first six hex digits of
+// the sha256 of its rendered template, so any change rolls the pool.
+func (r *renderer) machineTemplate(p string, spec map[string]any, class Class, version string) *unstructured.Unstructured {
+	md := r.release + "-" + p
+	disk := map[string]any{"http": map[string]any{"url": talosImageURL}}
+	if class.OS == ClassKairos {
+		image := class.Image
+		if image == "" {
+			image = kairosDiskPrefix + minor(version)
+		}
+		disk = map[string]any{"registry": map[string]any{"url": "docker://" + image}}
+	}
+	domain := map[string]any{
+		"cpu":    map[string]any{"cores": num(resourceNum(spec, "cpu"), 2)},
+		"memory": map[string]any{"guest": resourceOf(spec, "memory", "4Gi")},
+		"devices": map[string]any{
+			"disks":            []any{map[string]any{"name": "system", "disk": map[string]any{"bus": "virtio"}}},
+			"interfaces":       []any{map[string]any{"name": "default", "bridge": map[string]any{}}},
+			"logSerialConsole": spec["logSerialConsole"] == true,
+		},
+	}
+	if class.OS == ClassKairos {
+		domain["firmware"] = map[string]any{"bootloader": map[string]any{"efi": map[string]any{"secureBoot": false}}}
+	}
+	storage := map[string]any{"resources": map[string]any{"requests": map[string]any{"storage": str(spec["diskSize"], "20Gi")}}}
+	if sc := str(spec["storageClass"], str(r.app.Spec["storageClass"], "")); sc != "" {
+		storage["storageClassName"] = sc
+	}
+	vmLabels := map[string]any{"cluster.x-k8s.io/deployment-name": md, "apps.cozystack.io/application.group": "apps.cozystack.io",
+		"apps.cozystack.io/application.kind": "Kubernetes", "apps.cozystack.io/application.name": r.app.Name}
+	for _, role := range strs(spec["roles"]) {
+		vmLabels["node-role.kubernetes.io/"+role] = ""
+	}
+	tmpl := map[string]any{
+		"spec": map[string]any{
+			"virtualMachineBootstrapCheck": map[string]any{"checkStrategy": "none"},
+			"virtualMachineTemplate": map[string]any{
+				"metadata": map[string]any{"namespace": r.app.Namespace, "labels": vmLabels},
+				"spec": map[string]any{
+					"runStrategy": "Always",
+					"dataVolumeTemplates": []any{map[string]any{
+						"metadata": map[string]any{"name": "disk-system", "annotations": map[string]any{"cdi.kubevirt.io/storage.usePopulator": "false"}},
+						"spec":     map[string]any{"source": disk, "storage": storage},
+					}},
+					"template": map[string]any{
+						"metadata": map[string]any{"labels": vmLabels},
+						"spec": map[string]any{
+							"domain":           domain,
+							"evictionStrategy": "External",
+							"networks":         []any{map[string]any{"name": "default", "pod": map[string]any{}}},
+							"volumes":          []any{map[string]any{"name": "system", "dataVolume": map[string]any{"name": "disk-system"}}},
+						},
+					},
+				},
+			},
+		},
+	}
+	data, _ := json.Marshal(tmpl)
+	sum := sha256.Sum256(data)
+	kmt := object(KubevirtMachineTemplateGVK, r.app.Namespace, md+"-"+hex.EncodeToString(sum[:])[:6], r.labels())
+	kmt.Object["spec"] = map[string]any{"template": tmpl}
+	return kmt
+}
+
+// bootstrapTemplate is what the talos-reconcile or kairos-reconcile Job applies: owned by the
+// KamajiControlPlane, named like the MachineDeployment.
+func (r *renderer) bootstrapTemplate(p string, class Class, version string) *unstructured.Unstructured {
+	name := r.release + "-" + p
+	apiserver := fmt.Sprintf("https://%s.%s.svc:6443", r.release, r.app.Namespace)
+	if class.OS == ClassKairos {
+		t := object(KairosConfigTemplateGVK, r.app.Namespace, name, r.labels())
+		t.Object["spec"] = map[string]any{"template": map[string]any{"spec": map[string]any{
+			"role": "worker", "distribution": "kubeadm", "kubernetesVersion": version,
+			"userName": "kairos", "userPasswordHash": "!", "hostnamePrefix": "",
+			"kubeadm": map[string]any{"joinConfiguration": map[string]any{
+				"discovery":        map[string]any{"bootstrapToken": map[string]any{"apiServerEndpoint": apiserver}},
+				"nodeRegistration": map[string]any{"kubeletExtraArgs": []any{map[string]any{"name": "cloud-provider", "value": "external"}}},
+				"patches":          map[string]any{"directory": "/etc/kubernetes/patches"},
+			}},
+		}}}
+		return t
+	}
+	t := object(TalosConfigTemplateGVK, r.app.Namespace, name, r.labels())
+	t.Object["spec"] = map[string]any{"template": map[string]any{"spec": map[string]any{
+		"generateType": "none", "talosVersion": "v1.13.6",
+		"data": fmt.Sprintf("version: v1alpha1\nmachine:\n  type: worker\n  kubelet:\n    image: ghcr.io/siderolabs/kubelet:%s\ncluster:\n  controlPlane:\n    endpoint: %s\n", version, apiserver),
+	}}}
+	return t
+}
+
+func empty(v any) bool {
+	switch x := v.(type) {
+	case nil:
+		return true
+	case string:
+		return x == ""
+	case []any:
+		return len(x) == 0
+	}
+	return false
+}
+
+func minor(v string) string {
+	parts := strings.SplitN(strings.TrimPrefix(v, "v"), ".", 3)
+	if len(parts) < 2 {
+		return v
+	}
+	return "v" + parts[0] + "." + parts[1]
+}
+
+func strs(v any) []string {
+	l, _ := v.([]any)
+	out := make([]string, 0, len(l))
+	for _, x := range l {
+		if s, ok := x.(string); ok {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func str(v any, def string) string {
+	if s, ok := v.(string); ok && s != "" {
+		return s
+	}
+	return def
+}
+
+func num(v any, def int64) int64 {
+	switch x := v.(type) {
+	case int64:
+		return x
+	case float64:
+		return int64(x)
+	case int:
+		return int64(x)
+	}
+	return def
+}
+
+func resourceOf(spec map[string]any, name, def string) string {
+	res, _ := spec["resources"].(map[string]any)
+	return fmt.Sprint(orDefault(res[name], def))
+}
+
+func resourceNum(spec map[string]any, name string) any {
+	res, _ := spec["resources"].(map[string]any)
+	return res[name]
+}
+
+func orDefault(v any, def string) any {
+	if v == nil || v == "" {
+		return def
+	}
+	return v
+}
+
+func anyMap(m map[string]string) map[string]any {
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}

@@ -1,0 +1,94 @@
+package sim
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/cozystack/cozy-e2e/framework/controlplane"
+	"github.com/cozystack/cozy-e2e/framework/sim/faults"
+	"github.com/cozystack/cozy-e2e/framework/sim/simenv"
+)
+
+// transientEvery: under apiserver-transient, one request in this many (watches excepted)
+// answers 500 "etcdserver: leader changed", as an apiserver does during an etcd election.
+const transientEvery = 7
+
+// proxy is a TLS-terminating reverse proxy in front of the management apiserver: the harness
+// talks to it with a bearer token, which passes through (a client certificate would not).
+type proxy struct {
+	URL    string
+	CA     *controlplane.CA
+	srv    *http.Server
+	ln     net.Listener
+	count  atomic.Int64
+	inject bool
+	env    *simenv.Env
+	once   sync.Once
+}
+
+func startProxy(upstream *controlplane.APIServer, env *simenv.Env) (*proxy, error) {
+	target, err := url.Parse(upstream.URL)
+	if err != nil {
+		return nil, err
+	}
+	ca, err := controlplane.NewCA("sim-proxy-ca")
+	if err != nil {
+		return nil, err
+	}
+	kp, err := ca.Serving("sim-proxy", "127.0.0.1", "localhost")
+	if err != nil {
+		return nil, err
+	}
+	cert, err := tls.X509KeyPair(kp.CertPEM, kp.KeyPEM)
+	if err != nil {
+		return nil, err
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(upstream.CA.CertPEM)
+	ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12, NextProtos: []string{"h2", "http/1.1"}})
+	if err != nil {
+		return nil, err
+	}
+	p := &proxy{URL: "https://" + ln.Addr().String(), CA: ca, ln: ln, env: env,
+		inject: env.Faults.Selected(faults.APIServerTransient)}
+	rp := httputil.NewSingleHostReverseProxy(target)
+	rp.Transport = &http.Transport{
+		TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}, ForceAttemptHTTP2: true,
+		MaxIdleConnsPerHost: 100,
+	}
+	rp.FlushInterval = -1 // watches and log follows stream
+	p.srv = &http.Server{Handler: p.handler(rp)}
+	go func() { _ = p.srv.Serve(ln) }()
+	return p, nil
+}
+
+func (p *proxy) handler(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if p.inject && r.URL.Query().Get("watch") != "true" && !strings.HasSuffix(r.URL.Path, "/log") &&
+			p.count.Add(1)%transientEvery == 0 {
+			p.once.Do(func() {
+				_ = p.env.Observe(simenv.Observation{Fault: faults.APIServerTransient, Object: "management apiserver",
+					Detail: fmt.Sprintf("%s %s answered 500 etcdserver: leader changed", r.Method, r.URL.Path)})
+			})
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusInternalServerError)
+			_, _ = w.Write([]byte(`{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"etcdserver: leader changed","code":500}`))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (p *proxy) close() {
+	if p != nil && p.srv != nil {
+		_ = p.srv.Close()
+	}
+}

@@ -1,0 +1,277 @@
+// Package sim is the sim substrate: a real local management cluster (framework/sim/world) with
+// the real Cluster API controllers, the platform and Kamaji stand-ins, and whatever other
+// stand-ins are added before Up; faults from E2E_SIM_FAULT. The harness reaches the management
+// apiserver through a TLS-terminating proxy that passes tokens through and, under the
+// apiserver-transient fault, answers some requests 500 "etcdserver: leader changed".
+package sim
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/cozystack/cozy-e2e/framework/budget"
+	"github.com/cozystack/cozy-e2e/framework/cluster"
+	"github.com/cozystack/cozy-e2e/framework/controlplane"
+	"github.com/cozystack/cozy-e2e/framework/lane"
+	"github.com/cozystack/cozy-e2e/framework/sim/faults"
+	"github.com/cozystack/cozy-e2e/framework/sim/kamaji"
+	"github.com/cozystack/cozy-e2e/framework/sim/platform"
+	"github.com/cozystack/cozy-e2e/framework/sim/simenv"
+	"github.com/cozystack/cozy-e2e/framework/sim/world"
+	"github.com/cozystack/cozy-e2e/framework/substrate"
+)
+
+// StandIn registers one stand-in (CAPK, a bootstrap provider, KubeVirt, CDI, the guest) on the
+// management manager before it starts. The world gives the tools, the logs sink and OnStop.
+type StandIn func(mgr ctrl.Manager, w *world.World, env *simenv.Env) error
+
+// PhaseCluster is the lane phase Up runs in.
+const PhaseCluster = "cluster"
+
+// Substrate is the sim substrate. Build it with New.
+type Substrate struct {
+	lane     *lane.Lane
+	o        substrate.Options
+	env      *simenv.Env
+	canary   string
+	standIns []StandIn
+	health   platform.HealthTimers
+	dir      string
+	ownDir   bool
+
+	mu      sync.Mutex
+	w       *world.World
+	k       *kamaji.Kamaji
+	px      *proxy
+	kubecfg string
+	down    bool
+}
+
+var (
+	_ substrate.Substrate = (*Substrate)(nil)
+	_ substrate.Access    = (*Substrate)(nil)
+)
+
+// New builds the sim substrate for lane l: E2E_SIM_FAULT selects faults (an unknown name is an
+// error listing the catalogue), E2E_SIM_CANARY sets the canary (random when unset), the lane's
+// sim.latencies set the stand-ins' latencies.
+func New(l *lane.Lane, o substrate.Options) (*Substrate, error) {
+	set, err := faults.Parse(os.Getenv("E2E_SIM_FAULT"))
+	if err != nil {
+		return nil, err
+	}
+	canary := os.Getenv("E2E_SIM_CANARY")
+	if canary == "" {
+		b := make([]byte, 16)
+		_, _ = rand.Read(b)
+		canary = "sim-canary-" + hex.EncodeToString(b)
+	}
+	if o.Log == nil {
+		o.Log = io.Discard
+	}
+	s := &Substrate{lane: l, o: o, canary: canary, health: simHealthTimers()}
+	lat := map[string]time.Duration{}
+	if l.Sim != nil {
+		for k, v := range l.Sim.Latencies {
+			lat[k] = v.D()
+		}
+	}
+	s.env = &simenv.Env{Faults: set, Latencies: lat, Now: time.Now}
+	return s, nil
+}
+
+// simHealthTimers are the MachineHealthCheck timers of the sim: short enough that the real
+// MachineHealthCheck controller replaces a stalled Machine within the pools phase (the
+// validating webhook refuses a node startup timeout under 30s), and maxUnhealthy 100% so a
+// one-machine pool remediates too.
+func simHealthTimers() platform.HealthTimers {
+	return platform.HealthTimers{NodeStartupTimeout: 30 * time.Second, ReadyUnknownTimeout: 30 * time.Second,
+		ReadyFalseTimeout: 5 * time.Minute, MaxUnhealthy: "100%"}
+}
+
+// AddStandIn registers a stand-in to join the manager at Up. Call it before Up.
+func (s *Substrate) AddStandIn(f StandIn) { s.standIns = append(s.standIns, f) }
+
+// Env is what the stand-ins share (faults, latencies, logs); valid after New, its Logs after Up.
+func (s *Substrate) Env() *simenv.Env { return s.env }
+
+// Canary is the canary value planted in every tenant namespace and tenant cluster.
+func (s *Substrate) Canary() string { return s.canary }
+
+// Name is "sim".
+func (s *Substrate) Name() string { return "sim" }
+
+// Preflight checks the control plane binaries are built.
+func (s *Substrate) Preflight(ctx context.Context) error {
+	if _, err := controlplane.FindTools(); err != nil {
+		return &substrate.PreflightError{Substrate: "sim", Missing: err.Error(), Hint: "run `make tools` once (about 10 minutes cold)"}
+	}
+	return nil
+}
+
+// Up brings up the management cluster, the stand-ins and the platform inside lane phase
+// "cluster", and returns the management cluster as the harness reaches it (through the proxy).
+func (s *Substrate) Up(ctx context.Context, clock *budget.Clock) (_ *cluster.Cluster, err error) {
+	pctx, span, err := clock.Phase(ctx, PhaseCluster)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { span.End(err) }()
+	defer func() {
+		if err != nil {
+			s.stop()
+		}
+	}()
+	tools, err := controlplane.FindTools()
+	if err != nil {
+		return nil, &substrate.PreflightError{Substrate: "sim", Missing: err.Error(), Hint: "run `make tools`"}
+	}
+	if err := s.workDir(); err != nil {
+		return nil, err
+	}
+	s.env.Dir = s.dir
+	start := time.Now()
+	admin := controlplane.User{Name: "e2e-harness", Groups: []string{"system:masters"}, Token: token()}
+	w, err := world.Start(pctx, world.Options{Tools: tools, Dir: filepath.Join(s.dir, "management"), Users: []controlplane.User{admin}, Log: s.o.Log})
+	s.mu.Lock()
+	s.w = w
+	s.mu.Unlock()
+	if err != nil {
+		return nil, fmt.Errorf("sim: management cluster: %w", err)
+	}
+	s.env.Logs = w
+	s.k, err = kamaji.Add(w.Manager(), kamaji.Options{
+		Tools: tools, EtcdURL: w.Etcd.ClientURL, Dir: filepath.Join(s.dir, "tenants"), Canary: s.canary, Log: s.o.Log,
+	})
+	if err != nil {
+		return nil, err
+	}
+	w.OnStop(s.k.Stop)
+	if _, err := platform.Add(w.Manager(), platform.Options{
+		Versions: map[string]string{s.lane.Kubernetes.Version: s.lane.Kubernetes.Patch},
+		Canary:   s.canary, Faults: s.env.Faults, Health: s.health, Log: s.o.Log,
+	}); err != nil {
+		return nil, err
+	}
+	for _, f := range s.standIns {
+		if err := f(w.Manager(), w, s.env); err != nil {
+			return nil, fmt.Errorf("sim: registering a stand-in: %w", err)
+		}
+	}
+	if err := w.Run(pctx); err != nil {
+		return nil, err
+	}
+	if err := platform.InstallBuiltins(pctx, w.Cluster.Client); err != nil {
+		return nil, err
+	}
+	px, err := startProxy(w.API, s.env)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	s.px = px
+	s.mu.Unlock()
+	cfg := &rest.Config{Host: px.URL, BearerToken: admin.Token, TLSClientConfig: rest.TLSClientConfig{CAData: px.CA.CertPEM}}
+	c, err := cluster.New("management", cfg)
+	if err != nil {
+		return nil, err
+	}
+	s.kubecfg = filepath.Join(s.dir, "management.kubeconfig")
+	if err := cluster.WriteKubeconfig(s.kubecfg, "sim-management", cfg); err != nil {
+		return nil, err
+	}
+	c.KubeconfigPath = s.kubecfg
+	fmt.Fprintf(s.o.Log, "sim: up in %s (faults: %s)\n", time.Since(start).Round(time.Millisecond), orNone(s.env.Faults.String()))
+	return c, nil
+}
+
+// workDir is WorkDir/sim, or a temporary folder of the substrate's own (removed at Down unless
+// kept). Its path stays short: apiserver and etcd sockets live under it.
+func (s *Substrate) workDir() error {
+	if s.o.WorkDir != "" {
+		s.dir = filepath.Join(s.o.WorkDir, "sim")
+		return os.MkdirAll(s.dir, 0o700)
+	}
+	d, err := os.MkdirTemp("", "cozy-e2e-sim-")
+	s.dir, s.ownDir = d, true
+	return err
+}
+
+// Down stops every process and removes the temporary folder, unless the run keeps everything
+// (E2E_KEEP=1): then it prints how to reach both clusters and keeps them up until ctx ends
+// (the processes die with the harness). It copies the fault observations into the artifacts.
+// Idempotent.
+func (s *Substrate) Down(ctx context.Context) error {
+	s.mu.Lock()
+	if s.down {
+		s.mu.Unlock()
+		return nil
+	}
+	s.down = true
+	s.mu.Unlock()
+	err := s.copyEvidence()
+	if s.o.Keep && s.w != nil {
+		for _, l := range s.Describe() {
+			fmt.Fprintln(s.o.Log, l)
+		}
+		fmt.Fprintln(s.o.Log, "sim: E2E_KEEP=1: everything stays up until this run is interrupted (Ctrl-C)")
+		<-ctx.Done()
+	}
+	s.stop()
+	if s.ownDir && !s.o.Keep {
+		err = errors.Join(err, os.RemoveAll(s.dir))
+	}
+	return err
+}
+
+func (s *Substrate) stop() {
+	s.mu.Lock()
+	px, w := s.px, s.w
+	s.mu.Unlock()
+	px.close()
+	if w != nil {
+		w.Stop()
+	}
+	_ = s.env.Close()
+}
+
+// Pids lists every process the substrate runs (management and tenants), for tests.
+func (s *Substrate) Pids() []int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []int
+	if s.w != nil {
+		out = append(out, s.w.Pids()...)
+	}
+	if s.k != nil {
+		out = append(out, s.k.Pids()...)
+	}
+	return out
+}
+
+// World is the management world (nil before Up).
+func (s *Substrate) World() *world.World { return s.w }
+
+func token() string {
+	b := make([]byte, 24)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
+}
