@@ -138,7 +138,9 @@ func setCondition(u *unstructured.Unstructured, typ, status, reason, msg string)
 	_ = unstructured.SetNestedSlice(u.Object, append(conds, c), "status", "conditions")
 }
 
-func conditionStatus(u *unstructured.Unstructured, typ string) string { return condition(u, typ)["status"] }
+func conditionStatus(u *unstructured.Unstructured, typ string) string {
+	return condition(u, typ)["status"]
+}
 func conditionMessage(u *unstructured.Unstructured, typ string) string {
 	return condition(u, typ)["message"]
 }

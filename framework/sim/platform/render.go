@@ -151,7 +151,7 @@ func (r *renderer) kubevirtCluster() *unstructured.Unstructured {
 
 func (r *renderer) labels() map[string]string {
 	return map[string]string{
-		"cluster.x-k8s.io/cluster-name":        r.release,
+		"cluster.x-k8s.io/cluster-name":       r.release,
 		"apps.cozystack.io/application.group": "apps.cozystack.io",
 		"apps.cozystack.io/application.kind":  "Kubernetes",
 		"apps.cozystack.io/application.name":  r.app.Name,

@@ -67,13 +67,13 @@ func (r *renderer) pool(p string) ([]*unstructured.Unstructured, *unstructured.U
 	minR, maxR := num(spec["minReplicas"], 0), num(spec["maxReplicas"], 10)
 	mdObj := object(MachineDeploymentGVK, r.app.Namespace, md, r.labels())
 	mdObj.SetAnnotations(map[string]string{
-		"cluster.x-k8s.io/cluster-api-autoscaler-node-group-min-size":    fmt.Sprint(minR),
-		"cluster.x-k8s.io/cluster-api-autoscaler-node-group-max-size":    fmt.Sprint(maxR),
-		"cluster.x-k8s.io/autoscaling-options-maxnodeprovisiontime":      str(r.app.Spec["maxNodeProvisionTime"], "30m"),
-		"capacity.cluster-autoscaler.kubernetes.io/memory":               resourceOf(spec, "memory", "4Gi"),
-		"capacity.cluster-autoscaler.kubernetes.io/cpu":                  resourceOf(spec, "cpu", "2"),
-		"capacity.cluster-autoscaler.kubernetes.io/ephemeral-disk":       str(spec["diskSize"], "20Gi"),
-		"capacity.cluster-autoscaler.kubernetes.io/maxPods":              "110",
+		"cluster.x-k8s.io/cluster-api-autoscaler-node-group-min-size":     fmt.Sprint(minR),
+		"cluster.x-k8s.io/cluster-api-autoscaler-node-group-max-size":     fmt.Sprint(maxR),
+		"cluster.x-k8s.io/autoscaling-options-maxnodeprovisiontime":       str(r.app.Spec["maxNodeProvisionTime"], "30m"),
+		"capacity.cluster-autoscaler.kubernetes.io/memory":                resourceOf(spec, "memory", "4Gi"),
+		"capacity.cluster-autoscaler.kubernetes.io/cpu":                   resourceOf(spec, "cpu", "2"),
+		"capacity.cluster-autoscaler.kubernetes.io/ephemeral-disk":        str(spec["diskSize"], "20Gi"),
+		"capacity.cluster-autoscaler.kubernetes.io/maxPods":               "110",
 		"cluster.x-k8s.io/cluster-api-autoscaler-node-group-instancetype": str(spec["instanceType"], "u1.medium"),
 	})
 	mdObj.Object["spec"] = map[string]any{
