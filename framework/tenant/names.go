@@ -49,6 +49,9 @@ const (
 	// KubeletConfigKey is the ConfigMap key holding the KubeletConfiguration.
 	KubeletConfigKey = "kubelet"
 
+	// WorkloadNamespace is the tenant namespace of the harness's workload pods.
+	WorkloadNamespace = "cozy-e2e-workload"
+
 	// ClassTalos and ClassKairos are the built-in NodeGroupClasses.
 	ClassTalos  = "talos"
 	ClassKairos = "kairos"
@@ -175,6 +178,9 @@ func DataVolume(vm string) string { return vm + DiskSuffix }
 
 // ImporterPod is CDI's importer Pod of DataVolume dv.
 func ImporterPod(dv string) string { return ImporterPrefix + dv }
+
+// WorkloadPod is the harness's workload pod pinned to tenant Node node.
+func WorkloadPod(node string) string { return "workload-" + node }
 
 // ProviderID is the providerID of the Node backed by VMI vmi.
 func ProviderID(vmi string) string { return ProviderIDPrefix + vmi }

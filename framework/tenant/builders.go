@@ -1,0 +1,184 @@
+package tenant
+
+import (
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/cozystack/cozy-e2e/framework/lane"
+)
+
+// PoolSpec is one worker pool of a Kubernetes app (nodeGroups.<Name>).
+type PoolSpec struct {
+	Name string
+	// Class is the NodeGroupClass the pool names (nodeGroupClassName).
+	Class string
+	// Replicas is both minReplicas and maxReplicas: the pool neither grows nor shrinks during a run.
+	Replicas int
+	// LogSerialConsole attaches KubeVirt's guest-console-log container, whose log the harness reads.
+	LogSerialConsole bool
+	// Fields a Kairos pool must refuse; set only by refusal specs.
+	OSImage       string
+	KernelModules []string
+	GPUs          []string
+}
+
+// ClusterSpec is a Kubernetes app.
+type ClusterSpec struct {
+	Names Names
+	// Version is the platform's versions key ("v1.35"), not the patch.
+	Version string
+	Pools   []PoolSpec
+}
+
+// PoolsFromLane is the lane's pools with the serial console on, so the guest's boot and join
+// are visible.
+func PoolsFromLane(l *lane.Lane) []PoolSpec {
+	out := make([]PoolSpec, 0, len(l.Pools))
+	for _, p := range l.Pools {
+		out = append(out, PoolSpec{Name: p.Name, Class: p.Class, Replicas: p.Replicas, LogSerialConsole: true})
+	}
+	return out
+}
+
+// ClassOS is the OS family of class name: the built-ins by name, an operator class from the
+// lane's classes. It is an error for a pool to name a class the lane does not declare.
+func ClassOS(l *lane.Lane, name string) (string, error) {
+	switch name {
+	case ClassTalos:
+		return OSTalos, nil
+	case ClassKairos:
+		return OSKairos, nil
+	}
+	for _, c := range l.Classes {
+		if c.Name == name {
+			return c.OS, nil
+		}
+	}
+	return "", fmt.Errorf("%s: class %q is neither a built-in (talos, kairos) nor in the lane's classes", l.File, name)
+}
+
+// KubeadmJoined reports whether workers of OS os join with kubeadm (and so read the tenant's
+// kubelet-config, whose clusterDNS they need).
+func KubeadmJoined(os string) bool { return os == OSKairos }
+
+// TenantApp is the Tenant app of a run, in RootNamespace: an isolated tenant without the
+// optional services, so it costs nothing but its namespace.
+func TenantApp(r Run) *unstructured.Unstructured {
+	u := newObject(TenantGVK, RootNamespace, r.TenantName())
+	u.Object["spec"] = map[string]any{
+		"host":       "",
+		"etcd":       false,
+		"monitoring": false,
+		"ingress":    false,
+		"seaweedfs":  false,
+		"isolated":   true,
+	}
+	return u
+}
+
+// KubernetesApp is the Kubernetes app for spec, shaped like the one today's e2e applies,
+// with one nodeGroups entry per pool.
+func KubernetesApp(spec ClusterSpec) *unstructured.Unstructured {
+	u := newObject(KubernetesGVK, spec.Names.Namespace, spec.Names.Name)
+	groups := map[string]any{}
+	for _, p := range spec.Pools {
+		groups[p.Name] = NodeGroup(p)
+	}
+	u.Object["spec"] = map[string]any{
+		"version":      spec.Version,
+		"storageClass": "replicated",
+		"host":         "",
+		"controlPlane": map[string]any{
+			"replicas":          int64(2),
+			"apiServer":         map[string]any{"resourcesPreset": "c1.medium"},
+			"controllerManager": map[string]any{"resourcesPreset": "micro"},
+			"scheduler":         map[string]any{"resourcesPreset": "micro"},
+			"konnectivity":      map[string]any{"server": map[string]any{"resourcesPreset": "micro"}},
+		},
+		"addons": map[string]any{
+			"certManager":      map[string]any{"enabled": false},
+			"gatewayAPI":       map[string]any{"enabled": false},
+			"gpuOperator":      map[string]any{"enabled": false},
+			"ingressNginx":     map[string]any{"enabled": false},
+			"monitoringAgents": map[string]any{"enabled": false},
+		},
+		"nodeGroups": groups,
+	}
+	return u
+}
+
+// NodeGroup is one nodeGroups.<pool> entry. Replicas pins minReplicas and maxReplicas, so the
+// autoscaler never adds a worker (a pool at zero stays empty even with Pending system pods).
+func NodeGroup(p PoolSpec) map[string]any {
+	g := map[string]any{
+		"nodeGroupClassName": p.Class,
+		"minReplicas":        int64(p.Replicas),
+		"maxReplicas":        int64(p.Replicas),
+		"instanceType":       "u1.medium",
+		"diskSize":           "20Gi",
+		"resources":          map[string]any{"cpu": "1", "memory": "4Gi"},
+		"podCpuLimit":        "2",
+		"podCpuRequest":      "100m",
+		"roles":              []any{"ingress-nginx"},
+		"logSerialConsole":   p.LogSerialConsole,
+		"gpus":               strList(p.GPUs, func(s string) any { return map[string]any{"name": s} }),
+	}
+	if p.OSImage != "" {
+		g["osImage"] = p.OSImage
+	}
+	if len(p.KernelModules) > 0 {
+		g["kernelModules"] = strList(p.KernelModules, func(s string) any { return s })
+	}
+	return g
+}
+
+// NodeGroupClass is an operator class as the lane declares it.
+func NodeGroupClass(c lane.Class) *unstructured.Unstructured {
+	u := newObject(NodeGroupClassGVK, "", c.Name)
+	spec := map[string]any{"os": c.OS}
+	if c.Image != "" {
+		spec["image"] = c.Image
+	}
+	if c.KubernetesVersion != "" {
+		spec["kubernetesVersion"] = c.KubernetesVersion
+	}
+	u.Object["spec"] = spec
+	return u
+}
+
+// KubeletPatch is the kubelet version a pool's workers must report: the class's
+// kubernetesVersion for an operator class that names an image, else the lane's patch.
+func KubeletPatch(l *lane.Lane, class string) string {
+	for _, c := range l.Classes {
+		if c.Name == class && c.Image != "" && c.KubernetesVersion != "" {
+			return c.KubernetesVersion
+		}
+	}
+	return l.Kubernetes.Patch
+}
+
+// LabelManagedBy marks every object the harness creates, so a person (and teardown) can find them.
+const (
+	LabelManagedBy = "app.kubernetes.io/managed-by"
+	ManagedBy      = "cozy-e2e"
+)
+
+func newObject(gvk schema.GroupVersionKind, namespace, name string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]any{}}
+	u.SetGroupVersionKind(gvk)
+	u.SetNamespace(namespace)
+	u.SetName(name)
+	u.SetLabels(map[string]string{LabelManagedBy: ManagedBy})
+	return u
+}
+
+func strList(in []string, f func(string) any) []any {
+	out := make([]any, 0, len(in))
+	for _, s := range in {
+		out = append(out, f(strings.TrimSpace(s)))
+	}
+	return out
+}

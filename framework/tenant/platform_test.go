@@ -1,0 +1,349 @@
+package tenant_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/cozystack/cozy-e2e/framework/lane"
+	"github.com/cozystack/cozy-e2e/framework/tenant"
+	"github.com/cozystack/cozy-e2e/framework/tenant/tenanttest"
+	"github.com/cozystack/cozy-e2e/framework/verdict"
+)
+
+func ctxFor(t *testing.T, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// One apiserver for every test of the package: starting one costs seconds, and each test
+// works in namespaces and names of its own.
+func TestPlatform(t *testing.T) {
+	env := tenanttest.Start(t)
+	for name, f := range map[string]func(*testing.T, *tenanttest.Env){
+		"AppsAndClassesAreStoredAsBuilt":                 testAppsAndClassesAreStoredAsBuilt,
+		"AClassWithAnotherSpecIsNamed":                   testAClassWithAnotherSpecIsNamed,
+		"WaitControlPlaneReturnsTheTenantCluster":        testWaitControlPlaneReturnsTheTenantCluster,
+		"WaitControlPlaneEndsOnARefusalAndOnTheDeadline": testWaitControlPlaneEndsOnARefusalAndOnTheDeadline,
+		"WaitRenderedWaitsForTheGenerationItWrote":       testWaitRenderedWaitsForTheGenerationItWrote,
+	} {
+		t.Run(name, func(t *testing.T) { f(t, env) })
+	}
+}
+
+func testLane() *lane.Lane {
+	return &lane.Lane{File: "lanes/test.yaml", Kubernetes: lane.Kubernetes{Version: "v1.35", Patch: "v1.35.4"},
+		Classes: []lane.Class{{Name: "acme-kairos", OS: "kairos",
+			Image:             "registry.example.invalid/acme/kairos@sha256:" + strings.Repeat("0", 63) + "1",
+			KubernetesVersion: "v1.35.4"}},
+		Pools: []lane.Pool{{Name: "md0", Class: "talos", Replicas: 2}, {Name: "kairos", Class: "kairos", Replicas: 1},
+			{Name: "acme", Class: "acme-kairos", Replicas: 1}}}
+}
+
+// The builders write what the platform's schemas accept: nothing is pruned on the way in.
+func testAppsAndClassesAreStoredAsBuilt(t *testing.T, env *tenanttest.Env) {
+	ctx := ctxFor(t, time.Minute)
+	c := env.Cluster.Client
+	run, _ := tenant.NewRun("ab12")
+	for _, ns := range []string{tenant.RootNamespace, run.Namespace()} {
+		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.Create(ctx, tenant.TenantApp(run)); err != nil {
+		t.Fatal(err)
+	}
+	l := testLane()
+	pools := tenant.PoolsFromLane(l)
+	pools = append(pools, tenant.PoolSpec{Name: "bad", Class: "kairos", OSImage: "x", KernelModules: []string{"drbd"}, GPUs: []string{"nvidia"}})
+	names := run.Cluster("pools")
+	if err := c.Create(ctx, tenant.KubernetesApp(tenant.ClusterSpec{Names: names, Version: "v1.35", Pools: pools})); err != nil {
+		t.Fatal(err)
+	}
+	created, err := tenant.Platform{Mgmt: env.Cluster}.EnsureClasses(ctx, l)
+	if err != nil || len(created) != 1 {
+		t.Fatalf("created %v, %v", created, err)
+	}
+	// A second run finds the class as it would make it and uses it.
+	if again, err := (tenant.Platform{Mgmt: env.Cluster}).EnsureClasses(ctx, l); err != nil || len(again) != 0 {
+		t.Fatalf("second EnsureClasses: %v %v", again, err)
+	}
+	app, err := tenant.Platform{Mgmt: env.Cluster}.Get(ctx, names)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]any{
+		"spec.version":                                          "v1.35",
+		"spec.nodeGroups.md0.nodeGroupClassName":                "talos",
+		"spec.nodeGroups.md0.minReplicas":                       int64(2),
+		"spec.nodeGroups.md0.maxReplicas":                       int64(2),
+		"spec.nodeGroups.md0.logSerialConsole":                  true,
+		"spec.nodeGroups.acme.nodeGroupClassName":               "acme-kairos",
+		"spec.nodeGroups.bad.osImage":                           "x",
+		"spec.nodeGroups.bad.kernelModules":                     []any{"drbd"},
+		"spec.nodeGroups.bad.gpus":                              []any{map[string]any{"name": "nvidia"}},
+		"spec.controlPlane.replicas":                            int64(2),
+		"spec.nodeGroups.kairos.resources.memory":               "4Gi",
+		"spec.addons.ingressNginx.enabled":                      false,
+		"spec.nodeGroups.kairos.maxReplicas":                    int64(1),
+		"spec.nodeGroups.acme.logSerialConsole":                 true,
+		"spec.nodeGroups.kairos.nodeGroupClassName":             "kairos",
+		"spec.nodeGroups.md0.instanceType":                      "u1.medium",
+		"spec.nodeGroups.md0.podCpuRequest":                     "100m",
+		"spec.nodeGroups.md0.diskSize":                          "20Gi",
+		"spec.nodeGroups.md0.roles":                             []any{"ingress-nginx"},
+		"spec.nodeGroups.acme.minReplicas":                      int64(1),
+		"spec.nodeGroups.kairos.podCpuLimit":                    "2",
+		"spec.storageClass":                                     "replicated",
+		"spec.controlPlane.apiServer.resourcesPreset":           "c1.medium",
+		"spec.addons.monitoringAgents.enabled":                  false,
+		"spec.nodeGroups.md0.resources.cpu":                     "1",
+		"spec.nodeGroups.kairos.gpus":                           []any{},
+		"spec.controlPlane.konnectivity.server.resourcesPreset": "micro",
+	} {
+		got, ok, err := unstructured.NestedFieldNoCopy(app.Object, strings.Split(path, ".")...)
+		if !ok || err != nil || !equal(got, want) {
+			t.Errorf("%s = %#v (found %v), want %#v", path, got, ok, want)
+		}
+	}
+	class := &unstructured.Unstructured{}
+	class.SetGroupVersionKind(tenant.NodeGroupClassGVK)
+	if err := c.Get(ctx, types.NamespacedName{Name: "acme-kairos"}, class); err != nil {
+		t.Fatal(err)
+	}
+	if img, _, _ := unstructured.NestedString(class.Object, "spec", "image"); img != l.Classes[0].Image {
+		t.Errorf("class image %q", img)
+	}
+}
+
+// A class of the lane's name with another spec is not silently reused.
+func testAClassWithAnotherSpecIsNamed(t *testing.T, env *tenanttest.Env) {
+	ctx := ctxFor(t, time.Minute)
+	l := testLane()
+	l.Classes[0].Name = "beta-kairos"
+	other := *l
+	other.Classes = []lane.Class{{Name: "beta-kairos", OS: "kairos"}}
+	if _, err := (tenant.Platform{Mgmt: env.Cluster}).EnsureClasses(ctx, &other); err != nil {
+		t.Fatal(err)
+	}
+	_, err := tenant.Platform{Mgmt: env.Cluster}.EnsureClasses(ctx, l)
+	if err == nil || !strings.Contains(err.Error(), "lanes/test.yaml: classes[0]: NodeGroupClass beta-kairos exists with spec") {
+		t.Fatalf("%v", err)
+	}
+}
+
+// The control plane wait ends as soon as the admin kubeconfig is written, and hands back a
+// working client of the cluster it names.
+func testWaitControlPlaneReturnsTheTenantCluster(t *testing.T, env *tenanttest.Env) {
+	ctx := ctxFor(t, time.Minute)
+	names := tenant.For("tenant-x", "t1")
+	mustNamespace(t, env, names.Namespace)
+	createHelmRelease(t, env, names, "", "", "")
+	done := make(chan error, 1)
+	var got interface{ String() string }
+	go func() {
+		tc, err := tenant.Platform{Mgmt: env.Cluster}.WaitControlPlane(ctx, names)
+		if tc != nil {
+			got = stringer(tc.Name)
+		}
+		done <- err
+	}()
+	sk := names.AdminKubeconfig()
+	kc := kubeconfigFor(t, env)
+	written := time.Now()
+	if err := env.Cluster.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: sk.Namespace, Name: sk.Name},
+		Data: map[string][]byte{sk.Key: kc}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(written); took > 2*time.Second {
+		t.Errorf("the wait took %s after the Secret was written", took)
+	}
+	if got == nil || got.String() != "tenant kubernetes-t1" {
+		t.Errorf("tenant cluster %v", got)
+	}
+}
+
+func testWaitControlPlaneEndsOnARefusalAndOnTheDeadline(t *testing.T, env *tenanttest.Env) {
+	names := tenant.For("tenant-y", "t1")
+	mustNamespace(t, env, names.Namespace)
+	createHelmRelease(t, env, names, "False", "InstallFailed", "nodeGroups.kairos: gpus is not supported on a Kairos class")
+	ctx := ctxFor(t, 30*time.Second)
+	_, err := tenant.Platform{Mgmt: env.Cluster}.WaitControlPlane(ctx, names)
+	var we *tenant.WaitError
+	if !errors.As(err, &we) || we.Class != verdict.ProductAssertion || !strings.Contains(we.Detail, "gpus is not supported") {
+		t.Fatalf("%v", err)
+	}
+	names2 := tenant.For("tenant-y", "t2")
+	createHelmRelease(t, env, names2, "Unknown", "Progressing", "installing")
+	var log bytes.Buffer
+	short, cancel := context.WithTimeout(context.Background(), 700*time.Millisecond)
+	defer cancel()
+	_, err = tenant.Platform{Mgmt: env.Cluster, Log: &log}.WaitControlPlane(short, names2)
+	if !errors.As(err, &we) || we.Class != verdict.Deadline || !strings.Contains(err.Error(), "tenant: waiting for tenant control plane kubernetes-t2: still not there after") ||
+		!strings.Contains(we.Detail, "Secret kubernetes-t2-admin-kubeconfig not written yet; HelmRelease Ready=Unknown Progressing installing") {
+		t.Fatalf("%v", err)
+	}
+	if !strings.Contains(log.String(), "tenant control plane kubernetes-t2: Secret kubernetes-t2-admin-kubeconfig not written yet") {
+		t.Errorf("progress log: %q", log.String())
+	}
+}
+
+// WaitRendered waits for the platform to process the generation the harness wrote, so a
+// stale answer to an earlier spec is never taken for this one.
+func testWaitRenderedWaitsForTheGenerationItWrote(t *testing.T, env *tenanttest.Env) {
+	ctx := ctxFor(t, 30*time.Second)
+	run, _ := tenant.NewRun("r1")
+	names := run.Cluster("refusals")
+	mustNamespace(t, env, names.Namespace)
+	p := tenant.Platform{Mgmt: env.Cluster}
+	if err := p.CreateCluster(ctx, tenant.ClusterSpec{Names: names, Version: "v1.35",
+		Pools: []tenant.PoolSpec{{Name: "kairos", Class: "kairos"}}}); err != nil {
+		t.Fatal(err)
+	}
+	createHelmRelease(t, env, names, "True", "InstallSucceeded", "ok")
+	setAppStatus(t, env, names, 1, "True", "ok")
+	gen, err := p.UpdatePool(ctx, names, "kairos", func(g map[string]any) { g["gpus"] = []any{map[string]any{"name": "nvidia"}} })
+	if err != nil || gen != 2 {
+		t.Fatalf("generation %d, %v", gen, err)
+	}
+	done := make(chan error, 1)
+	var r tenant.Rendering
+	go func() {
+		var err error
+		r, err = p.WaitRendered(ctx, "refusals", names, gen)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		t.Fatalf("returned on the stale generation-1 answer: %+v %v", r, err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	msg := "nodeGroups.kairos.gpus: a Kairos pool takes no gpus"
+	setHelmReleaseReady(t, env, names, "False", "UpgradeFailed", msg)
+	setAppStatus(t, env, names, 2, "False", msg)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if r.Ready || r.Message != msg || r.HelmRelease != msg {
+		t.Fatalf("%+v", r)
+	}
+}
+
+func equal(a, b any) bool {
+	if ab, ok := a.([]any); ok {
+		bb, ok := b.([]any)
+		if !ok || len(ab) != len(bb) {
+			return false
+		}
+		for i := range ab {
+			if !equal(ab[i], bb[i]) {
+				return false
+			}
+		}
+		return true
+	}
+	if am, ok := a.(map[string]any); ok {
+		bm, ok := b.(map[string]any)
+		if !ok || len(am) != len(bm) {
+			return false
+		}
+		for k := range am {
+			if !equal(am[k], bm[k]) {
+				return false
+			}
+		}
+		return true
+	}
+	return a == b
+}
+
+type stringer string
+
+func (s stringer) String() string { return string(s) }
+
+func mustNamespace(t *testing.T, env *tenanttest.Env, ns string) {
+	t.Helper()
+	if err := env.Cluster.Client.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func createHelmRelease(t *testing.T, env *tenanttest.Env, names tenant.Names, status, reason, msg string) {
+	t.Helper()
+	hr := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"releaseName": names.Release()}}}
+	hr.SetGroupVersionKind(tenant.HelmReleaseGVK)
+	hr.SetNamespace(names.Namespace)
+	hr.SetName(names.HelmRelease())
+	if err := env.Cluster.Client.Create(context.Background(), hr); err != nil {
+		t.Fatal(err)
+	}
+	if status != "" {
+		setHelmReleaseReady(t, env, names, status, reason, msg)
+	}
+}
+
+func setHelmReleaseReady(t *testing.T, env *tenanttest.Env, names tenant.Names, status, reason, msg string) {
+	t.Helper()
+	setStatus(t, env, tenant.HelmReleaseGVK, names.Namespace, names.HelmRelease(), map[string]any{
+		"conditions": []any{cond(status, reason, msg)}})
+}
+
+func setAppStatus(t *testing.T, env *tenanttest.Env, names tenant.Names, observed int64, status, msg string) {
+	t.Helper()
+	setStatus(t, env, tenant.KubernetesGVK, names.Namespace, names.Name, map[string]any{
+		"observedGeneration": observed, "conditions": []any{cond(status, "Reconciled", msg)}})
+}
+
+func cond(status, reason, msg string) map[string]any {
+	return map[string]any{"type": "Ready", "status": status, "reason": reason, "message": msg,
+		"lastTransitionTime": time.Now().UTC().Format(time.RFC3339)}
+}
+
+func setStatus(t *testing.T, env *tenanttest.Env, gvk interface{ String() string }, ns, name string, status map[string]any) {
+	t.Helper()
+	ctx := context.Background()
+	u := &unstructured.Unstructured{}
+	switch gvk.String() {
+	case tenant.HelmReleaseGVK.String():
+		u.SetGroupVersionKind(tenant.HelmReleaseGVK)
+	default:
+		u.SetGroupVersionKind(tenant.KubernetesGVK)
+	}
+	if err := env.Cluster.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, u); err != nil {
+		t.Fatal(err)
+	}
+	u.Object["status"] = status
+	if err := env.Cluster.Client.Status().Update(ctx, u); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// kubeconfigFor is a kubeconfig of the test apiserver's admin, as Kamaji would write one.
+func kubeconfigFor(t *testing.T, env *tenanttest.Env) []byte {
+	t.Helper()
+	cfg := env.API.Admin()
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["c"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
+	kc.AuthInfos["u"] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData}
+	kc.Contexts["c"] = &clientcmdapi.Context{Cluster: "c", AuthInfo: "u"}
+	kc.CurrentContext = "c"
+	data, err := clientcmd.Write(*kc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}

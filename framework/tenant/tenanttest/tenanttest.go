@@ -1,0 +1,73 @@
+// Package tenanttest starts a real local apiserver serving the fixture CRDs (the platform's,
+// Cluster API's and the providers' kinds) for the tests of packages that read and write them.
+// Conversion webhooks are dropped: tests write and read each kind at one version.
+package tenanttest
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/cozystack/cozy-e2e/fixtures"
+	"github.com/cozystack/cozy-e2e/framework/cluster"
+	"github.com/cozystack/cozy-e2e/framework/controlplane"
+	"github.com/cozystack/cozy-e2e/framework/controlplane/cptest"
+)
+
+// Env is one apiserver with the fixture CRDs established.
+type Env struct {
+	API     *controlplane.APIServer
+	Cluster *cluster.Cluster
+}
+
+// Start starts etcd and kube-apiserver (stopped when t ends), installs every fixture CRD and
+// waits until each is established. Users are token users besides the admin.
+func Start(t testing.TB, users ...controlplane.User) *Env {
+	t.Helper()
+	api := cptest.APIServer(t, controlplane.APIServerOptions{Users: users})
+	c, err := cluster.New("test", api.Admin())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	crds, err := fixtures.CRDs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range crds {
+		crd := f.CRD.DeepCopy()
+		crd.Spec.Conversion = nil
+		if err := c.Client.Create(ctx, crd); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatalf("%s: %v", f.File, err)
+		}
+	}
+	for _, f := range crds {
+		name := f.CRD.Name
+		err := wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+			var crd apiextensionsv1.CustomResourceDefinition
+			if err := c.Client.Get(ctx, types.NamespacedName{Name: name}, &crd); err != nil {
+				return false, nil
+			}
+			for _, cond := range crd.Status.Conditions {
+				if cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue {
+					return true, nil
+				}
+			}
+			return false, nil
+		})
+		if err != nil {
+			t.Fatalf("%s: CRD %s not established: %v", f.File, name, err)
+		}
+	}
+	// A fresh client, so its discovery sees the new kinds.
+	if c, err = cluster.New("test", api.Admin()); err != nil {
+		t.Fatal(err)
+	}
+	return &Env{API: api, Cluster: c}
+}
