@@ -1,0 +1,245 @@
+package diag
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/cozystack/cozy-e2e/framework/tenant"
+)
+
+// identity puts the pool's VMIs beside the tenant's Nodes: a Node must carry its VMI's name, the
+// providerID kubevirt://<vmi> and the Cluster API annotations, and its Machine must point at
+// it. Every mismatch gets a line saying which side is wrong; the pool's Nodes are dumped too.
+func (s *scene) identity(pn tenant.PoolNames) collector {
+	return collector{name: "identity", scope: "pool " + pn.Pool, share: 0.06, bytes: 1 << 20,
+		run: func(ctx context.Context, w *work) error {
+			vmis, err := s.mgmt.list(ctx, vmiGVK, s.namespace)
+			if errors.Is(err, ErrNotServed) {
+				w.note("%v: Nodes are listed without their VMIs", err)
+			} else if err != nil {
+				return err
+			}
+			vmis = s.mine(pn, vmis)
+			machines, err := s.mgmt.list(ctx, machineGVK, s.namespace)
+			if err != nil {
+				w.note("%v", err)
+			}
+			machines = s.mine(pn, machines)
+			if s.tenant == nil {
+				w.note("no tenant cluster: Nodes cannot be read")
+				return w.file(poolDir(pn)+"/identity.txt", []byte(identityReport(pn, vmis, machines, nil, false)), 256<<10)
+			}
+			list, err := s.tenant.c.Kube.CoreV1().Nodes().List(ctx, listOptions(""))
+			if err != nil {
+				return fmt.Errorf("listing Nodes of the tenant cluster: %w", err)
+			}
+			w.items = len(vmis) + len(list.Items)
+			if err := w.file(poolDir(pn)+"/identity.txt", []byte(identityReport(pn, vmis, machines, list.Items, true)), 256<<10); err != nil {
+				return err
+			}
+			var dump []map[string]any
+			for i := range list.Items {
+				n := &list.Items[i]
+				if p, ok := s.pools.of(n.Name); ok && p.MachineDeployment() != pn.MachineDeployment() {
+					continue // another pool's Node
+				}
+				obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(n)
+				if err != nil {
+					return err
+				}
+				u := &unstructured.Unstructured{Object: obj}
+				u.SetKind("Node")
+				u.SetAPIVersion("v1")
+				dump = append(dump, clean(u))
+			}
+			if len(dump) == 0 {
+				return nil
+			}
+			return w.yaml(poolDir(pn)+"/nodes.yaml", dump, 1<<20)
+		}}
+}
+
+func identityReport(pn tenant.PoolNames, vmis, machines []unstructured.Unstructured, nodes []corev1.Node, tenantRead bool) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "pool %s (%s): %d VMI(s), %d Machine(s)\n", pn.Pool, pn.MachineDeployment(), len(vmis), len(machines))
+	byName := map[string]*corev1.Node{}
+	for i := range nodes {
+		byName[nodes[i].Name] = &nodes[i]
+	}
+	vmiNames := map[string]bool{}
+	for _, v := range vmis {
+		name := v.GetName()
+		vmiNames[name] = true
+		phase, _, _ := unstructured.NestedString(v.Object, "status", "phase")
+		fmt.Fprintf(&b, "VMI %s (phase %s):", name, orNone(phase))
+		n, ok := byName[name]
+		switch {
+		case !tenantRead:
+			b.WriteString(" tenant Nodes not readable\n")
+			continue
+		case !ok:
+			b.WriteString(" MISMATCH no tenant Node carries this name\n")
+			continue
+		}
+		b.WriteString(" Node " + name + " exists")
+		if want := tenant.ProviderID(name); n.Spec.ProviderID != want {
+			fmt.Fprintf(&b, "; MISMATCH providerID %q, want %q", n.Spec.ProviderID, want)
+		} else {
+			b.WriteString("; providerID ok")
+		}
+		for _, a := range []string{tenant.AnnotationClusterName, tenant.AnnotationClusterNamespace, tenant.AnnotationMachine} {
+			if n.Annotations[a] == "" {
+				fmt.Fprintf(&b, "; annotation %s missing", a)
+			}
+		}
+		fmt.Fprintf(&b, "; %s\n", nodeCondition(n))
+	}
+	for _, m := range machines {
+		ref, _, _ := unstructured.NestedString(m.Object, "status", "nodeRef", "name")
+		phase, _, _ := unstructured.NestedString(m.Object, "status", "phase")
+		fmt.Fprintf(&b, "Machine %s (phase %s): nodeRef %s\n", m.GetName(), orNone(phase), orNone(ref))
+	}
+	for i := range nodes {
+		n := &nodes[i]
+		if vmiNames[n.Name] {
+			continue
+		}
+		p, ours := pnOf(pn, n.Name)
+		if !ours && p {
+			continue // a Node of another pool
+		}
+		fmt.Fprintf(&b, "Node %s: MISMATCH no VMI of this pool carries this name (providerID %q, hostname label %q); a guest that registers under another name than its VMI never gets a providerID; %s\n",
+			n.Name, n.Spec.ProviderID, n.Labels["kubernetes.io/hostname"], nodeCondition(n))
+	}
+	return b.String()
+}
+
+// pnOf reports whether name looks like an object of some pool (attributed) and of pn.
+func pnOf(pn tenant.PoolNames, name string) (attributed, ours bool) {
+	md := pn.MachineDeployment()
+	if name == md || strings.HasPrefix(name, md+"-") {
+		return true, true
+	}
+	return strings.HasPrefix(name, tenant.ReleasePrefix), false
+}
+
+func nodeCondition(n *corev1.Node) string {
+	ready := "Ready unknown"
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			ready = fmt.Sprintf("Ready=%s", c.Status)
+			if c.Status != corev1.ConditionTrue && c.Message != "" {
+				ready += " (" + c.Reason + ": " + c.Message + ")"
+			}
+		}
+	}
+	var taints []string
+	for _, t := range n.Spec.Taints {
+		taints = append(taints, fmt.Sprintf("%s=%s:%s", t.Key, t.Value, t.Effect))
+	}
+	s := ready
+	if len(taints) > 0 {
+		s += ", taints " + strings.Join(taints, ",")
+	}
+	if n.Spec.Unschedulable {
+		s += ", cordoned"
+	}
+	return s + ", kubelet " + orNone(n.Status.NodeInfo.KubeletVersion)
+}
+
+// consoles reads the serial console of every launcher of the pool that the stream did not
+// follow (no recorder, or a launcher gone before it could), current and previous.
+func (s *scene) consoles(pn tenant.PoolNames) collector {
+	return collector{name: "consoles", scope: "pool " + pn.Pool, share: 0.1, bytes: 2 << 20, count: 6,
+		run: func(ctx context.Context, w *work) error {
+			streamed := map[string]bool{}
+			if s.streamed != nil {
+				for _, r := range s.streamed() {
+					streamed[fmt.Sprintf("%s/%d", r.PodUID, r.Restart)] = true
+				}
+			}
+			pods, err := s.mgmt.pods(ctx, s.namespace)
+			if err != nil {
+				return err
+			}
+			read, launchers, waiting := 0, 0, 0
+			for i := range pods {
+				p := &pods[i]
+				if pp, ok := s.pools.of(p.Name); !ok || pp.MachineDeployment() != pn.MachineDeployment() || !hasConsole(p) {
+					continue
+				}
+				_, ok, restart := consoleStatus(p)
+				launchers++
+				if !ok && restart == 0 {
+					waiting++
+				}
+				for _, prev := range []bool{false, true} {
+					n := restart
+					if prev {
+						n--
+					}
+					if n < 0 || (!prev && !ok) || streamed[fmt.Sprintf("%s/%d", p.UID, n)] {
+						continue
+					}
+					if read >= 6 {
+						w.truncated = append(w.truncated, "more than 6 consoles to read; the rest were not")
+						return nil
+					}
+					read++
+					if err := s.readConsole(ctx, w, pn, p, n, prev); err != nil {
+						w.note("%v", err)
+					}
+				}
+			}
+			switch {
+			case launchers == 0:
+				w.note("pool %s has no launcher Pod with a %s container", pn.Pool, ConsoleContainer)
+			case waiting > 0:
+				w.note("%d of %d launcher(s) of pool %s never started their %s container: no console to read", waiting, launchers, pn.Pool, ConsoleContainer)
+			case read == 0:
+				w.note("every console of pool %s was streamed; see its consoles/ folder", pn.Pool)
+			}
+			return nil
+		}}
+}
+
+// readConsole reads one console container log once, with the header a streamed file has.
+func (s *scene) readConsole(ctx context.Context, w *work, pn tenant.PoolNames, p *corev1.Pod, restart int32, previous bool) error {
+	vmi := vmiOfLauncher(p.Name, p.Labels)
+	rec := &ConsoleRecord{Pool: pn.Pool, VMI: vmi, VMIUID: p.Labels["kubevirt.io/created-by"], Pod: p.Name, PodUID: string(p.UID),
+		Restart: restart, Node: p.Spec.NodeName, ReadStart: s.now(),
+		Path: fmt.Sprintf("%s/consoles/%s/%s-%d.log", poolDir(pn), vmi, p.Name, restart)}
+	if st, ok, _ := consoleStatus(p); ok && !previous {
+		rec.LauncherStart = st
+	}
+	if rec.VMIUID == "" {
+		rec.VMIUID = "unknown (the launcher Pod has no kubevirt.io/created-by label)"
+	}
+	body, cut, err := s.mgmt.logBytes(ctx, p.Namespace, p.Name, ConsoleContainer, previous, w.limits.ConsoleBytes)
+	if err != nil {
+		return err
+	}
+	rec.ReadEnd = s.now()
+	rec.EndReason = "read once by the on-failure collector"
+	if previous {
+		rec.EndReason = "previous instance, read once by the on-failure collector"
+	}
+	header, off := consoleHeader(p.Namespace, rec)
+	out := append(header, body...)
+	copy(out[off:], readEndField(rec.ReadEnd, rec.EndReason))
+	if cut {
+		out = append(out, []byte(fmt.Sprintf("# cut at its byte bound of %d bytes\n", w.limits.ConsoleBytes))...)
+	}
+	more, err := w.a.WriteFile(rec.Path, out, 0)
+	if err != nil {
+		return err
+	}
+	w.record(rec.Path, int64(len(out)), cut || more)
+	return nil
+}

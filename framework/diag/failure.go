@@ -1,0 +1,171 @@
+package diag
+
+import (
+	"context"
+	"os"
+	"time"
+
+	"github.com/cozystack/cozy-e2e/framework/join"
+	"github.com/cozystack/cozy-e2e/framework/tenant"
+	"github.com/cozystack/cozy-e2e/framework/verdict"
+)
+
+// CollectOptions say what failed and how much time the collectors have.
+type CollectOptions struct {
+	Budget
+	// Pools are the failing pools; none means every pool the recorder watches.
+	Pools []tenant.PoolNames
+	// Class and Stage of the failure decide which files are named first as its evidence.
+	Class verdict.Class
+	Stage join.Stage
+}
+
+// Result is what the on-failure collectors did.
+type Result struct {
+	Entries []Entry
+	// Evidence are the files that explain the failure, most telling first, relative to the
+	// artifacts folder: put them into verdict.Failure.Evidence.
+	Evidence []string
+	Duration time.Duration
+}
+
+// Collect runs the on-failure collectors for the failing pools, cheapest and most
+// discriminating first, inside the diagnostics reserve: the pools' events, DataVolumes and
+// importer logs, Machines and MHC, the tenant's CSRs and kubelet configuration, Node names
+// against VMI names, consoles the stream could not follow, previous logs of every restarted
+// container, and resource dumps of both clusters. Cluster-wide collectors run once however
+// many pools fail. Every collector ends up in the manifest.
+func (r *Recorder) Collect(ctx context.Context, o CollectOptions) Result {
+	start := r.now()
+	pns := o.Pools
+	if len(pns) == 0 {
+		pns = r.pools.list()
+	}
+	for _, pn := range pns {
+		r.WatchPool(pn)
+	}
+	sc, errEntry := r.scene(ctx)
+	if errEntry != nil {
+		r.opts.Manifest.Add(*errEntry)
+		return Result{Entries: []Entry{*errEntry}, Duration: r.now().Sub(start)}
+	}
+	// Per-pool collectors share their part of the reserve between the failing pools.
+	scale := 1 / float64(max(len(pns), 1))
+	var cs []collector
+	perPool := func(f func(tenant.PoolNames) collector) {
+		for _, pn := range pns {
+			c := f(pn)
+			c.share *= scale
+			cs = append(cs, c)
+		}
+	}
+	perPool(sc.poolEvents)
+	perPool(sc.diskImport)
+	perPool(sc.machines)
+	cs = append(cs, sc.tenantJoin())
+	perPool(sc.identity)
+	perPool(sc.consoles)
+	cs = append(cs, sc.previousLogs(), sc.resources(sc.mgmt, r.opts.Namespace))
+	if sc.tenant != nil {
+		cs = append(cs, sc.resources(sc.tenant, ""))
+	}
+	entries := runCollectors(ctx, r.opts.Artifacts, r.opts.Manifest, r.opts.Process, r.opts.Limits, r.now, o.Budget, cs, &r.once)
+	return Result{Entries: entries, Evidence: r.evidence(pns, entries, o.Class, o.Stage), Duration: r.now().Sub(start)}
+}
+
+// scene builds the readers of both clusters; a management cluster that cannot be read is
+// a failed entry.
+func (r *Recorder) scene(ctx context.Context) (*scene, *Entry) {
+	mgmt, err := newReader(Management, r.opts.Management)
+	if err != nil {
+		return nil, &Entry{Name: "collectors", Scope: "cluster " + Management, Process: r.opts.Process, Status: Failed,
+			Start: r.now(), Error: err.Error()}
+	}
+	sc := &scene{namespace: r.opts.Namespace, mgmt: mgmt, pools: &r.pools, streamed: r.consoles.all, now: r.now}
+	if t := r.Tenant(); t != nil {
+		if tr, err := newReader(Tenant, t); err == nil {
+			sc.tenant = tr
+		}
+	}
+	return sc, nil
+}
+
+// telling lists, per class, the collectors whose files explain it best, in that order.
+var telling = map[verdict.Class][]string{
+	verdict.DiskImport:      {"disk-import", "events", "machines"},
+	verdict.VMUnschedulable: {"events", "machines"},
+	verdict.BootStall:       {"consoles", "machines", "events"},
+	verdict.Bootstrap:       {"machines", "events"},
+	verdict.JoinRejected:    {"consoles", "tenant-join", "events"},
+	verdict.Identity:        {"identity", "machines", "consoles"},
+	verdict.MachineFailed:   {"machines", "events"},
+	verdict.NodeNotReady:    {"identity", "events"},
+	verdict.NotSchedulable:  {"identity", "events"},
+	verdict.ClusterDNS:      {"tenant-join", "consoles"},
+}
+
+// tellingAt lists them per stage, for a deadline (the stage says where it was stuck).
+var tellingAt = map[join.Stage][]string{
+	join.StageBootstrapTemplate: {"machines", "events"},
+	join.StageBootstrapData:     {"machines", "events"},
+	join.StageDiskImport:        {"disk-import", "events"},
+	join.StageVMIRunning:        {"events", "machines"},
+	join.StageGuestBoot:         {"consoles", "machines"},
+	join.StageJoin:              {"consoles", "tenant-join", "events"},
+	join.StageNodeRegistered:    {"identity", "consoles", "tenant-join"},
+	join.StageProviderID:        {"identity", "machines"},
+	join.StageNodeRef:           {"identity", "machines", "events"},
+	join.StageReady:             {"identity", "events"},
+	join.StageSchedulable:       {"identity", "events"},
+	join.StageWorkloadPod:       {"identity", "events"},
+}
+
+// evidence orders the files: the collectors that tell most about the class (or the stage of a
+// deadline) first, then the pools' consoles and timelines, then everything else collected.
+func (r *Recorder) evidence(pns []tenant.PoolNames, entries []Entry, class verdict.Class, stage join.Stage) []string {
+	names := telling[class]
+	if len(names) == 0 {
+		names = tellingAt[stage]
+	}
+	seen := map[string]bool{}
+	var out []string
+	add := func(p string) {
+		if p == "" || seen[p] {
+			return
+		}
+		if _, err := os.Stat(r.opts.Artifacts.Path(p)); err != nil {
+			return
+		}
+		seen[p] = true
+		out = append(out, p)
+	}
+	for _, n := range names {
+		for _, e := range entries {
+			if e.Name == n {
+				for _, p := range e.Paths {
+					add(p)
+				}
+			}
+			if n == "consoles" && e.Name == "consoles" {
+				for _, pn := range pns {
+					for _, p := range r.consoles.paths(pn.Pool) {
+						add(p)
+					}
+				}
+			}
+		}
+	}
+	for _, pn := range pns {
+		for _, p := range r.consoles.paths(pn.Pool) {
+			add(p)
+		}
+		add(poolDir(pn) + "/timeline.jsonl")
+		add(poolDir(pn) + "/events.jsonl")
+	}
+	for _, e := range entries {
+		for _, p := range e.Paths {
+			add(p)
+		}
+	}
+	return out
+}

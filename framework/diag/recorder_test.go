@@ -1,0 +1,248 @@
+package diag
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	certv1 "k8s.io/api/certificates/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/cozystack/cozy-e2e/fixtures"
+	"github.com/cozystack/cozy-e2e/framework/cluster"
+	"github.com/cozystack/cozy-e2e/framework/controlplane"
+	"github.com/cozystack/cozy-e2e/framework/controlplane/cptest"
+	"github.com/cozystack/cozy-e2e/framework/tenant"
+	"github.com/cozystack/cozy-e2e/framework/verdict"
+)
+
+const ns = "tenant-e2eabc"
+
+// world is a management and a tenant apiserver, real, with objects written the way the
+// platform, Cluster API, KubeVirt and the kubelet would write them.
+type world struct {
+	mgmt, tenant *cluster.Cluster
+	pn           tenant.PoolNames
+}
+
+func newWorld(t *testing.T, ctx context.Context) *world {
+	t.Helper()
+	mapi := cptest.APIServer(t, controlplane.APIServerOptions{Name: "management"})
+	tapi := cptest.APIServer(t, controlplane.APIServerOptions{Name: "tenant"})
+	w := &world{pn: tenant.For(ns, "pools-abc").Pool("md0")}
+	var err error
+	if w.mgmt, err = cluster.New("management", mapi.Admin()); err != nil {
+		t.Fatal(err)
+	}
+	if w.tenant, err = cluster.New("tenant", tapi.Admin()); err != nil {
+		t.Fatal(err)
+	}
+	installCRDs(t, ctx, w.mgmt, "Machine", "MachineHealthCheck")
+	if w.mgmt, err = cluster.New("management", mapi.Admin()); err != nil { // fresh discovery
+		t.Fatal(err)
+	}
+	must(t, w.mgmt.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+	// What kube-controller-manager would create in a new namespace.
+	must(t, w.mgmt.Client.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: ns}}))
+	// The sim plants the canary in the tenant namespace and in the tenant cluster.
+	for _, c := range []*cluster.Cluster{w.mgmt, w.tenant} {
+		must(t, c.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "canary", Namespace: map[bool]string{true: ns, false: "default"}[c == w.mgmt]},
+			StringData: map[string]string{"value": canary}}))
+	}
+	return w
+}
+
+// installCRDs installs the fixture CRDs of kinds, serving their storage version only (no
+// conversion webhook here: the harness reads the storage version).
+func installCRDs(t *testing.T, ctx context.Context, c *cluster.Cluster, kinds ...string) {
+	t.Helper()
+	all, err := fixtures.CRDs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]bool{}
+	for _, k := range kinds {
+		want[k] = true
+	}
+	for _, f := range all {
+		if !want[f.CRD.Spec.Names.Kind] {
+			continue
+		}
+		crd := f.CRD.DeepCopy()
+		crd.Spec.Conversion = &apiextensionsv1.CustomResourceConversion{Strategy: apiextensionsv1.NoneConverter}
+		must(t, c.Client.Create(ctx, crd))
+		delete(want, f.CRD.Spec.Names.Kind)
+		poll(t, ctx, "CRD "+crd.Name+" Established", func() bool {
+			var got apiextensionsv1.CustomResourceDefinition
+			if c.Client.Get(ctx, clientKey("", crd.Name), &got) != nil {
+				return false
+			}
+			for _, cond := range got.Status.Conditions {
+				if cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue {
+					return true
+				}
+			}
+			return false
+		})
+	}
+	if len(want) > 0 {
+		t.Fatalf("fixtures/crds lacks %v", want)
+	}
+}
+
+// A failing pool leaves, within the diagnostics reserve: its timeline and events streamed from
+// its start, the Warning that explains it, Node names against VMI names, the tenant's CSRs and
+// kubelet configuration, and dumps of both clusters; every collector in the manifest; and the
+// canary nowhere, though it is in an event message, a Pod's environment and a ConfigMap.
+func TestRecorderStreamsAndCollectsWithoutLeakingSecrets(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	w := newWorld(t, ctx)
+	dir := t.TempDir()
+	a, err := NewArtifacts(dir, NewRedactor(), 20<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := NewManifest()
+	rec, err := Start(ctx, Options{Artifacts: a, Manifest: m, Process: "kubernetes", Management: w.mgmt, Namespace: ns})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rec.Stop()
+	rec.WatchPool(w.pn)
+	must(t, rec.SetTenant(ctx, w.tenant))
+
+	vmi := w.pn.MachineDeployment() + "-7d9f8c6b5x-abcde"
+	launcher := tenant.LauncherPrefix + vmi + "-q2w3e"
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: launcher, Namespace: ns, Labels: map[string]string{tenant.LabelVMName: vmi, "kubevirt.io": "virt-launcher"}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{
+			{Name: "compute", Image: "virt-launcher", Env: []corev1.EnvVar{{Name: "LEAK", Value: canary}}},
+			{Name: ConsoleContainer, Image: "virt-launcher"},
+		}},
+	}
+	must(t, w.mgmt.Client.Create(ctx, pod))
+	pod.Status = corev1.PodStatus{Phase: corev1.PodPending, Conditions: []corev1.PodCondition{{
+		Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: "Unschedulable",
+		Message: "0/1 nodes are available: 1 Insufficient memory.", LastTransitionTime: metav1.Now()}}}
+	must(t, w.mgmt.Client.Status().Update(ctx, pod))
+	now := metav1.Now()
+	must(t, w.mgmt.Client.Create(ctx, &corev1.Event{
+		ObjectMeta:     metav1.ObjectMeta{Name: launcher + ".1", Namespace: ns},
+		InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: ns, Name: launcher},
+		Type:           corev1.EventTypeWarning, Reason: "FailedScheduling", Count: 1, FirstTimestamp: now, LastTimestamp: now,
+		Message: "0/1 nodes are available: 1 Insufficient memory. (debug " + canary + ")", Source: corev1.EventSource{Component: "default-scheduler"},
+	}))
+	machine := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "Machine",
+		"metadata": map[string]any{"name": vmi, "namespace": ns, "labels": map[string]any{tenant.LabelDeploymentName: w.pn.MachineDeployment()}},
+		"spec": map[string]any{"clusterName": w.pn.Release(), "bootstrap": map[string]any{"dataSecretName": "x"},
+			"infrastructureRef": map[string]any{"apiGroup": "infrastructure.cluster.x-k8s.io", "kind": "KubevirtMachine", "name": vmi}},
+	}}
+	must(t, w.mgmt.Client.Create(ctx, machine))
+	// The guest registered under another name than its VMI.
+	must(t, w.tenant.Client.Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "metal-4f2a", Labels: map[string]string{"kubernetes.io/hostname": "metal-4f2a"}}}))
+	must(t, w.tenant.Client.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: tenant.KubeletConfigName, Namespace: tenant.KubeletConfigNamespace},
+		Data: map[string]string{tenant.KubeletConfigKey: "kind: KubeletConfiguration\nclusterDNS: []\n# " + canary + "\n"}}))
+	must(t, w.tenant.Client.Create(ctx, &certv1.CertificateSigningRequest{ObjectMeta: metav1.ObjectMeta{Name: "csr-metal"},
+		Spec: certv1.CertificateSigningRequestSpec{Request: csrPEM(t), SignerName: "kubernetes.io/kube-apiserver-client-kubelet",
+			Usages: []certv1.KeyUsage{certv1.UsageDigitalSignature, certv1.UsageClientAuth}}}))
+
+	poll(t, ctx, "the launcher's Unschedulable condition in the pool timeline", func() bool {
+		return fileHas(dir, "pools/md0/timeline.jsonl", "Insufficient memory")
+	})
+	poll(t, ctx, "the FailedScheduling event in the pool's events", func() bool {
+		return fileHas(dir, "pools/md0/events.jsonl", "FailedScheduling")
+	})
+	poll(t, ctx, "the tenant Node in the tenant timeline", func() bool {
+		return fileHas(dir, "clusters/tenant/timeline.jsonl", "metal-4f2a")
+	})
+
+	res := rec.Collect(ctx, CollectOptions{Budget: Budget{Reserve: 30 * time.Second}, Pools: []tenant.PoolNames{w.pn},
+		Class: verdict.VMUnschedulable})
+	t.Logf("collectors took %s", res.Duration.Round(time.Millisecond))
+	status := map[string]Entry{}
+	for _, e := range res.Entries {
+		status[e.Name+" "+e.Scope] = e
+		t.Logf("%-14s %-20s %-9s %6.3fs %7d bytes %s %s", e.Name, e.Scope, e.Status, e.Duration.D().Seconds(), e.Bytes, e.Error, strings.Join(e.Notes, "; "))
+	}
+	for _, name := range []string{"events pool md0", "machines pool md0", "identity pool md0", "tenant-join cluster tenant",
+		"consoles pool md0", "previous-logs clusters", "resources cluster management", "resources cluster tenant"} {
+		if e, ok := status[name]; !ok || e.Status != Complete {
+			t.Errorf("collector %s: %+v", name, e)
+		}
+	}
+	// The DataVolume and VMI kinds are not installed here: the collectors that need them say so.
+	if e := status["disk-import pool md0"]; e.Status != Failed || !strings.Contains(e.Error, "DataVolume cdi.kubevirt.io/v1beta1: kind not served") {
+		t.Errorf("disk-import without the DataVolume kind: %+v", e)
+	}
+	if len(res.Evidence) == 0 || res.Evidence[0] != "pools/md0/events.txt" {
+		t.Errorf("evidence for vm-unschedulable should start with the pool's events: %v", res.Evidence)
+	}
+	for file, want := range map[string]string{
+		"pools/md0/events.txt":                                 "FailedScheduling",
+		"pools/md0/machines.txt":                               "Pod " + launcher + ": phase Pending",
+		"pools/md0/identity.txt":                               "Node metal-4f2a: MISMATCH no VMI of this pool carries this name",
+		"clusters/tenant/kubelet-config.yaml":                  "# clusterDNS: EMPTY",
+		"clusters/tenant/csrs.txt":                             "csr-metal: signer kubernetes.io/kube-apiserver-client-kubelet",
+		"clusters/management/resources/" + ns + "/Pod.yaml":    launcher,
+		"clusters/tenant/resources/_cluster/Node.yaml":         "metal-4f2a",
+		"clusters/tenant/resources/kube-system/ConfigMap.yaml": "clusterDNS: []",
+	} {
+		if !fileHas(dir, file, want) {
+			t.Errorf("%s does not hold %q", file, want)
+		}
+	}
+	for _, f := range []string{"clusters/management/resources/" + ns + "/Secret.yaml", "clusters/tenant/resources/default/Secret.yaml"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err == nil {
+			t.Errorf("%s was dumped: Secrets never are", f)
+		}
+	}
+	rec.Stop()
+	must(t, m.Write(filepath.Join(dir, "manifest.json")))
+	entries, err := ReadManifest(filepath.Join(dir, "manifest.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	streams := 0
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name, "stream ") {
+			streams++
+		}
+	}
+	if streams != 7 { // events and timeline of 2 clusters and 1 pool, and the pool's consoles
+		t.Errorf("manifest has %d stream entries, want 7: %+v", streams, entries)
+	}
+	if err := Scan(dir, canary); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("artifacts: %d bytes", a.Written())
+}
+
+func fileHas(dir, rel, want string) bool {
+	data, err := os.ReadFile(filepath.Join(dir, rel))
+	return err == nil && strings.Contains(string(data), want)
+}
+
+func poll(t *testing.T, ctx context.Context, what string, f func() bool) {
+	t.Helper()
+	start := time.Now()
+	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) { return f(), nil })
+	if err != nil {
+		t.Fatalf("waiting %s for %s: %v", time.Since(start).Round(time.Millisecond), what, err)
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,274 @@
+package diag
+
+import (
+	"bytes"
+	"encoding/base64"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Redacted replaces every scrubbed value.
+const Redacted = "[redacted]"
+
+// minSecretLen is the shortest Secret value that is scrubbed wherever it appears. Shorter ones
+// ("true", "admin") would scrub ordinary words out of every artifact; the patterns below still
+// catch credentials of any length by their shape.
+const minSecretLen = 8
+
+// minTokenLen is the shortest whitespace-separated piece of a multi-line Secret value (a
+// kubeconfig, a machine config) that is learned on its own.
+const minTokenLen = 16
+
+var (
+	// Lines that carry a credential by their key, in kubeconfigs, machine configs and headers.
+	credentialLine = regexp.MustCompile(`(?i)((?:client-key-data|client-certificate-data|token|id-token|refresh-token|password|secret|bootstrap-token|key|ca-key|private-key)["']?\s*[:=]\s*["']?)([A-Za-z0-9+/=._\-:]{8,})`)
+	bearer         = regexp.MustCompile(`(?i)(bearer\s+)[A-Za-z0-9\-._~+/]+=*`)
+	// Kubernetes bootstrap tokens: [a-z0-9]{6}.[a-z0-9]{16}.
+	bootstrapToken = regexp.MustCompile(`\b[a-z0-9]{6}\.[a-z0-9]{16}\b`)
+	// JSON web tokens (service account tokens).
+	jwt = regexp.MustCompile(`eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}`)
+	// Long base64 runs: decoded and scrubbed when they hide a key, a kubeconfig or a token.
+	base64Run = regexp.MustCompile(`[A-Za-z0-9+/]{64,}={0,2}`)
+
+	pemBegin = []byte("-----BEGIN ")
+	pemEnd   = []byte("-----END ")
+)
+
+// sensitiveDecoded are markers that make a decoded base64 run a credential.
+var sensitiveDecoded = [][]byte{
+	[]byte("PRIVATE KEY"), []byte("client-key-data"), []byte("token:"), []byte("password"),
+	[]byte("BEGIN CERTIFICATE"), []byte("secretbox"), []byte("aescbc"),
+}
+
+// Redactor scrubs credentials out of bytes on their way to an artifact. It knows two kinds of
+// credentials: values it learned (every Secret value of the clusters and namespaces involved,
+// raw and base64-encoded, and the long pieces of multi-line values), and shapes (private key
+// blocks, kubeconfig credential fields, bearer and bootstrap tokens, JWTs, base64 hiding any of
+// them). It is safe for concurrent use.
+type Redactor struct {
+	mu       sync.RWMutex
+	values   map[string]struct{}
+	replacer *strings.Replacer
+	longest  int
+}
+
+// NewRedactor returns a Redactor that knows values already.
+func NewRedactor(values ...string) *Redactor {
+	r := &Redactor{values: map[string]struct{}{}}
+	r.Learn(values...)
+	return r
+}
+
+// Learn adds values to scrub: each value, its base64 encodings and, for values with several
+// lines or fields, every long piece on its own.
+func (r *Redactor) Learn(values ...string) {
+	var add []string
+	for _, v := range values {
+		add = append(add, expand(v)...)
+	}
+	if len(add) == 0 {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	changed := false
+	for _, v := range add {
+		if _, ok := r.values[v]; !ok {
+			r.values[v] = struct{}{}
+			changed = true
+		}
+	}
+	if changed {
+		r.replacer = nil
+	}
+}
+
+// LearnSecret learns every value of a Secret (data and stringData).
+func (r *Redactor) LearnSecret(s *corev1.Secret) {
+	vals := make([]string, 0, len(s.Data)+len(s.StringData))
+	for _, v := range s.Data {
+		vals = append(vals, string(v))
+	}
+	for _, v := range s.StringData {
+		vals = append(vals, v)
+	}
+	r.Learn(vals...)
+}
+
+// Known is how many distinct strings the Redactor scrubs by value.
+func (r *Redactor) Known() int {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return len(r.values)
+}
+
+// Values returns the learned strings (for a leak scan of the finished artifacts).
+func (r *Redactor) Values() []string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	out := make([]string, 0, len(r.values))
+	for v := range r.values {
+		out = append(out, v)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// maxWholeValue is the longest value learned whole; a longer one (a Helm release blob) is
+// learned by its pieces only, which keeps the scrubber's look-behind short.
+const maxWholeValue = 64 << 10
+
+func expand(v string) []string {
+	v = strings.TrimRight(v, "\r\n")
+	if len(v) < minSecretLen {
+		return nil
+	}
+	var out []string
+	if len(v) <= maxWholeValue {
+		out = append(out, v, base64.StdEncoding.EncodeToString([]byte(v)), base64.RawStdEncoding.EncodeToString([]byte(v)),
+			base64.URLEncoding.EncodeToString([]byte(v)))
+	}
+	if strings.ContainsAny(v, " \t\n") {
+		for _, f := range strings.Fields(v) {
+			f = strings.Trim(f, `"',;`)
+			if len(f) >= minTokenLen && len(f) <= maxWholeValue && !strings.Contains(f, ":") && distinct(f) >= 10 {
+				out = append(out, f)
+			}
+		}
+	}
+	return out
+}
+
+func distinct(s string) int {
+	seen := map[rune]bool{}
+	for _, c := range s {
+		seen[c] = true
+	}
+	return len(seen)
+}
+
+func (r *Redactor) current() (*strings.Replacer, int) {
+	r.mu.RLock()
+	rep, longest := r.replacer, r.longest
+	r.mu.RUnlock()
+	if rep != nil {
+		return rep, longest
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.replacer != nil {
+		return r.replacer, r.longest
+	}
+	// Longest first, so a value is replaced whole before a piece of it.
+	vals := make([]string, 0, len(r.values))
+	for v := range r.values {
+		vals = append(vals, v)
+	}
+	sort.Slice(vals, func(i, j int) bool { return len(vals[i]) > len(vals[j]) })
+	pairs := make([]string, 0, 2*len(vals))
+	r.longest = 0
+	for _, v := range vals {
+		pairs = append(pairs, v, Redacted)
+		r.longest = max(r.longest, len(v))
+	}
+	r.replacer = strings.NewReplacer(pairs...)
+	return r.replacer, r.longest
+}
+
+// Scrub returns b without any learned value or credential-shaped content. It works line by
+// line; a private key block spanning lines is removed whole.
+func (r *Redactor) Scrub(b []byte) []byte {
+	var out bytes.Buffer
+	s := &scrubState{}
+	for len(b) > 0 {
+		i := bytes.IndexByte(b, '\n')
+		var line []byte
+		if i < 0 {
+			line, b = b, nil
+		} else {
+			line, b = b[:i+1], b[i+1:]
+		}
+		out.Write(r.scrubLine(s, line))
+	}
+	return out.Bytes()
+}
+
+// scrubState carries a private key block across lines.
+type scrubState struct{ inKey bool }
+
+func (r *Redactor) scrubLine(s *scrubState, line []byte) []byte {
+	if s.inKey {
+		if bytes.Contains(line, pemEnd) {
+			s.inKey = false
+			return append([]byte(Redacted+" (private key)"), trailingNewline(line)...)
+		}
+		return nil
+	}
+	if i := bytes.Index(line, pemBegin); i >= 0 && bytes.Contains(line[i:], []byte("PRIVATE KEY")) {
+		if bytes.Contains(line[i+len(pemBegin):], pemEnd) {
+			return append(append(append([]byte{}, line[:i]...), Redacted+" (private key)"...), trailingNewline(line)...)
+		}
+		s.inKey = true
+		return append([]byte{}, line[:i]...)
+	}
+	text := string(line)
+	if rep, _ := r.current(); rep != nil {
+		text = rep.Replace(text)
+	}
+	text = credentialLine.ReplaceAllStringFunc(text, func(m string) string {
+		sub := credentialLine.FindStringSubmatch(m)
+		if strings.HasPrefix(sub[2], Redacted) || looksPlain(sub[1], sub[2]) {
+			return m
+		}
+		return sub[1] + Redacted
+	})
+	text = bearer.ReplaceAllString(text, "${1}"+Redacted)
+	text = jwt.ReplaceAllString(text, Redacted+" (token)")
+	text = bootstrapToken.ReplaceAllString(text, Redacted+" (bootstrap token)")
+	text = base64Run.ReplaceAllStringFunc(text, func(m string) string {
+		dec, err := base64.StdEncoding.DecodeString(padBase64(m))
+		if err != nil {
+			return m
+		}
+		for _, mark := range sensitiveDecoded {
+			if bytes.Contains(dec, mark) {
+				return Redacted + " (encoded credential)"
+			}
+		}
+		return m
+	})
+	return []byte(text)
+}
+
+// looksPlain keeps fields named like credentials whose value is plainly not one: a "key:"
+// holding a label key or a word, a "secret:" naming a Secret.
+func looksPlain(key, val string) bool {
+	k := strings.ToLower(strings.TrimSpace(strings.Trim(key, `"':= `)))
+	switch k {
+	case "key", "secret", "token":
+		// label keys (app.kubernetes.io/name), Secret names, references: no digits mixed with
+		// letters in a long run means a name, not a credential.
+		// Base64 and hex never hold a dot or a dash; names and label keys do. A JWT does too,
+		// and is scrubbed by its own shape.
+		return len(val) < 20 || strings.ContainsAny(val, "-.")
+	}
+	return false
+}
+
+func padBase64(s string) string {
+	if m := len(s) % 4; m != 0 {
+		return s + strings.Repeat("=", 4-m)
+	}
+	return s
+}
+
+func trailingNewline(line []byte) []byte {
+	if bytes.HasSuffix(line, []byte("\n")) {
+		return []byte("\n")
+	}
+	return nil
+}

@@ -1,0 +1,79 @@
+package verdict
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+var t0 = time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+
+func TestDecideResultsAndExitCodes(t *testing.T) {
+	soft, err := NewPolicy([]string{"deadline"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := Failure{Spec: "pool md0 joins", Pool: "md0", Class: Deadline, Stage: "ready", Message: "stuck", At: t0}
+	disk := Failure{Spec: "pool kairos joins", Pool: "kairos", Class: DiskImport, Stage: "disk-import", Message: "401", At: t0.Add(time.Second)}
+	cases := []struct {
+		name        string
+		in          Input
+		result      Result
+		code        int
+		firstPool   string
+		reasonStart string
+	}{
+		{"green", Input{Policy: soft}, Pass, ExitPass, "", ""},
+		{"hard", Input{Failures: []Failure{disk}}, Fail, ExitFail, "kairos", "pool kairos: disk-import at disk-import: 401"},
+		{"soft only", Input{Policy: soft, Failures: []Failure{deadline}}, SoftFail, ExitSoft, "md0", "soft only: pool md0"},
+		{"hard beats soft and comes first", Input{Policy: soft, Failures: []Failure{deadline, disk}}, Fail, ExitFail, "kairos", "pool kairos"},
+		{"preflight", Input{Policy: soft, Failures: []Failure{{Spec: "preflight", Class: Preflight, Message: "no /dev/kvm", At: t0}}}, Fail, ExitConfig, "", "preflight: preflight"},
+		{"interrupted", Input{Failures: []Failure{disk}, Interrupted: true, Signal: "SIGINT"}, Interrupted, ExitInterrupted, "kairos", "interrupted by SIGINT"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			c.in.Lane = "sim"
+			v := Decide(c.in)
+			if v.Result != c.result || v.ExitCode != c.code {
+				t.Fatalf("result %s exit %d, want %s %d", v.Result, v.ExitCode, c.result, c.code)
+			}
+			if c.firstPool != "" && v.Failures[0].Pool != c.firstPool {
+				t.Fatalf("first failure %+v", v.Failures[0])
+			}
+			if !strings.HasPrefix(v.Reason, c.reasonStart) {
+				t.Fatalf("reason %q, want it to start with %q", v.Reason, c.reasonStart)
+			}
+		})
+	}
+}
+
+func TestPolicyRefusesUnknownAndNeverSoftClasses(t *testing.T) {
+	if _, err := NewPolicy([]string{"flaky"}); err == nil || !strings.Contains(err.Error(), `policy.soft[0]: "flaky" is not a failure class`) {
+		t.Fatalf("unknown class: %v", err)
+	}
+	if _, err := NewPolicy([]string{"deadline", "harness"}); err == nil || !strings.Contains(err.Error(), "policy.soft[1]") {
+		t.Fatalf("never-soft class: %v", err)
+	}
+	p, _ := NewPolicy([]string{"deadline"})
+	if !p.IsSoft(Deadline) || p.IsSoft(DiskImport) || (Policy{Soft: []Class{Harness}}).IsSoft(Harness) {
+		t.Fatal("IsSoft")
+	}
+}
+
+func TestVerdictRoundTripKeepsTheContractFields(t *testing.T) {
+	v := Decide(Input{Lane: "sim", RunID: "abc", Failures: []Failure{{Spec: "s", Pool: "md0", Class: Identity, Stage: "provider-id", Message: "m", Evidence: []string{"pools/md0/identity.txt"}, At: t0}}})
+	path := filepath.Join(t.TempDir(), "verdict.json")
+	if err := v.Write(path); err != nil {
+		t.Fatal(err)
+	}
+	back, err := ReadVerdict(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := back.Failures[0]
+	if back.Lane != "sim" || back.Result != Fail || f.Spec != "s" || f.Pool != "md0" || f.Class != Identity || f.Stage != "provider-id" ||
+		f.Message != "m" || len(f.Evidence) != 1 {
+		t.Fatalf("round trip: %+v", back)
+	}
+}
