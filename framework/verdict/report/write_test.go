@@ -224,4 +224,3 @@ func TestAFailedBringUpIsARedPhase(t *testing.T) {
 		t.Fatalf("harness suite %+v", h)
 	}
 }
-
