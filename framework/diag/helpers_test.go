@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 func clientKey(namespace, name string) types.NamespacedName {
@@ -31,3 +32,5 @@ func csrPEM(t *testing.T) []byte {
 	}
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der})
 }
+
+func clientGrace0() client.DeleteOption { return client.GracePeriodSeconds(0) }

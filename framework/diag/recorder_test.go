@@ -25,18 +25,18 @@ import (
 
 const ns = "tenant-e2eabc"
 
-// world is a management and a tenant apiserver, real, with objects written the way the
+// twoClusters is a management and a tenant apiserver, real, with objects written the way the
 // platform, Cluster API, KubeVirt and the kubelet would write them.
-type world struct {
+type twoClusters struct {
 	mgmt, tenant *cluster.Cluster
 	pn           tenant.PoolNames
 }
 
-func newWorld(t *testing.T, ctx context.Context) *world {
+func newTwoClusters(t *testing.T, ctx context.Context) *twoClusters {
 	t.Helper()
 	mapi := cptest.APIServer(t, controlplane.APIServerOptions{Name: "management"})
 	tapi := cptest.APIServer(t, controlplane.APIServerOptions{Name: "tenant"})
-	w := &world{pn: tenant.For(ns, "pools-abc").Pool("md0")}
+	w := &twoClusters{pn: tenant.For(ns, "pools-abc").Pool("md0")}
 	var err error
 	if w.mgmt, err = cluster.New("management", mapi.Admin()); err != nil {
 		t.Fatal(err)
@@ -104,7 +104,7 @@ func installCRDs(t *testing.T, ctx context.Context, c *cluster.Cluster, kinds ..
 func TestRecorderStreamsAndCollectsWithoutLeakingSecrets(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	w := newWorld(t, ctx)
+	w := newTwoClusters(t, ctx)
 	dir := t.TempDir()
 	a, err := NewArtifacts(dir, NewRedactor(), 20<<20)
 	if err != nil {
