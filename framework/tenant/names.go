@@ -49,6 +49,10 @@ const (
 	// KubeletConfigKey is the ConfigMap key holding the KubeletConfiguration.
 	KubeletConfigKey = "kubelet"
 
+	// CoreDNSNamespace/Service is the tenant's cluster DNS Service (its ClusterIP is clusterDNS).
+	CoreDNSNamespace = "kube-system"
+	CoreDNSService   = "kube-dns"
+
 	// WorkloadNamespace is the tenant namespace of the harness's workload pods.
 	WorkloadNamespace = "cozy-e2e-workload"
 

@@ -2,6 +2,7 @@ package tenant
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"reflect"
@@ -312,4 +313,41 @@ func unstructuredOf(gvk schema.GroupVersionKind) *unstructured.Unstructured {
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(gvk)
 	return u
+}
+
+// Leftovers are the kinds teardown requires gone from a tenant namespace: a VM, VMI,
+// DataVolume or PVC left behind holds memory or storage the next run needs.
+var Leftovers = []schema.GroupVersionKind{
+	{Group: "kubevirt.io", Version: "v1", Kind: "VirtualMachine"},
+	{Group: "kubevirt.io", Version: "v1", Kind: "VirtualMachineInstance"},
+	{Group: "cdi.kubevirt.io", Version: "v1beta1", Kind: "DataVolume"},
+	corev1.SchemeGroupVersion.WithKind("PersistentVolumeClaim"),
+}
+
+// WaitDrained waits, inside ctx (phase teardown), until namespace holds none of Leftovers.
+// What is still there at the deadline is named in a *WaitError of class teardown.
+func (p Platform) WaitDrained(ctx context.Context, namespace string) error {
+	var refs []Ref
+	for _, gvk := range Leftovers {
+		refs = append(refs, Ref{GVK: gvk, Namespace: namespace})
+	}
+	err := Wait(ctx, p.Mgmt, WaitOptions{Phase: "teardown", What: "namespace " + namespace + " drained of VMs, VMIs, DataVolumes and PVCs",
+		Watch: refs, Log: p.log(),
+		Judge: func(objs Objects) (bool, string, error) {
+			var left []string
+			for _, r := range refs {
+				for _, o := range objs[r] {
+					left = append(left, r.GVK.Kind+" "+o.GetName())
+				}
+			}
+			if len(left) == 0 {
+				return true, "nothing left", nil
+			}
+			return false, "left: " + strings.Join(left, ", "), nil
+		}})
+	var we *WaitError
+	if errors.As(err, &we) && we.Class == verdict.Deadline {
+		we.Class = verdict.Teardown
+	}
+	return err
 }

@@ -1,0 +1,139 @@
+package suite
+
+import (
+	"errors"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/onsi/ginkgo/v2/types"
+
+	"github.com/cozystack/cozy-e2e/framework/budget"
+	"github.com/cozystack/cozy-e2e/framework/join"
+	"github.com/cozystack/cozy-e2e/framework/tenant"
+	"github.com/cozystack/cozy-e2e/framework/verdict"
+)
+
+// PoolEntry is the report entry naming the pool a spec is about.
+const PoolEntry = "pool"
+
+// Failures turns failed specs into verdict.Failure records. A spec that fails on a typed
+// error notes it first (Note), so its record carries the error's class and stage rather than
+// a guess from its text; any other failure is a product assertion. Safe for concurrent use.
+type Failures struct {
+	mu       sync.Mutex
+	noted    map[string]noted // by failure message
+	evidence map[string][]string
+	list     []verdict.Failure
+}
+
+type noted struct {
+	pool string
+	err  error
+	at   time.Time
+}
+
+// NewFailures is an empty record.
+func NewFailures() *Failures {
+	return &Failures{noted: map[string]noted{}, evidence: map[string][]string{}}
+}
+
+// Note remembers err, about pool, as the cause of the spec failure whose message is
+// err.Error(), decided now.
+func (f *Failures) Note(pool string, err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.noted[err.Error()] = noted{pool: pool, err: err, at: time.Now()}
+}
+
+// AddEvidence attaches artifact paths (relative to the artifacts folder) to spec's failure.
+func (f *Failures) AddEvidence(spec string, paths []string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.evidence[spec] = append(f.evidence[spec], paths...)
+}
+
+// Add records a failure that is not a spec's (a teardown leak).
+func (f *Failures) Add(v verdict.Failure) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if v.At.IsZero() {
+		v.At = time.Now()
+	}
+	f.list = append(f.list, v)
+}
+
+// All is every failure recorded so far.
+func (f *Failures) All() []verdict.Failure {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]verdict.Failure(nil), f.list...)
+}
+
+// Judge is what a failed spec becomes, before its evidence: its class, stage and pool.
+func (f *Failures) Judge(r types.SpecReport) verdict.Failure {
+	f.mu.Lock()
+	n, ok := f.noted[r.Failure.Message]
+	f.mu.Unlock()
+	v := verdict.Failure{Spec: r.FullText(), Pool: PoolOf(r), Message: r.Failure.Message, At: r.EndTime}
+	switch {
+	case ok:
+		v.Class, v.Stage, v.Evidence = Classify(n.err)
+		v.At = n.at
+		if n.pool != "" {
+			v.Pool = n.pool
+		}
+	case r.State == types.SpecStatePanicked:
+		v.Class = verdict.Harness
+	case r.State == types.SpecStateTimedout || r.State == types.SpecStateInterrupted || r.State == types.SpecStateAborted:
+		v.Class = verdict.Deadline
+		v.Stage = "spec " + r.State.String()
+	default:
+		v.Class = verdict.ProductAssertion
+	}
+	if v.Message == "" {
+		v.Message = r.State.String()
+	}
+	return v
+}
+
+// Spec records the failure of a finished spec (ReportAfterEach); a spec that passed or was
+// skipped records nothing.
+func (f *Failures) Spec(r types.SpecReport) {
+	if !r.State.Is(types.SpecStateFailureStates) {
+		return
+	}
+	v := f.Judge(r)
+	f.mu.Lock()
+	v.Evidence = append(v.Evidence, f.evidence[v.Spec]...)
+	f.mu.Unlock()
+	f.Add(v)
+}
+
+// Classify is the class, stage and evidence of an error: a join.StageError's own; a
+// tenant.WaitError's class and phase; an exhausted budget is a deadline at its phase;
+// anything else a product assertion.
+func Classify(err error) (verdict.Class, string, []string) {
+	var se *join.StageError
+	var we *tenant.WaitError
+	var ex *budget.ExhaustedError
+	switch {
+	case errors.As(err, &se):
+		return se.Class, string(se.Stage), se.Evidence
+	case errors.As(err, &we):
+		return we.Class, we.Phase, nil
+	case errors.As(err, &ex):
+		return verdict.Deadline, ex.Phase, nil
+	}
+	return verdict.ProductAssertion, "", nil
+}
+
+// PoolOf is the pool a spec reported with AddReportEntry(PoolEntry, name), or "".
+func PoolOf(r types.SpecReport) string {
+	for _, e := range r.ReportEntries {
+		if e.Name == PoolEntry {
+			return strings.Trim(e.StringRepresentation(), `"`)
+		}
+	}
+	return ""
+}

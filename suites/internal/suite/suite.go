@@ -1,0 +1,136 @@
+package suite
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/onsi/ginkgo/v2"
+
+	"github.com/cozystack/cozy-e2e/framework/budget"
+	"github.com/cozystack/cozy-e2e/framework/cluster"
+	"github.com/cozystack/cozy-e2e/framework/diag"
+	"github.com/cozystack/cozy-e2e/framework/join"
+	"github.com/cozystack/cozy-e2e/framework/lane"
+	"github.com/cozystack/cozy-e2e/framework/tenant"
+	"github.com/cozystack/cozy-e2e/framework/verdict"
+)
+
+// Suite is one suite process: its environment, lane, clock, management cluster and run,
+// the failures it records and the diagnostics it streams.
+type Suite struct {
+	Name     string
+	Env      Env
+	Lane     *lane.Lane
+	Clock    *budget.Clock
+	Mgmt     *cluster.Cluster
+	Run      tenant.Run
+	Failures *Failures
+	// Log is where progress lines go (the suite's output.log, live).
+	Log io.Writer
+
+	manifest *diag.Manifest
+	rec      *diag.Recorder
+}
+
+// Setup reads the lane, starts the clock at the job's start and connects to the management
+// cluster. name is the suite's name (suites/<name>).
+func Setup(name string, env Env) (*Suite, error) {
+	l, err := lane.Load(env.LaneFile)
+	if err != nil {
+		return nil, err
+	}
+	run, err := tenant.NewRun(env.RunID)
+	if err != nil {
+		return nil, err
+	}
+	mgmt, err := cluster.FromKubeconfig("management", env.Kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	return &Suite{
+		Name: name, Env: env, Lane: l, Run: run, Mgmt: mgmt, Failures: NewFailures(), Log: os.Stdout,
+		Clock:    budget.New(l.Budget, budget.Options{JobStart: env.JobStart, Lane: l.Name}),
+		manifest: diag.NewManifest(),
+	}, nil
+}
+
+// Must fails the current spec with err when it is not nil, noting err first so the failure
+// carries err's class and stage (see Classify); pool names the pool the spec is about.
+func (s *Suite) Must(pool string, err error) {
+	if err == nil {
+		return
+	}
+	s.Failures.Note(pool, err)
+	ginkgo.Fail(err.Error(), 1)
+}
+
+// StartDiagnostics starts streaming the evidence of the tenant namespace: events, the
+// condition timeline and, for each pool given to WatchPool, its consoles.
+func (s *Suite) StartDiagnostics(ctx context.Context, namespace string) error {
+	red := diag.NewRedactor()
+	a, err := diag.NewArtifacts(s.Env.Artifacts, red, 0)
+	if err != nil {
+		return err
+	}
+	s.rec, err = diag.Start(ctx, diag.Options{Artifacts: a, Manifest: s.manifest, Process: "suite " + s.Name,
+		Management: s.Mgmt, Namespace: namespace})
+	if err != nil {
+		return fmt.Errorf("diagnostics: %w", err)
+	}
+	return nil
+}
+
+// WatchPool attributes pool p's objects to its own folder from now on.
+func (s *Suite) WatchPool(p tenant.PoolNames) {
+	if s.rec != nil {
+		s.rec.WatchPool(p)
+	}
+}
+
+// WatchTenant streams the tenant cluster too.
+func (s *Suite) WatchTenant(ctx context.Context, c *cluster.Cluster) error {
+	if s.rec == nil {
+		return nil
+	}
+	return s.rec.SetTenant(ctx, c)
+}
+
+// Collect runs the on-failure collectors for pools, inside the lane's diagnostics reserve,
+// and returns the evidence they name for a failure of class at stage.
+func (s *Suite) Collect(ctx context.Context, pools []tenant.PoolNames, class verdict.Class, stage string) []string {
+	if s.rec == nil {
+		return nil
+	}
+	dctx, cancel, _ := s.Clock.Diagnostics(ctx)
+	defer cancel()
+	r := s.rec.Collect(dctx, diag.CollectOptions{
+		Budget: diag.Budget{Clock: s.Clock, Reserve: s.Lane.Budget.DiagnosticsReserve.D()},
+		Pools:  pools, Class: class, Stage: join.Stage(stage),
+	})
+	return r.Evidence
+}
+
+// Finish stops the streams and writes failures.json, timings.json and manifest.json into the
+// suite's artifacts folder. It returns the first error and still tries every file.
+func (s *Suite) Finish() error {
+	if s.rec != nil {
+		s.rec.Stop()
+	}
+	var first error
+	keep := func(err error) {
+		if err != nil && first == nil {
+			first = err
+		}
+	}
+	if err := os.MkdirAll(s.Env.SuiteArtifacts, 0o755); err != nil {
+		return err
+	}
+	dir := s.Env.SuiteArtifacts
+	keep(verdict.WriteFailures(filepath.Join(dir, "failures.json"), s.Failures.All()))
+	keep(s.Clock.Timings().Write(filepath.Join(dir, "timings.json")))
+	keep(s.manifest.Write(filepath.Join(dir, "manifest.json")))
+	return first
+}

@@ -1,0 +1,105 @@
+package suite
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/onsi/ginkgo/v2/types"
+
+	"github.com/cozystack/cozy-e2e/framework/budget"
+	"github.com/cozystack/cozy-e2e/framework/join"
+	"github.com/cozystack/cozy-e2e/framework/tenant"
+	"github.com/cozystack/cozy-e2e/framework/verdict"
+)
+
+func TestMissingEnvironmentIsNamedAllAtOnce(t *testing.T) {
+	_, err := FromEnviron(func(k string) string {
+		if k == EnvJobStart {
+			return "yesterday"
+		}
+		return ""
+	})
+	if err == nil {
+		t.Fatal("no error")
+	}
+	for _, want := range []string{"E2E_LANE_FILE is not set", "E2E_KUBECONFIG is not set", "E2E_RUN_ID is not set",
+		`E2E_JOB_START="yesterday" is not an RFC 3339 time`, "make e2e"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("%v: missing %q", err, want)
+		}
+	}
+	env := map[string]string{EnvLaneFile: "l.yaml", EnvKubeconfig: "k", EnvArtifacts: "a", EnvSuiteArtifacts: "a/s",
+		EnvRunID: "ab1", EnvJobStart: "2026-12-02T10:00:00Z"}
+	e, err := FromEnviron(func(k string) string { return env[k] })
+	if err != nil || e.JobStart.Hour() != 10 || e.RunID != "ab1" {
+		t.Fatalf("%+v %v", e, err)
+	}
+}
+
+func report(state types.SpecState, msg string, pool string) types.SpecReport {
+	r := types.SpecReport{ContainerHierarchyTexts: []string{"kubernetes"}, LeafNodeText: "pool " + pool + " joins",
+		State: state, Failure: types.Failure{Message: msg}, EndTime: time.Now()}
+	if pool != "" {
+		r.ReportEntries = types.ReportEntries{{Name: PoolEntry, Value: types.WrapEntryValue(pool)}}
+	}
+	return r
+}
+
+// A spec that failed on a noted StageError carries its class, stage, pool and decision time;
+// an assertion failure is a product assertion of the spec's pool.
+func TestFailedSpecsBecomeFailuresWithTheirClass(t *testing.T) {
+	f := NewFailures()
+	se := &join.StageError{Pool: "kairos", Stage: join.StageDiskImport, Class: verdict.DiskImport, Detail: "401", Evidence: []string{"pools/kairos/dv.yaml"}}
+	f.Note("kairos", se)
+	decided := time.Now()
+	f.Spec(report(types.SpecStateFailed, se.Error(), "kairos"))
+	f.AddEvidence("kubernetes pool md0 joins", []string{"pools/md0/events.jsonl"})
+	f.Spec(report(types.SpecStateFailed, "Expected\n    <string>: a\nto equal\n    <string>: b", "md0"))
+	f.Spec(report(types.SpecStatePassed, "", "acme"))
+	f.Spec(report(types.SpecStatePanicked, "nil map", "acme"))
+	f.Spec(report(types.SpecStateInterrupted, "interrupted by user", ""))
+	got := f.All()
+	if len(got) != 4 {
+		t.Fatalf("%d failures: %+v", len(got), got)
+	}
+	want := []struct {
+		class verdict.Class
+		stage string
+		pool  string
+	}{
+		{verdict.DiskImport, "disk-import", "kairos"},
+		{verdict.ProductAssertion, "", "md0"},
+		{verdict.Harness, "", "acme"},
+		{verdict.Deadline, "spec interrupted", ""},
+	}
+	for i, w := range want {
+		if got[i].Class != w.class || got[i].Stage != w.stage || got[i].Pool != w.pool {
+			t.Errorf("failure %d: %s at %q pool %q; want %s at %q pool %q", i, got[i].Class, got[i].Stage, got[i].Pool, w.class, w.stage, w.pool)
+		}
+	}
+	if got[0].At.After(decided) || len(got[0].Evidence) != 1 || got[1].Evidence[0] != "pools/md0/events.jsonl" {
+		t.Errorf("decision time or evidence: %+v", got[:2])
+	}
+}
+
+func TestClassify(t *testing.T) {
+	for _, tc := range []struct {
+		err   error
+		class verdict.Class
+		stage string
+	}{
+		{fmt.Errorf("wrapped: %w", &join.StageError{Stage: join.StageReady, Class: verdict.Deadline}), verdict.Deadline, "ready"},
+		{&tenant.WaitError{Phase: "tenant", Class: verdict.Deadline}, verdict.Deadline, "tenant"},
+		{&tenant.WaitError{Phase: "teardown", Class: verdict.Teardown}, verdict.Teardown, "teardown"},
+		{&budget.ExhaustedError{Phase: "refusals"}, verdict.Deadline, "refusals"},
+		{errors.New("boom"), verdict.ProductAssertion, ""},
+	} {
+		c, s, _ := Classify(tc.err)
+		if c != tc.class || s != tc.stage {
+			t.Errorf("%v: %s %q, want %s %q", tc.err, c, s, tc.class, tc.stage)
+		}
+	}
+}

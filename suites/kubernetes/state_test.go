@@ -1,0 +1,235 @@
+package kubernetes
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	. "github.com/onsi/ginkgo/v2"
+
+	"github.com/cozystack/cozy-e2e/framework/budget"
+	"github.com/cozystack/cozy-e2e/framework/cluster"
+	"github.com/cozystack/cozy-e2e/framework/join"
+	"github.com/cozystack/cozy-e2e/framework/tenant"
+	"github.com/cozystack/cozy-e2e/framework/verdict"
+	"github.com/cozystack/cozy-e2e/suites/internal/suite"
+)
+
+// state is what the specs of one suite run share: the platform, the clusters' names, the
+// tenant cluster, and the pools' joins running in the background.
+type state struct {
+	s        *suite.Suite
+	platform tenant.Platform
+	// names is the conformance cluster; refusals the cluster of the refusal specs.
+	names, refusals tenant.Names
+	pools           []poolRun
+	tenant          *cluster.Cluster
+	classes         []string // the NodeGroupClasses this run created
+
+	created struct{ tenant, cluster, refusals bool }
+
+	mu      sync.Mutex
+	joins   map[string]*joinRun
+	watcher *join.Watcher
+	span    *budget.Span // the pools phase
+	pctx    context.Context
+	pcancel context.CancelFunc
+	ended   bool
+}
+
+// poolRun is one lane pool as the suite follows it.
+type poolRun struct {
+	spec    tenant.PoolSpec
+	os      string
+	kubelet string // the kubelet version its workers must report
+	names   tenant.PoolNames
+	labels  []string // the lane's extra labels for the pool's spec
+}
+
+// joinRun is one pool's join in the background.
+type joinRun struct {
+	done chan struct{}
+	res  *join.Result
+	err  error
+}
+
+func newState(s *suite.Suite) *state {
+	st := &state{s: s, platform: tenant.Platform{Mgmt: s.Mgmt, Log: s.Log},
+		names: s.Run.Cluster("pools"), refusals: s.Run.Cluster("refusals"), joins: map[string]*joinRun{}}
+	for i, p := range tenant.PoolsFromLane(s.Lane) {
+		os, err := tenant.ClassOS(s.Lane, p.Class)
+		if err != nil {
+			os = "unknown" // lane validation refuses this; the pool's spec fails on it
+		}
+		st.pools = append(st.pools, poolRun{spec: p, os: os, kubelet: tenant.KubeletPatch(s.Lane, p.Class),
+			names: st.names.Pool(p.Name), labels: s.Lane.Pools[i].Labels})
+	}
+	return st
+}
+
+// phase starts lane phase name under parent; the spec fails (class deadline) when the budget
+// left cannot hold it.
+func (st *state) phase(parent context.Context, name string) (context.Context, *budget.Span) {
+	ctx, span, err := st.s.Clock.Phase(parent, name)
+	st.s.Must("", err)
+	return ctx, span
+}
+
+// bringUp is the tenant phase: the Tenant app, the lane's classes, the conformance cluster and
+// its control plane; then it starts the pools phase, every pool's join in parallel.
+func (st *state) bringUp(spec context.Context) {
+	ctx, span := st.phase(spec, "tenant")
+	var err error
+	defer func() { span.End(err) }()
+	if err = st.platform.CreateTenant(ctx, st.s.Run); err != nil {
+		st.s.Must("", err)
+	}
+	st.created.tenant = true
+	if err = st.s.StartDiagnostics(ctx, st.s.Run.Namespace()); err != nil {
+		st.s.Must("", err)
+	}
+	if st.classes, err = st.platform.EnsureClasses(ctx, st.s.Lane); err != nil {
+		st.s.Must("", err)
+	}
+	var specs []tenant.PoolSpec
+	for _, p := range st.pools {
+		if p.os == "unknown" {
+			_, err = tenant.ClassOS(st.s.Lane, p.spec.Class)
+			st.s.Must(p.spec.Name, err)
+		}
+		st.s.WatchPool(p.names)
+		specs = append(specs, p.spec)
+	}
+	if err = st.platform.CreateCluster(ctx, tenant.ClusterSpec{Names: st.names, Version: st.s.Lane.Kubernetes.Version, Pools: specs}); err != nil {
+		st.s.Must("", err)
+	}
+	st.created.cluster = true
+	if st.tenant, err = st.platform.WaitControlPlane(ctx, st.names); err != nil {
+		st.s.Must("", err)
+	}
+	if err = st.s.WatchTenant(ctx, st.tenant); err != nil {
+		st.s.Must("", err)
+	}
+	span.End(nil)
+	st.startPools(spec)
+}
+
+// startPools starts the pools phase and one join per pool. The phase outlives the BeforeAll
+// that starts it (its context is not the spec's); endPools ends it.
+func (st *state) startPools(spec context.Context) {
+	ctx, span := st.phase(context.WithoutCancel(spec), "pools")
+	ctx, cancel := context.WithCancel(ctx)
+	oses := []string{}
+	for _, p := range st.pools {
+		oses = append(oses, p.os)
+	}
+	w, err := join.Start(ctx, join.Options{Management: st.s.Mgmt, Tenant: st.tenant, Namespace: st.names.Namespace,
+		OSes: oses, Clock: st.s.Clock, Log: st.s.Log})
+	if err != nil {
+		cancel()
+		span.End(err)
+		st.s.Must("", err)
+	}
+	st.mu.Lock()
+	st.watcher, st.span, st.pctx, st.pcancel = w, span, ctx, cancel
+	st.mu.Unlock()
+	for _, p := range st.pools {
+		jr := &joinRun{done: make(chan struct{})}
+		st.joins[p.spec.Name] = jr
+		pool := join.Pool{Names: p.names, Class: p.spec.Class, OS: p.os, Replicas: p.spec.Replicas,
+			Console: p.spec.LogSerialConsole, WorkloadImage: st.s.Lane.Workload.Ref()}
+		go func() {
+			defer close(jr.done)
+			defer GinkgoRecover()
+			jr.res, jr.err = w.Join(ctx, pool)
+		}()
+	}
+}
+
+// await is pool's join outcome; it ends early when the spec is interrupted.
+func (st *state) await(spec context.Context, pool string) (*join.Result, error) {
+	jr, ok := st.joins[pool]
+	if !ok {
+		return nil, fmt.Errorf("pool %s: its join never started (the tenant phase failed first)", pool)
+	}
+	select {
+	case <-jr.done:
+		return jr.res, jr.err
+	case <-spec.Done():
+		return nil, fmt.Errorf("pool %s: the spec ended (%v) while the pool was joining", pool, context.Cause(spec))
+	}
+}
+
+// poolsContext bounds a pool spec's own reads and waits by the spec and the pools phase.
+func (st *state) poolsContext(spec context.Context) (context.Context, context.CancelFunc) {
+	st.mu.Lock()
+	pctx := st.pctx
+	st.mu.Unlock()
+	if pctx == nil {
+		return context.WithCancel(spec)
+	}
+	dl, _ := pctx.Deadline()
+	return context.WithDeadline(spec, dl)
+}
+
+// endPools ends the pools phase (once): the joins are stopped, the informers closed.
+func (st *state) endPools() {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.ended || st.span == nil {
+		return
+	}
+	st.ended = true
+	var errs []error
+	for _, jr := range st.joins {
+		select {
+		case <-jr.done:
+			errs = append(errs, jr.err)
+		default:
+		}
+	}
+	st.pcancel()
+	for _, jr := range st.joins {
+		<-jr.done
+	}
+	st.watcher.Close()
+	st.span.End(errors.Join(errs...))
+}
+
+// teardown is the teardown phase: it deletes what the run created and checks that the
+// tenant's VMs, VMIs, DataVolumes and PVCs are gone. A leak is recorded as a failure of class
+// teardown, not of any spec.
+func (st *state) teardown(spec context.Context) {
+	st.endPools()
+	if !st.created.tenant {
+		return
+	}
+	var first error
+	fail := func(err error, evidence []string) {
+		if err == nil {
+			return
+		}
+		if first == nil {
+			first = err
+		}
+		st.s.Failures.Add(verdict.Failure{Spec: "teardown", Class: verdict.Teardown, Stage: "teardown", Message: err.Error(), Evidence: evidence})
+	}
+	ctx, span, err := st.s.Clock.Phase(spec, "teardown")
+	if err != nil {
+		fail(err, nil)
+		return
+	}
+	defer func() { span.End(first) }()
+	if st.created.cluster {
+		fail(st.platform.DeleteApp(ctx, st.names), nil)
+	}
+	if st.created.refusals {
+		fail(st.platform.DeleteApp(ctx, st.refusals), nil)
+	}
+	if err := st.platform.WaitDrained(ctx, st.s.Run.Namespace()); err != nil {
+		fail(err, st.s.Collect(spec, nil, verdict.Teardown, "teardown"))
+	}
+	fail(st.platform.DeleteTenant(ctx, st.s.Run), nil)
+	fail(st.platform.DeleteClasses(ctx, st.classes), nil)
+}

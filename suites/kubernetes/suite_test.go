@@ -1,0 +1,30 @@
+package kubernetes
+
+import (
+	"os"
+	"testing"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/cozystack/cozy-e2e/suites/internal/suite"
+)
+
+// TestKubernetes runs the suite under the orchestrator, which sets the E2E_* environment.
+// Run bare (go test ./...), it has no lane and no cluster and says how to run it.
+func TestKubernetes(t *testing.T) {
+	if !suite.Present(os.Getenv) {
+		t.Skip("the kubernetes suite runs under the orchestrator: make e2e (or bin/e2e run --lane <lane>)")
+	}
+	env, err := suite.FromEnviron(os.Getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := suite.Setup("kubernetes", env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	RegisterFailHandler(Fail)
+	describe(newState(s))
+	RunSpecs(t, "kubernetes")
+}
