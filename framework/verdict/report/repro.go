@@ -60,16 +60,21 @@ func GitHead(dir string) (commit string, dirty bool, err error) {
 	return strings.TrimSpace(string(out)), len(strings.TrimSpace(string(st))) > 0, nil
 }
 
-// WriteRepro copies the lane file into dir and writes repro.json and repro.txt.
+// WriteRepro copies the lane file into dir (unless it is in dir already, a copy the
+// orchestrator made) and writes repro.json and repro.txt.
 func WriteRepro(dir, laneFile string, r Repro) (Repro, error) {
-	data, err := os.ReadFile(laneFile)
-	if err != nil {
-		return r, fmt.Errorf("repro: lane file: %w", err)
+	if rel, err := filepath.Rel(dir, laneFile); err == nil && filepath.IsLocal(rel) {
+		r.LaneFile = filepath.ToSlash(rel)
+	} else {
+		data, err := os.ReadFile(laneFile)
+		if err != nil {
+			return r, fmt.Errorf("repro: lane file: %w", err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, LaneCopy), data, 0o644); err != nil {
+			return r, err
+		}
+		r.LaneFile = LaneCopy
 	}
-	if err := os.WriteFile(filepath.Join(dir, LaneCopy), data, 0o644); err != nil {
-		return r, err
-	}
-	r.LaneFile = LaneCopy
 	r.Command = reproCommand(r)
 	j, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
@@ -79,8 +84,8 @@ func WriteRepro(dir, laneFile string, r Repro) (Repro, error) {
 		return r, err
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "# Rerun lane %s with the same pins: commit %s, the lane file as it was (lane.yaml here), run id %s",
-		r.Lane, orUnknown(r.Commit), orUnknown(r.RunID))
+	fmt.Fprintf(&b, "# Rerun lane %s with the same pins: commit %s, the lane file as it was (%s here), run id %s",
+		r.Lane, orUnknown(r.Commit), r.LaneFile, orUnknown(r.RunID))
 	if len(r.Env) > 0 {
 		fmt.Fprintf(&b, ", %s", envWords(r.Env))
 	}

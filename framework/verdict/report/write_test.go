@@ -224,3 +224,22 @@ func TestAFailedBringUpIsARedPhase(t *testing.T) {
 		t.Fatalf("harness suite %+v", h)
 	}
 }
+
+// A lane file the orchestrator already copied into the artifacts is used where it lies.
+func TestReproUsesALaneCopyInsideTheArtifacts(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "lane"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	lane := filepath.Join(dir, "lane", "sim.yaml")
+	if err := os.WriteFile(lane, []byte("name: sim\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r, err := WriteRepro(dir, lane, Repro{Lane: "sim", RunID: "x1"})
+	if err != nil || r.LaneFile != "lane/sim.yaml" || !strings.HasSuffix(r.Command, `make e2e LANE="$ARTIFACTS/lane/sim.yaml"`) {
+		t.Fatalf("%+v %v", r, err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, LaneCopy)); err == nil {
+		t.Fatal("copied a lane file already in the artifacts")
+	}
+}
