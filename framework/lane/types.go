@@ -101,6 +101,9 @@ type Component struct {
 	Note   string `json:"note,omitempty"`
 }
 
+// KindNodeComponent is the component that pins a kind lane's node image.
+const KindNodeComponent = "kind-node"
+
 // DigestUnknown marks a pin that is not known yet; it is never replaced by an invented value.
 const DigestUnknown = "unknown"
 
@@ -158,6 +161,11 @@ type Runner struct {
 	// MemoryGiB and DiskGiB are the minimum the preflight accepts.
 	MemoryGiB int `json:"memoryGiB,omitempty"`
 	DiskGiB   int `json:"diskGiB,omitempty"`
+	// InotifyWatches and InotifyInstances are the least fs.inotify.max_user_watches and
+	// max_user_instances the preflight accepts (kind nodes run many kubelets' watchers);
+	// zero means the kind substrate's defaults.
+	InotifyWatches   int `json:"inotifyWatches,omitempty"`
+	InotifyInstances int `json:"inotifyInstances,omitempty"`
 }
 
 // Platform says which Cozystack to install.
@@ -168,16 +176,47 @@ type Platform struct {
 	Variant string `json:"variant,omitempty"`
 	// Packages are extra platform packages to enable.
 	Packages []string `json:"packages,omitempty"`
+	// DisabledPackages are platform packages the lane leaves out (the variant would emit them).
+	DisabledPackages []string `json:"disabledPackages,omitempty"`
+	// Note says what a reader of the plan must know about the source (an unreleased pin).
+	Note string `json:"note,omitempty"`
 }
 
 // KindSettings configures the kind management cluster.
 type KindSettings struct {
-	// NodeImage is the kind node image, pinned by digest in Components under name "kind-node".
+	// Workers is the number of worker nodes beside the control plane. The node image is the
+	// component named "kind-node" (KindNodeComponent), pinned by digest.
 	Workers int `json:"workers,omitempty"`
 	// RegistryMirrors maps a registry host to mirror endpoints for containerd.
 	RegistryMirrors map[string][]string `json:"registryMirrors,omitempty"`
 	// Emulation allows KubeVirt software emulation; a lane of its own with its own budgets.
 	Emulation bool `json:"emulation,omitempty"`
+	// Networking is the kind cluster's networking (the platform brings its own CNI).
+	Networking *KindNetworking `json:"networking,omitempty"`
+	// PortMappings publish node ports on the runner.
+	PortMappings []KindPortMapping `json:"portMappings,omitempty"`
+	// LoadBalancerRange is the MetalLB address range ("172.18.255.200-172.18.255.250"); empty
+	// means the top of the kind docker network's IPv4 subnet, found at run time.
+	LoadBalancerRange string `json:"loadBalancerRange,omitempty"`
+}
+
+// KindNetworking is the kind cluster's networking section.
+type KindNetworking struct {
+	// DisableDefaultCNI leaves kindnet out; the platform installs its own CNI.
+	DisableDefaultCNI bool `json:"disableDefaultCNI,omitempty"`
+	// KubeProxyMode is iptables, nftables or none (the platform's CNI replaces kube-proxy).
+	KubeProxyMode string `json:"kubeProxyMode,omitempty"`
+	PodSubnet     string `json:"podSubnet,omitempty"`
+	ServiceSubnet string `json:"serviceSubnet,omitempty"`
+}
+
+// KindPortMapping publishes a node container port on the runner.
+type KindPortMapping struct {
+	ContainerPort int    `json:"containerPort" lane:"required"`
+	HostPort      int    `json:"hostPort" lane:"required"`
+	ListenAddress string `json:"listenAddress,omitempty"`
+	// Protocol is TCP (default), UDP or SCTP.
+	Protocol string `json:"protocol,omitempty"`
 }
 
 // SimSettings configures the sim substrate's stand-ins.

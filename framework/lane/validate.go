@@ -54,7 +54,11 @@ func (l *Lane) Validate() Errors {
 		if l.Sim != nil {
 			v.fail("sim", "is only for sim lanes")
 		}
+		l.validateKind(v)
 	case SubstrateSim:
+		if l.Platform != nil {
+			v.fail("platform", "is only for kind and existing lanes (the sim stands the platform in)")
+		}
 		if l.Kind != nil {
 			v.fail("kind", "is only for kind lanes")
 		}

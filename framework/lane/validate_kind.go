@@ -1,0 +1,114 @@
+package lane
+
+import (
+	"fmt"
+	"net/netip"
+	"net/url"
+	"strings"
+)
+
+var (
+	kubeProxyModes = map[string]bool{"": true, "iptables": true, "nftables": true, "none": true}
+	portProtocols  = map[string]bool{"": true, "TCP": true, "UDP": true, "SCTP": true}
+)
+
+// validateKind checks what only a kind lane has: the pinned node image, the platform's package
+// lists, the node networking, port mappings, registry mirrors and the LoadBalancer range.
+func (l *Lane) validateKind(v *validator) {
+	var node *Component
+	for i := range l.Components {
+		if l.Components[i].Name == KindNodeComponent {
+			node = &l.Components[i]
+		}
+	}
+	if node == nil {
+		v.fail("components", "a kind lane pins its node image as component %q (image kindest/node, digest)", KindNodeComponent)
+	} else if node.Image == "" {
+		v.fail("components", "component %q names no image", KindNodeComponent)
+	}
+	if p := l.Platform; p != nil {
+		seen := map[string]string{}
+		for i, name := range p.Packages {
+			seen[name] = fmt.Sprintf("platform.packages[%d]", i)
+		}
+		for i, name := range p.DisabledPackages {
+			if at, ok := seen[name]; ok {
+				v.fail(fmt.Sprintf("platform.disabledPackages[%d]", i), "%q is also enabled at %s", name, at)
+			}
+		}
+		if strings.HasPrefix(p.Source, "release:") && strings.TrimPrefix(p.Source, "release:") == "" {
+			v.fail("platform.source", "release: names no version (release:v1.6.2)")
+		}
+	}
+	k := l.Kind
+	if k == nil {
+		return
+	}
+	if k.Workers < 0 {
+		v.fail("kind.workers", "%d is negative", k.Workers)
+	}
+	if n := k.Networking; n != nil {
+		if !kubeProxyModes[n.KubeProxyMode] {
+			v.fail("kind.networking.kubeProxyMode", "%q is not iptables, nftables or none (ipvs needs a kernel module kind runners lack)", n.KubeProxyMode)
+		}
+		for path, cidr := range map[string]string{"kind.networking.podSubnet": n.PodSubnet, "kind.networking.serviceSubnet": n.ServiceSubnet} {
+			if cidr == "" {
+				continue
+			}
+			if _, err := netip.ParsePrefix(cidr); err != nil {
+				v.fail(path, "%q is not a CIDR", cidr)
+			}
+		}
+	}
+	for i, m := range k.PortMappings {
+		path := fmt.Sprintf("kind.portMappings[%d]", i)
+		if m.ContainerPort < 1 || m.ContainerPort > 65535 {
+			v.fail(path+".containerPort", "%d is not a port", m.ContainerPort)
+		}
+		if m.HostPort < 0 || m.HostPort > 65535 {
+			v.fail(path+".hostPort", "%d is not a port", m.HostPort)
+		}
+		if !portProtocols[m.Protocol] {
+			v.fail(path+".protocol", "%q is not TCP, UDP or SCTP", m.Protocol)
+		}
+		if m.ListenAddress != "" {
+			if _, err := netip.ParseAddr(m.ListenAddress); err != nil {
+				v.fail(path+".listenAddress", "%q is not an IP address", m.ListenAddress)
+			}
+		}
+	}
+	for _, host := range sortedKeys(k.RegistryMirrors) {
+		path := "kind.registryMirrors." + host
+		if len(k.RegistryMirrors[host]) == 0 {
+			v.fail(path, "names no mirror endpoint")
+		}
+		for i, ep := range k.RegistryMirrors[host] {
+			u, err := url.Parse(ep)
+			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+				v.fail(fmt.Sprintf("%s[%d]", path, i), "%q is not an http(s):// endpoint", ep)
+			}
+		}
+	}
+	if r := k.LoadBalancerRange; r != "" {
+		if _, _, err := ParseRange(r); err != nil {
+			v.fail("kind.loadBalancerRange", "%v", err)
+		}
+	}
+}
+
+// ParseRange reads an IPv4 address range "first-last" (MetalLB's form).
+func ParseRange(r string) (netip.Addr, netip.Addr, error) {
+	a, b, ok := strings.Cut(r, "-")
+	if !ok {
+		return netip.Addr{}, netip.Addr{}, fmt.Errorf("%q is not a range first-last (172.18.255.200-172.18.255.250)", r)
+	}
+	first, err1 := netip.ParseAddr(strings.TrimSpace(a))
+	last, err2 := netip.ParseAddr(strings.TrimSpace(b))
+	if err1 != nil || err2 != nil || !first.Is4() || !last.Is4() {
+		return netip.Addr{}, netip.Addr{}, fmt.Errorf("%q: both ends must be IPv4 addresses", r)
+	}
+	if last.Less(first) {
+		return netip.Addr{}, netip.Addr{}, fmt.Errorf("%q ends before it starts", r)
+	}
+	return first, last, nil
+}

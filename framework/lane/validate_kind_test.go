@@ -1,0 +1,69 @@
+package lane
+
+import (
+	"strings"
+	"testing"
+)
+
+const kindGood = `name: x
+substrate: kind
+kubernetes: {version: v1.35, patch: v1.35.6}
+pools:
+  - {name: md0, class: talos, replicas: 2}
+workload: {image: docker.io/library/nginx, digest: sha256:4a73073bd557c65b759505da037898b61f1be6cbcc3c2c3aeac22d2a470c1752}
+components:
+  - {name: kind-node, version: v1.35.4, image: docker.io/kindest/node, digest: unknown, note: not listed here}
+suites: [{name: kubernetes}]
+budget:
+  jobCap: 10m
+  margin: 1m
+  diagnosticsReserve: 1m
+  artifactReserve: 30s
+  phases:
+    - {name: cluster, ceiling: 1m}
+platform:
+  source: release:v1.6.2
+  packages: [cozystack.external-dns]
+  disabledPackages: [cozystack.linstor]
+kind:
+  networking: {disableDefaultCNI: true, kubeProxyMode: none, podSubnet: 10.244.0.0/16}
+  registryMirrors: {docker.io: ["http://mirror:5000"]}
+  portMappings: [{containerPort: 30080, hostPort: 8080}]
+  loadBalancerRange: 172.18.255.200-172.18.255.250
+`
+
+// A kind lane's own sections are checked field by field.
+func TestKindLaneValidation(t *testing.T) {
+	if _, err := Parse("lanes/x.yaml", []byte(kindGood)); err != nil {
+		t.Fatalf("valid kind lane refused: %v", err)
+	}
+	cases := map[string][2]string{
+		"no node image": {"  - {name: kind-node, version: v1.35.4, image: docker.io/kindest/node, digest: unknown, note: not listed here}\n", `components: a kind lane pins its node image as component "kind-node"`},
+		"ipvs":          {"kubeProxyMode: none", `kind.networking.kubeProxyMode: "ipvs" is not iptables, nftables or none`},
+		"bad cidr":      {"podSubnet: 10.244.0.0/16", `kind.networking.podSubnet: "10.244.0.0/33" is not a CIDR`},
+		"mirror scheme": {`"http://mirror:5000"`, `kind.registryMirrors.docker.io[0]: "mirror:5000" is not an http(s):// endpoint`},
+		"port":          {"containerPort: 30080", "kind.portMappings[0].containerPort: 70000 is not a port"},
+		"range":         {"loadBalancerRange: 172.18.255.200-172.18.255.250", `kind.loadBalancerRange: "172.18.255.250-172.18.255.200" ends before it starts`},
+		"both lists":    {"disabledPackages: [cozystack.linstor]", `platform.disabledPackages[0]: "cozystack.external-dns" is also enabled at platform.packages[0]`},
+		"empty release": {"source: release:v1.6.2", "platform.source: release: names no version"},
+		"sim with kind": {"substrate: kind", `kind: is only for kind lanes`},
+	}
+	repl := map[string]string{
+		"no node image": "", "ipvs": "kubeProxyMode: ipvs", "bad cidr": "podSubnet: 10.244.0.0/33",
+		"mirror scheme": `"mirror:5000"`, "port": "containerPort: 70000",
+		"range": "loadBalancerRange: 172.18.255.250-172.18.255.200", "both lists": "disabledPackages: [cozystack.external-dns]",
+		"empty release": "source: \"release:\"", "sim with kind": "substrate: sim",
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			data := strings.Replace(kindGood, c[0], repl[name], 1)
+			if data == kindGood {
+				t.Fatalf("case changes nothing")
+			}
+			_, err := Parse("lanes/x.yaml", []byte(data))
+			if err == nil || !strings.Contains(err.Error(), c[1]) {
+				t.Fatalf("want %q, got %v", c[1], err)
+			}
+		})
+	}
+}
