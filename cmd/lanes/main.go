@@ -14,6 +14,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/cozystack/cozy-e2e/framework/install/catalog"
 	"github.com/cozystack/cozy-e2e/framework/lane"
 )
 
@@ -50,7 +51,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stderr, err)
 			return 2
 		}
-		lane.WritePlan(stdout, l)
+		lane.WritePlanWith(stdout, l, catalog.PlanSections(l)...)
 		return 0
 	}
 	fmt.Fprintf(stderr, "lanes: unknown command %q (check, workflow, plan)\n", cmd)

@@ -7,10 +7,20 @@ import (
 	"time"
 )
 
+// PlanSection is a titled block of plan lines that another package contributes (the kind
+// lane's install steps and gates come from framework/install/catalog).
+type PlanSection struct {
+	Title string
+	Lines []string
+}
+
 // WritePlan prints the whole ordered plan of a lane without touching a cluster: phases with
 // their ceilings and latest ends, pins, classes and pools, suites, policy, and the artifacts a
 // run leaves.
-func WritePlan(w io.Writer, l *Lane) {
+func WritePlan(w io.Writer, l *Lane) { WritePlanWith(w, l) }
+
+// WritePlanWith is WritePlan with extra sections printed after the pins.
+func WritePlanWith(w io.Writer, l *Lane, extra ...PlanSection) {
 	a := l.Budget.Arithmetic()
 	fmt.Fprintf(w, "lane %s (%s substrate), tenant Kubernetes %s (kubelet %s)\n", l.Name, l.Substrate, l.Kubernetes.Version, l.Kubernetes.Patch)
 	fmt.Fprintf(w, "job cap %s: phases %s + diagnostics reserve %s + artifact reserve %s + margin %s = %s (headroom %s)\n\n",
@@ -50,6 +60,14 @@ func WritePlan(w io.Writer, l *Lane) {
 		}
 		fmt.Fprintln(w)
 	}
+	writeMachine(w, l)
+	for _, sec := range extra {
+		fmt.Fprintln(w, sec.Title)
+		for _, line := range sec.Lines {
+			fmt.Fprintln(w, "  "+line)
+		}
+		fmt.Fprintln(w)
+	}
 	for _, c := range l.Classes {
 		fmt.Fprintf(w, "class %s: os %s", c.Name, c.OS)
 		if c.Image != "" {
@@ -78,6 +96,67 @@ func WritePlan(w io.Writer, l *Lane) {
 	fmt.Fprintln(w, "artifacts ($E2E_ARTIFACTS, default _artifacts/<lane>-<UTC time>/)")
 	for _, f := range []string{"junit.xml", "verdict.json", "timings.json", "summary.md", "manifest.json", "repro.txt"} {
 		fmt.Fprintf(w, "  %s\n", f)
+	}
+	if l.Substrate == SubstrateKind {
+		for _, f := range []string{
+			"substrate/preflight.txt      what the preflight found (docker, KVM, CPU, memory, disk, inotify, cgroup)",
+			"substrate/kind-config.yaml   the generated kind node config",
+			"substrate/platform.txt       the platform source used and the sha256 of every manifest applied",
+			"substrate/gates.txt          each component gate as it passed or failed",
+		} {
+			fmt.Fprintf(w, "  %s\n", f)
+		}
+	}
+}
+
+// writeMachine prints what the lane needs of the runner, the kind cluster and the platform.
+func writeMachine(w io.Writer, l *Lane) {
+	r := l.Runner
+	if r.CPUs > 0 || r.MemoryGiB > 0 || r.DiskGiB > 0 {
+		fmt.Fprintf(w, "runner %v: at least %d CPUs, %d GiB memory, %d GiB free disk", r.RunsOn, r.CPUs, r.MemoryGiB, r.DiskGiB)
+		if l.Substrate == SubstrateKind {
+			fmt.Fprint(w, ", docker, hardware KVM (/dev/kvm)")
+			if l.Kind != nil && l.Kind.Emulation {
+				fmt.Fprint(w, " or software emulation (this lane allows it)")
+			}
+		}
+		fmt.Fprintln(w)
+		if r.InotifyWatches > 0 || r.InotifyInstances > 0 {
+			fmt.Fprintf(w, "  inotify: max_user_watches >= %d, max_user_instances >= %d\n", r.InotifyWatches, r.InotifyInstances)
+		}
+		fmt.Fprintln(w)
+	}
+	if k := l.Kind; k != nil {
+		fmt.Fprintf(w, "kind cluster %s: 1 control-plane node, %d workers", l.Name, k.Workers)
+		if n := k.Networking; n != nil {
+			fmt.Fprintf(w, ", pods %s, services %s, default CNI disabled %t, kube-proxy %q", n.PodSubnet, n.ServiceSubnet, n.DisableDefaultCNI, n.KubeProxyMode)
+		}
+		fmt.Fprintln(w)
+		for _, host := range sortedKeys(k.RegistryMirrors) {
+			fmt.Fprintf(w, "  mirror %s -> %s\n", host, strings.Join(k.RegistryMirrors[host], ", "))
+		}
+		for _, m := range k.PortMappings {
+			fmt.Fprintf(w, "  port %s:%d -> node %d/%s\n", m.ListenAddress, m.HostPort, m.ContainerPort, m.Protocol)
+		}
+		lb := k.LoadBalancerRange
+		if lb == "" {
+			lb = "top of the kind network's IPv4 subnet (found at run time)"
+		}
+		fmt.Fprintf(w, "  LoadBalancer addresses (MetalLB): %s\n", lb)
+		fmt.Fprintln(w)
+	}
+	if p := l.Platform; p != nil {
+		fmt.Fprintf(w, "platform %s (E2E_PLATFORM_SOURCE overrides), variant %s\n", p.Source, p.Variant)
+		if p.Note != "" {
+			fmt.Fprintf(w, "  note: %s\n", p.Note)
+		}
+		if len(p.Packages) > 0 {
+			fmt.Fprintf(w, "  enabled packages: %s\n", strings.Join(p.Packages, ", "))
+		}
+		if len(p.DisabledPackages) > 0 {
+			fmt.Fprintf(w, "  disabled packages: %s\n", strings.Join(p.DisabledPackages, ", "))
+		}
+		fmt.Fprintln(w)
 	}
 }
 

@@ -1,0 +1,60 @@
+package catalog
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/cozystack/cozy-e2e/framework/lane"
+)
+
+// PlanSections are the kind lane's install steps and gates, for lane.WritePlanWith. A lane that
+// is not a kind lane has none; a kind lane whose pins do not match the catalog gets one section
+// saying so.
+func PlanSections(l *lane.Lane) []lane.PlanSection {
+	if l.Substrate != lane.SubstrateKind && l.Substrate != lane.SubstrateExisting {
+		return nil
+	}
+	pinned, err := ForLane(l)
+	if err != nil {
+		return []lane.PlanSection{{Title: "install (cannot plan)", Lines: []string{err.Error()}}}
+	}
+	install := []string{
+		"phase cluster: kind cluster " + l.Name + " from the generated node config; kubeconfig exported to the run's work folder",
+		"phase components, in order:",
+		"  StorageClasses local (default) and replicated on the node disk (rancher.io/local-path, WaitForFirstConsumer)",
+		"  Cozystack operator (generic variant) from the platform source, server-side applied",
+		"  Package cozystack.cozystack-platform (variant " + variant(l) + "), server-side applied",
+	}
+	for _, p := range pinned {
+		install = append(install, fmt.Sprintf("  gate %-24s %s", p.Name, gateLine(p)))
+		for _, c := range p.Checks {
+			install = append(install, "       and "+c)
+		}
+	}
+	install = append(install,
+		"phase platform: every HelmRelease Ready on a fresh listing (each non-Ready one's message printed),",
+		"  no install/upgrade remediation in any HelmRelease's status.history,",
+		"  built-in NodeGroupClasses talos and kairos present, APIServices v1alpha1.apps.cozystack.io and v1alpha1.core.cozystack.io Available")
+	return []lane.PlanSection{{Title: "install (kind substrate; the existing substrate runs the gates only)", Lines: install}}
+}
+
+func gateLine(p Pinned) string {
+	var parts []string
+	if p.Package != "" {
+		parts = append(parts, "package "+p.Package)
+	}
+	parts = append(parts, fmt.Sprintf("%d CRDs Established", len(p.CRDs)))
+	parts = append(parts, "Deployments Available in "+p.Namespace+": "+strings.Join(p.Deployments, ", "))
+	if p.SharedWebhooks {
+		parts = append(parts, "webhook Services select only its pods")
+	}
+	parts = append(parts, "version "+p.Pin.Version+" from "+p.Version.Describe())
+	return strings.Join(parts, "; ")
+}
+
+func variant(l *lane.Lane) string {
+	if l.Platform == nil || l.Platform.Variant == "" {
+		return "(platform default)"
+	}
+	return l.Platform.Variant
+}
