@@ -1,0 +1,105 @@
+package install
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/cozystack/cozy-e2e/framework/cluster"
+	"github.com/cozystack/cozy-e2e/framework/install/catalog"
+	"github.com/cozystack/cozy-e2e/framework/lane"
+)
+
+// Options configure Components and Platform.
+type Options struct {
+	GateOptions
+	Lane *lane.Lane
+	// Source is where the platform comes from (ResolvePlatformSource).
+	Source PlatformSource
+	// ControlPlaneIP is the management cluster's control-plane node address.
+	ControlPlaneIP string
+	// LoadBalancerRange is MetalLB's address range on the runner-reachable network.
+	LoadBalancerRange string
+	// PlatformRecord receives the platform source and the sha256 of every manifest applied
+	// (substrate/platform.txt): what an exact repro needs.
+	PlatformRecord io.Writer
+	// GatesOnly judges an installed cluster and applies nothing (the existing substrate).
+	GatesOnly bool
+}
+
+// Components installs what the harness itself applies (storage classes, the platform
+// operator, the platform Package, the MetalLB pool), then gates every pinned component in
+// catalog order. With GatesOnly it only gates. ctx carries the lane's "components" deadline.
+func Components(ctx context.Context, c *cluster.Cluster, o Options) error {
+	pinned, err := catalog.ForLane(o.Lane)
+	if err != nil {
+		return err
+	}
+	a, err := NewApplier(c)
+	if err != nil {
+		return err
+	}
+	if !o.GatesOnly {
+		if err := applyPlatform(ctx, a, o); err != nil {
+			return err
+		}
+	}
+	for _, p := range pinned {
+		if err := Gate(ctx, a.Dynamic(), p, o.GateOptions); err != nil {
+			return err
+		}
+		if p.Name == "metallb" && !o.GatesOnly {
+			objs, err := MetalLBPool(p.Namespace, o.LoadBalancerRange)
+			if err != nil {
+				return err
+			}
+			if err := a.Apply(ctx, objs); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func applyPlatform(ctx context.Context, a *Applier, o Options) error {
+	if err := a.Apply(ctx, StorageClasses()); err != nil {
+		return fmt.Errorf("storage classes: %w", err)
+	}
+	// The manifest's sha256 is recorded for the repro; the operator image it names is checked
+	// against the lane's digest by the cozystack-operator gate.
+	m, err := Fetch(ctx, o.Source.OperatorManifest(), "")
+	if err != nil {
+		return fmt.Errorf("platform operator: %w", err)
+	}
+	if o.PlatformRecord != nil {
+		fmt.Fprintf(o.PlatformRecord, "platform source %s (from E2E_PLATFORM_SOURCE: %t)\noperator manifest %s %s\n", o.Source.Raw, o.Source.FromEnv, m.Source, m.SHA256)
+	}
+	objs, err := m.Objects()
+	if err != nil {
+		return fmt.Errorf("platform operator: %w", err)
+	}
+	if err := SetAPIServerHost(objs, o.ControlPlaneIP); err != nil {
+		return fmt.Errorf("platform operator: %s: %w", m.Source, err)
+	}
+	if err := a.Apply(ctx, objs); err != nil {
+		return fmt.Errorf("platform operator: %w", err)
+	}
+	// The operator installs the Package CRD itself; the Package waits for it.
+	if err := CRDsEstablished(ctx, a.Dynamic(), []string{"packages.cozystack.io"}, o.GateOptions); err != nil {
+		return fmt.Errorf("platform operator: %w", err)
+	}
+	pkg, err := PlatformPackage(o.Lane, PlatformInput{ControlPlaneIP: o.ControlPlaneIP})
+	if err != nil {
+		return err
+	}
+	return a.Apply(ctx, []Object{pkg})
+}
+
+// Platform gates the whole platform. ctx carries the lane's "platform" deadline.
+func Platform(ctx context.Context, c *cluster.Cluster, o Options) error {
+	a, err := NewApplier(c)
+	if err != nil {
+		return err
+	}
+	return PlatformGate(ctx, a.Dynamic(), o.GateOptions)
+}

@@ -1,0 +1,93 @@
+package install
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+func (e *env) helmRelease(ns, name string) *unstructured.Unstructured {
+	e.t.Helper()
+	hr := obj("helm.toolkit.fluxcd.io/v2", "HelmRelease", ns, name)
+	hr.Object["spec"] = map[string]any{"chart": map[string]any{"spec": map[string]any{"chart": name}}}
+	return e.create(gvrHelmRelease, hr)
+}
+
+func hrStatus(ready, reason, message string, history ...string) map[string]any {
+	var h []any
+	for i, st := range history {
+		h = append(h, map[string]any{"name": "r", "namespace": "ns", "version": int64(len(history) - i), "status": st, "chartVersion": "0.0.0"})
+	}
+	return map[string]any{
+		"conditions": []any{map[string]any{"type": "Ready", "status": ready, "reason": reason, "message": message, "lastTransitionTime": "2026-01-01T00:00:00Z"}},
+		"history":    h,
+	}
+}
+
+// The platform gate, against HelmReleases, NodeGroupClasses and APIServices on a real
+// apiserver: a non-Ready release is printed with its own message; a release Ready now but
+// remediated once is caught by its history; the built-in classes and the platform APIs must
+// be there; then the gate passes.
+func TestPlatformGate(t *testing.T) {
+	e := newEnv(t)
+	e.crds([]string{"helmreleases.helm.toolkit.fluxcd.io", "nodegroupclasses.cozystack.io"})
+	for _, ns := range []string{"cozy-kamaji", "tenant-root"} {
+		e.namespace(ns)
+	}
+	kamaji := e.setStatus(gvrHelmRelease, e.helmRelease("cozy-kamaji", "kamaji"), hrStatus("True", "InstallSucceeded", "Helm install succeeded", "deployed"))
+	etcd := e.helmRelease("tenant-root", "etcd")
+	e.setStatus(gvrHelmRelease, etcd, hrStatus("False", "InstallFailed", "Helm install failed for release tenant-root/etcd: context deadline exceeded", "failed"))
+
+	err := PlatformGate(ctxFor(t, 2*time.Second), e.dyn, GateOptions{})
+	for _, want := range []string{
+		"1 of 2 HelmReleases not Ready on a fresh listing",
+		`HelmRelease tenant-root/etcd Ready="False" (InstallFailed): Helm install failed for release tenant-root/etcd: context deadline exceeded`,
+	} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("want %q in %v", want, err)
+		}
+	}
+	if strings.Contains(err.Error(), "cozy-kamaji/kamaji") {
+		t.Errorf("a Ready release was blamed: %v", err)
+	}
+
+	// Ready now, but the history says the install failed and was remediated.
+	e.setStatus(gvrHelmRelease, etcd, hrStatus("True", "UpgradeSucceeded", "Helm upgrade succeeded", "deployed", "failed"))
+	err = PlatformGate(ctxFor(t, 10*time.Second), e.dyn, GateOptions{})
+	if err == nil || !strings.Contains(err.Error(), `HelmRelease tenant-root/etcd: status.history[1] (release version 1, chart 0.0.0) is "failed": the release was remediated`) {
+		t.Fatalf("remediation not caught: %v", err)
+	}
+	e.setStatus(gvrHelmRelease, kamaji, hrStatus("True", "InstallSucceeded", "ok"))
+	e.setStatus(gvrHelmRelease, etcd, hrStatus("True", "InstallSucceeded", "ok", "deployed"))
+	err = PlatformGate(ctxFor(t, 10*time.Second), e.dyn, GateOptions{})
+	if err == nil || !strings.Contains(err.Error(), "HelmRelease cozy-kamaji/kamaji: status.history is empty") {
+		t.Fatalf("empty history not caught: %v", err)
+	}
+	e.setStatus(gvrHelmRelease, kamaji, hrStatus("True", "InstallSucceeded", "ok", "deployed", "superseded"))
+
+	err = PlatformGate(ctxFor(t, 2*time.Second), e.dyn, GateOptions{})
+	if err == nil || !strings.Contains(err.Error(), "built-in NodeGroupClasses (talos, kairos): stuck") || !strings.Contains(err.Error(), "missing talos, kairos") {
+		t.Fatalf("missing classes not named: %v", err)
+	}
+	for _, os := range []string{"talos", "kairos"} {
+		c := obj("cozystack.io/v1alpha1", "NodeGroupClass", "", os)
+		c.Object["spec"] = map[string]any{"os": os}
+		e.create(gvrNodeClass, c)
+	}
+	for _, name := range platformAPIServices() {
+		group, version := strings.TrimPrefix(name, "v1alpha1."), "v1alpha1"
+		s := obj("apiregistration.k8s.io/v1", "APIService", "", name)
+		// No service: the aggregator serves it locally and reports it Available.
+		s.Object["spec"] = map[string]any{"group": group, "version": version, "groupPriorityMinimum": int64(1000), "versionPriority": int64(15)}
+		e.create(gvrAPIService, s)
+	}
+	var rec strings.Builder
+	if err := PlatformGate(ctxFor(t, 30*time.Second), e.dyn, GateOptions{Record: &rec}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(rec.String(), "2 HelmReleases Ready, no remediation") {
+		t.Fatalf("record: %q", rec.String())
+	}
+}

@@ -1,0 +1,107 @@
+package install
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cozystack/cozy-e2e/framework/lane"
+)
+
+func TestFetchVerifiesThePinnedDigest(t *testing.T) {
+	body := "apiVersion: v1\nkind: Namespace\nmetadata: {name: a}\n---\n# only a comment\n---\napiVersion: v1\nkind: List\nitems:\n- {apiVersion: v1, kind: ConfigMap, metadata: {name: b, namespace: a}}\n"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/ok.yaml" {
+			http.NotFound(w, r)
+			return
+		}
+		_, _ = w.Write([]byte(body))
+	}))
+	defer srv.Close()
+	ctx := context.Background()
+	m, err := Fetch(ctx, srv.URL+"/ok.yaml", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := m.Objects()
+	if err != nil || len(objs) != 2 || objs[1].Obj.GetKind() != "ConfigMap" || !strings.HasSuffix(objs[1].Source, "ok.yaml#2[0]") {
+		t.Fatalf("decode: %v %+v", err, objs)
+	}
+	if _, err := Fetch(ctx, srv.URL+"/ok.yaml", m.SHA256); err != nil {
+		t.Fatalf("its own digest refused: %v", err)
+	}
+	_, err = Fetch(ctx, srv.URL+"/ok.yaml", "sha256:"+strings.Repeat("a", 64))
+	if err == nil || !strings.Contains(err.Error(), "sha256 is "+m.SHA256+", the lane pins sha256:aaaa") {
+		t.Fatalf("a changed asset passed: %v", err)
+	}
+	if _, err := Fetch(ctx, srv.URL+"/missing.yaml", ""); err == nil || !strings.Contains(err.Error(), "404") {
+		t.Fatalf("a missing asset: %v", err)
+	}
+	if _, err := Decode("x.yaml", []byte("kind: ConfigMap\nmetadata: {name: c}\n")); err == nil || !strings.Contains(err.Error(), "x.yaml#0: apiVersion, kind and metadata.name are required") {
+		t.Fatalf("a document without apiVersion: %v", err)
+	}
+}
+
+func TestRangeInSubnet(t *testing.T) {
+	for subnet, want := range map[string]string{
+		"172.18.0.0/16": "172.18.255.200-172.18.255.250",
+		"10.89.0.0/24":  "10.89.0.200-10.89.0.250",
+	} {
+		got, err := RangeInSubnet(subnet)
+		if err != nil || got != want {
+			t.Errorf("%s: %q %v, want %q", subnet, got, err, want)
+		}
+	}
+	for _, bad := range []string{"fc00:f853:ccd:e793::/64", "172.18.0.0/28", "nope"} {
+		if _, err := RangeInSubnet(bad); err == nil {
+			t.Errorf("%s accepted", bad)
+		}
+	}
+}
+
+func TestPlatformSource(t *testing.T) {
+	l := &lane.Lane{File: "lanes/x.yaml", Platform: &lane.Platform{Source: "release:unknown", Note: "not cut yet"}}
+	_, err := ResolvePlatformSource(l, "")
+	if err == nil || !strings.Contains(err.Error(), `lanes/x.yaml: platform.source is "release:unknown": no platform release is pinned (not cut yet); set E2E_PLATFORM_SOURCE`) {
+		t.Fatalf("an unpinned release: %v", err)
+	}
+	s, err := ResolvePlatformSource(l, "release:v1.6.2")
+	if err != nil || !s.FromEnv || s.OperatorManifest() != "https://github.com/cozystack/cozystack/releases/download/v1.6.2/cozystack-operator-generic.yaml" {
+		t.Fatalf("release override: %+v %v", s, err)
+	}
+	dir := t.TempDir()
+	s, err = ResolvePlatformSource(l, dir)
+	if err != nil || s.OperatorManifest() != filepath.Join(dir, "_out", "assets", OperatorAsset) {
+		t.Fatalf("checkout: %+v %v", s, err)
+	}
+	file := filepath.Join(dir, "f")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ResolvePlatformSource(l, file); err == nil || !strings.Contains(err.Error(), "E2E_PLATFORM_SOURCE") {
+		t.Fatalf("a file as checkout: %v", err)
+	}
+}
+
+func TestImageMatches(t *testing.T) {
+	d := "sha256:" + strings.Repeat("1", 64)
+	cases := []struct {
+		image, version, digest string
+		want                   bool
+	}{
+		{"quay.io/kubevirt/virt-operator:v1.8.4", "v1.8.4", "unknown", true},
+		{"quay.io/kubevirt/virt-operator:v1.8.40", "v1.8.4", "unknown", false},
+		{"localhost:5000/virt-operator:v1.8.4@" + d, "v1.8.4", d, true},
+		{"localhost:5000/virt-operator:v1.8.4", "v1.8.4", d, false},
+		{"localhost:5000/virt-operator", "v1.8.4", "", false},
+	}
+	for _, c := range cases {
+		if got, _ := imageMatches(c.image, c.version, c.digest); got != c.want {
+			t.Errorf("%s against %s/%s: %t", c.image, c.version, c.digest, got)
+		}
+	}
+}
