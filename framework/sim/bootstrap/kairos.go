@@ -1,0 +1,264 @@
+package bootstrap
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/validation"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/cozystack/cozy-e2e/framework/sim/faults"
+	"github.com/cozystack/cozy-e2e/framework/sim/standin"
+	"github.com/cozystack/cozy-e2e/framework/tenant"
+)
+
+// kairos reconciles KairosConfigs for kubeadm workers as the Kairos provider's v0.2 line does:
+// a #cloud-config with the kubeadm join (nodeRegistration.name filled with the Machine's
+// infrastructure name when the spec leaves it empty) in Secret <config name>. The provider's
+// admission refusals (the sim serves no webhook) surface as status.failureReason
+// BootstrapDataSecretGenerationFailed, which Cluster API and the harness read.
+type kairos struct{ base }
+
+func (r *kairos) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	s, err := r.load(ctx, tenant.KairosConfigGVK, req.NamespacedName)
+	if err != nil || s == nil {
+		return ctrl.Result{}, err
+	}
+	cfg := s.config
+	if created, _, _ := unstructured.NestedBool(cfg.Object, "status", "initialization", "dataSecretCreated"); created {
+		return ctrl.Result{}, nil
+	}
+	wait := func(reason string) (ctrl.Result, error) {
+		standin.SetConditions(cfg, r.now(), standin.False("Ready", "Info", reason, ""),
+			standin.False(BootstrapReady, "Info", reason, ""), standin.False(DataSecretAvailable, "Info", reason, ""))
+		return ctrl.Result{}, r.updateStatus(ctx, cfg)
+	}
+	if !infrastructureProvisioned(s.cluster) {
+		return wait(WaitingForClusterInfrastructure)
+	}
+	if !controlPlaneInitialized(s.cluster) || s.cluster.Spec.ControlPlaneEndpoint.Host == "" {
+		return wait(WaitingForControlPlaneInit)
+	}
+	data, err := r.cloudConfig(ctx, s)
+	if err != nil {
+		msg := err.Error()
+		standin.SetConditions(cfg, r.now(), standin.False("Ready", "Warning", KairosGenerationFailed, msg),
+			standin.False(BootstrapReady, "Warning", KairosGenerationFailed, msg), standin.False(DataSecretAvailable, "Warning", KairosGenerationFailed, msg))
+		_ = unstructured.SetNestedField(cfg.Object, KairosGenerationFailed, "status", "failureReason")
+		_ = unstructured.SetNestedField(cfg.Object, msg, "status", "failureMessage")
+		_ = unstructured.SetNestedField(cfg.Object, false, "status", "ready")
+		return ctrl.Result{}, r.updateStatus(ctx, cfg)
+	}
+	name := cfg.GetName()
+	if err := r.writeSecret(ctx, s, name, clusterv1.ClusterSecretType, data); err != nil {
+		return ctrl.Result{}, err
+	}
+	unstructured.RemoveNestedField(cfg.Object, "status", "failureReason")
+	unstructured.RemoveNestedField(cfg.Object, "status", "failureMessage")
+	_ = unstructured.SetNestedField(cfg.Object, name, "status", "dataSecretName")
+	_ = unstructured.SetNestedField(cfg.Object, true, "status", "ready")
+	_ = unstructured.SetNestedField(cfg.Object, true, "status", "initialization", "dataSecretCreated")
+	standin.SetConditions(cfg, r.now(), standin.True("Ready"), standin.True(BootstrapReady), standin.True(DataSecretAvailable))
+	return ctrl.Result{}, r.updateStatus(ctx, cfg)
+}
+
+// kairosSpec is the part of KairosConfig.spec the kubeadm worker path reads.
+type kairosSpec struct {
+	Role                  string `json:"role"`
+	Distribution          string `json:"distribution"`
+	KubernetesVersion     string `json:"kubernetesVersion"`
+	UserName              string `json:"userName"`
+	UserPassword          string `json:"userPassword"`
+	UserPasswordSecretRef *struct {
+		Name, Key, Namespace string
+	} `json:"userPasswordSecretRef"`
+	UserGroups     []string         `json:"userGroups"`
+	GitHubUser     string           `json:"githubUser"`
+	SSHPublicKey   string           `json:"sshPublicKey"`
+	Hostname       string           `json:"hostname"`
+	HostnamePrefix *string          `json:"hostnamePrefix"`
+	DNSServers     []string         `json:"dnsServers"`
+	Files          []map[string]any `json:"files"`
+	PreCommands    []string         `json:"preCommands"`
+	PostCommands   []string         `json:"postCommands"`
+	Kubeadm        *struct {
+		JoinConfiguration map[string]any `json:"joinConfiguration"`
+	} `json:"kubeadm"`
+}
+
+// cloudConfig renders the worker's #cloud-config, or says why the provider refuses the spec.
+func (r *kairos) cloudConfig(ctx context.Context, s *scope) ([]byte, error) {
+	raw, _, _ := unstructured.NestedMap(s.config.Object, "spec")
+	js, _ := yaml.Marshal(raw)
+	var spec kairosSpec
+	if err := yaml.Unmarshal(js, &spec); err != nil {
+		return nil, fmt.Errorf("spec: %w", err)
+	}
+	join := map[string]any{}
+	if spec.Kubeadm != nil && spec.Kubeadm.JoinConfiguration != nil {
+		join = spec.Kubeadm.JoinConfiguration
+	}
+	if err := validateKubeadm(spec, join); err != nil {
+		return nil, err
+	}
+	password := spec.UserPassword
+	if ref := spec.UserPasswordSecretRef; ref != nil {
+		ns, key := ref.Namespace, ref.Key
+		if ns == "" {
+			ns = s.config.GetNamespace()
+		}
+		if key == "" {
+			key = "password"
+		}
+		var sec corev1.Secret
+		if err := r.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: ref.Name}, &sec); err != nil {
+			return nil, fmt.Errorf("spec.userPasswordSecretRef: secret %s/%s: %w", ns, ref.Name, err)
+		}
+		if len(sec.Data[key]) == 0 {
+			return nil, fmt.Errorf("spec.userPasswordSecretRef: secret %s/%s has no key %q", ns, ref.Name, key)
+		}
+		password = string(sec.Data[key])
+	}
+	pool := standin.PoolOfMachine(s.machine)
+	mismatch := pool.Active(r.env, faults.HostnameMismatch)
+
+	ep := s.cluster.Spec.ControlPlaneEndpoint
+	server := ep.Host + ":" + strconv.Itoa(int(ep.Port))
+	discovery, _ := join["discovery"].(map[string]any)
+	if discovery == nil {
+		discovery = map[string]any{}
+	}
+	bt, _ := discovery["bootstrapToken"].(map[string]any)
+	if bt == nil {
+		bt = map[string]any{}
+	}
+	bt["apiServerEndpoint"], bt["token"] = server, randHex(6)+"."+randHex(16)
+	discovery["bootstrapToken"] = bt
+	join["discovery"] = discovery
+	reg, _ := join["nodeRegistration"].(map[string]any)
+	if reg == nil {
+		reg = map[string]any{}
+	}
+	if name, _ := reg["name"].(string); name == "" && !mismatch {
+		reg["name"] = s.machine.Spec.InfrastructureRef.Name
+	}
+	if mismatch {
+		delete(reg, "name") // kubeadm registers the Node under the host's own name
+	}
+	join["nodeRegistration"] = reg
+
+	hostname := spec.Hostname
+	prefix := "metal-"
+	if spec.HostnamePrefix != nil {
+		prefix = *spec.HostnamePrefix
+	}
+	if hostname == "" && (prefix != "" || mismatch) {
+		if prefix == "" {
+			prefix = "metal-"
+		}
+		hostname = prefix + "{{ trunc 4 .MachineID }}"
+	}
+	user := map[string]any{"name": or(spec.UserName, "kairos"), "groups": spec.UserGroups}
+	if password != "" {
+		user["passwd"] = password
+	}
+	if spec.SSHPublicKey != "" {
+		user["ssh_authorized_keys"] = []string{spec.SSHPublicKey}
+	}
+	if spec.GitHubUser != "" {
+		user["ssh_authorized_keys"] = append(stringSlice(user["ssh_authorized_keys"]), "github:"+spec.GitHubUser)
+	}
+	options, err := yaml.Marshal(map[string]any{
+		"clusterConfiguration": map[string]any{"kubernetesVersion": spec.KubernetesVersion},
+		"joinConfiguration":    join,
+	})
+	if err != nil {
+		return nil, err
+	}
+	doc := map[string]any{
+		"users":   []any{user},
+		"install": map[string]any{"auto": true, "device": "auto", "reboot": true},
+		"cluster": map[string]any{
+			"cluster_token": bt["token"], "control_plane_host": ep.Host, "role": "worker",
+			"config": string(options),
+		},
+	}
+	if hostname != "" {
+		doc["hostname"] = hostname
+	}
+	if len(spec.DNSServers) > 0 {
+		doc["dns"] = map[string]any{"nameservers": spec.DNSServers}
+	}
+	if len(spec.Files) > 0 {
+		doc["write_files"] = spec.Files
+	}
+	if len(spec.PreCommands)+len(spec.PostCommands) > 0 {
+		doc["stages"] = map[string]any{
+			"boot.before": []any{map[string]any{"commands": spec.PreCommands}},
+			"boot.after":  []any{map[string]any{"commands": spec.PostCommands}},
+		}
+	}
+	body, err := yaml.Marshal(doc)
+	if err != nil {
+		return nil, err
+	}
+	return append([]byte("#cloud-config\n"), body...), nil
+}
+
+// validateKubeadm is the provider's admission of a kubeadm KairosConfig.
+func validateKubeadm(spec kairosSpec, join map[string]any) error {
+	var errs []string
+	if spec.Distribution != "kubeadm" {
+		errs = append(errs, fmt.Sprintf("spec.distribution %q: the sim's Kairos provider joins kubeadm workers only", spec.Distribution))
+	}
+	if spec.Role == "control-plane" {
+		errs = append(errs, "spec.role: kubeadm is supported only for worker nodes")
+	}
+	if spec.KubernetesVersion == "" {
+		errs = append(errs, "spec.kubernetesVersion: Required value")
+	}
+	if spec.UserPassword == "" && spec.UserPasswordSecretRef == nil && spec.SSHPublicKey == "" && spec.GitHubUser == "" {
+		errs = append(errs, "spec: a KairosConfig must set at least one of userPassword, userPasswordSecretRef, sshPublicKey or githubUser")
+	}
+	disc, _ := join["discovery"].(map[string]any)
+	bt, _ := disc["bootstrapToken"].(map[string]any)
+	if tok, _ := bt["token"].(string); tok != "" {
+		errs = append(errs, "spec.kubeadm.joinConfiguration.discovery.bootstrapToken.token: inline bootstrap token is not allowed")
+	}
+	if skip, _ := bt["unsafeSkipCAVerification"].(bool); skip {
+		errs = append(errs, "spec.kubeadm.joinConfiguration.discovery.bootstrapToken.unsafeSkipCAVerification: unsafeSkipCAVerification is not allowed")
+	}
+	if f, ok := disc["file"].(map[string]any); ok && len(f) > 0 {
+		errs = append(errs, "spec.kubeadm.joinConfiguration.discovery.file: file-based discovery is not supported")
+	}
+	if js, _ := yaml.Marshal(join); strings.Contains(string(js), "{{") {
+		errs = append(errs, "spec.kubeadm: must not contain '{{' (placeholders are not rendered)")
+	}
+	reg, _ := join["nodeRegistration"].(map[string]any)
+	if name, _ := reg["name"].(string); name != "" && len(validation.IsDNS1123Subdomain(name)) > 0 {
+		errs = append(errs, fmt.Sprintf("spec.kubeadm.joinConfiguration.nodeRegistration.name %q: nodeRegistration.name must be a valid DNS-1123 subdomain", name))
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("%s", strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+func or(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+func stringSlice(v any) []string {
+	s, _ := v.([]string)
+	return s
+}

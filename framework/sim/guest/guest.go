@@ -1,0 +1,119 @@
+// Package guest stands in for the operating system inside a worker VM. Once a VMI runs, the
+// guest reads its bootstrap data (the cloud-init ConfigDrive Secret CAPK wrote), writes its boot to
+// the serial console (the launcher's guest-console-log container; Talos or Kairos lines with
+// guest-relative stamps), then joins the tenant cluster: a Node named as the data says (the VMI's
+// name unless told otherwise), kubelet version from the data, managed by the tenant's kwok so it
+// goes Ready. A kubeadm (Kairos) join reads the tenant's kube-system/kubelet-config first. A VMI
+// being deleted powers its guest down on the console.
+//
+// Faults: guest-join-rejected (the console shows the join refused, no Node), hostname-mismatch
+// (the Node carries the host's own name, set by the bootstrap data), node-not-ready (the kubelet
+// reports Ready=False), node-tainted (a NoSchedule taint that stays), missing-cluster-dns (the
+// kubeadm join finds no clusterDNS and says so), mhc-replacement (the first Machine of a pool
+// stalls at boot, so its MachineHealthCheck replaces it; the replacement boots).
+package guest
+
+import (
+	"context"
+	"sync"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/cozystack/cozy-e2e/framework/sim/simenv"
+	"github.com/cozystack/cozy-e2e/framework/sim/standin"
+)
+
+// Latency names this package reads from simenv.Env.
+const (
+	LatencyBoot = "boot"
+	LatencyJoin = "join"
+)
+
+// Setup registers the guest on mgr; guests stop with the manager.
+func Setup(mgr manager.Manager, env *simenv.Env) error {
+	base, stop := context.WithCancel(context.Background())
+	g := &guests{c: mgr.GetClient(), env: env, tenants: &standin.Tenants{}, base: base,
+		running: map[types.UID]*guest{}, stalled: map[string]string{}}
+	// Guests live as long as the manager.
+	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		<-ctx.Done()
+		stop()
+		return nil
+	})); err != nil {
+		stop()
+		return err
+	}
+	return ctrl.NewControllerManagedBy(mgr).Named("sim-guest").
+		For(&kubevirtv1.VirtualMachineInstance{}).
+		Complete(g)
+}
+
+// guests are the running guests, one per VMI.
+type guests struct {
+	c       client.Client
+	env     *simenv.Env
+	tenants *standin.Tenants
+	base    context.Context
+
+	mu      sync.Mutex
+	running map[types.UID]*guest
+	// stalled is the Machine that stalls at boot, per pool, under mhc-replacement.
+	stalled map[string]string
+}
+
+func (g *guests) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	vmi := &kubevirtv1.VirtualMachineInstance{}
+	if err := g.c.Get(ctx, req.NamespacedName, vmi); err != nil {
+		if apierrors.IsNotFound(err) {
+			g.forget(req.NamespacedName)
+		}
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	gu, booted := g.running[vmi.UID]
+	if vmi.DeletionTimestamp != nil {
+		if booted {
+			gu.powerDown()
+		}
+		return ctrl.Result{}, nil
+	}
+	if booted || vmi.Status.Phase != kubevirtv1.Running {
+		return ctrl.Result{}, nil
+	}
+	gu = &guest{g: g, vmi: vmi.DeepCopy(), done: make(chan struct{})}
+	bootCtx, cancel := context.WithCancel(g.base)
+	gu.cancel = cancel
+	g.running[vmi.UID] = gu
+	go gu.run(bootCtx)
+	return ctrl.Result{}, nil
+}
+
+// forget stops the guests of a VMI that is gone.
+func (g *guests) forget(key types.NamespacedName) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for uid, gu := range g.running {
+		if gu.vmi.Namespace == key.Namespace && gu.vmi.Name == key.Name {
+			gu.cancel()
+			delete(g.running, uid)
+		}
+	}
+}
+
+// claimStall reports whether machine is the one of its pool that stalls at boot.
+func (g *guests) claimStall(pool standin.Pool) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	key := pool.Namespace + "/" + pool.Cluster + "/" + pool.Name
+	if m, ok := g.stalled[key]; ok {
+		return m == pool.Machine
+	}
+	g.stalled[key] = pool.Machine
+	return true
+}

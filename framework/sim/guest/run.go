@@ -1,0 +1,216 @@
+package guest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/cozystack/cozy-e2e/framework/sim/bootstrap"
+	"github.com/cozystack/cozy-e2e/framework/sim/faults"
+	"github.com/cozystack/cozy-e2e/framework/sim/kubevirt"
+	"github.com/cozystack/cozy-e2e/framework/sim/simenv"
+	"github.com/cozystack/cozy-e2e/framework/sim/standin"
+	"github.com/cozystack/cozy-e2e/framework/tenant"
+)
+
+// guest is one VMI's operating system.
+type guest struct {
+	g      *guests
+	vmi    *kubevirtv1.VirtualMachineInstance
+	cancel context.CancelFunc
+	done   chan struct{}
+	con    console
+	off    sync.Once
+	os     string
+}
+
+func (gu *guest) env() *simenv.Env { return gu.g.env }
+
+// run boots the guest and joins it; it ends at the join, a refusal, a stall, or ctx's end.
+func (gu *guest) run(ctx context.Context) {
+	defer close(gu.done)
+	vmi := gu.vmi
+	gu.con = console{start: gu.env().Now(), now: gu.env().Now}
+	if pod, err := kubevirt.Launcher(ctx, gu.g.c, vmi); err == nil && pod != nil && kubevirt.ConsoleEnabled(vmi) && gu.env().Logs != nil {
+		if path, err := gu.env().Logs.ContainerLog(pod.Namespace, pod.Name, kubevirt.ConsoleContainer); err == nil {
+			gu.con.path = path
+		}
+	}
+	pool, err := standin.PoolOf(ctx, gu.g.c, vmi.Namespace, vmi.Name)
+	if err != nil && !apierrors.IsNotFound(err) {
+		gu.con.say("cloud-init: cannot read instance data: " + err.Error())
+		return
+	}
+	known := err == nil
+	active := func(n faults.Name) bool { return known && pool.Active(gu.env(), n) }
+	data, err := gu.userdata(ctx)
+	if err != nil {
+		gu.con.say("SeaBIOS (version 1.16.3)", "Booting from Hard Disk...", "cloud-init: no usable datasource: "+err.Error())
+		return
+	}
+	gu.os = data.OS
+	boot := bootLines(data, vmi)
+	stall := active(faults.MHCReplacement) && gu.g.claimStall(pool)
+	if stall {
+		boot = boot[:len(boot)/2]
+	}
+	step := gu.env().Latency(LatencyBoot) / time.Duration(len(boot)+1)
+	for _, l := range boot {
+		if !sleep(ctx, step) {
+			return
+		}
+		gu.con.say(l)
+	}
+	if stall {
+		gu.con.say(stallLine(data))
+		_ = gu.env().Observe(simenv.Observation{Fault: faults.MHCReplacement, Pool: pool.Name, Object: "VirtualMachineInstance/" + vmi.Namespace + "/" + vmi.Name,
+			Detail: "the guest stalls at boot; its Machine " + pool.Machine + " never gets a Node"})
+		return
+	}
+	gu.join(ctx, pool, known, data)
+}
+
+// join registers the Node, or shows why not.
+func (gu *guest) join(ctx context.Context, pool standin.Pool, known bool, data bootstrap.Data) {
+	vmi := gu.vmi
+	active := func(n faults.Name) bool { return known && pool.Active(gu.env(), n) }
+	clusterName := vmi.Labels[clusterv1.ClusterNameLabel]
+	if known {
+		clusterName = pool.Cluster
+	}
+	wc, err := gu.g.tenants.Client(ctx, gu.g.c, vmi.Namespace, clusterName)
+	if err != nil {
+		gu.con.say(joinFailed(data, "cannot reach the control plane: "+err.Error())...)
+		return
+	}
+	name := nodeName(data, vmi)
+	steps := joinLines(data, name)
+	step := gu.env().Latency(LatencyJoin) / time.Duration(len(steps)+1)
+	for i, l := range steps {
+		if !sleep(ctx, step) {
+			return
+		}
+		if data.Kubeadm && i == 1 {
+			if !gu.readKubeletConfig(ctx, wc, pool) {
+				return
+			}
+		}
+		if i == len(steps)/2 && active(faults.GuestJoinRejected) {
+			lines := joinRefused(data)
+			gu.con.say(lines...)
+			_ = gu.env().Observe(simenv.Observation{Fault: faults.GuestJoinRejected, Pool: pool.Name,
+				Object: "VirtualMachineInstance/" + vmi.Namespace + "/" + vmi.Name, Detail: lines[0]})
+			return
+		}
+		gu.con.say(l)
+	}
+	node := newNode(name, data, vmi, active(faults.NodeNotReady), active(faults.NodeTainted))
+	if err := wc.Create(ctx, node); err != nil && !apierrors.IsAlreadyExists(err) {
+		gu.con.say(joinFailed(data, "registering node "+name+": "+err.Error())...)
+		return
+	}
+	gu.con.say(joined(data, name)...)
+	obj := "Node/" + name
+	switch {
+	case name != vmi.Name && active(faults.HostnameMismatch):
+		_ = gu.env().Observe(simenv.Observation{Fault: faults.HostnameMismatch, Pool: pool.Name, Object: obj,
+			Detail: fmt.Sprintf("Node %s registered for VMI %s", name, vmi.Name)})
+	case active(faults.NodeTainted):
+		_ = gu.env().Observe(simenv.Observation{Fault: faults.NodeTainted, Pool: pool.Name, Object: obj, Detail: "taint " + stuckTaint.ToString()})
+	case active(faults.NodeNotReady):
+		_ = gu.env().Observe(simenv.Observation{Fault: faults.NodeNotReady, Pool: pool.Name, Object: obj, Detail: "Ready=False " + notReadyMessage})
+		gu.heartbeat(ctx, wc, name)
+	}
+}
+
+// readKubeletConfig is kubeadm reading kube-system/kubelet-config; without clusterDNS the join
+// goes on, and the kubelet will give pods no cluster DNS.
+func (gu *guest) readKubeletConfig(ctx context.Context, wc client.Client, pool standin.Pool) bool {
+	var cm corev1.ConfigMap
+	key := client.ObjectKey{Namespace: tenant.KubeletConfigNamespace, Name: tenant.KubeletConfigName}
+	if err := wc.Get(ctx, key, &cm); err != nil {
+		gu.con.say(joinFailed(bootstrap.Data{Kubeadm: true}, fmt.Sprintf("error execution phase kubelet-start: failed to get config map %s: %v", tenant.KubeletConfigName, err))...)
+		return false
+	}
+	gu.con.say(`[kubelet-start] Writing kubelet configuration to file "/var/lib/kubelet/config.yaml"`)
+	if !strings.Contains(cm.Data[tenant.KubeletConfigKey], "clusterDNS:") {
+		gu.con.say(`[kubelet-start] WARNING: the KubeletConfiguration from ConfigMap kube-system/kubelet-config sets no clusterDNS; pods on this node will get no cluster DNS`)
+		if gu.env().Faults.Selected(faults.MissingClusterDNS) {
+			_ = gu.env().Observe(simenv.Observation{Fault: faults.MissingClusterDNS, Pool: pool.Name,
+				Object: "ConfigMap/" + key.Namespace + "/" + key.Name + " (tenant " + pool.Cluster + ")", Detail: "no clusterDNS in the kubelet configuration the join read"})
+		}
+	}
+	return true
+}
+
+// powerDown writes the guest's shutdown, once, when its VMI is deleted.
+func (gu *guest) powerDown() {
+	gu.off.Do(func() {
+		gu.cancel()
+		go func() {
+			<-gu.done
+			gu.con.say(shutdownLines(gu.os)...)
+		}()
+	})
+}
+
+// userdata reads the cloud-init ConfigDrive Secret CAPK wrote for the VMI.
+func (gu *guest) userdata(ctx context.Context) (bootstrap.Data, error) {
+	for _, v := range gu.vmi.Spec.Volumes {
+		cd := v.CloudInitConfigDrive
+		if cd == nil || cd.UserDataSecretRef == nil {
+			continue
+		}
+		var sec corev1.Secret
+		if err := gu.g.c.Get(ctx, client.ObjectKey{Namespace: gu.vmi.Namespace, Name: cd.UserDataSecretRef.Name}, &sec); err != nil {
+			return bootstrap.Data{}, fmt.Errorf("secret %s: %w", cd.UserDataSecretRef.Name, err)
+		}
+		return bootstrap.Parse(sec.Data["userdata"])
+	}
+	return bootstrap.Data{}, fmt.Errorf("VMI %s/%s has no cloudInitConfigDrive volume with a userDataSecretRef", gu.vmi.Namespace, gu.vmi.Name)
+}
+
+// nodeName is the name the kubelet registers: the data's, else the host's (a Kairos template
+// of the machine id, a Talos name), else the instance's from the ConfigDrive metadata.
+func nodeName(d bootstrap.Data, vmi *kubevirtv1.VirtualMachineInstance) string {
+	if d.NodeName != "" {
+		return d.NodeName
+	}
+	if h := d.Hostname; h != "" {
+		return strings.ReplaceAll(h, "{{ trunc 4 .MachineID }}", hex.EncodeToString(machineID(vmi))[:4])
+	}
+	if vmi.Spec.Hostname != "" {
+		return vmi.Spec.Hostname
+	}
+	return vmi.Name
+}
+
+func machineID(vmi *kubevirtv1.VirtualMachineInstance) []byte {
+	b := []byte(strings.ReplaceAll(string(vmi.UID), "-", ""))
+	if len(b) < 4 {
+		b = make([]byte, 4)
+		_, _ = rand.Read(b)
+	}
+	return b
+}
+
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}

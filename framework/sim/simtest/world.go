@@ -1,0 +1,77 @@
+package simtest
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/cozystack/cozy-e2e/framework/cluster"
+	"github.com/cozystack/cozy-e2e/framework/controlplane"
+	"github.com/cozystack/cozy-e2e/framework/controlplane/cptest"
+)
+
+// Machines adds what the stand-ins rely on beside the apiserver: kube-controller-manager (garbage
+// collection, volume binding), kube-scheduler, and kwok playing one management node with the
+// given allocatable memory (kwok-managed Nodes carry kwok.x-k8s.io/node=fake).
+func (e *Env) Machines(t testing.TB, memory string) {
+	t.Helper()
+	tools := cptest.Tools(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	dir := filepath.Join(e.Dir, "management")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	kcm, err := controlplane.StartControllerManager(ctx, tools, e.API, controlplane.ControllerManagerOptions{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { kcm.Stop(5 * time.Second) })
+	sched, err := controlplane.StartScheduler(ctx, tools, e.API, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sched.Stop(5 * time.Second) })
+	kwok, err := controlplane.StartKwok(ctx, tools, e.API, controlplane.KwokOptions{Dir: dir,
+		ExtraArgs: []string{"--manage-all-nodes=false", "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { kwok.Stop(5 * time.Second) })
+	res := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("32"), corev1.ResourceMemory: resource.MustParse(memory), corev1.ResourcePods: resource.MustParse("110")}
+	node := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: "sim-node-1", Annotations: map[string]string{"kwok.x-k8s.io/node": "fake"},
+			Labels: map[string]string{"kubernetes.io/hostname": "sim-node-1", "kubernetes.io/os": "linux"}},
+		Status: corev1.NodeStatus{Capacity: res, Allocatable: res},
+	}
+	if err := e.Cluster.Client.Create(ctx, node); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Tenant starts a second apiserver (a tenant's) with kwok managing kwok.x-k8s.io/node=fake
+// Nodes, and returns it with a harness client.
+func Tenant(t testing.TB) (*controlplane.APIServer, *cluster.Cluster) {
+	t.Helper()
+	api := cptest.APIServer(t, controlplane.APIServerOptions{Name: "tenant"})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	kwok, err := controlplane.StartKwok(ctx, cptest.Tools(t), api, controlplane.KwokOptions{Dir: dir,
+		ExtraArgs: []string{"--manage-all-nodes=false", "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { kwok.Stop(5 * time.Second) })
+	c, err := cluster.New("tenant", api.Admin())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return api, c
+}
