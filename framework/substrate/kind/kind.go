@@ -1,0 +1,367 @@
+package kind
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	kindcluster "sigs.k8s.io/kind/pkg/cluster"
+
+	"github.com/cozystack/cozy-e2e/framework/budget"
+	"github.com/cozystack/cozy-e2e/framework/cluster"
+	"github.com/cozystack/cozy-e2e/framework/install"
+	"github.com/cozystack/cozy-e2e/framework/lane"
+	"github.com/cozystack/cozy-e2e/framework/substrate"
+)
+
+// dockerProbeTimeout bounds the one `docker info` the preflight asks, so a hung daemon is named
+// within the preflight's few seconds instead of eating its phase.
+const dockerProbeTimeout = 4 * time.Second
+
+// upPhases are the lane phases the kind substrate runs, in order.
+func upPhases() []string { return []string{"cluster", "components", "platform"} }
+
+// Options configure the kind substrate.
+type Options struct {
+	substrate.Options
+	// FromPhase starts later in the plan (E2E_FROM_PHASE): the substrate's phases before it are
+	// recorded as skipped and the cluster of the lane's name is attached, not created.
+	FromPhase string
+	// PlatformSource overrides the lane's platform.source (E2E_PLATFORM_SOURCE).
+	PlatformSource string
+	// Host is how the preflight looks at the machine; zero means this machine.
+	Host Host
+}
+
+// OptionsFromEnv adds E2E_FROM_PHASE and E2E_PLATFORM_SOURCE to the common options.
+func OptionsFromEnv(base substrate.Options) Options {
+	return Options{Options: base, FromPhase: os.Getenv("E2E_FROM_PHASE"), PlatformSource: os.Getenv("E2E_PLATFORM_SOURCE")}
+}
+
+// Substrate is a kind management cluster with the platform installed.
+type Substrate struct {
+	lane       *lane.Lane
+	opts       Options
+	provider   *kindcluster.Provider
+	kubeconfig string
+	report     Report
+	created    bool
+	files      []*os.File
+}
+
+// New builds the kind substrate of lane l.
+func New(l *lane.Lane, o Options) (*Substrate, error) {
+	if l.Substrate != lane.SubstrateKind {
+		return nil, fmt.Errorf("%s: substrate is %q, not kind", l.File, l.Substrate)
+	}
+	if o.FromPhase != "" {
+		if _, ok := l.Budget.Phase(o.FromPhase); !ok {
+			return nil, fmt.Errorf("E2E_FROM_PHASE=%s is not a phase of %s (phases: %s)", o.FromPhase, l.File, phaseNames(l))
+		}
+	}
+	if o.Host.Docker == nil {
+		o.Host = RealHost()
+	}
+	if o.Log == nil {
+		o.Log = io.Discard
+	}
+	return &Substrate{lane: l, opts: o, kubeconfig: filepath.Join(o.WorkDir, "kind-"+l.Name+".kubeconfig")}, nil
+}
+
+// Name is "kind".
+func (s *Substrate) Name() string { return "kind" }
+
+// Preflight checks the machine before anything slow and writes substrate/preflight.txt.
+func (s *Substrate) Preflight(ctx context.Context) error {
+	pctx, cancel := context.WithTimeout(ctx, dockerProbeTimeout)
+	defer cancel()
+	s.report = Check(pctx, s.lane, s.opts.Host)
+	s.writeArtifact("preflight.txt", []byte(s.report.Text()))
+	return s.report.Err(s.lane)
+}
+
+// Up brings the cluster up (or attaches to it), installs and gates, one lane phase at a time.
+func (s *Substrate) Up(ctx context.Context, clock *budget.Clock) (*cluster.Cluster, error) {
+	start := 0
+	if s.opts.FromPhase != "" {
+		start = len(upPhases())
+		for i, p := range upPhases() {
+			if p == s.opts.FromPhase {
+				start = i
+			}
+		}
+	}
+	s.provider = kindcluster.NewProvider(kindcluster.ProviderWithDocker())
+	var c *cluster.Cluster
+	for i, phase := range upPhases() {
+		if _, ok := s.lane.Budget.Phase(phase); !ok {
+			continue
+		}
+		if i < start {
+			if err := clock.Skip(phase, "E2E_FROM_PHASE="+s.opts.FromPhase); err != nil {
+				return nil, err
+			}
+			if phase == "cluster" {
+				var err error
+				if c, err = s.attach(ctx); err != nil {
+					return nil, err
+				}
+			}
+			continue
+		}
+		pctx, span, err := clock.Phase(ctx, phase)
+		if err != nil {
+			return nil, err
+		}
+		err = s.run(pctx, phase, &c)
+		span.End(err)
+		if err != nil {
+			return c, fmt.Errorf("phase %s: %w", phase, err)
+		}
+	}
+	return c, nil
+}
+
+func (s *Substrate) run(ctx context.Context, phase string, c **cluster.Cluster) error {
+	switch phase {
+	case "cluster":
+		var err error
+		*c, err = s.bringUp(ctx)
+		return err
+	case "components", "platform":
+		o, err := s.installOptions(ctx, *c)
+		if err != nil {
+			return err
+		}
+		if phase == "components" {
+			return install.Components(ctx, *c, o)
+		}
+		return install.Platform(ctx, *c, o)
+	}
+	return nil
+}
+
+func (s *Substrate) bringUp(ctx context.Context) (*cluster.Cluster, error) {
+	exists, err := s.exists()
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case exists && s.opts.Reuse:
+		fmt.Fprintf(s.opts.Log, "kind: reusing cluster %s (E2E_REUSE=1)\n", s.lane.Name)
+		return s.attach(ctx)
+	case exists:
+		return nil, fmt.Errorf("a kind cluster named %s exists already: E2E_REUSE=1 reuses it, or remove it (docker rm -f %s-control-plane)", s.lane.Name, s.lane.Name)
+	}
+	hostsDir := filepath.Join(s.opts.WorkDir, "containerd-hosts")
+	cfg, err := Config(s.lane, ConfigOptions{CgroupV1: s.report.CgroupV1, HostsDir: hostsDir})
+	if err != nil {
+		return nil, err
+	}
+	for _, name := range cfg.HostsFileNames() {
+		p := filepath.Join(hostsDir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return nil, err
+		}
+		if err := os.WriteFile(p, []byte(cfg.HostsFiles[name]), 0o644); err != nil {
+			return nil, err
+		}
+	}
+	data, err := cfg.YAML()
+	if err != nil {
+		return nil, err
+	}
+	s.writeArtifact("kind-config.yaml", data)
+	dl, _ := ctx.Deadline()
+	done := make(chan error, 1)
+	go func() {
+		done <- s.provider.Create(s.lane.Name,
+			kindcluster.CreateWithV1Alpha4Config(cfg.Cluster),
+			kindcluster.CreateWithKubeconfigPath(s.kubeconfig),
+			kindcluster.CreateWithWaitForReady(time.Until(dl)),
+			kindcluster.CreateWithDisplayUsage(false),
+			kindcluster.CreateWithDisplaySalutation(false))
+	}()
+	fmt.Fprintf(s.opts.Log, "kind: creating cluster %s (%d nodes), up to %s\n", s.lane.Name, len(cfg.Cluster.Nodes), time.Until(dl).Round(time.Second))
+	select {
+	case err := <-done:
+		s.created = true
+		if err != nil {
+			return nil, fmt.Errorf("kind create cluster %s: %w", s.lane.Name, err)
+		}
+	case <-ctx.Done():
+		s.created = true
+		return nil, fmt.Errorf("kind create cluster %s: still creating when the cluster phase ran out (%w); Down removes it", s.lane.Name, ctx.Err())
+	}
+	return s.attach(ctx)
+}
+
+func (s *Substrate) exists() (bool, error) {
+	names, err := s.provider.List()
+	if err != nil {
+		return false, fmt.Errorf("kind: list clusters: %w", err)
+	}
+	return slices.Contains(names, s.lane.Name), nil
+}
+
+// attach exports the kubeconfig of the lane's cluster and builds the client.
+func (s *Substrate) attach(ctx context.Context) (*cluster.Cluster, error) {
+	if s.provider == nil {
+		s.provider = kindcluster.NewProvider(kindcluster.ProviderWithDocker())
+	}
+	if exists, err := s.exists(); err != nil {
+		return nil, err
+	} else if !exists {
+		return nil, fmt.Errorf("no kind cluster named %s to attach to (E2E_REUSE or E2E_FROM_PHASE need one from an earlier run kept with E2E_KEEP=1)", s.lane.Name)
+	}
+	if err := s.provider.ExportKubeConfig(s.lane.Name, s.kubeconfig, false); err != nil {
+		return nil, fmt.Errorf("kind: export kubeconfig of %s: %w", s.lane.Name, err)
+	}
+	c, err := cluster.FromKubeconfig("management", s.kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	c.TenantConfig = TenantAccess(c, s.opts.Log)
+	return c, nil
+}
+
+func (s *Substrate) installOptions(ctx context.Context, c *cluster.Cluster) (install.Options, error) {
+	src, err := install.ResolvePlatformSource(s.lane, s.opts.PlatformSource)
+	if err != nil {
+		return install.Options{}, err
+	}
+	ip, err := controlPlaneIP(ctx, c)
+	if err != nil {
+		return install.Options{}, err
+	}
+	lb := ""
+	if s.lane.Kind != nil {
+		lb = s.lane.Kind.LoadBalancerRange
+	}
+	if lb == "" {
+		if lb, err = kindNetworkRange(ctx); err != nil {
+			return install.Options{}, err
+		}
+	}
+	o := install.Options{Lane: s.lane, Source: src, ControlPlaneIP: ip, LoadBalancerRange: lb}
+	o.Log = s.opts.Log
+	o.Record = s.artifactWriter("gates.txt")
+	o.PlatformRecord = s.artifactWriter("platform.txt")
+	o.Emulation = s.lane.Kind != nil && s.lane.Kind.Emulation
+	return o, nil
+}
+
+// controlPlaneIP is the InternalIP of the control-plane node.
+func controlPlaneIP(ctx context.Context, c *cluster.Cluster) (string, error) {
+	var nodes corev1.NodeList
+	if err := c.Client.List(ctx, &nodes, client.HasLabels{"node-role.kubernetes.io/control-plane"}); err != nil {
+		return "", fmt.Errorf("list control-plane nodes: %w", err)
+	}
+	for _, n := range nodes.Items {
+		for _, a := range n.Status.Addresses {
+			if a.Type == corev1.NodeInternalIP && !strings.Contains(a.Address, ":") {
+				return a.Address, nil
+			}
+		}
+	}
+	return "", fmt.Errorf("no control-plane Node with an IPv4 InternalIP")
+}
+
+// kindNetworkRange derives MetalLB's range from the IPv4 subnet of docker network "kind".
+func kindNetworkRange(ctx context.Context) (string, error) {
+	out, err := exec.CommandContext(ctx, "docker", "network", "inspect", "kind", "--format", "{{json .IPAM.Config}}").Output()
+	if err != nil {
+		return "", fmt.Errorf("docker network inspect kind: %w", err)
+	}
+	var cfgs []struct{ Subnet string }
+	if err := json.Unmarshal(out, &cfgs); err != nil {
+		return "", fmt.Errorf("docker network inspect kind: %w", err)
+	}
+	for _, c := range cfgs {
+		if !strings.Contains(c.Subnet, ":") {
+			return install.RangeInSubnet(c.Subnet)
+		}
+	}
+	return "", fmt.Errorf("docker network kind has no IPv4 subnet; set kind.loadBalancerRange in the lane")
+}
+
+// Down deletes the cluster this run created, unless the run keeps it (E2E_KEEP=1): then it
+// prints how to reach it. A cluster it only attached to (E2E_REUSE, E2E_FROM_PHASE) is left as
+// it was. Deleting a cluster that is not there is not an error.
+func (s *Substrate) Down(ctx context.Context) error {
+	for _, f := range s.files {
+		_ = f.Close()
+	}
+	s.files = nil
+	if s.opts.Keep {
+		for _, line := range s.Describe() {
+			fmt.Fprintln(s.opts.Log, line)
+		}
+		return nil
+	}
+	if s.provider == nil || !s.created {
+		return nil
+	}
+	if err := s.provider.Delete(s.lane.Name, s.kubeconfig); err != nil {
+		return fmt.Errorf("kind delete cluster %s: %w", s.lane.Name, err)
+	}
+	return nil
+}
+
+// Describe says how to reach the kept cluster.
+func (s *Substrate) Describe() []string {
+	return []string{
+		fmt.Sprintf("kind cluster %s kept (E2E_KEEP=1)", s.lane.Name),
+		"  kubeconfig: " + s.kubeconfig,
+		"  kubectl --kubeconfig " + s.kubeconfig + " get helmreleases -A",
+		"  tenant apiservers: LoadBalancer Services labelled " + TenantLBLabel + " in the tenant namespaces",
+		fmt.Sprintf("  rerun against it: E2E_REUSE=1 make e2e LANE=%s (E2E_FROM_PHASE=tenant to skip the install)", s.lane.Name),
+		fmt.Sprintf("  remove it: docker rm -f %s-control-plane (and %s-worker*)", s.lane.Name, s.lane.Name),
+	}
+}
+
+var _ substrate.Substrate = (*Substrate)(nil)
+var _ substrate.Access = (*Substrate)(nil)
+
+func (s *Substrate) writeArtifact(name string, data []byte) {
+	if s.opts.Artifacts == "" {
+		return
+	}
+	dir := filepath.Join(s.opts.Artifacts, "substrate")
+	if err := os.MkdirAll(dir, 0o755); err == nil {
+		_ = os.WriteFile(filepath.Join(dir, name), data, 0o644)
+	}
+}
+
+func (s *Substrate) artifactWriter(name string) io.Writer {
+	if s.opts.Artifacts == "" {
+		return nil
+	}
+	dir := filepath.Join(s.opts.Artifacts, "substrate")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil
+	}
+	f, err := os.OpenFile(filepath.Join(dir, name), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil
+	}
+	s.files = append(s.files, f)
+	return f
+}
+
+func phaseNames(l *lane.Lane) string {
+	names := make([]string, len(l.Budget.Phases))
+	for i, p := range l.Budget.Phases {
+		names[i] = p.Name
+	}
+	return strings.Join(names, ", ")
+}
