@@ -135,7 +135,14 @@ func (k *Kamaji) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, 
 	if err := k.ensureSecrets(ctx, kcp, tcp, t); err != nil {
 		return ctrl.Result{}, err
 	}
-	return ctrl.Result{}, k.publishStatus(ctx, kcp, tcp, t, version)
+	if err := k.publishStatus(ctx, kcp, tcp, t, version); err != nil {
+		return ctrl.Result{}, err
+	}
+	if !t.published {
+		t.published = true
+		fmt.Fprintf(k.opts.Log, "sim: KamajiControlPlane %s initialized and ready at %s\n", req, version)
+	}
+	return ctrl.Result{}, nil
 }
 
 func (k *Kamaji) forget(key string) {

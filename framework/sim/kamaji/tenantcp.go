@@ -20,6 +20,8 @@ type tenantCP struct {
 	api    *controlplane.APIServer
 	procs  []*controlplane.Process
 	client *cluster.Cluster
+	// published is set once the control plane's status was first reported.
+	published bool
 }
 
 func (t *tenantCP) stop() {

@@ -3,6 +3,7 @@ package world
 import (
 	"context"
 	"fmt"
+	"github.com/go-logr/logr"
 	"sort"
 	"strings"
 	"time"
@@ -62,13 +63,14 @@ func managerScheme() *runtime.Scheme {
 // Secrets cached only when they carry a cluster name and read live otherwise, unstructured
 // objects cached), the webhook server on loopback, no metrics or health ports, and the Cluster
 // API controllers and webhooks registered.
-func newManager(ctx context.Context, cfg *rest.Config, s *webhookServing) (ctrl.Manager, error) {
+func newManager(ctx context.Context, cfg *rest.Config, s *webhookServing, log logr.Logger) (ctrl.Manager, error) {
 	cfg = rest.CopyConfig(cfg)
 	cfg.QPS, cfg.Burst = 100, 200
 	req, _ := labels.NewRequirement(clusterv1.ClusterNameLabel, selection.Exists, nil)
 	syncPeriod := 10 * time.Minute
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme: managerScheme(),
+		Logger: log,
 		// The controllers log through controller-runtime's logger, which the orchestrator owns.
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
 		Metrics:    metricsserver.Options{BindAddress: "0"},

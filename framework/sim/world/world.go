@@ -43,8 +43,10 @@ type World struct {
 	webhooks *webhookServing
 	logs     *logSink
 
+	life    context.Context
 	mu      sync.Mutex
 	cancel  context.CancelFunc
+	running bool
 	done    chan error
 	stopped bool
 	onStop  []func()
@@ -64,7 +66,10 @@ func Start(ctx context.Context, o Options) (_ *World, err error) {
 	if len(o.Nodes) == 0 {
 		o.Nodes = DefaultNodes()
 	}
-	w := &World{opts: o}
+	// The manager, the controllers' setup and the ClusterCache live as long as the world, not
+	// as long as the call that starts it.
+	life, cancel := context.WithCancel(context.Background())
+	w := &World{opts: o, life: life, cancel: cancel}
 	defer func() {
 		if err != nil {
 			w.Stop()
@@ -108,7 +113,7 @@ func Start(ctx context.Context, o Options) (_ *World, err error) {
 	if err := createNodes(ctx, w.Cluster, o.Nodes); err != nil {
 		return nil, err
 	}
-	if w.mgr, err = newManager(ctx, w.API.Admin(), w.webhooks); err != nil {
+	if w.mgr, err = newManager(life, w.API.Admin(), w.webhooks, controllerLogger(filepath.Join(o.Dir, "controllers.log"))); err != nil {
 		return nil, err
 	}
 	fmt.Fprintf(o.Log, "sim: management cluster up in %s\n", since(start))
@@ -165,14 +170,13 @@ func (w *World) OnStop(f func()) {
 // until Stop; an error it returns later is reported by Err.
 func (w *World) Run(ctx context.Context) error {
 	w.mu.Lock()
-	if w.cancel != nil {
+	if w.running {
 		w.mu.Unlock()
 		return errors.New("world: Run called twice")
 	}
-	mctx, cancel := context.WithCancel(context.Background())
-	w.cancel, w.done = cancel, make(chan error, 1)
+	w.running, w.done = true, make(chan error, 1)
 	w.mu.Unlock()
-	go func() { w.done <- w.mgr.Start(mctx) }()
+	go func() { w.done <- w.mgr.Start(w.life) }()
 	t := time.Now()
 	if err := w.waitManager(ctx); err != nil {
 		return err
@@ -225,10 +229,10 @@ func (w *World) Stop() {
 		return
 	}
 	w.stopped = true
-	cancel, done, hooks := w.cancel, w.done, w.onStop
+	cancel, done, hooks, running := w.cancel, w.done, w.onStop, w.running
 	w.mu.Unlock()
-	if cancel != nil {
-		cancel()
+	cancel()
+	if running {
 		select {
 		case <-done:
 		case <-time.After(10 * time.Second):
