@@ -58,10 +58,11 @@ func HelmReleasesNotReady(objs []*unstructured.Unstructured) []NotReady {
 func Remediated(objs []*unstructured.Unstructured) []string {
 	var out []string
 	for _, hr := range objs {
-		history, _, _ := unstructured.NestedSlice(hr.Object, "status", "history")
-		name := "HelmRelease " + hr.GetNamespace() + "/" + hr.GetName()
+		raw, _, _ := unstructured.NestedFieldNoCopy(hr.Object, "status", "history")
+		history, _ := raw.([]any)
+		name := func() string { return "HelmRelease " + hr.GetNamespace() + "/" + hr.GetName() }
 		if len(history) == 0 {
-			out = append(out, name+": status.history is empty (never installed?)")
+			out = append(out, name()+": status.history is empty (never installed?)")
 			continue
 		}
 		for i, h := range history {
@@ -70,9 +71,9 @@ func Remediated(objs []*unstructured.Unstructured) []string {
 			ver := m["version"]
 			switch st {
 			case "":
-				out = append(out, fmt.Sprintf("%s: status.history[%d] (release version %v) has no status", name, i, ver))
+				out = append(out, fmt.Sprintf("%s: status.history[%d] (release version %v) has no status", name(), i, ver))
 			case "failed", "uninstalled", "pending-rollback":
-				out = append(out, fmt.Sprintf("%s: status.history[%d] (release version %v, chart %v) is %q: the release was remediated", name, i, ver, m["chartVersion"], st))
+				out = append(out, fmt.Sprintf("%s: status.history[%d] (release version %v, chart %v) is %q: the release was remediated", name(), i, ver, m["chartVersion"], st))
 			}
 		}
 	}

@@ -2,12 +2,15 @@ package install
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/cozystack/cozy-e2e/framework/lane"
 )
@@ -102,6 +105,22 @@ func TestImageMatches(t *testing.T) {
 	for _, c := range cases {
 		if got, _ := imageMatches(c.image, c.version, c.digest); got != c.want {
 			t.Errorf("%s against %s/%s: %t", c.image, c.version, c.digest, got)
+		}
+	}
+}
+
+// The platform gate judges every HelmRelease on every watch event; a platform has about 150.
+func BenchmarkJudgeHelmReleases(b *testing.B) {
+	var objs []*unstructured.Unstructured
+	for i := 0; i < 300; i++ {
+		hr := obj("helm.toolkit.fluxcd.io/v2", "HelmRelease", "ns", fmt.Sprintf("hr-%03d", i))
+		hr.Object["status"] = hrStatus("True", "InstallSucceeded", "ok", "deployed", "superseded")
+		objs = append(objs, hr)
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if len(HelmReleasesNotReady(objs)) != 0 || len(Remediated(objs)) != 0 {
+			b.Fatal("judged wrong")
 		}
 	}
 }

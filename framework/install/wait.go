@@ -114,7 +114,8 @@ func logf(w io.Writer, format string, args ...any) {
 
 // condition returns the status, reason and message of condition typ in status.conditions.
 func condition(u *unstructured.Unstructured, typ string) (status, reason, message string, ok bool) {
-	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	raw, _, _ := unstructured.NestedFieldNoCopy(u.Object, "status", "conditions")
+	conds, _ := raw.([]any)
 	for _, c := range conds {
 		m, _ := c.(map[string]any)
 		if m["type"] == typ {

@@ -141,3 +141,24 @@ func TestUnpinnedNodeImageIsRefused(t *testing.T) {
 		t.Fatalf("want the unpinned node image named, got %v", err)
 	}
 }
+
+func BenchmarkNodeConfig(b *testing.B) {
+	l, err := lane.Load(filepath.Join("..", "..", "..", "lanes", "kubernetes-latest.yaml"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := range l.Components {
+		if l.Components[i].Name == lane.KindNodeComponent {
+			l.Components[i].Digest = testDigest
+		}
+	}
+	for i := 0; i < b.N; i++ {
+		cfg, err := Config(l, ConfigOptions{CgroupV1: true})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := cfg.YAML(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
