@@ -22,6 +22,11 @@ on:
   schedule:
     - cron: "0 2 * * *"
   workflow_dispatch:
+    inputs:
+      platform-source:
+        description: "E2E_PLATFORM_SOURCE for the kind lanes: release:<version> (empty: the lane's platform.source)"
+        required: false
+        default: ""
 
 permissions:
   contents: read
@@ -46,6 +51,9 @@ jobs:
     timeout-minutes: ${{ "{{" }} matrix.timeout {{ "}}" }}
     env:
       E2E_ARTIFACTS: _artifacts/${{ "{{" }} matrix.lane {{ "}}" }}
+      # The kind lanes install the platform from here when set (a dispatch input, else the
+      # repository variable); empty means the lane's own platform.source.
+      E2E_PLATFORM_SOURCE: ${{ "{{" }} inputs.platform-source || vars.E2E_PLATFORM_SOURCE {{ "}}" }}
     steps:
       - name: Record the job start (the lane budget counts from here)
         run: echo "E2E_JOB_START=$(date -u +%Y-%m-%dT%H:%M:%SZ)" >> "$GITHUB_ENV"
