@@ -85,6 +85,13 @@ func (s *Substrate) Preflight(ctx context.Context) error {
 	pctx, cancel := context.WithTimeout(ctx, dockerProbeTimeout)
 	defer cancel()
 	s.report = Check(pctx, s.lane, s.opts.Host)
+	// Where the platform comes from is known before anything is created: say so now, not after
+	// the cluster phase.
+	if src, err := install.ResolvePlatformSource(s.lane, s.opts.PlatformSource); err != nil {
+		s.report.Findings = append(s.report.Findings, Finding{Check: "platform", Detail: err.Error()})
+	} else {
+		s.report.Findings = append(s.report.Findings, Finding{Check: "platform", OK: true, Detail: "operator from " + src.OperatorManifest()})
+	}
 	s.writeArtifact("preflight.txt", []byte(s.report.Text()))
 	return s.report.Err(s.lane)
 }

@@ -146,7 +146,7 @@ func TestPreflightOnThisMachine(t *testing.T) {
 	if !errors.As(err, &pe) {
 		t.Fatalf("want a *substrate.PreflightError, got %v", err)
 	}
-	for _, want := range []string{"preflight (kind):", "node image:", "cpu:"} {
+	for _, want := range []string{"preflight (kind):", "node image:", "cpu:", "platform: ../../../lanes/kubernetes-latest.yaml: platform.source is \"release:unknown\""} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("message lacks %q", want)
 		}
