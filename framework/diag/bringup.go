@@ -96,10 +96,14 @@ func CollectBringUp(ctx context.Context, o BringUpOptions) Result {
 		cs = append(cs, c)
 	}
 	entries := runCollectors(ctx, o.Artifacts, o.Manifest, o.Process, o.Limits, o.Now, o.Budget, cs, nil)
+	seen := map[string]bool{}
 	for _, n := range []string{"events", "pods", "helmreleases", "resources"} {
 		for _, e := range entries {
-			if e.Name == n {
-				evidence = append(evidence, e.Paths...)
+			for _, p := range e.Paths {
+				if p = evidencePath(e, p); e.Name == n && !seen[p] {
+					seen[p] = true
+					evidence = append(evidence, p)
+				}
 			}
 		}
 	}

@@ -3,6 +3,7 @@ package diag
 import (
 	"context"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/cozystack/cozy-e2e/framework/join"
@@ -164,8 +165,20 @@ func (r *Recorder) evidence(pns []tenant.PoolNames, entries []Entry, class verdi
 	}
 	for _, e := range entries {
 		for _, p := range e.Paths {
-			add(p)
+			add(evidencePath(e, p))
 		}
 	}
 	return out
+}
+
+// evidencePath names a resource dump by its folder, so a failure's evidence lists a handful of
+// places and not every kind dumped.
+func evidencePath(e Entry, p string) string {
+	if e.Name != "resources" {
+		return p
+	}
+	if i := strings.Index(p, "/resources/"); i >= 0 {
+		return p[:i+len("/resources")]
+	}
+	return p
 }
