@@ -67,6 +67,7 @@ type consoles struct {
 
 	mu      sync.Mutex
 	streams map[string]*consoleStream // by pod UID + restart count
+	stopped bool                      // no stream starts once set
 	wg      sync.WaitGroup
 }
 
@@ -124,7 +125,7 @@ func (c *consoles) pod(u *unstructured.Unstructured, deleted bool) {
 			s.nudge()
 		}
 	}
-	if deleted || !started || c.ctx.Err() != nil {
+	if deleted || !started || c.stopped || c.ctx.Err() != nil {
 		return
 	}
 	key := fmt.Sprintf("%s%d", prefix, restart)
@@ -340,6 +341,7 @@ func (c *consoles) paths(pool string) []string {
 // stopAll ends every stream now and waits for their files to close.
 func (c *consoles) stopAll(reason string) {
 	c.mu.Lock()
+	c.stopped = true
 	for _, s := range c.streams {
 		s.end(reason)
 		s.cancel()
