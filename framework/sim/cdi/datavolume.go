@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -48,6 +49,9 @@ type dvReconciler struct {
 	c      client.Client
 	env    *simenv.Env
 	events events.EventRecorder
+	// attempts holds when each refused importer's container last started or failed: Pod
+	// status times are whole seconds, too coarse for the sim's latencies.
+	attempts sync.Map // types.UID -> time.Time
 }
 
 func (r *dvReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
@@ -200,8 +204,13 @@ func (r *dvReconciler) annotate(ctx context.Context, pvc *corev1.PersistentVolum
 // setStatus writes the DataVolume's phase, progress and conditions, and the events CDI emits
 // on a phase change.
 func (r *dvReconciler) setStatus(ctx context.Context, dv *cdiv1.DataVolume, phase cdiv1.DataVolumePhase, progress string, cs ...cdiv1.DataVolumeCondition) error {
+	return r.setStatusRestarts(ctx, dv, phase, progress, dv.Status.RestartCount, cs...)
+}
+
+// setStatusRestarts is setStatus with the importer's restart count.
+func (r *dvReconciler) setStatusRestarts(ctx context.Context, dv *cdiv1.DataVolume, phase cdiv1.DataVolumePhase, progress string, restarts int32, cs ...cdiv1.DataVolumeCondition) error {
 	st := dv.Status.DeepCopy()
-	st.Phase = phase
+	st.Phase, st.RestartCount = phase, restarts
 	if progress != "" {
 		st.Progress = cdiv1.DataVolumeProgress(progress)
 	}

@@ -93,6 +93,7 @@ func (m *importer) step(ctx context.Context, bound cdiv1.DataVolumeCondition) (c
 		m.log(now, m.sourceLines()...)
 		m.log(now, "data-processor.go:260] New phase: TransferDataFile")
 		running.LastHeartbeatTime = metav1.NewTime(now)
+		m.r.attempts.Store(m.pod.UID, now)
 		if err := m.r.annotate(ctx, m.pvc, m.pod, "true", podRunningReason, ""); err != nil {
 			return ctrl.Result{}, err
 		}
@@ -102,7 +103,11 @@ func (m *importer) step(ctx context.Context, bound cdiv1.DataVolumeCondition) (c
 	if stall && progress >= stallAt {
 		return ctrl.Result{}, nil // stalled: no more progress, ever
 	}
-	elapsed := now.Sub(heartbeat(m.dv.Status.Conditions, cdiv1.DataVolumeRunning))
+	last, ok := m.r.attempts.Load(m.pod.UID)
+	if !ok {
+		last = heartbeat(m.dv.Status.Conditions, cdiv1.DataVolumeRunning) // after a restart of the sim
+	}
+	elapsed := now.Sub(last.(time.Time))
 	if elapsed < tick {
 		return ctrl.Result{RequeueAfter: tick - elapsed}, nil
 	}
@@ -119,6 +124,7 @@ func (m *importer) step(ctx context.Context, bound cdiv1.DataVolumeCondition) (c
 	}
 	m.log(now, fmt.Sprintf("prometheus.go:78] %.2f", progress))
 	running.LastHeartbeatTime = metav1.NewTime(now)
+	m.r.attempts.Store(m.pod.UID, last.(time.Time).Add(time.Duration(int(elapsed/tick))*tick))
 	next := tick
 	if stall && progress >= stallAt {
 		next = 0
@@ -151,9 +157,15 @@ func (m *importer) refused(ctx context.Context, bound cdiv1.DataVolumeCondition)
 	p := m.pod.DeepCopy()
 	cs := &p.Status.ContainerStatuses[0]
 	msg := m.refusal()
+	last := now
+	if v, ok := m.r.attempts.Load(p.UID); ok {
+		last = v.(time.Time)
+	} else {
+		m.r.attempts.Store(p.UID, now)
+	}
 	switch {
 	case cs.State.Running != nil:
-		if wait := attempt - now.Sub(cs.State.Running.StartedAt.Time); wait > 0 {
+		if wait := attempt - now.Sub(last); wait > 0 {
 			if m.dv.Status.Phase != cdiv1.ImportInProgress {
 				return ctrl.Result{RequeueAfter: wait}, m.r.setStatus(ctx, m.dv, cdiv1.ImportInProgress, "N/A", bound,
 					cond(cdiv1.DataVolumeReady, corev1.ConditionFalse, "TransferRunning", ""), cond(cdiv1.DataVolumeRunning, corev1.ConditionTrue, podRunningReason, ""))
@@ -173,6 +185,7 @@ func (m *importer) refused(ctx context.Context, bound cdiv1.DataVolumeCondition)
 		if err := m.r.c.Status().Update(ctx, p); err != nil {
 			return ctrl.Result{}, err
 		}
+		m.r.attempts.Store(p.UID, now)
 		m.r.event(m.pvc, corev1.EventTypeWarning, "ErrImportFailed", msg)
 		if cs.RestartCount == 1 {
 			_ = m.env().Observe(simenv.Observation{Fault: faults.DiskImportRefused, Pool: m.pool.Name, Object: "DataVolume/" + m.dv.Namespace + "/" + m.dv.Name,
@@ -182,8 +195,7 @@ func (m *importer) refused(ctx context.Context, bound cdiv1.DataVolumeCondition)
 			return ctrl.Result{}, err
 		}
 		old := m.dv.Status.DeepCopy()
-		m.dv.Status.RestartCount = cs.RestartCount
-		if err := m.r.setStatus(ctx, m.dv, cdiv1.ImportInProgress, "N/A", bound,
+		if err := m.r.setStatusRestarts(ctx, m.dv, cdiv1.ImportInProgress, "N/A", cs.RestartCount, bound,
 			cond(cdiv1.DataVolumeReady, corev1.ConditionFalse, "", ""), cond(cdiv1.DataVolumeRunning, corev1.ConditionFalse, "Error", msg)); err != nil {
 			return ctrl.Result{}, err
 		}
@@ -195,13 +207,17 @@ func (m *importer) refused(ctx context.Context, bound cdiv1.DataVolumeCondition)
 		m.r.event(m.dv, corev1.EventTypeWarning, "Error", msg)
 		return ctrl.Result{RequeueAfter: attempt}, nil
 	case cs.State.Waiting != nil && cs.LastTerminationState.Terminated != nil:
-		if wait := attempt - now.Sub(cs.LastTerminationState.Terminated.FinishedAt.Time); wait > 0 {
+		if wait := attempt - now.Sub(last); wait > 0 {
 			return ctrl.Result{RequeueAfter: wait}, nil
 		}
 		cs.State = corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(now)}}
 		cs.Ready, cs.Started = true, ptr(true)
 		setPodReady(p, true, "", now)
-		return ctrl.Result{RequeueAfter: attempt}, m.r.c.Status().Update(ctx, p)
+		if err := m.r.c.Status().Update(ctx, p); err != nil {
+			return ctrl.Result{}, err
+		}
+		m.r.attempts.Store(p.UID, now)
+		return ctrl.Result{RequeueAfter: attempt}, nil
 	}
 	return ctrl.Result{}, nil
 }

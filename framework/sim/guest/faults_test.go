@@ -1,0 +1,152 @@
+package guest_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/cozystack/cozy-e2e/framework/sim/faults"
+	"github.com/cozystack/cozy-e2e/framework/sim/kubevirt"
+	"github.com/cozystack/cozy-e2e/framework/sim/simenv"
+	"github.com/cozystack/cozy-e2e/framework/tenant"
+)
+
+// Each pool-scoped fault shows exactly its catalogue effect through the API, and the sim records
+// the moment it became observable.
+func TestFaultsShowTheirEffectThroughTheAPI(t *testing.T) {
+	w := start(t, "disk-import-refused@refused,vmi-unschedulable@big,hostname-mismatch@kairos,missing-cluster-dns,"+
+		"node-tainted@taint,guest-join-rejected@rejected,node-not-ready@notready")
+	ctx := t.Context()
+	// Kamaji's kubelet configuration without clusterDNS (the platform rendered no dnsServiceIPs).
+	must(t, w.tenant.Client.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: tenant.KubeletConfigNamespace, Name: tenant.KubeletConfigName},
+		Data: map[string]string{tenant.KubeletConfigKey: "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nclusterDomain: cluster.local\n"}}))
+	m := func(pool string) string { return release + "-" + pool + "-abcde-x7k2p" }
+	for _, p := range []string{"refused", "big", "taint", "rejected", "notready"} {
+		w.machine(t, p, m(p), false)
+	}
+	w.machine(t, "kairos", m("kairos"), true)
+
+	var lastDV *cdiv1.DataVolume
+	defer func() {
+		if t.Failed() && lastDV != nil {
+			imp := &corev1.Pod{}
+			_ = w.c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: tenant.ImporterPod(lastDV.Name)}, imp)
+			t.Logf("DataVolume status: %+v\nimporter: %s %+v", lastDV.Status, imp.Status.Phase, imp.Status.ContainerStatuses)
+		}
+	}()
+	// disk-import-refused: Running=False Error quoting the 401, restarts climbing, phase not Succeeded.
+	w.until(t, "refused import restarting", func(ctx context.Context) (bool, error) {
+		dv := &cdiv1.DataVolume{}
+		if err := w.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: tenant.DataVolume(m("refused"))}, dv); err != nil {
+			return false, client.IgnoreNotFound(err)
+		}
+		lastDV = dv
+		for _, c := range dv.Status.Conditions {
+			if c.Type == cdiv1.DataVolumeRunning && c.Status == corev1.ConditionFalse && c.Reason == "Error" && strings.Contains(c.Message, "401 Unauthorized") {
+				return dv.Status.RestartCount >= 2 && dv.Status.Phase == cdiv1.ImportInProgress, nil
+			}
+		}
+		return false, nil
+	})
+	imp := &corev1.Pod{}
+	must(t, w.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: tenant.ImporterPod(tenant.DataVolume(m("refused")))}, imp))
+	if cs := imp.Status.ContainerStatuses; len(cs) != 1 || cs[0].RestartCount < 2 || cs[0].LastTerminationState.Terminated == nil || cs[0].LastTerminationState.Terminated.ExitCode != 1 {
+		t.Errorf("importer container status %+v", imp.Status.ContainerStatuses)
+	}
+	// vmi-unschedulable: the real scheduler says Insufficient memory, on the launcher and the VMI.
+	w.until(t, "launcher unschedulable", func(ctx context.Context) (bool, error) {
+		vmi := &kubevirtv1.VirtualMachineInstance{}
+		if err := w.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: m("big")}, vmi); err != nil {
+			return false, client.IgnoreNotFound(err)
+		}
+		for _, c := range vmi.Status.Conditions {
+			if string(c.Type) == "PodScheduled" && c.Reason == "Unschedulable" && strings.Contains(c.Message, "Insufficient memory") {
+				return vmi.Status.Phase == kubevirtv1.Scheduling, nil
+			}
+		}
+		return false, nil
+	})
+	// hostname-mismatch: the Kairos Node carries the host's metal- name and never a providerID.
+	var kairosNode corev1.Node
+	w.until(t, "Kairos node under another name", func(ctx context.Context) (bool, error) {
+		var nodes corev1.NodeList
+		if err := w.tenant.Client.List(ctx, &nodes); err != nil {
+			return false, err
+		}
+		for _, n := range nodes.Items {
+			if strings.HasPrefix(n.Name, "metal-") {
+				kairosNode = n
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	// node-tainted and node-not-ready.
+	w.until(t, "tainted and not-ready nodes", func(ctx context.Context) (bool, error) {
+		var taint, notReady corev1.Node
+		if err := w.tenant.Client.Get(ctx, client.ObjectKey{Name: m("taint")}, &taint); err != nil {
+			return false, client.IgnoreNotFound(err)
+		}
+		if err := w.tenant.Client.Get(ctx, client.ObjectKey{Name: m("notready")}, &notReady); err != nil {
+			return false, client.IgnoreNotFound(err)
+		}
+		ready := func(n corev1.Node) corev1.ConditionStatus {
+			for _, c := range n.Status.Conditions {
+				if c.Type == corev1.NodeReady {
+					return c.Status
+				}
+			}
+			return ""
+		}
+		return len(taint.Spec.Taints) > 0 && taint.Spec.Taints[0].Effect == corev1.TaintEffectNoSchedule && ready(taint) == corev1.ConditionTrue &&
+			ready(notReady) == corev1.ConditionFalse, nil
+	})
+	// guest-join-rejected: the console shows the refusal and no Node registers.
+	vmi := &kubevirtv1.VirtualMachineInstance{}
+	must(t, w.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: m("rejected")}, vmi))
+	pod, err := kubevirt.Launcher(ctx, w.c, vmi)
+	if err != nil || pod == nil {
+		t.Fatalf("launcher of %s: %v", vmi.Name, err)
+	}
+	path, _ := w.env.Logs.ContainerLog(ns, pod.Name, kubevirt.ConsoleContainer)
+	w.until(t, "join refused on the console", func(context.Context) (bool, error) {
+		data, _ := os.ReadFile(path)
+		return strings.Contains(string(data), `"Unable to register node with API server" err="Unauthorized"`), nil
+	})
+	if err := w.tenant.Client.Get(ctx, client.ObjectKey{Name: m("rejected")}, &corev1.Node{}); err == nil {
+		t.Error("a Node registered although the join was refused")
+	}
+	if kairosNode.Spec.ProviderID != "" {
+		t.Errorf("the mismatched Node %s got providerID %q", kairosNode.Name, kairosNode.Spec.ProviderID)
+	}
+
+	seen := map[faults.Name]simenv.Observation{}
+	f, err := os.Open(w.env.ObservationsPath())
+	must(t, err)
+	defer f.Close()
+	for sc := bufio.NewScanner(f); sc.Scan(); {
+		var o simenv.Observation
+		must(t, json.Unmarshal(sc.Bytes(), &o))
+		if _, ok := seen[o.Fault]; !ok {
+			seen[o.Fault] = o
+		}
+	}
+	for _, n := range []faults.Name{faults.DiskImportRefused, faults.VMIUnschedulable, faults.HostnameMismatch, faults.MissingClusterDNS,
+		faults.NodeTainted, faults.GuestJoinRejected, faults.NodeNotReady} {
+		o, ok := seen[n]
+		if !ok {
+			t.Errorf("no observation of %s", n)
+			continue
+		}
+		t.Logf("%-20s %-10s %s: %s", n, o.Pool, o.Object, o.Detail)
+	}
+}
