@@ -1,0 +1,160 @@
+package platform
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/cozystack/cozy-e2e/framework/sim/faults"
+)
+
+const img = "registry.example.invalid/acme/kairos-worker@sha256:0000000000000000000000000000000000000000000000000000000000000001"
+
+func opts() Options {
+	return Options{Versions: map[string]string{"v1.35": "v1.35.4"}, Health: ChartHealthTimers()}
+}
+
+func classes(name string) (Class, bool) {
+	switch name {
+	case "acme":
+		return Class{Name: "acme", OS: "kairos", Image: img, KubernetesVersion: "v1.35.4"}, true
+	case "acme-old":
+		return Class{Name: "acme-old", OS: "kairos", Image: img, KubernetesVersion: "v1.34.9"}, true
+	}
+	return Class{}, false
+}
+
+func app(pools map[string]any) App {
+	return App{Namespace: "tenant-test", Name: "t1", Spec: map[string]any{"version": "v1.35", "nodeGroups": pools}}
+}
+
+func pool(extra map[string]any) map[string]any {
+	p := map[string]any{"minReplicas": int64(1), "maxReplicas": int64(3)}
+	for k, v := range extra {
+		p[k] = v
+	}
+	return p
+}
+
+func find(objs []*unstructured.Unstructured, kind, prefix string) *unstructured.Unstructured {
+	for _, o := range objs {
+		if o.GetKind() == kind && strings.HasPrefix(o.GetName(), prefix) {
+			return o
+		}
+	}
+	return nil
+}
+
+// The chart's refusals name the pool and field, as the HelmRelease message shows them.
+func TestRenderRefusals(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		pool map[string]any
+		live Live
+		want string
+	}{
+		{"unknown class", pool(map[string]any{"nodeGroupClassName": "nope"}), Live{}, `nodeGroups.p.nodeGroupClassName: NodeGroupClass "nope" not found`},
+		{"kairos pool with osImage", pool(map[string]any{"nodeGroupClassName": "kairos", "osImage": "x"}), Live{}, `nodeGroups.p.osImage: must be empty on a pool on Kairos class "kairos"`},
+		{"kairos pool with kernelModules", pool(map[string]any{"nodeGroupClassName": "acme", "kernelModules": []any{"drbd"}}), Live{}, `nodeGroups.p.kernelModules: must be empty on a pool on Kairos class "acme"`},
+		{"kairos pool with gpus", pool(map[string]any{"nodeGroupClassName": "kairos", "gpus": []any{map[string]any{"name": "nvidia"}}}), Live{}, `nodeGroups.p.gpus: must be empty on a pool on Kairos class "kairos" (the Kairos worker image carries no GPU driver)`},
+		{"talos pool switching to kairos", pool(map[string]any{"nodeGroupClassName": "kairos"}), Live{BootstrapKind: map[string]string{"p": "TalosConfigTemplate"}},
+			`nodeGroups.p.nodeGroupClassName: MachineDeployment kubernetes-t1-p runs on a TalosConfigTemplate; a running pool cannot switch between a Talos and a Kairos class`},
+		{"kairos pool switching to talos", pool(nil), Live{BootstrapKind: map[string]string{"p": "KairosConfigTemplate"}},
+			`nodeGroups.p.nodeGroupClassName: MachineDeployment kubernetes-t1-p runs on a KairosConfigTemplate`},
+		{"operator class of another minor", pool(map[string]any{"nodeGroupClassName": "acme-old"}), Live{}, `NodeGroupClass "acme-old" is built for Kubernetes v1.34.9, the cluster runs v1.35`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Render(app(map[string]any{"p": tc.pool}), classes, tc.live, opts())
+			var r *Refusal
+			if !errors.As(err, &r) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("want refusal %q, got %v", tc.want, err)
+			}
+		})
+	}
+	// A pool still on the kubeadm bootstrap moves to either class.
+	if _, err := Render(app(map[string]any{"p": pool(map[string]any{"nodeGroupClassName": "kairos"})}), classes,
+		Live{BootstrapKind: map[string]string{"p": "KubeadmConfigTemplate"}}, opts()); err != nil {
+		t.Fatalf("a kubeadm pool moving to kairos was refused: %v", err)
+	}
+}
+
+func TestRenderPoolsByClass(t *testing.T) {
+	r, err := Render(app(map[string]any{
+		"md0":    pool(map[string]any{"minReplicas": int64(2), "logSerialConsole": true, "roles": []any{"ingress-nginx"}}),
+		"kairos": pool(map[string]any{"nodeGroupClassName": "kairos"}),
+		"acme":   pool(map[string]any{"nodeGroupClassName": "acme"}),
+	}), classes, Live{ControlPlaneUp: true}, opts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	kcp := find(r.Objects, "KamajiControlPlane", "kubernetes-t1")
+	dns, _, _ := unstructured.NestedStringSlice(kcp.Object, "spec", "network", "dnsServiceIPs")
+	if len(dns) != 1 || dns[0] != "10.95.0.10" {
+		t.Fatalf("dnsServiceIPs %v, want [10.95.0.10] (from the service CIDR 10.95.0.0/16)", dns)
+	}
+	md := find(r.Objects, "MachineDeployment", "kubernetes-t1-md0")
+	if _, has, _ := unstructured.NestedFieldNoCopy(md.Object, "spec", "replicas"); has {
+		t.Fatal("the chart renders no spec.replicas; the autoscaler annotation seeds it")
+	}
+	if md.GetAnnotations()["cluster.x-k8s.io/cluster-api-autoscaler-node-group-min-size"] != "2" {
+		t.Fatalf("annotations %v", md.GetAnnotations())
+	}
+	for _, tc := range []struct{ pool, kind, version, disk string }{
+		{"md0", "TalosConfigTemplate", "v1.35.4", "factory.talos.dev"},
+		{"kairos", "KairosConfigTemplate", "v1.35.4", "docker://ghcr.io/cozystack/cozystack/kairos-worker-v1.35"},
+		{"acme", "KairosConfigTemplate", "v1.35.4", "docker://" + img},
+	} {
+		md := find(r.Objects, "MachineDeployment", "kubernetes-t1-"+tc.pool)
+		kind, _, _ := unstructured.NestedString(md.Object, "spec", "template", "spec", "bootstrap", "configRef", "kind")
+		version, _, _ := unstructured.NestedString(md.Object, "spec", "template", "spec", "version")
+		if kind != tc.kind || version != tc.version {
+			t.Errorf("pool %s: bootstrap %s version %s, want %s %s", tc.pool, kind, version, tc.kind, tc.version)
+		}
+		if find(r.Bootstrap, tc.kind, "kubernetes-t1-"+tc.pool) == nil {
+			t.Errorf("pool %s: no %s rendered", tc.pool, tc.kind)
+		}
+		kmtName, _, _ := unstructured.NestedString(md.Object, "spec", "template", "spec", "infrastructureRef", "name")
+		kmt := find(r.Objects, "KubevirtMachineTemplate", kmtName)
+		if kmt == nil || len(kmtName) != len("kubernetes-t1-"+tc.pool)+7 {
+			t.Fatalf("pool %s: KubevirtMachineTemplate %q (want kubernetes-t1-%s-<sha6>)", tc.pool, kmtName, tc.pool)
+		}
+		domain, _, _ := unstructured.NestedMap(kmt.Object, "spec", "template", "spec", "virtualMachineTemplate", "spec", "template", "spec", "domain")
+		_, efi := domain["firmware"]
+		if efi != (tc.kind == "KairosConfigTemplate") {
+			t.Errorf("pool %s: EFI firmware %v", tc.pool, efi)
+		}
+		dvs, _, _ := unstructured.NestedSlice(kmt.Object, "spec", "template", "spec", "virtualMachineTemplate", "spec", "dataVolumeTemplates")
+		if !strings.Contains(fmtAny(dvs), tc.disk) {
+			t.Errorf("pool %s: disk source %v, want %s", tc.pool, dvs, tc.disk)
+		}
+	}
+	again, _ := Render(app(map[string]any{"md0": pool(map[string]any{"minReplicas": int64(2), "logSerialConsole": false, "roles": []any{"ingress-nginx"}})}),
+		classes, Live{}, opts())
+	if find(again.Objects, "KubevirtMachineTemplate", "kubernetes-t1-md0").GetName() == find(r.Objects, "KubevirtMachineTemplate", "kubernetes-t1-md0").GetName() {
+		t.Fatal("toggling logSerialConsole must change the KubevirtMachineTemplate's hash")
+	}
+	if len(again.Bootstrap) != 0 {
+		t.Fatal("bootstrap templates are applied only once the control plane is up")
+	}
+}
+
+func TestMissingClusterDNSFaultRendersNoDNSServiceIPs(t *testing.T) {
+	set, err := faults.Parse("missing-cluster-dns")
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := opts()
+	o.Faults = set
+	r, err := Render(app(map[string]any{"md0": pool(nil)}), classes, Live{}, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dns, found, _ := unstructured.NestedSlice(find(r.Objects, "KamajiControlPlane", "kubernetes-t1").Object, "spec", "network", "dnsServiceIPs")
+	if !found || len(dns) != 0 {
+		t.Fatalf("dnsServiceIPs %v under missing-cluster-dns, want an empty list", dns)
+	}
+}
+
+func fmtAny(v any) string { return strings.ReplaceAll(strings.TrimSpace(fmtSprint(v)), "\n", " ") }

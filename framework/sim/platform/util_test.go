@@ -1,0 +1,5 @@
+package platform
+
+import "fmt"
+
+func fmtSprint(v any) string { return fmt.Sprint(v) }
