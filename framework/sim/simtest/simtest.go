@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -118,10 +119,13 @@ func (d DirLogs) ContainerLog(namespace, pod, container string) (string, error) 
 func (e *Env) Manager(t testing.TB, setup ...func(manager.Manager) error) manager.Manager {
 	t.Helper()
 	ctrl.SetLogger(logr.Discard())
+	skip := true
 	mgr, err := ctrl.NewManager(e.Cluster.REST, manager.Options{
 		Scheme:                 cluster.Scheme(),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
+		// Controller names are unique per process; each test brings its own manager.
+		Controller: config.Controller{SkipNameValidation: &skip},
 	})
 	if err != nil {
 		t.Fatal(err)
