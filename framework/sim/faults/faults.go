@@ -45,15 +45,15 @@ type Fault struct {
 }
 
 var catalogue = []Fault{
-	{DiskImportRefused, "the registry answers 401 to the importer: the DataVolume fails and the importer restarts", false, verdict.DiskImport, join.StageDiskImport, true, false},
-	{DiskImportStall, "the import never progresses past a few percent", false, verdict.Deadline, join.StageDiskImport, false, false},
+	{DiskImportRefused, "the registry answers 401 to the importer: it exits with CDI's termination message and restarts (CrashLoopBackOff); the DataVolume's Running condition turns False, reason Error, message quoting the 401, and its restartCount climbs (CDI v1.64 keeps the phase ImportInProgress)", false, verdict.DiskImport, join.StageDiskImport, true, false},
+	{DiskImportStall, "the import stops at 3.14% and never progresses", false, verdict.Deadline, join.StageDiskImport, false, false},
 	{VMIUnschedulable, "the virt-launcher pod asks for more memory than any node has: Pending, Insufficient memory", false, verdict.VMUnschedulable, join.StageVMIRunning, true, false},
-	{GuestJoinRejected, "the guest console shows kubeadm refusing the join; no Node registers", false, verdict.JoinRejected, join.StageJoin, true, false},
+	{GuestJoinRejected, "the guest console shows the join refused (kubeadm: error execution phase preflight: couldn't validate the identity of the API Server; Talos: kubelet \"Unable to register node with API server\" err=\"Unauthorized\"); no Node registers", false, verdict.JoinRejected, join.StageJoin, true, false},
 	{HostnameMismatch, "the Node registers under another name than the VMI, so it never gets a providerID", false, verdict.Identity, join.StageProviderID, true, true},
-	{NodeNotReady, "the Node registers and reports Ready=False", false, verdict.Deadline, join.StageReady, false, false},
-	{NodeTainted, "the Node is Ready but carries a NoSchedule taint that never goes away", false, verdict.NotSchedulable, join.StageSchedulable, true, false},
+	{NodeNotReady, "the Node registers and reports Ready=False (KubeletNotReady, CNI not initialized), its Lease renewed", false, verdict.Deadline, join.StageReady, false, false},
+	{NodeTainted, "the Node is Ready but carries the operator taint dedicated=infra:NoSchedule, which never goes away", false, verdict.NotSchedulable, join.StageSchedulable, true, false},
 	{MissingClusterDNS, "the platform renders no dnsServiceIPs: the tenant kubelet-config carries no clusterDNS", false, verdict.ClusterDNS, join.StageJoin, true, true},
-	{MHCReplacement, "the first Machine of each targeted pool stalls at boot; its MachineHealthCheck replaces it", true, "", "", false, false},
+	{MHCReplacement, "the first Machine of each targeted pool stalls at boot (console: waiting for the network); its MachineHealthCheck replaces it and the replacement joins; the stalled VMI's console stays served by its launcher until the VMI is deleted, then ends with the guest powering down", true, "", "", false, false},
 	{APIServerTransient, "some API requests of the harness answer 500 etcdserver: leader changed", true, "", "", false, false},
 }
 
