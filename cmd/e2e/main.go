@@ -1,0 +1,47 @@
+// Command e2e runs a lane end to end and reports its verdict.
+//
+//	e2e run --lane <name|file> [--lanes-dir lanes]   bring up, run the lane's suites, judge, tear down
+//	e2e repro --artifacts <dir>                      rerun the lane of a downloaded run with its pins
+//
+// Exit codes: 0 pass, 1 hard failure, 2 configuration or preflight error, 3 soft failure only,
+// 130 interrupted.
+//
+// Environment: E2E_ARTIFACTS (artifacts folder), E2E_JOB_START (RFC 3339; the budget counts
+// from it), E2E_RUN_ID, E2E_KEEP=1 (keep the clusters), E2E_REUSE=1 (reuse a kept cluster),
+// E2E_FROM_PHASE, E2E_SIM_FAULT, E2E_SIM_CANARY.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+)
+
+// Exit codes, documented in README.
+const (
+	exitPass        = 0
+	exitFail        = 1
+	exitConfig      = 2
+	exitSoft        = 3
+	exitInterrupted = 130
+)
+
+func main() {
+	os.Exit(dispatch(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprintln(stderr, "usage: e2e run --lane <lane> | e2e repro --artifacts <dir>")
+		return exitConfig
+	}
+	switch args[0] {
+	case "run":
+		return cmdRun(ctx, args[1:], stdout, stderr)
+	case "repro":
+		return cmdRepro(ctx, args[1:], stdout, stderr)
+	}
+	fmt.Fprintf(stderr, "e2e: unknown command %q (run, repro)\n", args[0])
+	return exitConfig
+}

@@ -1,0 +1,68 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// A lane that does not load ends the run at once with exit 2 and the lane's own message.
+func TestRunRefusesABrokenLaneWithExit2(t *testing.T) {
+	dir := t.TempDir()
+	data, err := os.ReadFile("../../lanes/sim.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	broken := strings.Replace(string(data), "ceiling: 10s", "ceiling: soon", 1)
+	if err := os.WriteFile(filepath.Join(dir, "sim.yaml"), []byte(broken), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb bytes.Buffer
+	code := dispatch(context.Background(), []string{"run", "--lane", filepath.Join(dir, "sim.yaml")}, &out, &errb)
+	if code != exitConfig {
+		t.Fatalf("exit %d, want %d", code, exitConfig)
+	}
+	if !strings.Contains(errb.String(), `budget.phases[0].ceiling: "soon" is not a duration`) {
+		t.Fatalf("message: %s", errb.String())
+	}
+}
+
+func TestRunRefusesABadJobStart(t *testing.T) {
+	t.Setenv("E2E_JOB_START", "yesterday")
+	var errb bytes.Buffer
+	if _, err := parseRunFlags(nil, &errb); err == nil || !strings.Contains(errb.String(), "E2E_JOB_START=\"yesterday\" is not an RFC 3339 time") {
+		t.Fatalf("err %v, message %q", err, errb.String())
+	}
+}
+
+// Two runs never mix their evidence in one folder.
+func TestArtifactsFolderMustBeNew(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "verdict.json"), []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := prepareArtifacts(t.TempDir(), dir, "sim", timeZero()); err == nil || !strings.Contains(err.Error(), "is not empty") {
+		t.Fatalf("reused a non-empty artifacts folder: %v", err)
+	}
+	root := t.TempDir()
+	got, err := prepareArtifacts(root, "", "sim", timeZero())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if link, err := os.Readlink(filepath.Join(root, "_artifacts", "latest")); err != nil || link != filepath.Base(got) {
+		t.Fatalf("latest -> %q (%v), want %q", link, err, filepath.Base(got))
+	}
+}
+
+func TestUnknownCommand(t *testing.T) {
+	var out, errb bytes.Buffer
+	if code := dispatch(context.Background(), []string{"fly"}, &out, &errb); code != exitConfig || !strings.Contains(errb.String(), "unknown command") {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+}
+
+func timeZero() time.Time { return time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC) }

@@ -1,0 +1,96 @@
+package main
+
+import (
+	"context"
+	"os"
+	"time"
+
+	"github.com/cozystack/cozy-e2e/framework/cluster"
+	"github.com/cozystack/cozy-e2e/framework/diag"
+	"github.com/cozystack/cozy-e2e/framework/substrate/sim"
+	"github.com/cozystack/cozy-e2e/framework/verdict"
+	"github.com/cozystack/cozy-e2e/framework/verdict/report"
+)
+
+// collectBringUp gathers what explains a failed bring-up, inside the diagnostics reserve,
+// before the substrate goes down. A preflight failure has nothing to collect but its own
+// report (substrate/preflight.txt); an interrupt leaves no time for it.
+func (r *run) collectBringUp(sigCtx context.Context, err error) {
+	last := &r.failures[len(r.failures)-1]
+	if last.Class == verdict.Preflight || last.Class == verdict.Configuration {
+		return
+	}
+	if sigCtx.Err() != nil {
+		r.clock.Decline("bring-up diagnostics", "the run was interrupted")
+		return
+	}
+	ctx, cancel, left := r.clock.Diagnostics(context.Background())
+	defer cancel()
+	arts, aerr := diag.NewArtifacts(r.artifacts, diag.NewRedactor(r.secrets()...), 0)
+	if aerr != nil {
+		r.logf("bring-up diagnostics: %v", aerr)
+		return
+	}
+	r.logf("bring-up failed in %s; collecting diagnostics (%s left)", last.Stage, left.Round(time.Second))
+	res := diag.CollectBringUp(ctx, diag.BringUpOptions{
+		Budget:    diag.Budget{Clock: r.clock, Reserve: r.lane.Budget.DiagnosticsReserve.D()},
+		Artifacts: arts, Manifest: r.manifest, Management: r.management(), Phase: last.Stage, Err: err,
+	})
+	last.Evidence = append(last.Evidence, res.Evidence...)
+	r.logf("bring-up diagnostics took %s", res.Duration.Round(time.Millisecond))
+}
+
+// management is the management cluster for diagnostics when bring-up failed half way, if the
+// substrate can still give one.
+func (r *run) management() *cluster.Cluster {
+	if p, ok := r.sub.(interface{ Management() *cluster.Cluster }); ok {
+		return p.Management()
+	}
+	return nil
+}
+
+// secrets are values no artifact may hold: the sim's canary.
+func (r *run) secrets() []string {
+	if s, ok := r.sub.(*sim.Substrate); ok {
+		return []string{s.Canary()}
+	}
+	return nil
+}
+
+// finish judges the run and writes its reports; it returns the exit code.
+func (r *run) finish(interrupted bool) int {
+	commit, dirty, err := report.GitHead(r.root)
+	if err != nil {
+		r.logf("repro: %v", err)
+	}
+	signal := ""
+	if interrupted {
+		signal = "SIGINT or SIGTERM"
+	}
+	suites := make([]string, 0, len(r.lane.Suites))
+	if r.ranSuites {
+		for _, s := range r.lane.Suites {
+			suites = append(suites, s.Name)
+		}
+	}
+	v, err := report.Write(report.Options{
+		Dir: r.artifacts, Lane: r.lane.Name, LaneFile: r.lane.File, SoftClasses: r.lane.Policy.Soft,
+		RunID: r.opts.RunID, Suites: suites, Timings: r.clock.Timings(), Failures: r.failures,
+		Manifest: r.manifest, Interrupted: interrupted, Signal: signal, Start: r.started, End: time.Now(),
+		Repro:       report.Repro{Commit: commit, Dirty: dirty, Env: report.ReproEnv(os.LookupEnv)},
+		Baseline:    os.Getenv("E2E_BASELINE"),
+		Secrets:     r.secrets(),
+		StepSummary: os.Getenv("GITHUB_STEP_SUMMARY"),
+	})
+	if err != nil {
+		r.logf("writing the reports: %v", err)
+	}
+	for _, f := range v.Failures {
+		r.logf("%s", f.Line())
+	}
+	r.logf("verdict: %s (exit %d) in %s; reports in %s", v.Result, v.ExitCode, time.Since(r.started).Round(time.Millisecond), r.artifacts)
+	if err != nil && v.ExitCode == exitPass {
+		return exitFail
+	}
+	return v.ExitCode
+}

@@ -1,0 +1,41 @@
+package main
+
+import (
+	"fmt"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/cozystack/cozy-e2e/framework/lane"
+	"github.com/cozystack/cozy-e2e/framework/sim/bootstrap"
+	"github.com/cozystack/cozy-e2e/framework/sim/capk"
+	"github.com/cozystack/cozy-e2e/framework/sim/cdi"
+	"github.com/cozystack/cozy-e2e/framework/sim/guest"
+	"github.com/cozystack/cozy-e2e/framework/sim/kubevirt"
+	"github.com/cozystack/cozy-e2e/framework/sim/simenv"
+	"github.com/cozystack/cozy-e2e/framework/sim/world"
+	"github.com/cozystack/cozy-e2e/framework/substrate"
+	"github.com/cozystack/cozy-e2e/framework/substrate/existing"
+	"github.com/cozystack/cozy-e2e/framework/substrate/kind"
+	"github.com/cozystack/cozy-e2e/framework/substrate/sim"
+)
+
+// newSubstrate builds the substrate the lane names.
+func newSubstrate(l *lane.Lane, o substrate.Options) (substrate.Substrate, error) {
+	switch l.Substrate {
+	case lane.SubstrateSim:
+		s, err := sim.New(l, o)
+		if err != nil {
+			return nil, err
+		}
+		// The machines' stand-ins: CAPK, the bootstrap providers, KubeVirt, CDI, the guest.
+		for _, setup := range []func(ctrl.Manager, *simenv.Env) error{capk.Setup, bootstrap.Setup, kubevirt.Setup, cdi.Setup, guest.Setup} {
+			s.AddStandIn(func(mgr ctrl.Manager, _ *world.World, env *simenv.Env) error { return setup(mgr, env) })
+		}
+		return s, nil
+	case lane.SubstrateKind:
+		return kind.New(l, kind.OptionsFromEnv(o))
+	case lane.SubstrateExisting:
+		return existing.New(l, existing.OptionsFromEnv(o))
+	}
+	return nil, fmt.Errorf("%s: substrate %q is not one of sim, kind, existing", l.File, l.Substrate)
+}

@@ -1,0 +1,139 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/cozystack/cozy-e2e/framework/cluster"
+	"github.com/cozystack/cozy-e2e/framework/lane"
+	"github.com/cozystack/cozy-e2e/framework/verdict"
+)
+
+// suiteGrace is how long an interrupted suite has to run its cleanup and write its reports
+// before it is killed; the whole interrupt must end within 30 s.
+const suiteGrace = 15 * time.Second
+
+// runSuites runs each of the lane's suites in order against the management cluster.
+func (r *run) runSuites(ctx context.Context, mgmt *cluster.Cluster) {
+	kubeconfig := filepath.Join(r.work, "management.kubeconfig")
+	if err := cluster.WriteKubeconfig(kubeconfig, "management", mgmt.REST); err != nil {
+		r.fail(verdict.Harness, "suites", err)
+		return
+	}
+	r.ranSuites = true
+	for _, s := range r.lane.Suites {
+		if ctx.Err() != nil {
+			r.clock.Decline("suite "+s.Name, fmt.Sprintf("not started: %v", ctx.Err()))
+			continue
+		}
+		r.runSuite(ctx, s, kubeconfig)
+	}
+}
+
+func (r *run) runSuite(ctx context.Context, s lane.Suite, kubeconfig string) {
+	dir := filepath.Join(r.artifacts, "suites", s.Name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		r.fail(verdict.Harness, "suite "+s.Name, err)
+		return
+	}
+	bin, err := r.suiteBinary(ctx, s.Name)
+	if err != nil {
+		r.fail(verdict.Harness, "suite "+s.Name, err)
+		return
+	}
+	out, err := os.Create(filepath.Join(dir, "output.log"))
+	if err != nil {
+		r.fail(verdict.Harness, "suite "+s.Name, err)
+		return
+	}
+	defer out.Close()
+	// Ginkgo ends the suite itself a little before the root deadline, so its own cleanup and
+	// reports run; SIGINT (on our interrupt) does the same sooner.
+	timeout := time.Until(r.clock.RootDeadline()) - suiteGrace
+	args := []string{
+		"-test.timeout=0", "-test.v",
+		"-ginkgo.timeout=" + timeout.Round(time.Second).String(),
+		"-ginkgo.grace-period=" + (suiteGrace / 2).String(),
+		"-ginkgo.junit-report=" + filepath.Join(dir, "junit.xml"),
+		"-ginkgo.json-report=" + filepath.Join(dir, "report.json"),
+		"-ginkgo.no-color",
+	}
+	if s.LabelFilter != "" {
+		args = append(args, "-ginkgo.label-filter="+s.LabelFilter)
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Dir = filepath.Join(r.root, "suites", s.Name)
+	cmd.Env = append(os.Environ(),
+		"E2E_LANE_FILE="+r.laneCopy(),
+		"E2E_KUBECONFIG="+kubeconfig,
+		"E2E_ARTIFACTS="+r.artifacts,
+		"E2E_SUITE_ARTIFACTS="+dir,
+		"E2E_JOB_START="+r.clock.JobStart().UTC().Format(time.RFC3339Nano),
+		"E2E_RUN_ID="+r.opts.RunID,
+	)
+	cmd.Stdout = io.MultiWriter(r.out, out)
+	cmd.Stderr = cmd.Stdout
+	// Its own process group, so a Ctrl-C reaches it once, through us; killed if we die.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	r.logf("suite %s: %s", s.Name, bin)
+	if err := cmd.Start(); err != nil {
+		r.fail(verdict.Harness, "suite "+s.Name, err)
+		return
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	var waitErr error
+	select {
+	case waitErr = <-done:
+	case <-ctx.Done():
+		r.logf("suite %s: interrupting (%v); it has %s to clean up and report", s.Name, context.Cause(ctx), suiteGrace)
+		_ = cmd.Process.Signal(os.Interrupt)
+		select {
+		case waitErr = <-done:
+		case <-time.After(suiteGrace):
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			waitErr = <-done
+			r.fail(verdict.Harness, "suite "+s.Name, fmt.Errorf("did not end within %s of its interrupt; killed", suiteGrace))
+		}
+	}
+	r.collectSuite(s.Name, dir, waitErr)
+}
+
+// collectSuite checks the one thing the report cannot see: a suite that failed while its
+// failures.json says nothing failed. The verdict must never be green by omission; a missing
+// failures.json is the report's to judge.
+func (r *run) collectSuite(name, dir string, waitErr error) {
+	if waitErr == nil {
+		return
+	}
+	failures, err := verdict.ReadFailures(filepath.Join(dir, "failures.json"))
+	if err == nil && len(failures) == 0 {
+		r.fail(verdict.Harness, "suite "+name, fmt.Errorf("exited (%v) without recording a failure; see suites/%s/output.log", waitErr, name))
+	}
+}
+
+// suiteBinary builds bin/suites/<name>.test with go test -c (incremental), or uses it as it is
+// with --no-build.
+func (r *run) suiteBinary(ctx context.Context, name string) (string, error) {
+	bin := filepath.Join(r.root, "bin", "suites", name+".test")
+	if r.opts.NoBuild {
+		if _, err := os.Stat(bin); err != nil {
+			return "", fmt.Errorf("suite %s: %s missing; build it (make e2e builds it) or drop --no-build", name, bin)
+		}
+		return bin, nil
+	}
+	start := time.Now()
+	cmd := exec.CommandContext(ctx, "go", "test", "-c", "-o", bin, "./suites/"+name)
+	cmd.Dir = r.root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("suite %s: go test -c ./suites/%s failed: %v\n%s", name, name, err, out)
+	}
+	r.logf("suite %s: built in %s", name, time.Since(start).Round(time.Millisecond))
+	return bin, nil
+}
