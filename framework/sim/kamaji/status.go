@@ -38,6 +38,10 @@ func (k *Kamaji) publishStatus(ctx context.Context, kcp, tcp *unstructured.Unstr
 		return fmt.Errorf("KamajiControlPlane %s/%s endpoint: %w", kcp.GetNamespace(), kcp.GetName(), err)
 	}
 
+	if err := k.publishInfrastructure(ctx, kcp, host, port); err != nil {
+		return err
+	}
+
 	replicas, found, _ := unstructured.NestedInt64(kcp.Object, "spec", "replicas")
 	if !found {
 		replicas = 1
@@ -61,6 +65,38 @@ func (k *Kamaji) publishStatus(ctx context.Context, kcp, tcp *unstructured.Unstr
 	kcp.Object["status"] = status
 	if err := k.client.Status().Patch(ctx, kcp, cpatch); err != nil {
 		return fmt.Errorf("KamajiControlPlane %s/%s status: %w", kcp.GetNamespace(), kcp.GetName(), err)
+	}
+	return nil
+}
+
+// publishInfrastructure does what the Kamaji control plane provider does for an infrastructure
+// cluster that carries cluster.x-k8s.io/managed-by: kamaji (the KubevirtCluster the platform
+// renders): it writes the control plane endpoint into the infrastructure cluster's spec and
+// reports it ready, so Cluster API sees the Cluster's infrastructure provisioned.
+func (k *Kamaji) publishInfrastructure(ctx context.Context, kcp *unstructured.Unstructured, host string, port int64) error {
+	kc := &unstructured.Unstructured{}
+	kc.SetGroupVersionKind(kubevirtClusterGVK)
+	if err := k.client.Get(ctx, client.ObjectKey{Namespace: kcp.GetNamespace(), Name: kcp.GetName()}, kc); err != nil {
+		return fmt.Errorf("KubevirtCluster %s/%s (the infrastructure the control plane publishes to): %w", kcp.GetNamespace(), kcp.GetName(), err)
+	}
+	if kc.GetAnnotations()["cluster.x-k8s.io/managed-by"] != "kamaji" {
+		return nil
+	}
+	if h, _, _ := unstructured.NestedString(kc.Object, "spec", "controlPlaneEndpoint", "host"); h != host {
+		patch := client.MergeFrom(kc.DeepCopy())
+		_ = unstructured.SetNestedField(kc.Object, host, "spec", "controlPlaneEndpoint", "host")
+		_ = unstructured.SetNestedField(kc.Object, port, "spec", "controlPlaneEndpoint", "port")
+		if err := k.client.Patch(ctx, kc, patch); err != nil {
+			return fmt.Errorf("KubevirtCluster %s/%s endpoint: %w", kc.GetNamespace(), kc.GetName(), err)
+		}
+	}
+	if ready, _, _ := unstructured.NestedBool(kc.Object, "status", "ready"); ready {
+		return nil
+	}
+	patch := client.MergeFrom(kc.DeepCopy())
+	_ = unstructured.SetNestedField(kc.Object, true, "status", "ready")
+	if err := k.client.Status().Patch(ctx, kc, patch); err != nil {
+		return fmt.Errorf("KubevirtCluster %s/%s status: %w", kc.GetNamespace(), kc.GetName(), err)
 	}
 	return nil
 }

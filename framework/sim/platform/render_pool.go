@@ -187,7 +187,7 @@ func (r *renderer) bootstrapTemplate(p string, class Class, version string) *uns
 		t := object(KairosConfigTemplateGVK, r.app.Namespace, name, r.labels())
 		t.Object["spec"] = map[string]any{"template": map[string]any{"spec": map[string]any{
 			"role": "worker", "distribution": "kubeadm", "kubernetesVersion": version,
-			"userName": "kairos", "userPasswordHash": "!", "hostnamePrefix": "",
+			"userName": "kairos", "userPassword": "!", "hostnamePrefix": "",
 			"kubeadm": map[string]any{"joinConfiguration": map[string]any{
 				"discovery":        map[string]any{"bootstrapToken": map[string]any{"apiServerEndpoint": apiserver}},
 				"nodeRegistration": map[string]any{"kubeletExtraArgs": []any{map[string]any{"name": "cloud-provider", "value": "external"}}},
