@@ -281,3 +281,26 @@ func failedObject(gvk interface{ String() string }, reason, msg string) *unstruc
 	u.SetName("m1")
 	return u
 }
+
+// The console lines of a refused join, as kubeadm and a Talos kubelet print them; and lines
+// of a healthy boot that must not be taken for one.
+func TestJoinRefusalLines(t *testing.T) {
+	for _, l := range []string{
+		`error execution phase preflight: couldn't validate the identity of the API Server: could not find a JWS signature`,
+		`error execution phase kubelet-start: a Node with name "x" and status "Ready" already exists`,
+		`[talos] kubelet: E0000 "Unable to register node with API server" err="Unauthorized": the control plane refused the node's bootstrap credentials`,
+	} {
+		if !joinRefusal.MatchString(l) {
+			t.Errorf("not taken for a refusal: %s", l)
+		}
+	}
+	for _, l := range []string{
+		`[kubelet-start] Waiting for the kubelet to perform the TLS Bootstrap`,
+		`[talos] kubelet: performing TLS bootstrap`,
+		`This node has joined the cluster:`,
+	} {
+		if joinRefusal.MatchString(l) {
+			t.Errorf("taken for a refusal: %s", l)
+		}
+	}
+}

@@ -159,8 +159,12 @@ func Wait(ctx context.Context, c *cluster.Cluster, o WaitOptions) error {
 		}
 		done, d, err := o.Judge(objs)
 		if d != detail && o.Log != nil {
+			ceiling := "no deadline"
+			if budget > 0 {
+				ceiling = budget.Round(time.Second).String()
+			}
 			fmt.Fprintf(o.Log, "%s %s: %s: %s (%s of %s)\n", time.Now().UTC().Format("15:04:05.000"), o.Phase, o.What, d,
-				time.Since(start).Round(100*time.Millisecond), budget.Round(time.Second))
+				time.Since(start).Round(100*time.Millisecond), ceiling)
 		}
 		detail = d
 		var t *Terminal

@@ -118,7 +118,11 @@ func (st *state) refused(ctx context.Context, pool, field string, mutate func(ma
 	gen, err := st.platform.UpdatePool(ctx, st.refusals, pool, mutate)
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(func(spec SpecContext) {
-		gen, err := st.platform.UpdatePool(spec, st.refusals, pool, func(g map[string]any) {
+		// Bounded like the spec: by the refusals phase.
+		dl, _ := ctx.Deadline()
+		ctx, cancel := context.WithDeadline(spec, dl)
+		defer cancel()
+		gen, err := st.platform.UpdatePool(ctx, st.refusals, pool, func(g map[string]any) {
 			for k := range g {
 				delete(g, k)
 			}
@@ -127,7 +131,7 @@ func (st *state) refused(ctx context.Context, pool, field string, mutate func(ma
 			}
 		})
 		Expect(err).NotTo(HaveOccurred(), "restoring nodeGroups.%s", pool)
-		r, err := st.platform.WaitRendered(spec, "refusals", st.refusals, gen)
+		r, err := st.platform.WaitRendered(ctx, "refusals", st.refusals, gen)
 		st.s.Must("", err)
 		Expect(r.Ready).To(BeTrue(), "the restored nodeGroups.%s is refused: %s", pool, r.HelmRelease)
 	})

@@ -1,0 +1,161 @@
+package join
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	certificatesv1 "k8s.io/api/certificates/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+
+	"github.com/cozystack/cozy-e2e/framework/tenant"
+)
+
+// The words of a pool's detail: what each object says about where it stands.
+
+// missingAnnotations lists the Cluster API annotations the Node does not carry yet.
+func missingAnnotations(p Pool, m *clusterv1.Machine, n *corev1.Node) string {
+	var miss []string
+	for k := range wantAnnotations(p, m) {
+		if _, ok := n.Annotations[k]; !ok {
+			miss = append(miss, k)
+		}
+	}
+	sort.Strings(miss)
+	return strings.Join(miss, ", ")
+}
+
+// wrongAnnotations lists the Cluster API annotations the Node carries with another value.
+func wrongAnnotations(p Pool, m *clusterv1.Machine, n *corev1.Node) string {
+	var wrong []string
+	for k, want := range wantAnnotations(p, m) {
+		if got, ok := n.Annotations[k]; ok && got != want {
+			wrong = append(wrong, fmt.Sprintf("%s=%q, want %q", k, got, want))
+		}
+	}
+	sort.Strings(wrong)
+	return strings.Join(wrong, ", ")
+}
+
+func wantAnnotations(p Pool, m *clusterv1.Machine) map[string]string {
+	return map[string]string{
+		tenant.AnnotationClusterName:      p.Names.Cluster(),
+		tenant.AnnotationClusterNamespace: p.Names.Namespace,
+		tenant.AnnotationMachine:          m.Name,
+	}
+}
+
+func nodeReady(n *corev1.Node) (bool, string) {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue, fmt.Sprintf("Ready=%s %s %s", c.Status, c.Reason, c.Message)
+		}
+	}
+	return false, "no Ready condition yet"
+}
+
+func unschedulable(n *corev1.Node) string {
+	if n.Spec.Unschedulable {
+		return "cordoned (spec.unschedulable)"
+	}
+	for _, t := range n.Spec.Taints {
+		if t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute {
+			return fmt.Sprintf("startup taint %s:%s still on", t.Key, t.Effect)
+		}
+	}
+	return ""
+}
+
+func internalIP(n *corev1.Node) string {
+	for _, a := range n.Status.Addresses {
+		if a.Type == corev1.NodeInternalIP {
+			return a.Address
+		}
+	}
+	return "unknown"
+}
+
+func conditionsOf(u *unstructured.Unstructured) string {
+	if u == nil {
+		return "not created yet"
+	}
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	var parts []string
+	for _, c := range conds {
+		cm, _ := c.(map[string]any)
+		if cm == nil || cm["status"] == "True" {
+			continue
+		}
+		parts = append(parts, strings.TrimSpace(fmt.Sprintf("%v=%v %v %v", cm["type"], cm["status"], orNil(cm["reason"]), orNil(cm["message"]))))
+	}
+	if len(parts) == 0 {
+		return "no condition says why"
+	}
+	return strings.Join(parts, "; ")
+}
+
+func orNil(v any) any {
+	if v == nil {
+		return ""
+	}
+	return v
+}
+
+func importerDetail(p *corev1.Pod) string {
+	if p == nil {
+		return ""
+	}
+	restarts := int32(0)
+	for _, cs := range p.Status.ContainerStatuses {
+		restarts += cs.RestartCount
+	}
+	return fmt.Sprintf(" (importer %s %s, restarts: %d)", p.Name, p.Status.Phase, restarts)
+}
+
+func launcherDetail(p *corev1.Pod) string {
+	if p == nil {
+		return "; no launcher Pod yet"
+	}
+	d := fmt.Sprintf("; launcher %s %s", p.Name, p.Status.Phase)
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status != corev1.ConditionTrue {
+			d += fmt.Sprintf(" (%s: %s)", c.Reason, c.Message)
+		}
+	}
+	return d + podWaiting(p)
+}
+
+func podWaiting(p *corev1.Pod) string {
+	for _, cs := range p.Status.ContainerStatuses {
+		if w := cs.State.Waiting; w != nil && w.Reason != "" {
+			return fmt.Sprintf(" (%s: %s %s)", cs.Name, w.Reason, w.Message)
+		}
+	}
+	return ""
+}
+
+func consoleErr(c *consoleState) string {
+	if c == nil {
+		return " (console not read yet)"
+	}
+	if c.Err != "" {
+		return " (" + c.Err + ")"
+	}
+	return ""
+}
+
+func lastLine(c *consoleState) string {
+	if c == nil || c.Last == "" {
+		return ""
+	}
+	return fmt.Sprintf("; console: %q", strings.TrimSpace(c.Last))
+}
+
+func csrDetail(csrs []certificatesv1.CertificateSigningRequest) string {
+	if len(csrs) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; %d tenant CSR(s)", len(csrs))
+}

@@ -1,0 +1,382 @@
+package join_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/cozystack/cozy-e2e/framework/budget"
+	"github.com/cozystack/cozy-e2e/framework/join"
+	"github.com/cozystack/cozy-e2e/framework/lane"
+	"github.com/cozystack/cozy-e2e/framework/sim/simenv"
+	"github.com/cozystack/cozy-e2e/framework/sim/world"
+	"github.com/cozystack/cozy-e2e/framework/tenant"
+)
+
+// scene is one pool's objects in a namespace of its own.
+type scene struct {
+	t    *testing.T
+	ctx  context.Context
+	w    *world.World
+	c    client.Client
+	pool join.Pool
+	n    int // objects made, for unique IPs
+}
+
+var sceneCount struct {
+	sync.Mutex
+	n int
+}
+
+func newScene(t *testing.T, w *world.World, os string, replicas int) *scene {
+	t.Helper()
+	sceneCount.Lock()
+	sceneCount.n++
+	i := sceneCount.n
+	sceneCount.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	ns := fmt.Sprintf("tenant-join%d", i)
+	s := &scene{t: t, ctx: ctx, w: w, c: w.Cluster.Client, n: i * 16,
+		pool: join.Pool{Names: tenant.For(ns, fmt.Sprintf("j%d", i)).Pool("p"), Class: os, OS: os, Replicas: replicas,
+			Console: true, WorkloadImage: "docker.io/library/nginx@sha256:" + strings.Repeat("4", 64)}}
+	s.must(s.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+	s.poll("the default ServiceAccount of "+ns, func() bool {
+		var sa corev1.ServiceAccount
+		return s.c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "default"}, &sa) == nil
+	})
+	return s
+}
+
+func (s *scene) must(err error) {
+	s.t.Helper()
+	if err != nil {
+		s.t.Fatal(err)
+	}
+}
+
+// poll is the test's own wait for a state it does not control (kwok, the scheduler).
+func (s *scene) poll(what string, ok func() bool) {
+	s.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !ok() {
+		if time.Now().After(deadline) {
+			s.t.Fatalf("waited 30s for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func (s *scene) ns() string { return s.pool.Names.Namespace }
+
+// template is the pool's bootstrap template, as the reconcile Job applies it.
+func (s *scene) template() {
+	u := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"template": map[string]any{"spec": map[string]any{}}}}}
+	u.SetGroupVersionKind(tenant.BootstrapTemplateGVK(s.pool.OS))
+	if s.pool.OS == tenant.OSKairos {
+		u.Object["spec"] = map[string]any{"template": map[string]any{"spec": map[string]any{"kubernetesVersion": "v1.35.4", "role": "worker"}}}
+	} else {
+		u.Object["spec"] = map[string]any{"template": map[string]any{"spec": map[string]any{"generateType": "none"}}}
+	}
+	u.SetNamespace(s.ns())
+	u.SetName(s.pool.Names.BootstrapTemplate())
+	s.must(s.c.Create(s.ctx, u))
+}
+
+// machine is a Machine the MachineSet made, its KubevirtMachine and bootstrap config not yet
+// ready; vm is its (and its KubevirtMachine's, VM's and VMI's) name.
+func (s *scene) machine(suffix string) string {
+	name := s.pool.Names.MachineDeployment() + "-5c7d9-" + suffix
+	boot := tenant.BootstrapConfigGVK(s.pool.OS)
+	m := &clusterv1.Machine{
+		ObjectMeta: metav1.ObjectMeta{Namespace: s.ns(), Name: name, Labels: s.pool.Names.Selector()},
+		Spec: clusterv1.MachineSpec{
+			ClusterName: s.pool.Names.Cluster(),
+			Bootstrap: clusterv1.Bootstrap{ConfigRef: clusterv1.ContractVersionedObjectReference{
+				APIGroup: boot.Group, Kind: boot.Kind, Name: name}},
+			InfrastructureRef: clusterv1.ContractVersionedObjectReference{APIGroup: tenant.KubevirtMachineGVK.Group,
+				Kind: tenant.KubevirtMachineGVK.Kind, Name: name},
+		},
+	}
+	s.must(s.c.Create(s.ctx, m))
+	cfg := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"generateType": "none"}}}
+	if s.pool.OS == tenant.OSKairos {
+		cfg.Object["spec"] = map[string]any{"kubernetesVersion": "v1.35.4"}
+	}
+	cfg.SetGroupVersionKind(boot)
+	cfg.SetNamespace(s.ns())
+	cfg.SetName(name)
+	s.must(s.c.Create(s.ctx, cfg))
+	kvm := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{}}}
+	kvm.SetGroupVersionKind(tenant.KubevirtMachineGVK)
+	kvm.SetNamespace(s.ns())
+	kvm.SetName(name)
+	s.must(s.c.Create(s.ctx, kvm))
+	return name
+}
+
+// bootstrapData is the bootstrap provider's Secret reaching the Machine.
+func (s *scene) bootstrapData(vm string) {
+	var m clusterv1.Machine
+	s.must(s.c.Get(s.ctx, types.NamespacedName{Namespace: s.ns(), Name: vm}, &m))
+	data := vm + "-bootstrap"
+	m.Spec.Bootstrap.DataSecretName = &data
+	s.must(s.c.Update(s.ctx, &m))
+}
+
+// failStatus sets status.failureReason/failureMessage on a provider object.
+func (s *scene) failStatus(gvk interface{ String() string }, kind, vm, reason, msg string) {
+	u := &unstructured.Unstructured{}
+	switch kind {
+	case "KubevirtMachine":
+		u.SetGroupVersionKind(tenant.KubevirtMachineGVK)
+	default:
+		u.SetGroupVersionKind(tenant.BootstrapConfigGVK(s.pool.OS))
+	}
+	s.must(s.c.Get(s.ctx, types.NamespacedName{Namespace: s.ns(), Name: vm}, u))
+	u.Object["status"] = map[string]any{"failureReason": reason, "failureMessage": msg}
+	s.must(s.c.Status().Update(s.ctx, u))
+}
+
+// dataVolume is CAPK's DataVolume of vm, with CDI's status.
+func (s *scene) dataVolume(vm string, phase cdiv1.DataVolumePhase, progress string, conds ...cdiv1.DataVolumeCondition) {
+	key := types.NamespacedName{Namespace: s.ns(), Name: tenant.DataVolume(vm)}
+	var dv cdiv1.DataVolume
+	if err := s.c.Get(s.ctx, key, &dv); err != nil {
+		dv = cdiv1.DataVolume{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name},
+			Spec: cdiv1.DataVolumeSpec{Source: &cdiv1.DataVolumeSource{Registry: &cdiv1.DataVolumeSourceRegistry{URL: ptr("docker://example.invalid/kairos@sha256:" + strings.Repeat("0", 64))}},
+				Storage: &cdiv1.StorageSpec{Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("20Gi")}}}}}
+		s.must(s.c.Create(s.ctx, &dv))
+	}
+	dv.Status = cdiv1.DataVolumeStatus{Phase: phase, Progress: cdiv1.DataVolumeProgress(progress), Conditions: conds}
+	s.must(s.c.Status().Update(s.ctx, &dv))
+}
+
+// vmi is KubeVirt's VMI of vm in phase, on the pod network address ip.
+func (s *scene) vmi(vm string, phase kubevirtv1.VirtualMachineInstancePhase, ip string) {
+	key := types.NamespacedName{Namespace: s.ns(), Name: vm}
+	var v kubevirtv1.VirtualMachineInstance
+	if err := s.c.Get(s.ctx, key, &v); err != nil {
+		v = kubevirtv1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name},
+			Spec: kubevirtv1.VirtualMachineInstanceSpec{Domain: kubevirtv1.DomainSpec{Devices: kubevirtv1.Devices{}}}}
+		s.must(s.c.Create(s.ctx, &v))
+	}
+	v.Status.Phase = phase
+	v.Status.Interfaces = []kubevirtv1.VirtualMachineInstanceNetworkInterface{{Name: "default", IP: ip, IPs: []string{ip}}}
+	s.must(s.c.Status().Update(s.ctx, &v))
+}
+
+// launcher is KubeVirt's virt-launcher Pod of vm (compute and guest-console-log), asking for
+// memory; the real scheduler places it and kwok runs it.
+func (s *scene) launcher(vm, memory string) string {
+	name := tenant.LauncherPrefix + vm + "-x7k2p"
+	for _, ct := range []string{"compute", join.ConsoleContainer} {
+		_, err := s.w.ContainerLog(s.ns(), name, ct)
+		s.must(err)
+	}
+	s.must(s.c.Create(s.ctx, &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: s.ns(), Name: name, Labels: map[string]string{tenant.LabelVMName: vm, "kubevirt.io": "virt-launcher"}},
+		Spec: corev1.PodSpec{
+			Tolerations: []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
+			Containers: []corev1.Container{
+				{Name: "compute", Image: "virt-launcher", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse(memory)}}},
+				{Name: join.ConsoleContainer, Image: "virt-launcher"},
+			}},
+	}))
+	return name
+}
+
+// console appends lines to the serial console of launcher pod.
+func (s *scene) console(pod string, lines ...string) {
+	path, err := s.w.ContainerLog(s.ns(), pod, join.ConsoleContainer)
+	s.must(err)
+	s.must(simenv.WriteContainerLog(path, time.Now(), lines...))
+}
+
+// node is the guest's kubelet registering Node name at InternalIP ip; kwok plays its kubelet.
+func (s *scene) node(name, ip string, taints ...corev1.Taint) {
+	s.must(s.c.Create(s.ctx, &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{world.KwokNodeAnnotation: "fake"}},
+		Spec:       corev1.NodeSpec{Taints: taints},
+		Status: corev1.NodeStatus{
+			Addresses:   []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: ip}},
+			NodeInfo:    corev1.NodeSystemInfo{KubeletVersion: "v1.35.4"},
+			Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourceMemory: resource.MustParse("4Gi"), corev1.ResourcePods: resource.MustParse("110")},
+		},
+	}))
+}
+
+// withClusterDNS is Kamaji's kubelet-config of a control plane with dnsServiceIPs.
+const withClusterDNS = "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nclusterDNS:\n- 10.95.0.10\n"
+
+// kubeletConfig is Kamaji writing the tenant's kube-system/kubelet-config.
+func (s *scene) kubeletConfig(body string) {
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: tenant.KubeletConfigNamespace, Name: tenant.KubeletConfigName}}
+	s.must(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		err := s.c.Get(s.ctx, client.ObjectKeyFromObject(cm), cm)
+		cm.Data = map[string]string{tenant.KubeletConfigKey: body}
+		if err != nil {
+			return s.c.Create(s.ctx, cm)
+		}
+		return s.c.Update(s.ctx, cm)
+	}))
+}
+
+// providerID is CAPK patching the Node of the VMI's name.
+func (s *scene) providerID(node, id string) {
+	s.updateNode(node, func(n *corev1.Node) { n.Spec.ProviderID = id })
+}
+
+// updateNode changes Node name as a controller does: read, change, write, again on a conflict
+// (kwok writes the Node's status all along).
+func (s *scene) updateNode(name string, change func(*corev1.Node)) {
+	s.must(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		var n corev1.Node
+		if err := s.c.Get(s.ctx, types.NamespacedName{Name: name}, &n); err != nil {
+			return err
+		}
+		change(&n)
+		return s.c.Update(s.ctx, &n)
+	}))
+}
+
+// link is the Machine controller: nodeRef on the Machine, its annotations on the Node.
+func (s *scene) link(vm, node string) {
+	var m clusterv1.Machine
+	s.must(s.c.Get(s.ctx, types.NamespacedName{Namespace: s.ns(), Name: vm}, &m))
+	m.Status.NodeRef = clusterv1.MachineNodeReference{Name: node}
+	s.must(s.c.Status().Update(s.ctx, &m))
+	s.updateNode(node, func(n *corev1.Node) {
+		if n.Annotations == nil {
+			n.Annotations = map[string]string{}
+		}
+		n.Annotations[tenant.AnnotationClusterName] = s.pool.Names.Cluster()
+		n.Annotations[tenant.AnnotationClusterNamespace] = s.ns()
+		n.Annotations[tenant.AnnotationMachine] = vm
+	})
+}
+
+func (s *scene) ip() string {
+	s.n++
+	return fmt.Sprintf("10.77.%d.%d", s.n/200, s.n%200+10)
+}
+
+// joinRun is Join running in the background.
+type joinRun struct {
+	w    *join.Watcher
+	log  *syncBuffer
+	done chan struct{}
+	res  *join.Result
+	err  error
+	at   time.Time
+	cl   *budget.Clock
+}
+
+// start starts a Watcher and Join for the scene's pool, inside budget.
+func (s *scene) start(budgetFor time.Duration) *joinRun {
+	s.t.Helper()
+	cl := budget.New(lane.Budget{JobCap: lane.Duration(time.Hour), Phases: []lane.Phase{{Name: "pools", Ceiling: lane.Duration(budgetFor)}}}, budget.Options{})
+	pctx, span, err := cl.Phase(s.ctx, "pools")
+	s.must(err)
+	s.t.Cleanup(func() { span.End(nil) })
+	r := &joinRun{log: &syncBuffer{}, done: make(chan struct{}), cl: cl}
+	r.w, err = join.Start(s.ctx, join.Options{Management: s.w.Cluster, Tenant: s.w.Cluster, Namespace: s.ns(),
+		OSes: []string{s.pool.OS}, Clock: cl, Log: r.log})
+	s.must(err)
+	s.t.Cleanup(r.w.Close)
+	go func() {
+		defer close(r.done)
+		r.res, r.err = r.w.Join(pctx, s.pool)
+		r.at = time.Now()
+	}()
+	return r
+}
+
+// at waits until the pool's reported stage is st.
+func (s *scene) at(r *joinRun, st join.Stage) {
+	s.t.Helper()
+	s.poll("pool at stage "+string(st), func() bool {
+		select {
+		case <-r.done:
+			s.t.Fatalf("the join ended (%v) before stage %s", r.err, st)
+		default:
+		}
+		p, ok := r.w.Progress(s.pool.Names.Pool)
+		return ok && p.Stage == st
+	})
+}
+
+func (r *joinRun) wait(t *testing.T) {
+	t.Helper()
+	select {
+	case <-r.done:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the join did not end; its log:\n%s", r.log)
+	}
+}
+
+// Setups: a Machine brought to the stage before the fault.
+
+func toDisk(s *scene) (string, string, string) {
+	s.template()
+	vm := s.machine("bbbbb")
+	s.bootstrapData(vm)
+	s.dataVolume(vm, cdiv1.ImportInProgress, "10.0%")
+	return vm, "", s.ip()
+}
+
+func toBoot(s *scene) (string, string, string) {
+	vm, _, ip := toDisk(s)
+	s.dataVolume(vm, cdiv1.Succeeded, "100.0%")
+	pod := s.launcher(vm, "1Gi")
+	s.vmi(vm, kubevirtv1.Running, ip)
+	s.poll("launcher running", func() bool {
+		var p corev1.Pod
+		return s.c.Get(s.ctx, types.NamespacedName{Namespace: s.ns(), Name: pod}, &p) == nil && p.Status.Phase == corev1.PodRunning
+	})
+	s.console(pod, "[    0.000000] Linux version 6.12.0")
+	return vm, pod, ip
+}
+
+func toLinked(s *scene) (string, string, string) {
+	vm, pod, ip := toBoot(s)
+	// The CNI's startup taint, which its agent removes once it runs: the Node waits at schedulable.
+	s.node(vm, ip, corev1.Taint{Key: "node.cilium.io/agent-not-ready", Effect: corev1.TaintEffectNoSchedule})
+	s.providerID(vm, tenant.ProviderID(vm))
+	s.link(vm, vm)
+	return vm, pod, ip
+}
+
+func ptr[T any](v T) *T { return &v }
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
