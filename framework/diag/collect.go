@@ -102,6 +102,9 @@ type Budget struct {
 	Clock *budget.Clock
 	// Reserve is the lane's diagnostics reserve (lane.Budget.DiagnosticsReserve).
 	Reserve time.Duration
+	// until, when set, ends the window every collector must finish in: a Recorder's
+	// collectors share one reserve however many times it is asked to collect.
+	until time.Time
 }
 
 // runCollectors runs cs inside the budget and records each in the manifest.
@@ -117,6 +120,9 @@ func runCollectors(ctx context.Context, a *Artifacts, m *Manifest, process strin
 	}
 	defer cancel()
 	deadline := start.Add(reserve)
+	if !b.until.IsZero() && b.until.Before(deadline) {
+		deadline = b.until
+	}
 	var out []Entry
 	for _, c := range cs {
 		var slot *onceSlot

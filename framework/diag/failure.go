@@ -31,7 +31,8 @@ type Result struct {
 }
 
 // Collect runs the on-failure collectors for the failing pools, cheapest and most
-// discriminating first, inside the diagnostics reserve: the pools' events, DataVolumes and
+// discriminating first, inside the diagnostics reserve (one reserve for all the recorder's
+// Collect calls, counted from the first): the pools' events, DataVolumes and
 // importer logs, Machines and MHC, the tenant's CSRs and kubelet configuration, Node names
 // against VMI names, consoles the stream could not follow, previous logs of every restarted
 // container, and resource dumps of both clusters. Cluster-wide collectors run once however
@@ -70,6 +71,13 @@ func (r *Recorder) Collect(ctx context.Context, o CollectOptions) Result {
 	if sc.tenant != nil {
 		cs = append(cs, sc.resources(sc.tenant, ""))
 	}
+	// Every Collect of this recorder shares one diagnostics reserve, from the first failure on.
+	r.mu.Lock()
+	if r.window.IsZero() {
+		r.window = start.Add(o.Reserve)
+	}
+	o.Budget.until = r.window
+	r.mu.Unlock()
 	entries := runCollectors(ctx, r.opts.Artifacts, r.opts.Manifest, r.opts.Process, r.opts.Limits, r.now, o.Budget, cs, &r.once)
 	return Result{Entries: entries, Evidence: r.evidence(pns, entries, o.Class, o.Stage), Duration: r.now().Sub(start)}
 }

@@ -75,7 +75,8 @@ type Recorder struct {
 	consoles *consoles
 	stopped  bool
 
-	once onceCache // cluster-wide on-failure collectors, run once
+	once   onceCache // cluster-wide on-failure collectors, run once
+	window time.Time // end of the diagnostics reserve, from the first Collect
 }
 
 type poolFiles struct {
