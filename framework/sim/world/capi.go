@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -34,6 +35,7 @@ import (
 	runtimev1 "sigs.k8s.io/cluster-api/api/runtime/v1beta2"
 	"sigs.k8s.io/cluster-api/controllers"
 	"sigs.k8s.io/cluster-api/controllers/clustercache"
+	"sigs.k8s.io/cluster-api/util/contract"
 	"sigs.k8s.io/cluster-api/webhooks"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -97,7 +99,7 @@ func setupClusterAPI(ctx context.Context, mgr ctrl.Manager) error {
 	// Converting a v1beta2 reference to v1beta1 needs the apiVersion of the referenced kind,
 	// which Cluster API reads from the contract label on the provider's CRD.
 	clusterv1beta1.SetAPIVersionGetter(func(gk schema.GroupKind) (string, error) {
-		return contractAPIVersion(ctx, mgr.GetAPIReader(), gk)
+		return contractAPIVersion(ctx, mgr.GetClient(), gk)
 	})
 	if err := index.AddDefaultIndexes(ctx, mgr); err != nil {
 		return fmt.Errorf("world: Cluster API indexes: %w", err)
@@ -156,26 +158,24 @@ func setupClusterAPI(ctx context.Context, mgr ctrl.Manager) error {
 
 // contractAPIVersion is the apiVersion of kind gk as its CRD's contract labels declare it
 // (cluster.x-k8s.io/v1beta2, else cluster.x-k8s.io/v1beta1: "v1alpha1_v1alpha2"), the latest
-// listed; this is how Cluster API resolves a provider's version.
+// listed; this is how Cluster API resolves a provider's version. It reads one CRD's metadata
+// through the manager's cache, as Cluster API's own manager does: every conversion of a
+// reference asks, and listing whole CRDs (megabytes each) per conversion starves the apiserver.
 func contractAPIVersion(ctx context.Context, r client.Reader, gk schema.GroupKind) (string, error) {
-	var list apiextensionsv1.CustomResourceDefinitionList
-	if err := r.List(ctx, &list); err != nil {
-		return "", err
+	meta := &metav1.PartialObjectMetadata{}
+	meta.SetGroupVersionKind(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"))
+	name := contract.CalculateCRDName(gk.Group, gk.Kind)
+	if err := r.Get(ctx, client.ObjectKey{Name: name}, meta); err != nil {
+		return "", fmt.Errorf("no CRD %s serves %s: %w", name, gk, err)
 	}
-	for _, crd := range list.Items {
-		if crd.Spec.Group != gk.Group || crd.Spec.Names.Kind != gk.Kind {
+	for _, c := range []string{"v1beta2", "v1beta1"} {
+		v := meta.Labels[clusterv1.GroupVersion.Group+"/"+c]
+		if v == "" {
 			continue
 		}
-		for _, contract := range []string{"v1beta2", "v1beta1"} {
-			v := crd.Labels[clusterv1.GroupVersion.Group+"/"+contract]
-			if v == "" {
-				continue
-			}
-			versions := strings.Split(v, "_")
-			sort.Strings(versions)
-			return schema.GroupVersion{Group: gk.Group, Version: versions[len(versions)-1]}.String(), nil
-		}
-		return "", fmt.Errorf("CRD %s carries no Cluster API contract label (cluster.x-k8s.io/v1beta1 or v1beta2)", crd.Name)
+		versions := strings.Split(v, "_")
+		sort.Strings(versions)
+		return schema.GroupVersion{Group: gk.Group, Version: versions[len(versions)-1]}.String(), nil
 	}
-	return "", fmt.Errorf("no CRD serves %s", gk)
+	return "", fmt.Errorf("CRD %s carries no Cluster API contract label (cluster.x-k8s.io/v1beta1 or v1beta2)", name)
 }
