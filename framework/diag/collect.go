@@ -102,16 +102,16 @@ type Budget struct {
 	Clock *budget.Clock
 	// Reserve is the lane's diagnostics reserve (lane.Budget.DiagnosticsReserve).
 	Reserve time.Duration
-	// until, when set, ends the window every collector must finish in: a Recorder's
-	// collectors share one reserve however many times it is asked to collect.
-	until time.Time
+	// used is what earlier collections of the same recorder spent of the reserve: a
+	// Recorder's collectors share one reserve however many times it is asked to collect.
+	used time.Duration
 }
 
 // runCollectors runs cs inside the budget and records each in the manifest.
 func runCollectors(ctx context.Context, a *Artifacts, m *Manifest, process string, limits Limits, now func() time.Time,
 	b Budget, cs []collector, cache *onceCache) []Entry {
 	start := now()
-	reserve := b.Reserve
+	reserve := max(b.Reserve-b.used, 0)
 	cancel := context.CancelFunc(func() {})
 	if b.Clock != nil {
 		var left time.Duration
@@ -120,9 +120,6 @@ func runCollectors(ctx context.Context, a *Artifacts, m *Manifest, process strin
 	}
 	defer cancel()
 	deadline := start.Add(reserve)
-	if !b.until.IsZero() && b.until.Before(deadline) {
-		deadline = b.until
-	}
 	var out []Entry
 	for _, c := range cs {
 		var slot *onceSlot
@@ -145,6 +142,9 @@ func runCollectors(ctx context.Context, a *Artifacts, m *Manifest, process strin
 			e.Status = Declined
 			e.Error = fmt.Sprintf("needs up to %s, %s left of the %s diagnostics reserve", bound.Round(time.Millisecond),
 				max(left, 0).Round(time.Millisecond), b.Reserve)
+			if b.used > 0 {
+				e.Error += fmt.Sprintf(" (%s spent on earlier failures)", b.used.Round(time.Millisecond))
+			}
 			if b.Clock != nil {
 				b.Clock.Decline("collector "+c.name+" ("+c.scope+")", e.Error)
 			}

@@ -168,8 +168,7 @@ func (s *scene) resources(r *reader, namespace string) collector {
 			if err != nil {
 				w.note("discovery of cluster %s was partial: %v", r.name, err)
 			}
-			var objects int
-			var total int64
+			var kinds []schema.GroupVersionKind
 			for _, l := range lists {
 				gv, perr := schema.ParseGroupVersion(l.GroupVersion)
 				if perr != nil {
@@ -185,40 +184,49 @@ func (s *scene) resources(r *reader, namespace string) collector {
 					if namespace != "" && !res.Namespaced && res.Kind != "Node" && gv.Group != "cozystack.io" {
 						continue // cluster-scoped kinds of the management cluster: only Nodes and classes
 					}
-					if err := ctx.Err(); err != nil {
+					kinds = append(kinds, gv.WithKind(res.Kind))
+				}
+			}
+			var objects int
+			var total int64
+			for _, l := range r.listMany(ctx, kinds, namespace) {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+				gvk, list := l.gvk, l.items
+				if l.err != nil {
+					w.note("%v", l.err)
+					continue
+				}
+				byNS := map[string][]map[string]any{}
+				for i := range list {
+					if objects >= s.dumpObjects(w) {
+						w.truncated = append(w.truncated, fmt.Sprintf("more than %d objects; the rest were not dumped", s.dumpObjects(w)))
+						return nil
+					}
+					objects++
+					byNS[list[i].GetNamespace()] = append(byNS[list[i].GetNamespace()], clean(&list[i]))
+				}
+				nss := make([]string, 0, len(byNS))
+				for ns := range byNS {
+					nss = append(nss, ns)
+				}
+				sort.Strings(nss)
+				for _, ns := range nss {
+					dir := "_cluster"
+					if ns != "" {
+						dir = ns
+					}
+					rel := fmt.Sprintf("clusters/%s/resources/%s/%s.yaml", r.name, dir, kindFile(gvk))
+					before := w.bytes
+					if err := w.yaml(rel, byNS[ns], w.limits.DumpBytes-total); err != nil {
 						return err
 					}
-					gvk := gv.WithKind(res.Kind)
-					list, err := r.list(ctx, gvk, namespace)
-					if err != nil {
-						w.note("%v", err)
-						continue
-					}
-					byNS := map[string][]map[string]any{}
-					for i := range list {
-						if objects >= s.dumpObjects(w) {
-							w.truncated = append(w.truncated, fmt.Sprintf("more than %d objects; the rest were not dumped", s.dumpObjects(w)))
-							return nil
-						}
-						objects++
-						byNS[list[i].GetNamespace()] = append(byNS[list[i].GetNamespace()], clean(&list[i]))
-					}
-					for ns, objs := range byNS {
-						dir := "_cluster"
-						if ns != "" {
-							dir = ns
-						}
-						rel := fmt.Sprintf("clusters/%s/resources/%s/%s.yaml", r.name, dir, kindFile(gvk))
-						before := w.bytes
-						if err := w.yaml(rel, objs, w.limits.DumpBytes-total); err != nil {
-							return err
-						}
-						total += w.bytes - before
-						w.items += len(objs)
-						if total >= w.limits.DumpBytes {
-							w.truncated = append(w.truncated, fmt.Sprintf("dump reached its bound of %d bytes", w.limits.DumpBytes))
-							return nil
-						}
+					total += w.bytes - before
+					w.items += len(byNS[ns])
+					if total >= w.limits.DumpBytes {
+						w.truncated = append(w.truncated, fmt.Sprintf("dump reached its bound of %d bytes", w.limits.DumpBytes))
+						return nil
 					}
 				}
 			}

@@ -215,8 +215,8 @@ func (s *scene) machines(pn tenant.PoolNames) collector {
 	return collector{name: "machines", scope: "pool " + pn.Pool, share: 0.08, bytes: 4 << 20,
 		run: func(ctx context.Context, w *work) error {
 			var sum []string
-			for _, gvk := range poolKinds {
-				list, err := s.mgmt.list(ctx, gvk, s.namespace)
+			for _, l := range s.mgmt.listMany(ctx, poolKinds, s.namespace) {
+				gvk, list, err := l.gvk, l.items, l.err
 				if errors.Is(err, ErrNotServed) {
 					w.note("%v", err)
 					continue

@@ -99,13 +99,13 @@ func TestClusterWideCollectorsRunOnce(t *testing.T) {
 	}
 }
 
-// Later failures of a run share the reserve the first one opened: a collector that does not fit
-// in what is left of that window is declined.
+// Later failures of a run share the reserve with the earlier ones: a collector that does not
+// fit in what they left is declined.
 func TestCollectorsShareOneWindow(t *testing.T) {
 	a, _ := NewArtifacts(t.TempDir(), NewRedactor(), 0)
 	m := NewManifest()
 	c := collector{name: "events", scope: "pool kairos", share: 0.1, run: func(ctx context.Context, w *work) error { return nil }}
-	b := Budget{Reserve: 10 * time.Second, until: time.Now().Add(500 * time.Millisecond)}
+	b := Budget{Reserve: 10 * time.Second, used: 9500 * time.Millisecond}
 	es := runCollectors(context.Background(), a, m, "test", DefaultLimits(), time.Now, b, []collector{c}, nil)
 	if len(es) != 1 || es[0].Status != Declined || !strings.Contains(es[0].Error, "needs up to 1s") {
 		t.Fatalf("entries %+v", es)

@@ -14,7 +14,8 @@ import (
 // CollectOptions say what failed and how much time the collectors have.
 type CollectOptions struct {
 	Budget
-	// Pools are the failing pools; none means every pool the recorder watches.
+	// Pools are the failing pools; none (a failure about no pool) runs the cluster-wide
+	// collectors only.
 	Pools []tenant.PoolNames
 	// Class and Stage of the failure decide which files are named first as its evidence.
 	Class verdict.Class
@@ -32,17 +33,18 @@ type Result struct {
 
 // Collect runs the on-failure collectors for the failing pools, cheapest and most
 // discriminating first, inside the diagnostics reserve (one reserve for all the recorder's
-// Collect calls, counted from the first): the pools' events, DataVolumes and
+// Collect calls: each spends from what the ones before left): the pools' events, DataVolumes and
 // importer logs, Machines and MHC, the tenant's CSRs and kubelet configuration, Node names
 // against VMI names, consoles the stream could not follow, previous logs of every restarted
-// container, and resource dumps of both clusters. Cluster-wide collectors run once however
-// many pools fail. Every collector ends up in the manifest.
+// container, and resource dumps of both clusters. Each collector runs once per pool (or once,
+// cluster-wide ones) however many failures ask; a later failure gets the files of the first.
+// Every collector ends up in the manifest once.
 func (r *Recorder) Collect(ctx context.Context, o CollectOptions) Result {
+	// One collection at a time, so the reserve they share is counted exactly.
+	r.collectMu.Lock()
+	defer r.collectMu.Unlock()
 	start := r.now()
 	pns := o.Pools
-	if len(pns) == 0 {
-		pns = r.pools.list()
-	}
 	for _, pn := range pns {
 		r.WatchPool(pn)
 	}
@@ -51,13 +53,15 @@ func (r *Recorder) Collect(ctx context.Context, o CollectOptions) Result {
 		r.opts.Manifest.Add(*errEntry)
 		return Result{Entries: []Entry{*errEntry}, Duration: r.now().Sub(start)}
 	}
-	// Per-pool collectors share their part of the reserve between the failing pools.
+	// Per-pool collectors share their part of the reserve between the failing pools, and run
+	// once per pool however many of its specs fail.
 	scale := 1 / float64(max(len(pns), 1))
 	var cs []collector
 	perPool := func(f func(tenant.PoolNames) collector) {
 		for _, pn := range pns {
 			c := f(pn)
 			c.share *= scale
+			c.key = c.name + " " + poolDir(pn)
 			cs = append(cs, c)
 		}
 	}
@@ -71,15 +75,11 @@ func (r *Recorder) Collect(ctx context.Context, o CollectOptions) Result {
 	if sc.tenant != nil {
 		cs = append(cs, sc.resources(sc.tenant, ""))
 	}
-	// Every Collect of this recorder shares one diagnostics reserve, from the first failure on.
-	r.mu.Lock()
-	if r.window.IsZero() {
-		r.window = start.Add(o.Reserve)
-	}
-	o.Budget.until = r.window
-	r.mu.Unlock()
+	o.Budget.used = r.spent
 	entries := runCollectors(ctx, r.opts.Artifacts, r.opts.Manifest, r.opts.Process, r.opts.Limits, r.now, o.Budget, cs, &r.once)
-	return Result{Entries: entries, Evidence: r.evidence(pns, entries, o.Class, o.Stage), Duration: r.now().Sub(start)}
+	took := r.now().Sub(start)
+	r.spent += took
+	return Result{Entries: entries, Evidence: r.evidence(pns, entries, o.Class, o.Stage), Duration: took}
 }
 
 // scene builds the readers of both clusters; a management cluster that cannot be read is

@@ -75,8 +75,9 @@ type Recorder struct {
 	consoles *consoles
 	stopped  bool
 
-	once   onceCache // cluster-wide on-failure collectors, run once
-	window time.Time // end of the diagnostics reserve, from the first Collect
+	once      onceCache     // on-failure collectors run once (per pool or cluster-wide)
+	collectMu sync.Mutex    // one Collect at a time
+	spent     time.Duration // of the diagnostics reserve, by Collect calls so far; under collectMu
 }
 
 type poolFiles struct {

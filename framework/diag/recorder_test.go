@@ -200,6 +200,14 @@ func TestRecorderStreamsAndCollectsWithoutLeakingSecrets(t *testing.T) {
 			t.Errorf("%s does not hold %q", file, want)
 		}
 	}
+	// A later failure of the same pool, and one about no pool, reuse what was collected: no
+	// collector runs twice, the manifest holds each once, the evidence is the same.
+	before := len(m.Entries())
+	again := rec.Collect(ctx, CollectOptions{Budget: Budget{Reserve: 30 * time.Second}, Pools: []tenant.PoolNames{w.pn}, Class: verdict.VMUnschedulable})
+	none := rec.Collect(ctx, CollectOptions{Budget: Budget{Reserve: 30 * time.Second}, Class: verdict.ProductAssertion})
+	if len(m.Entries()) != before || strings.Join(again.Evidence, ",") != strings.Join(res.Evidence, ",") || len(none.Entries) != 4 {
+		t.Errorf("collecting again: %d manifest entries (was %d), %d entries for a failure about no pool", len(m.Entries()), before, len(none.Entries))
+	}
 	for _, f := range []string{"clusters/management/resources/" + ns + "/Secret.yaml", "clusters/tenant/resources/default/Secret.yaml"} {
 		if _, err := os.Stat(filepath.Join(dir, f)); err == nil {
 			t.Errorf("%s was dumped: Secrets never are", f)
