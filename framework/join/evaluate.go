@@ -90,20 +90,18 @@ func evaluate(s *snapshot) outcome {
 		return outcome{Stage: t.Stage, Terminal: t}
 	}
 	var stages []machineStage
+	out := outcome{}
 	for _, m := range s.Machines {
 		ms := evaluateMachine(p, m)
 		if ms.term != nil {
 			return outcome{Stage: ms.term.Stage, Terminal: ms.term}
 		}
 		stages = append(stages, ms)
-	}
-	sort.SliceStable(stages, func(i, j int) bool { return stages[i].index > stages[j].index })
-	out := outcome{}
-	for _, m := range s.Machines {
-		if m.Node != nil && m.Workload == nil && evaluateMachine(p, m).index == StageWorkloadPod.Index() {
+		if m.Node != nil && m.Workload == nil && ms.index == StageWorkloadPod.Index() {
 			out.NeedPod = append(out.NeedPod, m.Node.Name)
 		}
 	}
+	sort.SliceStable(stages, func(i, j int) bool { return stages[i].index > stages[j].index })
 	// The pool is as far as the least advanced of its best `replicas` Machines: a stalled
 	// Machine that a health check is replacing does not hold the pool back once its
 	// replacement overtakes it.

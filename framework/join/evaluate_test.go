@@ -1,6 +1,7 @@
 package join
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -301,6 +302,24 @@ func TestJoinRefusalLines(t *testing.T) {
 	} {
 		if joinRefusal.MatchString(l) {
 			t.Errorf("taken for a refusal: %s", l)
+		}
+	}
+}
+
+// Every watched change re-evaluates every pool; this is the cost of one evaluation of a pool
+// of 10 joined workers.
+func BenchmarkEvaluatePoolOf10(b *testing.B) {
+	p := testPool(tenant.OSKairos, 10)
+	var ms []*machineView
+	for i := 0; i < 10; i++ {
+		ms = append(ms, joined(p, fmt.Sprintf("m%d", i)))
+	}
+	s := withTemplate(p, ms...)
+	s.KubeletConfig = kubeletConfig("clusterDNS: [10.95.0.10]\n")
+	b.ReportAllocs()
+	for b.Loop() {
+		if out := evaluate(s); !out.Done {
+			b.Fatal(out)
 		}
 	}
 }

@@ -199,7 +199,8 @@ func (p Platform) WaitRendered(ctx context.Context, phase string, names Names, g
 			}
 			observed, _, _ := unstructured.NestedInt64(app.Object, "status", "observedGeneration")
 			if observed < gen {
-				return false, fmt.Sprintf("app status.observedGeneration %d < %d", observed, gen), nil
+				return false, fmt.Sprintf("app status.observedGeneration %d < %d (the platform has not processed it; HelmRelease %s)",
+					observed, gen, condDetail(rel)), nil
 			}
 			as, _, am := condition(app, "Ready")
 			hs, _, hm := condition(rel, "Ready")

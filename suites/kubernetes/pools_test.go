@@ -183,10 +183,18 @@ func (st *state) versionsSpec(ctx context.Context) {
 	p := st.pools[0]
 	AddReportEntry("machinedeployment", p.names.MachineDeployment())
 	key := types.NamespacedName{Namespace: p.names.Namespace, Name: p.names.MachineDeployment()}
+	// Both reads must see one state of the object (one resourceVersion): a controller writing
+	// its status between them is not a disagreement. A few tries get a consistent pair.
 	var v1 clusterv1beta1.MachineDeployment
 	var v2 clusterv1.MachineDeployment
-	Expect(st.s.Mgmt.Client.Get(ctx, key, &v2)).To(Succeed(), "MachineDeployment %s at v1beta2", key)
-	Expect(st.s.Mgmt.Client.Get(ctx, key, &v1)).To(Succeed(), "MachineDeployment %s at v1beta1", key)
+	for try := 0; try < 5; try++ {
+		Expect(st.s.Mgmt.Client.Get(ctx, key, &v2)).To(Succeed(), "MachineDeployment %s at v1beta2", key)
+		Expect(st.s.Mgmt.Client.Get(ctx, key, &v1)).To(Succeed(), "MachineDeployment %s at v1beta1", key)
+		if v1.ResourceVersion == v2.ResourceVersion {
+			break
+		}
+	}
+	Expect(v1.ResourceVersion).To(Equal(v2.ResourceVersion), "MachineDeployment %s kept changing between its two reads", key)
 	Expect(v1.APIVersion).To(Or(BeEmpty(), Equal(clusterv1beta1.GroupVersion.String())))
 	Expect(v1.UID).To(Equal(v2.UID), "one object")
 	Expect(v1.Spec.ClusterName).To(Equal(v2.Spec.ClusterName), "clusterName")

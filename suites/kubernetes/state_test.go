@@ -230,6 +230,10 @@ func (st *state) teardown(spec context.Context) {
 	if err := st.platform.WaitDrained(ctx, st.s.Run.Namespace()); err != nil {
 		fail(err, st.s.Collect(spec, nil, verdict.Teardown, "teardown"))
 	}
-	fail(st.platform.DeleteTenant(ctx, st.s.Run), nil)
-	fail(st.platform.DeleteClasses(ctx, st.classes), nil)
+	// The last deletes are single requests: they go out even when the drain used up the
+	// phase, bounded by the run's root deadline.
+	rctx, cancel := st.s.Clock.Root(context.WithoutCancel(spec))
+	defer cancel()
+	fail(st.platform.DeleteTenant(rctx, st.s.Run), nil)
+	fail(st.platform.DeleteClasses(rctx, st.classes), nil)
 }
