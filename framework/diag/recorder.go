@@ -106,6 +106,7 @@ func Start(ctx context.Context, opts Options) (*Recorder, error) {
 	r := &Recorder{opts: opts, ctx: sctx, cancel: cancel, files: map[string]*poolFiles{}}
 	r.started = r.now()
 	red := opts.Artifacts.Redactor()
+	red.Public(opts.Namespace)
 	if _, err := LearnSecrets(ctx, opts.Management, red); err != nil {
 		cancel()
 		return nil, err
@@ -135,6 +136,8 @@ func (r *Recorder) now() time.Time { return r.opts.Now() }
 // and consoles go to pools/<pool>/. Call it when the pool is created; objects that exist
 // already are picked up by their next change, and the on-failure collectors read them anyway.
 func (r *Recorder) WatchPool(p tenant.PoolNames) {
+	r.opts.Artifacts.Redactor().Public(p.Namespace, p.Name, p.Release(), p.MachineDeployment(), p.BootstrapTemplate(),
+		p.Kubeconfig().Name, p.AdminKubeconfig().Name)
 	if r.pools.add(p) {
 		r.poolFiles(p)
 	}

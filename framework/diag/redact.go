@@ -50,13 +50,14 @@ var sensitiveDecoded = [][]byte{
 type Redactor struct {
 	mu       sync.RWMutex
 	values   map[string]struct{}
+	public   map[string]struct{}
 	replacer *strings.Replacer
 	longest  int
 }
 
 // NewRedactor returns a Redactor that knows values already.
 func NewRedactor(values ...string) *Redactor {
-	r := &Redactor{values: map[string]struct{}{}}
+	r := &Redactor{values: map[string]struct{}{}, public: map[string]struct{}{}}
 	r.Learn(values...)
 	return r
 }
@@ -82,6 +83,27 @@ func (r *Redactor) Learn(values ...string) {
 	}
 	if changed {
 		r.replacer = nil
+	}
+}
+
+// Public marks names that are never scrubbed, because the API shows them anyway: the names of
+// objects and namespaces. A Secret value that is also an object's name (a bootstrap config
+// holding its Machine's hostname, a values Secret holding the cluster's name) is not a secret,
+// and scrubbing it would blank the very names the evidence is about.
+func (r *Redactor) Public(names ...string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, n := range names {
+		if len(n) < minSecretLen {
+			continue
+		}
+		if _, ok := r.public[n]; ok {
+			continue
+		}
+		r.public[n] = struct{}{}
+		if _, learned := r.values[n]; learned {
+			r.replacer = nil
+		}
 	}
 }
 
@@ -133,12 +155,31 @@ func expand(v string) []string {
 	if strings.ContainsAny(v, " \t\n") {
 		for _, f := range strings.Fields(v) {
 			f = strings.Trim(f, `"',;`)
-			if len(f) >= minTokenLen && len(f) <= maxWholeValue && !strings.Contains(f, ":") && distinct(f) >= 10 {
+			if len(f) >= minTokenLen && len(f) <= maxWholeValue && !strings.Contains(f, ":") && distinct(f) >= 10 && !nameLike(f) {
 				out = append(out, f)
 			}
 		}
 	}
 	return out
+}
+
+// nameLike says a piece of a multi-line value is a Kubernetes name (a hostname, a cluster or
+// object name: lower-case letters, digits, dashes and dots), not a credential; long hex runs
+// (keys, hashes of secrets) are credentials all the same.
+func nameLike(f string) bool {
+	hex := true
+	for i := 0; i < len(f); i++ {
+		c := f[i]
+		switch {
+		case c >= '0' && c <= '9':
+		case c >= 'a' && c <= 'f':
+		case c >= 'g' && c <= 'z', c == '-', c == '.':
+			hex = false
+		default:
+			return false
+		}
+	}
+	return !(hex && len(f) >= 32)
 }
 
 func distinct(s string) int {
@@ -164,7 +205,9 @@ func (r *Redactor) current() (*strings.Replacer, int) {
 	// Longest first, so a value is replaced whole before a piece of it.
 	vals := make([]string, 0, len(r.values))
 	for v := range r.values {
-		vals = append(vals, v)
+		if _, ok := r.public[v]; !ok {
+			vals = append(vals, v)
+		}
 	}
 	sort.Slice(vals, func(i, j int) bool { return len(vals[i]) > len(vals[j]) })
 	pairs := make([]string, 0, 2*len(vals))

@@ -147,3 +147,20 @@ func TestScanFindsRawAndEncodedLeaksAndScrubTreeRemovesThem(t *testing.T) {
 		t.Fatal("a needle too short to be scrubbed must be refused")
 	}
 }
+
+// Secret values that are names the API shows anyway are not scrubbed: a bootstrap config's
+// hostname, a values Secret's cluster name. Blanking them would blank the evidence itself.
+func TestRedactorKeepsNamesTheAPIShows(t *testing.T) {
+	machine := "kubernetes-pools-6j20a-kairos-ln64q-nplmz"
+	userdata := "#cloud-config\nhostname: " + machine + "\nkubeadm:\n  token: abcdef.0123456789abcdef\n  caKey: 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08\n"
+	r := NewRedactor()
+	r.Learn(userdata, "kubernetes-pools-6j20a", canary)
+	r.Public("kubernetes-pools-6j20a")
+	out := string(r.Scrub([]byte("Machine " + machine + " of kubernetes-pools-6j20a: " + canary + " 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08\n")))
+	if !strings.Contains(out, "Machine "+machine+" of kubernetes-pools-6j20a") {
+		t.Fatalf("names scrubbed: %q", out)
+	}
+	if strings.Contains(out, canary) || strings.Contains(out, "9f86d081884c7d659a2f") {
+		t.Fatalf("secrets left: %q", out)
+	}
+}

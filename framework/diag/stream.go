@@ -155,6 +155,7 @@ func (s *clusterStream) object(kind string, obj any, deleted bool) {
 		return
 	}
 	now := s.rec.now()
+	s.rec.opts.Artifacts.Redactor().Public(u.GetName(), u.GetNamespace())
 	cur := stateOf(u)
 	s.mu.Lock()
 	prev, had := s.last[u.GetUID()]
