@@ -124,8 +124,10 @@ func (w *World) startComponents(ctx context.Context) error {
 	dir := mkdir(w.opts.Dir, "components")
 	kcm, err := controlplane.StartControllerManager(ctx, w.opts.Tools, w.API, controlplane.ControllerManagerOptions{
 		Dir: dir,
-		// No cloud, no node IPAM, no persistent volumes: the sim has no real nodes or disks.
-		Controllers: "*,-nodeipam,-persistentvolume-binder,-attachdetach,-persistentvolume-expander,-cloud-node-lifecycle,-service-lb-controller,-node-route-controller",
+		// No cloud, no node IPAM, no attach or expansion: the sim has no real nodes or disks. The
+		// volume binder stays: it binds the DataVolume claims to the volumes the CDI stand-in
+		// provisions, as it does behind a CSI provisioner.
+		Controllers: "*,-nodeipam,-attachdetach,-persistentvolume-expander,-cloud-node-lifecycle,-service-lb-controller,-node-route-controller",
 	})
 	if err != nil {
 		return err
