@@ -2,6 +2,7 @@ package kubernetes
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -57,7 +58,7 @@ func (st *state) poolSpec(spec context.Context, p poolRun) {
 
 	By("its MachineHealthCheck exists and selects its Machines")
 	var mhc clusterv1.MachineHealthCheck
-	Expect(st.s.Mgmt.Client.Get(ctx, types.NamespacedName{Namespace: p.names.Namespace, Name: p.names.MachineHealthCheck()}, &mhc)).To(Succeed(),
+	Expect(st.api(p.spec.Name, st.s.Mgmt.Client.Get(ctx, types.NamespacedName{Namespace: p.names.Namespace, Name: p.names.MachineHealthCheck()}, &mhc))).To(Succeed(),
 		"MachineHealthCheck %s", p.names.MachineHealthCheck())
 	Expect(mhc.Spec.ClusterName).To(Equal(p.names.Cluster()), "MachineHealthCheck %s clusterName", mhc.Name)
 	mhcSelector, err := metav1.LabelSelectorAsSelector(&mhc.Spec.Selector)
@@ -79,9 +80,9 @@ func (st *state) poolSpec(spec context.Context, p poolRun) {
 	if tenant.KubeadmJoined(p.os) {
 		By("the tenant kubelet-config carries clusterDNS, the tenant CoreDNS Service's address")
 		var cm corev1.ConfigMap
-		Expect(st.tenant.Client.Get(ctx, types.NamespacedName{Namespace: tenant.KubeletConfigNamespace, Name: tenant.KubeletConfigName}, &cm)).To(Succeed())
+		Expect(st.api(p.spec.Name, st.tenant.Client.Get(ctx, types.NamespacedName{Namespace: tenant.KubeletConfigNamespace, Name: tenant.KubeletConfigName}, &cm))).To(Succeed())
 		var dns corev1.Service
-		Expect(st.tenant.Client.Get(ctx, types.NamespacedName{Namespace: tenant.CoreDNSNamespace, Name: tenant.CoreDNSService}, &dns)).To(Succeed(),
+		Expect(st.api(p.spec.Name, st.tenant.Client.Get(ctx, types.NamespacedName{Namespace: tenant.CoreDNSNamespace, Name: tenant.CoreDNSService}, &dns))).To(Succeed(),
 			"tenant CoreDNS Service %s/%s", tenant.CoreDNSNamespace, tenant.CoreDNSService)
 		Expect(join.ClusterDNS(&cm)).To(ConsistOf(dns.Spec.ClusterIP), "tenant %s/%s clusterDNS against Service %s/%s clusterIP",
 			cm.Namespace, cm.Name, dns.Namespace, dns.Name)
@@ -104,7 +105,7 @@ func (st *state) checkWorker(ctx context.Context, p poolRun, m *clusterv1.Machin
 		Expect(vmi.Spec.Domain.Firmware.Bootloader.EFI).NotTo(BeNil(), "VMI %s of a Kairos pool does not boot with EFI", vmi.Name)
 	}
 	var node corev1.Node
-	Expect(st.tenant.Client.Get(ctx, types.NamespacedName{Name: m.Status.NodeRef.Name}, &node)).To(Succeed(), "tenant Node %s (Machine %s nodeRef)", m.Status.NodeRef.Name, m.Name)
+	Expect(st.api(p.spec.Name, st.tenant.Client.Get(ctx, types.NamespacedName{Name: m.Status.NodeRef.Name}, &node))).To(Succeed(), "tenant Node %s (Machine %s nodeRef)", m.Status.NodeRef.Name, m.Name)
 	Expect(node.Name).To(Equal(vmi.Name), "Machine %s: Node named like its VMI", m.Name)
 	providerID, _, _ := unstructured.NestedString(kvm.Object, "spec", "providerID")
 	Expect(providerID).To(Equal(tenant.ProviderID(kvmName)), "KubevirtMachine %s spec.providerID", kvmName)
@@ -129,7 +130,7 @@ func (st *state) checkWorker(ctx context.Context, p poolRun, m *clusterv1.Machin
 	Expect(err).NotTo(HaveOccurred(), "tenant control plane version %q", cpVersion)
 	Expect(kv.AtLeast(cv) && !kv.EqualTo(cv)).To(BeFalse(), "Node %s kubelet %s is ahead of the control plane %s", node.Name, kubelet, cpVersion)
 	var pod corev1.Pod
-	Expect(st.tenant.Client.Get(ctx, types.NamespacedName{Namespace: tenant.WorkloadNamespace, Name: tenant.WorkloadPod(node.Name)}, &pod)).To(Succeed(),
+	Expect(st.api(p.spec.Name, st.tenant.Client.Get(ctx, types.NamespacedName{Namespace: tenant.WorkloadNamespace, Name: tenant.WorkloadPod(node.Name)}, &pod))).To(Succeed(),
 		"workload pod for Node %s", node.Name)
 	Expect(pod.Spec.NodeName).To(Equal(node.Name), "workload pod %s nodeName", pod.Name)
 	Expect(pod.Status.Phase).To(Equal(corev1.PodRunning), "workload pod %s on Node %s", pod.Name, node.Name)
@@ -159,14 +160,14 @@ func (st *state) machineDeployment(ctx context.Context, p poolRun) *clusterv1.Ma
 				fmt.Sprintf("readyReplicas %d, spec.replicas %d, pool replicas %d", ready, want, p.spec.Replicas), nil
 		}}))
 	var md clusterv1.MachineDeployment
-	Expect(st.s.Mgmt.Client.Get(ctx, types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}, &md)).To(Succeed())
+	Expect(st.api(p.spec.Name, st.s.Mgmt.Client.Get(ctx, types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}, &md))).To(Succeed())
 	return &md
 }
 
 // machines are the pool's Machines at v1beta2, those being deleted left out.
 func (st *state) machines(ctx context.Context, p poolRun) []clusterv1.Machine {
 	var list clusterv1.MachineList
-	Expect(st.s.Mgmt.Client.List(ctx, &list, client.InNamespace(p.names.Namespace), p.names.Selector())).To(Succeed())
+	Expect(st.api(p.spec.Name, st.s.Mgmt.Client.List(ctx, &list, client.InNamespace(p.names.Namespace), p.names.Selector()))).To(Succeed())
 	var out []clusterv1.Machine
 	for _, m := range list.Items {
 		if m.DeletionTimestamp == nil {
@@ -188,8 +189,8 @@ func (st *state) versionsSpec(ctx context.Context) {
 	var v1 clusterv1beta1.MachineDeployment
 	var v2 clusterv1.MachineDeployment
 	for try := 0; try < 5; try++ {
-		Expect(st.s.Mgmt.Client.Get(ctx, key, &v2)).To(Succeed(), "MachineDeployment %s at v1beta2", key)
-		Expect(st.s.Mgmt.Client.Get(ctx, key, &v1)).To(Succeed(), "MachineDeployment %s at v1beta1", key)
+		Expect(st.api(p.spec.Name, st.s.Mgmt.Client.Get(ctx, key, &v2))).To(Succeed(), "MachineDeployment %s at v1beta2", key)
+		Expect(st.api(p.spec.Name, st.s.Mgmt.Client.Get(ctx, key, &v1))).To(Succeed(), "MachineDeployment %s at v1beta1", key)
 		if v1.ResourceVersion == v2.ResourceVersion {
 			break
 		}
@@ -220,4 +221,13 @@ func get(ctx context.Context, c client.Client, gvk schema.GroupVersionKind, ns, 
 	}
 	Expect(err).NotTo(HaveOccurred(), "reading %s %s/%s", gvk.Kind, ns, name)
 	return u
+}
+
+// api routes a read that ran out of the pools phase's time to a deadline failure of pool; any
+// other error is returned for the spec to judge (a missing object is a product failure).
+func (st *state) api(pool string, err error) error {
+	if errors.Is(err, context.DeadlineExceeded) {
+		st.s.MustIn("pools", pool, err)
+	}
+	return err
 }

@@ -102,27 +102,32 @@ func (st *state) describeRefusals() {
 		defer cancel()
 		st.tenantCannotCreateClass(c)
 	})
+	It("the cluster is accepted again once the refused fields are gone", func(spec SpecContext) {
+		c, cancel := within(spec)
+		defer cancel()
+		st.recovered(c)
+	})
 }
 
 // refused changes nodeGroups.<pool> with mutate and checks that the platform refuses it: the
 // HelmRelease goes Ready=False with a message naming nodeGroups.<pool>.<field> (and each of
-// also), the app's status mirrors it, and the live objects stay as they were. The pool is
-// restored afterwards, and the platform's acceptance of the restored spec awaited.
+// also), the app's status mirrors it, and the live objects stay as they were. The pool's spec
+// is written back afterwards; the next refusal (and the last spec) see it rendered.
 func (st *state) refused(ctx context.Context, pool, field string, mutate func(map[string]any), also ...string) {
 	AddReportEntry("refusal", "nodeGroups."+pool+"."+field)
 	app, err := st.platform.Get(ctx, st.refusals)
-	Expect(err).NotTo(HaveOccurred())
+	st.must(err)
 	orig, _, _ := unstructured.NestedMap(app.Object, "spec", "nodeGroups", pool)
 	Expect(orig).NotTo(BeNil(), "refusal cluster %s has no pool %s", st.refusals, pool)
 	before := st.live(ctx, pool)
 	gen, err := st.platform.UpdatePool(ctx, st.refusals, pool, mutate)
-	Expect(err).NotTo(HaveOccurred())
+	st.must(err)
 	DeferCleanup(func(spec SpecContext) {
 		// Bounded like the spec: by the refusals phase.
 		dl, _ := ctx.Deadline()
 		ctx, cancel := context.WithDeadline(spec, dl)
 		defer cancel()
-		gen, err := st.platform.UpdatePool(ctx, st.refusals, pool, func(g map[string]any) {
+		_, err := st.platform.UpdatePool(ctx, st.refusals, pool, func(g map[string]any) {
 			for k := range g {
 				delete(g, k)
 			}
@@ -130,13 +135,10 @@ func (st *state) refused(ctx context.Context, pool, field string, mutate func(ma
 				g[k] = v
 			}
 		})
-		Expect(err).NotTo(HaveOccurred(), "restoring nodeGroups.%s", pool)
-		r, err := st.platform.WaitRendered(ctx, "refusals", st.refusals, gen)
-		st.s.Must("", err)
-		Expect(r.Ready).To(BeTrue(), "the restored nodeGroups.%s is refused: %s", pool, r.HelmRelease)
+		st.must(err)
 	})
 	r, err := st.platform.WaitRendered(ctx, "refusals", st.refusals, gen)
-	st.s.Must("", err)
+	st.must(err)
 	where := "nodeGroups." + pool + "." + field
 	Expect(r.Ready).To(BeFalse(), "the platform accepted %s (HelmRelease: %s)", where, r.HelmRelease)
 	Expect(r.HelmRelease).To(ContainSubstring(where), "the HelmRelease's message names the pool and field")
@@ -147,25 +149,41 @@ func (st *state) refused(ctx context.Context, pool, field string, mutate func(ma
 	Expect(st.live(ctx, pool)).To(Equal(before), "a refused render changed the live objects of pool %s", pool)
 }
 
-// liveState is what a refused render must leave alone: the pool's MachineDeployment (its
-// generation and template references) and its KubevirtMachineTemplates.
+// recovered checks that the refusal cluster, its pools written back, renders again.
+func (st *state) recovered(ctx context.Context) {
+	app, err := st.platform.Get(ctx, st.refusals)
+	st.must(err)
+	for pool, class := range map[string]string{refusalTalos: tenant.ClassTalos, refusalKairos: tenant.ClassKairos} {
+		got, _, _ := unstructured.NestedString(app.Object, "spec", "nodeGroups", pool, "nodeGroupClassName")
+		Expect(got).To(Equal(class), "nodeGroups.%s.nodeGroupClassName after the refusals", pool)
+	}
+	r, err := st.platform.WaitRendered(ctx, "refusals", st.refusals, app.GetGeneration())
+	st.must(err)
+	Expect(r.Ready).To(BeTrue(), "the refusal cluster, its pools as created, is still refused: %s", r.HelmRelease)
+}
+
+// must fails the spec on an API error of the refusals phase (a deadline if the phase's time ran out).
+func (st *state) must(err error) { st.s.MustIn("refusals", "", err) }
+
+// liveState is what a refused render must leave alone: what the pool's MachineDeployment
+// runs (bootstrap template, machine template, version) and its KubevirtMachineTemplates. Its
+// generation is not part of it: re-applying the same content may bump it.
 type liveState struct {
-	Generation      int64
 	Bootstrap       string
 	Infrastructure  string
+	Version         string
 	MachineTemplate []string
 }
 
 func (st *state) live(ctx context.Context, pool string) liveState {
 	pn := st.refusals.Pool(pool)
 	var md clusterv1.MachineDeployment
-	Expect(st.s.Mgmt.Client.Get(ctx, types.NamespacedName{Namespace: pn.Namespace, Name: pn.MachineDeployment()}, &md)).To(Succeed(),
-		"MachineDeployment %s of the refusal cluster", pn.MachineDeployment())
-	ls := liveState{Generation: md.Generation, Infrastructure: md.Spec.Template.Spec.InfrastructureRef.Name,
+	st.must(st.s.Mgmt.Client.Get(ctx, types.NamespacedName{Namespace: pn.Namespace, Name: pn.MachineDeployment()}, &md))
+	ls := liveState{Infrastructure: md.Spec.Template.Spec.InfrastructureRef.Name, Version: md.Spec.Template.Spec.Version,
 		Bootstrap: md.Spec.Template.Spec.Bootstrap.ConfigRef.Kind + "/" + md.Spec.Template.Spec.Bootstrap.ConfigRef.Name}
 	var kmts unstructured.UnstructuredList
 	kmts.SetGroupVersionKind(tenant.KubevirtMachineTemplateGVK.GroupVersion().WithKind("KubevirtMachineTemplateList"))
-	Expect(st.s.Mgmt.Client.List(ctx, &kmts, client.InNamespace(pn.Namespace))).To(Succeed())
+	st.must(st.s.Mgmt.Client.List(ctx, &kmts, client.InNamespace(pn.Namespace)))
 	for _, k := range kmts.Items {
 		if pn.IsMachineTemplate(k.GetName()) {
 			ls.MachineTemplate = append(ls.MachineTemplate, k.GetName())
@@ -180,18 +198,21 @@ func (st *state) builtInImmutable(ctx context.Context, name string) {
 	c := st.s.Mgmt.Client
 	class := &unstructured.Unstructured{}
 	class.SetGroupVersionKind(tenant.NodeGroupClassGVK)
-	Expect(c.Get(ctx, types.NamespacedName{Name: name}, class)).To(Succeed(), "built-in NodeGroupClass %s", name)
+	st.must(c.Get(ctx, types.NamespacedName{Name: name}, class))
 	before, _, _ := unstructured.NestedMap(class.Object, "spec")
 	changed := tenant.NodeGroupClass(lane.Class{Name: name, OS: tenant.OSKairos,
 		Image: "registry.example.invalid/e2e/kairos@sha256:" + strings.Repeat("0", 63) + "2", KubernetesVersion: st.s.Lane.Kubernetes.Patch})
 	class.Object["spec"] = changed.Object["spec"]
 	err := c.Update(ctx, class)
+	if errors.Is(err, context.DeadlineExceeded) {
+		st.must(err)
+	}
 	Expect(err).To(HaveOccurred(), "the apiserver accepted a change to the built-in class %s", name)
 	Expect(apierrors.IsInvalid(err)).To(BeTrue(), "the change to %s was refused, but not as invalid: %v", name, err)
 	Expect(err.Error()).To(Or(ContainSubstring("immutable"), ContainSubstring("built-in")), "refusal of the change to %s", name)
 	after := &unstructured.Unstructured{}
 	after.SetGroupVersionKind(tenant.NodeGroupClassGVK)
-	Expect(c.Get(ctx, types.NamespacedName{Name: name}, after)).To(Succeed())
+	st.must(c.Get(ctx, types.NamespacedName{Name: name}, after))
 	Expect(after.Object["spec"]).To(Equal(before), "the built-in class %s changed", name)
 }
 
@@ -201,7 +222,7 @@ func (st *state) builtInImmutable(ctx context.Context, name string) {
 func (st *state) tenantCannotCreateClass(ctx context.Context) {
 	ns := st.s.Run.Namespace()
 	var rbs rbacv1.RoleBindingList
-	Expect(st.s.Mgmt.Client.List(ctx, &rbs, client.InNamespace(ns))).To(Succeed())
+	st.must(st.s.Mgmt.Client.List(ctx, &rbs, client.InNamespace(ns)))
 	binding, group := "", ""
 	for _, rb := range rbs.Items {
 		for _, s := range rb.Subjects {
@@ -216,16 +237,27 @@ func (st *state) tenantCannotCreateClass(ctx context.Context) {
 	cfg.WrapTransport = nil // cluster.New wraps it again
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: "e2e-tenant-member-" + st.s.Run.ID, Groups: []string{group, "system:authenticated"}}
 	as, err := cluster.New("tenant member", cfg)
-	Expect(err).NotTo(HaveOccurred())
+	st.must(err)
 	var apps unstructured.UnstructuredList
 	apps.SetGroupVersionKind(tenant.KubernetesGVK.GroupVersion().WithKind("KubernetesList"))
-	Expect(as.Client.List(ctx, &apps, client.InNamespace(ns))).To(Succeed(),
+	err = as.Client.List(ctx, &apps, client.InNamespace(ns))
+	if errors.Is(err, context.DeadlineExceeded) {
+		st.must(err)
+	}
+	Expect(err).NotTo(HaveOccurred(),
 		"a member of %s cannot list the Kubernetes apps of its own namespace %s: the impersonation or the binding is broken, so the refusal below would prove nothing", group, ns)
 	name := "e2e-tenant-class-" + st.s.Run.ID
 	err = as.Client.Create(ctx, tenant.NodeGroupClass(lane.Class{Name: name, OS: tenant.OSKairos}))
+	if errors.Is(err, context.DeadlineExceeded) {
+		st.must(err)
+	}
 	Expect(err).To(HaveOccurred(), "a member of %s created NodeGroupClass %s", group, name)
 	Expect(apierrors.IsForbidden(err)).To(BeTrue(), "creating a NodeGroupClass as a member of %s failed, but not as forbidden: %v", group, err)
 	probe := &unstructured.Unstructured{}
 	probe.SetGroupVersionKind(tenant.NodeGroupClassGVK)
-	Expect(apierrors.IsNotFound(st.s.Mgmt.Client.Get(ctx, types.NamespacedName{Name: name}, probe))).To(BeTrue(), "NodeGroupClass %s exists", name)
+	err = st.s.Mgmt.Client.Get(ctx, types.NamespacedName{Name: name}, probe)
+	if !apierrors.IsNotFound(err) {
+		st.must(err)
+	}
+	Expect(apierrors.IsNotFound(err)).To(BeTrue(), "NodeGroupClass %s exists", name)
 }

@@ -83,33 +83,33 @@ func (st *state) bringUp(spec context.Context) {
 	var err error
 	defer func() { span.End(err) }()
 	if err = st.platform.CreateTenant(ctx, st.s.Run); err != nil {
-		st.s.Must("", err)
+		st.s.MustIn("tenant", "", err)
 	}
 	st.created.tenant = true
 	if err = st.s.StartDiagnostics(ctx, st.s.Run.Namespace()); err != nil {
-		st.s.Must("", err)
+		st.s.MustIn("tenant", "", err)
 	}
 	if st.classes, err = st.platform.EnsureClasses(ctx, st.s.Lane); err != nil {
-		st.s.Must("", err)
+		st.s.MustIn("tenant", "", err)
 	}
 	var specs []tenant.PoolSpec
 	for _, p := range st.pools {
 		if p.os == "unknown" {
 			_, err = tenant.ClassOS(st.s.Lane, p.spec.Class)
-			st.s.Must(p.spec.Name, err)
+			st.s.MustIn("tenant", p.spec.Name, err)
 		}
 		st.s.WatchPool(p.names)
 		specs = append(specs, p.spec)
 	}
 	if err = st.platform.CreateCluster(ctx, tenant.ClusterSpec{Names: st.names, Version: st.s.Lane.Kubernetes.Version, Pools: specs}); err != nil {
-		st.s.Must("", err)
+		st.s.MustIn("tenant", "", err)
 	}
 	st.created.cluster = true
 	if st.tenant, err = st.platform.WaitControlPlane(ctx, st.names); err != nil {
-		st.s.Must("", err)
+		st.s.MustIn("tenant", "", err)
 	}
 	if err = st.s.WatchTenant(ctx, st.tenant); err != nil {
-		st.s.Must("", err)
+		st.s.MustIn("tenant", "", err)
 	}
 	span.End(nil)
 	st.startPools(spec)
@@ -129,7 +129,7 @@ func (st *state) startPools(spec context.Context) {
 	if err != nil {
 		cancel()
 		span.End(err)
-		st.s.Must("", err)
+		st.s.MustIn("pools", "", err)
 	}
 	st.mu.Lock()
 	st.watcher, st.span, st.pctx, st.pcancel = w, span, ctx, cancel

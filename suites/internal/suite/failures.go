@@ -117,6 +117,7 @@ func Classify(err error) (verdict.Class, string, []string) {
 	var se *join.StageError
 	var we *tenant.WaitError
 	var ex *budget.ExhaustedError
+	var de *DeadlineError
 	switch {
 	case errors.As(err, &se):
 		return se.Class, string(se.Stage), se.Evidence
@@ -124,8 +125,19 @@ func Classify(err error) (verdict.Class, string, []string) {
 		return we.Class, we.Phase, nil
 	case errors.As(err, &ex):
 		return verdict.Deadline, ex.Phase, nil
+	case errors.As(err, &de):
+		return verdict.Deadline, de.Phase, nil
 	}
 	return verdict.ProductAssertion, "", nil
+}
+
+// typed reports whether err already carries a class (Classify knows it).
+func typed(err error) bool {
+	var se *join.StageError
+	var we *tenant.WaitError
+	var ex *budget.ExhaustedError
+	var de *DeadlineError
+	return errors.As(err, &se) || errors.As(err, &we) || errors.As(err, &ex) || errors.As(err, &de)
 }
 
 // PoolOf is the pool a spec reported with AddReportEntry(PoolEntry, name), or "".

@@ -2,6 +2,7 @@ package suite
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -66,6 +67,30 @@ func (s *Suite) Must(pool string, err error) {
 	s.Failures.Note(pool, err)
 	ginkgo.Fail(err.Error(), 1)
 }
+
+// MustIn is Must for a step of lane phase phase: an API call that ran out of the phase's time
+// (context deadline) is a deadline failure at that phase, not a product assertion.
+func (s *Suite) MustIn(phase, pool string, err error) {
+	if err == nil {
+		return
+	}
+	if errors.Is(err, context.DeadlineExceeded) && !typed(err) {
+		err = &DeadlineError{Phase: phase, Err: err}
+	}
+	s.Must(pool, err)
+}
+
+// DeadlineError is a step that ran out of its phase's time.
+type DeadlineError struct {
+	Phase string
+	Err   error
+}
+
+func (e *DeadlineError) Error() string {
+	return fmt.Sprintf("%s: the phase's time ran out: %v", e.Phase, e.Err)
+}
+
+func (e *DeadlineError) Unwrap() error { return e.Err }
 
 // StartDiagnostics starts streaming the evidence of the tenant namespace: events, the
 // condition timeline and, for each pool given to WatchPool, its consoles.

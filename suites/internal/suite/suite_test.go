@@ -1,6 +1,7 @@
 package suite
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -95,6 +96,7 @@ func TestClassify(t *testing.T) {
 		{&tenant.WaitError{Phase: "tenant", Class: verdict.Deadline}, verdict.Deadline, "tenant"},
 		{&tenant.WaitError{Phase: "teardown", Class: verdict.Teardown}, verdict.Teardown, "teardown"},
 		{&budget.ExhaustedError{Phase: "refusals"}, verdict.Deadline, "refusals"},
+		{&DeadlineError{Phase: "refusals", Err: fmt.Errorf("client rate limiter Wait returned an error: %w", context.DeadlineExceeded)}, verdict.Deadline, "refusals"},
 		{errors.New("boom"), verdict.ProductAssertion, ""},
 	} {
 		c, s, _ := Classify(tc.err)
