@@ -128,6 +128,9 @@ func (w *World) startComponents(ctx context.Context) error {
 		// volume binder stays: it binds the DataVolume claims to the volumes the CDI stand-in
 		// provisions, as it does behind a CSI provisioner.
 		Controllers: "*,-nodeipam,-attachdetach,-persistentvolume-expander,-cloud-node-lifecycle,-service-lb-controller,-node-route-controller",
+		// The binder binds a pre-bound volume on its periodic sync (15s by default), not on the
+		// volume's creation; a second keeps the import stage about the stand-in's latency.
+		ExtraArgs: []string{"--pvclaimbinder-sync-period=1s"},
 	})
 	if err != nil {
 		return err
