@@ -163,9 +163,10 @@ func expand(v string) []string {
 	return out
 }
 
-// nameLike says a piece of a multi-line value is a Kubernetes name (a hostname, a cluster or
-// object name: lower-case letters, digits, dashes and dots), not a credential; long hex runs
-// (keys, hashes of secrets) are credentials all the same.
+// nameLike says a piece of a multi-line value is a Kubernetes name or a path (a hostname, an
+// object name, /etc/kubernetes/patches: lower-case letters, digits, dashes, dots, slashes,
+// underscores), not a credential; long hex runs (keys, hashes of secrets) are credentials all
+// the same. A credential in a config is still caught by its field (password: ...).
 func nameLike(f string) bool {
 	hex := true
 	for i := 0; i < len(f); i++ {
@@ -173,7 +174,7 @@ func nameLike(f string) bool {
 		switch {
 		case c >= '0' && c <= '9':
 		case c >= 'a' && c <= 'f':
-		case c >= 'g' && c <= 'z', c == '-', c == '.':
+		case c >= 'g' && c <= 'z', c == '-', c == '.', c == '/', c == '_':
 			hex = false
 		default:
 			return false
@@ -441,12 +442,14 @@ func hasBase64Run(s string, n int) bool {
 // looksPlain keeps fields named like credentials whose value is plainly not one: a "key:"
 // holding a label key or a word, a "secret:" naming a Secret.
 func looksPlain(name, val string) bool {
+	// Base64 and hex never hold a dot or a dash; names, label keys and Secret keys do
+	// (app.kubernetes.io/name, super-admin.svc). A JWT does too, and is scrubbed by its own
+	// shape. Upper case or base64 padding means a credential whatever else it holds.
+	if strings.ContainsAny(val, "-.") && strings.ToLower(val) == val && !strings.ContainsAny(val, "+=") {
+		return true
+	}
 	switch name {
 	case "key", "secret", "token":
-		// label keys (app.kubernetes.io/name), Secret names, references: no digits mixed with
-		// letters in a long run means a name, not a credential.
-		// Base64 and hex never hold a dot or a dash; names and label keys do. A JWT does too,
-		// and is scrubbed by its own shape.
 		return len(val) < 20 || strings.ContainsAny(val, "-.")
 	}
 	return false

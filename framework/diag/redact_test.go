@@ -164,3 +164,12 @@ func TestRedactorKeepsNamesTheAPIShows(t *testing.T) {
 		t.Fatalf("secrets left: %q", out)
 	}
 }
+
+func TestRedactorKeepsPathsAndSecretKeyNames(t *testing.T) {
+	r := NewRedactor()
+	r.Learn("machine:\n  patches:\n    directory: /etc/kubernetes/patches\n  token: Zm9vYmFyYmF6cXV4MTIzNDU2\n")
+	in := "kamaji.clastix.io/kubeconfig-secret-key: super-admin.svc\npatches:\n  directory: /etc/kubernetes/patches\n"
+	if out := string(r.Scrub([]byte(in))); out != in {
+		t.Fatalf("scrubbed a path or a Secret key name: %q", out)
+	}
+}
