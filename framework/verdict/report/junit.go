@@ -205,7 +205,16 @@ func annotate(c *Case, f verdict.Failure) {
 	if c.Properties == nil {
 		c.Properties = &Properties{}
 	}
-	c.Properties.Items = append(c.Properties.Items, props...)
+	// The verdict's values replace a suite's own report entries of the same name.
+	kept := c.Properties.Items[:0]
+	for _, it := range c.Properties.Items {
+		switch it.Name {
+		case "class", "stage", "pool", "soft", "evidence":
+		default:
+			kept = append(kept, it)
+		}
+	}
+	c.Properties.Items = append(kept, props...)
 	if f.Soft && c.Failure != nil {
 		c.Failure.Type = "soft:" + string(f.Class)
 	}

@@ -23,6 +23,7 @@ const ginkgoJUnit = `<?xml version="1.0" encoding="UTF-8"?>
     <testcase name="[It] kubernetes pool md0 joins [talos, sim]" classname="kubernetes" status="passed" time="20.2"></testcase>
     <testcase name="[It] kubernetes pool kairos joins [kairos, sim]" classname="kubernetes" status="failed" time="9.8">
       <failure message="pool kairos: disk-import at disk-import: DataVolume failed" type="failed">stack</failure>
+      <properties><property name="pool" value="&#34;kairos&#34;"></property><property name="owner" value="x"></property></properties>
     </testcase>
   </testsuite>
 </testsuites>
@@ -113,6 +114,15 @@ func TestWriteJudgesAndReportsARedRun(t *testing.T) {
 	if failed == nil || failed.Properties == nil || !hasProp(failed.Properties, "class", "disk-import") || !hasProp(failed.Properties, "stage", "disk-import") ||
 		!hasProp(failed.Properties, "pool", "kairos") {
 		t.Fatalf("the failed testcase lacks its class and stage: %+v", failed)
+	}
+	pools := 0
+	for _, it := range failed.Properties.Items {
+		if it.Name == "pool" {
+			pools++
+		}
+	}
+	if pools != 1 || !hasProp(failed.Properties, "owner", "x") {
+		t.Fatalf("properties %+v: one pool property, the suite's other entries kept", failed.Properties.Items)
 	}
 	if phases != 2 || j.Failures != 2 { // the failed spec and the failed pools phase
 		t.Fatalf("junit: %d phase cases, %d failures", phases, j.Failures)
