@@ -2,6 +2,7 @@ package tenant
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -152,8 +154,9 @@ func (p Platform) Get(ctx context.Context, names Names) (*unstructured.Unstructu
 	return app, nil
 }
 
-// UpdatePool changes nodeGroups.<pool> of the app with mutate (one read-modify-write; a
-// conflict is returned, not retried: the harness is the app's only writer). It returns the
+// UpdatePool changes nodeGroups.<pool> of the app with mutate and writes the change as a merge
+// patch of that one entry (keys mutate removed become null), so a status the platform writes
+// meanwhile is no conflict: the harness is the only writer of the app's spec. It returns the
 // app's new generation.
 func (p Platform) UpdatePool(ctx context.Context, names Names, pool string, mutate func(group map[string]any)) (int64, error) {
 	app, err := p.Get(ctx, names)
@@ -164,11 +167,20 @@ func (p Platform) UpdatePool(ctx context.Context, names Names, pool string, muta
 	if !ok {
 		return 0, fmt.Errorf("tenant: Kubernetes %s has no nodeGroups.%s", names, pool)
 	}
-	mutate(group)
-	if err := unstructured.SetNestedMap(app.Object, group, "spec", "nodeGroups", pool); err != nil {
+	changed := runtime.DeepCopyJSON(group)
+	mutate(changed)
+	entry := map[string]any{}
+	for k := range group {
+		entry[k] = nil
+	}
+	for k, v := range changed {
+		entry[k] = v
+	}
+	data, err := json.Marshal(map[string]any{"spec": map[string]any{"nodeGroups": map[string]any{pool: entry}}})
+	if err != nil {
 		return 0, err
 	}
-	if err := p.Mgmt.Client.Update(ctx, app); err != nil {
+	if err := p.Mgmt.Client.Patch(ctx, app, client.RawPatch(types.MergePatchType, data)); err != nil {
 		return 0, fmt.Errorf("tenant: updating Kubernetes %s nodeGroups.%s: %w", names, pool, err)
 	}
 	return app.GetGeneration(), nil

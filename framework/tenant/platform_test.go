@@ -347,3 +347,40 @@ func kubeconfigFor(t *testing.T, env *tenanttest.Env) []byte {
 	}
 	return data
 }
+
+// A pool written back after a refusal loses the field the refusal added: the merge patch
+// nulls what mutate removed, and touches no other pool.
+func testUpdatePoolRemoves(t *testing.T, env *tenanttest.Env) {
+	ctx := ctxFor(t, 30*time.Second)
+	names := tenant.For("tenant-z", "t1")
+	mustNamespace(t, env, names.Namespace)
+	p := tenant.Platform{Mgmt: env.Cluster}
+	if err := p.CreateCluster(ctx, tenant.ClusterSpec{Names: names, Version: "v1.35",
+		Pools: []tenant.PoolSpec{{Name: "a", Class: "kairos"}, {Name: "b", Class: "talos", Replicas: 1}}}); err != nil {
+		t.Fatal(err)
+	}
+	app, _ := p.Get(ctx, names)
+	orig, _, _ := unstructured.NestedMap(app.Object, "spec", "nodeGroups", "a")
+	if _, err := p.UpdatePool(ctx, names, "a", func(g map[string]any) { g["osImage"] = "x"; g["nodeGroupClassName"] = "talos" }); err != nil {
+		t.Fatal(err)
+	}
+	gen, err := p.UpdatePool(ctx, names, "a", func(g map[string]any) {
+		for k := range g {
+			delete(g, k)
+		}
+		for k, v := range orig {
+			g[k] = v
+		}
+	})
+	if err != nil || gen != 3 {
+		t.Fatalf("generation %d, %v", gen, err)
+	}
+	app, _ = p.Get(ctx, names)
+	a, _, _ := unstructured.NestedMap(app.Object, "spec", "nodeGroups", "a")
+	if !equal(a, orig) {
+		t.Errorf("pool a after the write-back: %v, want %v", a, orig)
+	}
+	if b, _, _ := unstructured.NestedInt64(app.Object, "spec", "nodeGroups", "b", "minReplicas"); b != 1 {
+		t.Errorf("pool b touched: minReplicas %d", b)
+	}
+}
