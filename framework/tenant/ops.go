@@ -154,36 +154,57 @@ func (p Platform) Get(ctx context.Context, names Names) (*unstructured.Unstructu
 	return app, nil
 }
 
-// UpdatePool changes nodeGroups.<pool> of the app with mutate and writes the change as a merge
-// patch of that one entry (keys mutate removed become null), so a status the platform writes
-// meanwhile is no conflict: the harness is the only writer of the app's spec. It returns the
-// app's new generation.
+// UpdatePool changes nodeGroups.<pool> of the app with mutate (see UpdatePools).
 func (p Platform) UpdatePool(ctx context.Context, names Names, pool string, mutate func(group map[string]any)) (int64, error) {
+	return p.UpdatePools(ctx, names, map[string]func(map[string]any){pool: mutate})
+}
+
+// UpdatePools changes nodeGroups.<pool> of the app with its mutate, for each pool, in one
+// write: a merge patch of those entries (keys a mutate removed become null), so a status the
+// platform writes meanwhile is no conflict (the harness is the only writer of the app's
+// spec) and the platform renders the change once. It returns the app's new generation.
+func (p Platform) UpdatePools(ctx context.Context, names Names, mutates map[string]func(group map[string]any)) (int64, error) {
 	app, err := p.Get(ctx, names)
 	if err != nil {
 		return 0, err
 	}
-	group, ok, _ := unstructured.NestedMap(app.Object, "spec", "nodeGroups", pool)
-	if !ok {
-		return 0, fmt.Errorf("tenant: Kubernetes %s has no nodeGroups.%s", names, pool)
+	groups := map[string]any{}
+	for pool, mutate := range mutates {
+		group, ok, _ := unstructured.NestedMap(app.Object, "spec", "nodeGroups", pool)
+		if !ok {
+			return 0, fmt.Errorf("tenant: Kubernetes %s has no nodeGroups.%s", names, pool)
+		}
+		changed := runtime.DeepCopyJSON(group)
+		mutate(changed)
+		entry := map[string]any{}
+		for k := range group {
+			entry[k] = nil
+		}
+		for k, v := range changed {
+			entry[k] = v
+		}
+		groups[pool] = entry
 	}
-	changed := runtime.DeepCopyJSON(group)
-	mutate(changed)
-	entry := map[string]any{}
-	for k := range group {
-		entry[k] = nil
-	}
-	for k, v := range changed {
-		entry[k] = v
-	}
-	data, err := json.Marshal(map[string]any{"spec": map[string]any{"nodeGroups": map[string]any{pool: entry}}})
+	data, err := json.Marshal(map[string]any{"spec": map[string]any{"nodeGroups": groups}})
 	if err != nil {
 		return 0, err
 	}
 	if err := p.Mgmt.Client.Patch(ctx, app, client.RawPatch(types.MergePatchType, data)); err != nil {
-		return 0, fmt.Errorf("tenant: updating Kubernetes %s nodeGroups.%s: %w", names, pool, err)
+		return 0, fmt.Errorf("tenant: updating Kubernetes %s nodeGroups: %w", names, err)
 	}
 	return app.GetGeneration(), nil
+}
+
+// Restore is a mutate that makes a nodeGroups entry equal to orig again.
+func Restore(orig map[string]any) func(map[string]any) {
+	return func(g map[string]any) {
+		for k := range g {
+			delete(g, k)
+		}
+		for k, v := range runtime.DeepCopyJSON(orig) {
+			g[k] = v
+		}
+	}
 }
 
 // Rendering is what the platform made of generation Generation of an app.

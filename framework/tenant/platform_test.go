@@ -364,14 +364,7 @@ func testUpdatePoolRemoves(t *testing.T, env *tenanttest.Env) {
 	if _, err := p.UpdatePool(ctx, names, "a", func(g map[string]any) { g["osImage"] = "x"; g["nodeGroupClassName"] = "talos" }); err != nil {
 		t.Fatal(err)
 	}
-	gen, err := p.UpdatePool(ctx, names, "a", func(g map[string]any) {
-		for k := range g {
-			delete(g, k)
-		}
-		for k, v := range orig {
-			g[k] = v
-		}
-	})
+	gen, err := p.UpdatePool(ctx, names, "a", tenant.Restore(orig))
 	if err != nil || gen != 3 {
 		t.Fatalf("generation %d, %v", gen, err)
 	}

@@ -11,7 +11,6 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
@@ -73,11 +72,15 @@ func (st *state) describeRefusals() {
 		defer cancel()
 		st.refused(c, refusalKairos, "nodeGroupClassName", func(g map[string]any) { g["nodeGroupClassName"] = tenant.ClassTalos }, "cannot switch")
 	})
-	for field, set := range map[string]any{
-		"osImage":       "factory.talos.dev/installer/abc:v1.13.6",
-		"kernelModules": []any{"drbd"},
-		"gpus":          []any{map[string]any{"name": "nvidia.com/GA102GL_A10"}},
+	for _, f := range []struct {
+		field string
+		set   any
+	}{
+		{"osImage", "factory.talos.dev/installer/abc:v1.13.6"},
+		{"kernelModules", []any{"drbd"}},
+		{"gpus", []any{map[string]any{"name": "nvidia.com/GA102GL_A10"}}},
 	} {
+		field, set := f.field, f.set
 		It(fmt.Sprintf("a Kairos pool with %s is refused", field), func(spec SpecContext) {
 			c, cancel := within(spec)
 			defer cancel()
@@ -111,32 +114,23 @@ func (st *state) describeRefusals() {
 
 // refused changes nodeGroups.<pool> with mutate and checks that the platform refuses it: the
 // HelmRelease goes Ready=False with a message naming nodeGroups.<pool>.<field> (and each of
-// also), the app's status mirrors it, and the live objects stay as they were. The pool's spec
-// is written back afterwards; the next refusal (and the last spec) see it rendered.
+// also), the app's status mirrors it, and the live objects stay as they were. The pool is
+// written back with the next change of the app (one render each), the last spec included.
 func (st *state) refused(ctx context.Context, pool, field string, mutate func(map[string]any), also ...string) {
 	AddReportEntry("refusal", "nodeGroups."+pool+"."+field)
 	app, err := st.platform.Get(ctx, st.refusals)
 	st.must(err)
 	orig, _, _ := unstructured.NestedMap(app.Object, "spec", "nodeGroups", pool)
 	Expect(orig).NotTo(BeNil(), "refusal cluster %s has no pool %s", st.refusals, pool)
+	if restore, ok := st.restores[pool]; ok {
+		orig = restore // the pool is still changed by the previous spec
+	}
 	before := st.live(ctx, pool)
-	gen, err := st.platform.UpdatePool(ctx, st.refusals, pool, mutate)
+	changes := st.takeRestores()
+	changes[pool] = func(g map[string]any) { tenant.Restore(orig)(g); mutate(g) }
+	gen, err := st.platform.UpdatePools(ctx, st.refusals, changes)
 	st.must(err)
-	DeferCleanup(func(spec SpecContext) {
-		// Bounded like the spec: by the refusals phase.
-		dl, _ := ctx.Deadline()
-		ctx, cancel := context.WithDeadline(spec, dl)
-		defer cancel()
-		_, err := st.platform.UpdatePool(ctx, st.refusals, pool, func(g map[string]any) {
-			for k := range g {
-				delete(g, k)
-			}
-			for k, v := range runtime.DeepCopyJSON(orig) {
-				g[k] = v
-			}
-		})
-		st.must(err)
-	})
+	st.restores[pool] = orig
 	r, err := st.platform.WaitRendered(ctx, "refusals", st.refusals, gen)
 	st.must(err)
 	where := "nodeGroups." + pool + "." + field
@@ -149,15 +143,33 @@ func (st *state) refused(ctx context.Context, pool, field string, mutate func(ma
 	Expect(st.live(ctx, pool)).To(Equal(before), "a refused render changed the live objects of pool %s", pool)
 }
 
-// recovered checks that the refusal cluster, its pools written back, renders again.
+// takeRestores are the write-backs of the pools earlier specs changed, to go with the next
+// write; they are forgotten once taken.
+func (st *state) takeRestores() map[string]func(map[string]any) {
+	out := map[string]func(map[string]any){}
+	for pool, orig := range st.restores {
+		out[pool] = tenant.Restore(orig)
+		delete(st.restores, pool)
+	}
+	return out
+}
+
+// recovered writes the refused pools back and checks that the refusal cluster, its pools as
+// created, renders again.
 func (st *state) recovered(ctx context.Context) {
+	gen := int64(0)
+	if changes := st.takeRestores(); len(changes) > 0 {
+		var err error
+		gen, err = st.platform.UpdatePools(ctx, st.refusals, changes)
+		st.must(err)
+	}
 	app, err := st.platform.Get(ctx, st.refusals)
 	st.must(err)
 	for pool, class := range map[string]string{refusalTalos: tenant.ClassTalos, refusalKairos: tenant.ClassKairos} {
 		got, _, _ := unstructured.NestedString(app.Object, "spec", "nodeGroups", pool, "nodeGroupClassName")
 		Expect(got).To(Equal(class), "nodeGroups.%s.nodeGroupClassName after the refusals", pool)
 	}
-	r, err := st.platform.WaitRendered(ctx, "refusals", st.refusals, app.GetGeneration())
+	r, err := st.platform.WaitRendered(ctx, "refusals", st.refusals, max(gen, app.GetGeneration()))
 	st.must(err)
 	Expect(r.Ready).To(BeTrue(), "the refusal cluster, its pools as created, is still refused: %s", r.HelmRelease)
 }

@@ -26,6 +26,9 @@ type state struct {
 	pools           []poolRun
 	tenant          *cluster.Cluster
 	classes         []string // the NodeGroupClasses this run created
+	// restores are the refusal cluster's pools a refusal spec changed, as they were before:
+	// the next write to the app puts them back.
+	restores map[string]map[string]any
 
 	created struct{ tenant, cluster, refusals bool }
 
@@ -56,7 +59,8 @@ type joinRun struct {
 
 func newState(s *suite.Suite) *state {
 	st := &state{s: s, platform: tenant.Platform{Mgmt: s.Mgmt, Log: s.Log},
-		names: s.Run.Cluster("pools"), refusals: s.Run.Cluster("refusals"), joins: map[string]*joinRun{}}
+		names: s.Run.Cluster("pools"), refusals: s.Run.Cluster("refusals"), joins: map[string]*joinRun{},
+		restores: map[string]map[string]any{}}
 	for i, p := range tenant.PoolsFromLane(s.Lane) {
 		os, err := tenant.ClassOS(s.Lane, p.Class)
 		if err != nil {
