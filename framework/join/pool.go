@@ -102,7 +102,7 @@ func (w *Watcher) Join(ctx context.Context, p Pool) (*Result, error) {
 		}
 		if t := out.Terminal; t != nil {
 			e := &StageError{Pool: pool, Stage: t.Stage, Class: t.Class, Detail: t.Detail,
-				Elapsed: now.Sub(cur.Since), Budget: budget}
+				Elapsed: now.Sub(cur.Since), Budget: budget, At: now}
 			w.logf(Progress{Pool: pool, Stage: t.Stage, Detail: t.Detail, Since: cur.Since}, now, start, budget, string(t.Class)+": ")
 			return nil, e
 		}
@@ -113,7 +113,7 @@ func (w *Watcher) Join(ctx context.Context, p Pool) (*Result, error) {
 		case <-ctx.Done():
 			now = time.Now()
 			return nil, &StageError{Pool: pool, Stage: cur.Stage, Class: verdict.Deadline, Detail: cur.Detail,
-				Elapsed: now.Sub(cur.Since), Budget: budget}
+				Elapsed: now.Sub(cur.Since), Budget: budget, At: now}
 		case <-events:
 		}
 	}

@@ -64,6 +64,9 @@ type StageError struct {
 	Elapsed  time.Duration // how long the pool had been at Stage
 	Budget   time.Duration // the wait's whole budget
 	Evidence []string      // artifact paths that explain it, relative to the artifacts folder
+	// At is when the join decided (the detector saw the terminal state, or the budget ran
+	// out); a report written later keeps this time.
+	At time.Time
 }
 
 func (e *StageError) Error() string {

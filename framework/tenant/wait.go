@@ -31,6 +31,8 @@ type WaitError struct {
 	Detail  string
 	Elapsed time.Duration
 	Budget  time.Duration
+	// At is when the wait ended.
+	At time.Time
 }
 
 func (e *WaitError) Error() string {
@@ -142,7 +144,7 @@ func Wait(ctx context.Context, c *cluster.Cluster, o WaitOptions) error {
 		select {
 		case <-ctx.Done():
 			return &WaitError{Phase: o.Phase, What: o.What, Class: verdict.Deadline, Detail: detail,
-				Elapsed: time.Since(start), Budget: budget}
+				Elapsed: time.Since(start), Budget: budget, At: time.Now()}
 		case <-poke:
 		case <-syncCh:
 			synced, syncCh = ctx.Err() == nil, nil
@@ -171,7 +173,7 @@ func Wait(ctx context.Context, c *cluster.Cluster, o WaitOptions) error {
 		switch {
 		case errors.As(err, &t):
 			return &WaitError{Phase: o.Phase, What: o.What, Class: t.Class, Detail: t.Detail,
-				Elapsed: time.Since(start), Budget: budget}
+				Elapsed: time.Since(start), Budget: budget, At: time.Now()}
 		case err != nil:
 			return fmt.Errorf("%s: waiting for %s: %w", o.Phase, o.What, err)
 		case done:

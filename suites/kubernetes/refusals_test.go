@@ -28,6 +28,12 @@ const (
 	refusalKairos = "rkairos"
 )
 
+// refusalSpec is the refusal cluster: one pool per built-in class, at zero replicas.
+func refusalSpec(st *state) tenant.ClusterSpec {
+	return tenant.ClusterSpec{Names: st.refusals, Version: st.s.Lane.Kubernetes.Version, Pools: []tenant.PoolSpec{
+		{Name: refusalTalos, Class: tenant.ClassTalos}, {Name: refusalKairos, Class: tenant.ClassKairos}}}
+}
+
 // describeRefusals registers the refusal specs. They run on a second Kubernetes app whose
 // pools have no replicas: the platform renders them (MachineDeployments, templates) and the
 // chart's refusals show on its HelmRelease without a VM ever being made.
@@ -39,10 +45,7 @@ func (st *state) describeRefusals() {
 	)
 	BeforeAll(func(spec SpecContext) {
 		ctx, span = st.phase(context.WithoutCancel(spec), "refusals")
-		err := st.platform.CreateCluster(ctx, tenant.ClusterSpec{Names: st.refusals, Version: st.s.Lane.Kubernetes.Version, Pools: []tenant.PoolSpec{
-			{Name: refusalTalos, Class: tenant.ClassTalos}, {Name: refusalKairos, Class: tenant.ClassKairos}}})
-		st.s.Must("", err)
-		st.created.refusals = true
+		Expect(st.created.refusals).To(BeTrue(), "the refusal cluster %s was not created: %v", st.refusals, st.refusalsCreated)
 		r, err := st.platform.WaitRendered(ctx, "refusals", st.refusals, 1)
 		st.s.Must("", err)
 		Expect(r.Ready).To(BeTrue(), "the platform refused the valid refusal cluster %s: %s", st.refusals, r.HelmRelease)

@@ -30,7 +30,8 @@ type state struct {
 	// the next write to the app puts them back.
 	restores map[string]map[string]any
 
-	created struct{ tenant, cluster, refusals bool }
+	created         struct{ tenant, cluster, refusals bool }
+	refusalsCreated error // why the refusal cluster could not be created
 
 	mu      sync.Mutex
 	joins   map[string]*joinRun
@@ -138,6 +139,9 @@ func (st *state) startPools(spec context.Context) {
 	st.mu.Lock()
 	st.watcher, st.span, st.pctx, st.pcancel = w, span, ctx, cancel
 	st.mu.Unlock()
+	// The refusal cluster renders while the pools join, so the refusals phase only judges.
+	st.refusalsCreated = st.platform.CreateCluster(ctx, refusalSpec(st))
+	st.created.refusals = st.refusalsCreated == nil
 	for _, p := range st.pools {
 		jr := &joinRun{done: make(chan struct{})}
 		st.joins[p.spec.Name] = jr

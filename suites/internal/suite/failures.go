@@ -78,8 +78,11 @@ func (f *Failures) Judge(r types.SpecReport) verdict.Failure {
 	v := verdict.Failure{Spec: r.FullText(), Pool: PoolOf(r), Message: r.Failure.Message, At: r.EndTime}
 	switch {
 	case ok:
-		v.Class, v.Stage, v.Evidence = Classify(n.err)
-		v.At = n.at
+		j := classify(n.err)
+		v.Class, v.Stage, v.Evidence, v.At = j.class, j.stage, j.evidence, n.at
+		if !j.at.IsZero() {
+			v.At = j.at // decided by the wait itself, maybe before the spec reported it
+		}
 		if n.pool != "" {
 			v.Pool = n.pool
 		}
@@ -111,24 +114,37 @@ func (f *Failures) Spec(r types.SpecReport) {
 }
 
 // Classify is the class, stage and evidence of an error: a join.StageError's own; a
-// tenant.WaitError's class and phase; an exhausted budget is a deadline at its phase;
-// anything else a product assertion.
+// tenant.WaitError's class and phase; an exhausted budget or a DeadlineError a deadline at
+// its phase; anything else a product assertion.
 func Classify(err error) (verdict.Class, string, []string) {
+	c := classify(err)
+	return c.class, c.stage, c.evidence
+}
+
+// judged is what Classify finds in an error, with when it was decided (zero: unknown).
+type judged struct {
+	class    verdict.Class
+	stage    string
+	evidence []string
+	at       time.Time
+}
+
+func classify(err error) judged {
 	var se *join.StageError
 	var we *tenant.WaitError
 	var ex *budget.ExhaustedError
 	var de *DeadlineError
 	switch {
 	case errors.As(err, &se):
-		return se.Class, string(se.Stage), se.Evidence
+		return judged{se.Class, string(se.Stage), se.Evidence, se.At}
 	case errors.As(err, &we):
-		return we.Class, we.Phase, nil
+		return judged{we.Class, we.Phase, nil, we.At}
 	case errors.As(err, &ex):
-		return verdict.Deadline, ex.Phase, nil
+		return judged{verdict.Deadline, ex.Phase, nil, ex.Now}
 	case errors.As(err, &de):
-		return verdict.Deadline, de.Phase, nil
+		return judged{verdict.Deadline, de.Phase, nil, time.Time{}}
 	}
-	return verdict.ProductAssertion, "", nil
+	return judged{verdict.ProductAssertion, "", nil, time.Time{}}
 }
 
 // typed reports whether err already carries a class (Classify knows it).

@@ -53,9 +53,10 @@ func report(state types.SpecState, msg string, pool string) types.SpecReport {
 // an assertion failure is a product assertion of the spec's pool.
 func TestFailedSpecsBecomeFailuresWithTheirClass(t *testing.T) {
 	f := NewFailures()
-	se := &join.StageError{Pool: "kairos", Stage: join.StageDiskImport, Class: verdict.DiskImport, Detail: "401", Evidence: []string{"pools/kairos/dv.yaml"}}
+	decided := time.Now().Add(-5 * time.Second) // the join decided before the spec reported it
+	se := &join.StageError{Pool: "kairos", Stage: join.StageDiskImport, Class: verdict.DiskImport, Detail: "401",
+		Evidence: []string{"pools/kairos/dv.yaml"}, At: decided}
 	f.Note("kairos", se)
-	decided := time.Now()
 	f.Spec(report(types.SpecStateFailed, se.Error(), "kairos"))
 	f.AddEvidence("kubernetes pool md0 joins", []string{"pools/md0/events.jsonl"})
 	f.Spec(report(types.SpecStateFailed, "Expected\n    <string>: a\nto equal\n    <string>: b", "md0"))
@@ -81,7 +82,7 @@ func TestFailedSpecsBecomeFailuresWithTheirClass(t *testing.T) {
 			t.Errorf("failure %d: %s at %q pool %q; want %s at %q pool %q", i, got[i].Class, got[i].Stage, got[i].Pool, w.class, w.stage, w.pool)
 		}
 	}
-	if got[0].At.After(decided) || len(got[0].Evidence) != 1 || got[1].Evidence[0] != "pools/md0/events.jsonl" {
+	if !got[0].At.Equal(decided) || len(got[0].Evidence) != 1 || got[1].Evidence[0] != "pools/md0/events.jsonl" {
 		t.Errorf("decision time or evidence: %+v", got[:2])
 	}
 }
