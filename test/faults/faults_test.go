@@ -6,6 +6,7 @@
 // artifacts 20 MB; and the canary planted by the sim appears in no artifact.
 //
 // Each run takes a minute or two, so the runs can be narrowed: E2E_FAULTS=green,node-tainted.
+// E2E_FAULT_ARTIFACTS=<dir> keeps each run's artifacts in <dir>/<run> for a person to read.
 package faults
 
 import (
@@ -107,6 +108,12 @@ func runLane(t *testing.T, root, bin string, l *lane.Lane, name string) outcome 
 		}
 	}
 	art := filepath.Join(t.TempDir(), "artifacts")
+	if keep := os.Getenv("E2E_FAULT_ARTIFACTS"); keep != "" {
+		art = filepath.Join(keep, name)
+		if err := os.RemoveAll(art); err != nil {
+			t.Fatal(err)
+		}
+	}
 	canary := fmt.Sprintf("canary-%d-%s", time.Now().UnixNano(), strings.ReplaceAll(name, "-", ""))
 	cmd := exec.Command(bin, "run", "--lane", "sim")
 	cmd.Dir = root
