@@ -217,8 +217,9 @@ type Rendering struct {
 }
 
 // WaitRendered waits, inside ctx (phase is the lane phase), until the platform has processed
-// generation gen of the app (its status.observedGeneration) and the HelmRelease reports the
-// outcome, accepted (Ready=True) or refused (Ready=False with a failure message).
+// generation gen of the app (its status.observedGeneration) and the app and its HelmRelease
+// report the same outcome, accepted (Ready=True) or refused (Ready=False with the chart's
+// message). A HelmRelease the app does not mirror is waited out, never taken.
 func (p Platform) WaitRendered(ctx context.Context, phase string, names Names, gen int64) (Rendering, error) {
 	appRef := Ref{GVK: KubernetesGVK, Namespace: names.Namespace, Name: names.Name}
 	hr := Ref{GVK: HelmReleaseGVK, Namespace: names.Namespace, Name: names.HelmRelease()}
@@ -237,8 +238,10 @@ func (p Platform) WaitRendered(ctx context.Context, phase string, names Names, g
 			}
 			as, _, am := condition(app, "Ready")
 			hs, _, hm := condition(rel, "Ready")
-			if as == "" || as == "Unknown" || hs == "" || hs == "Unknown" || as != hs {
-				return false, fmt.Sprintf("app Ready=%s, HelmRelease Ready=%s %s", orDash(as), orDash(hs), hm), nil
+			// The app mirrors the HelmRelease: until both say the same, one of them (as this
+			// watch sees them) is from an earlier render.
+			if as == "" || as == "Unknown" || hs == "" || hs == "Unknown" || as != hs || am != hm {
+				return false, fmt.Sprintf("app Ready=%s %q, HelmRelease Ready=%s %q", orDash(as), am, orDash(hs), hm), nil
 			}
 			out = Rendering{Ready: as == "True", Message: am, HelmRelease: hm}
 			return true, "app and HelmRelease Ready=" + as, nil

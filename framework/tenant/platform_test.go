@@ -232,9 +232,17 @@ func testWaitRenderedWaitsForTheGenerationItWrote(t *testing.T, env *tenanttest.
 		t.Fatalf("returned on the stale generation-1 answer: %+v %v", r, err)
 	case <-time.After(300 * time.Millisecond):
 	}
+	// The app's mirror can reach the watch before the HelmRelease's own write: the stale
+	// HelmRelease (Ready=True) must not be taken with it, nor a refusal of another message.
 	msg := "nodeGroups.kairos.gpus: a Kairos pool takes no gpus"
-	setHelmReleaseReady(t, env, names, "False", "UpgradeFailed", msg)
 	setAppStatus(t, env, names, 2, "False", msg)
+	setHelmReleaseReady(t, env, names, "False", "UpgradeFailed", "nodeGroups.kairos.osImage: an earlier refusal")
+	select {
+	case err := <-done:
+		t.Fatalf("returned on a HelmRelease the app does not mirror: %+v %v", r, err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	setHelmReleaseReady(t, env, names, "False", "UpgradeFailed", msg)
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
