@@ -161,6 +161,12 @@ func (r *run) execute(parent context.Context) int {
 	}
 	interrupted := sigCtx.Err() != nil
 	stopSignals() // a second signal during teardown kills the harness, and Pdeathsig its children
+	if r.opts.Keep {
+		// The reports first: the substrate then holds everything up until the person is done.
+		code := r.finish(interrupted)
+		r.keep()
+		return code
+	}
 	r.down()
 	return r.finish(interrupted)
 }
@@ -224,12 +230,20 @@ func (r *run) down() {
 		r.fail(verdict.Teardown, "teardown", fmt.Errorf("substrate %s down: %w", r.sub.Name(), err))
 	}
 	r.logf("substrate %s down in %s", r.sub.Name(), time.Since(start).Round(time.Millisecond))
-	if r.opts.Keep {
-		if a, ok := r.sub.(substrate.Access); ok {
-			for _, line := range a.Describe() {
-				fmt.Fprintln(r.out, "  "+line)
-			}
-		}
+}
+
+// keep hands the substrate to a person (E2E_KEEP=1): its Down says how to reach every cluster
+// and holds them up until the next SIGINT or SIGTERM (the sim's processes live as long as this
+// one; a kind cluster outlives it).
+func (r *run) keep() {
+	if r.sub == nil {
+		return
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	r.logf("E2E_KEEP=1: kept; Ctrl-C (SIGINT) or SIGTERM ends it")
+	if err := r.sub.Down(ctx); err != nil {
+		r.logf("substrate %s down: %v", r.sub.Name(), err)
 	}
 }
 

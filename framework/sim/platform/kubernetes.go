@@ -108,9 +108,10 @@ func (p *Platform) live(ctx context.Context, app *unstructured.Unstructured) (Li
 }
 
 // apply creates o or patches the fields the chart owns, leaving what controllers own (the
-// MachineDeployment's replicas, every status) alone. A non-nil owner becomes a plain owner
-// reference, as Helm's release does not own its objects; the bootstrap templates are owned by
-// the control plane, as the reconcile Job sets them.
+// MachineDeployment's replicas, every status) alone. A non-nil owner becomes a plain (not
+// controller) owner reference: deleting the app removes what its release rendered, as Flux's
+// uninstall of the HelmRelease does. The bootstrap templates are owned by the control plane, as
+// the reconcile Job sets them.
 func (p *Platform) apply(ctx context.Context, want *unstructured.Unstructured, owner *unstructured.Unstructured) error {
 	cur := &unstructured.Unstructured{}
 	cur.SetGroupVersionKind(want.GroupVersionKind())
@@ -119,6 +120,11 @@ func (p *Platform) apply(ctx context.Context, want *unstructured.Unstructured, o
 		if want.GetKind() == TalosConfigTemplateGVK.Kind || want.GetKind() == KairosConfigTemplateGVK.Kind {
 			if err := p.ownByControlPlane(ctx, want); err != nil {
 				return err
+			}
+		}
+		if owner != nil {
+			if err := controllerutil.SetOwnerReference(owner, want, p.c.Scheme()); err != nil {
+				return fmt.Errorf("platform: %s %s/%s owned by %s: %w", want.GetKind(), want.GetNamespace(), want.GetName(), owner.GetName(), err)
 			}
 		}
 		if err := p.c.Create(ctx, want); err != nil && !apierrors.IsAlreadyExists(err) {
