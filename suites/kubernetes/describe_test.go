@@ -34,8 +34,13 @@ func describe(st *state) {
 			}
 			v := s.Failures.Judge(r)
 			var pools []tenant.PoolNames
-			if v.Pool != "" {
+			switch {
+			case v.Pool != "":
 				pools = append(pools, st.names.Pool(v.Pool))
+			case v.Stage != "tenant" && v.Stage != "pools":
+				// A refusal or an API-version disagreement says all in its message; the
+				// reserve is kept for the pools.
+				return
 			}
 			s.Failures.AddEvidence(r.FullText(), s.Collect(ctx, pools, v.Class, v.Stage))
 		})
