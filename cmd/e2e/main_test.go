@@ -66,3 +66,32 @@ func TestUnknownCommand(t *testing.T) {
 }
 
 func timeZero() time.Time { return time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC) }
+
+// A repro runs the lane file inside the artifacts with the run's own choices.
+func TestReproRunsTheLaneCopyWithItsEnvironment(t *testing.T) {
+	dir := t.TempDir()
+	if code := dispatch(context.Background(), []string{"repro", "--artifacts", dir}, &bytes.Buffer{}, &bytes.Buffer{}); code != exitConfig {
+		t.Fatalf("repro without repro.json: exit %d", code)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "lane"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// A lane copy that does not load shows which file the repro used, without running anything.
+	if err := os.WriteFile(filepath.Join(dir, "lane", "sim.yaml"), []byte("name: sim\nbogus: 1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	repro := `{"lane":"sim","laneFile":"lane/sim.yaml","runId":"ab1cd","env":{"E2E_SIM_FAULT":"node-tainted"},"command":"x"}`
+	if err := os.WriteFile(filepath.Join(dir, "repro.json"), []byte(repro), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("E2E_SIM_FAULT", "")
+	t.Setenv("E2E_RUN_ID", "")
+	var out, errb bytes.Buffer
+	code := dispatch(context.Background(), []string{"repro", "--artifacts", dir}, &out, &errb)
+	if code != exitConfig || !strings.Contains(errb.String(), filepath.Join(dir, "lane", "sim.yaml")+":2: bogus: unknown field") {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	if os.Getenv("E2E_SIM_FAULT") != "node-tainted" || os.Getenv("E2E_RUN_ID") != "ab1cd" {
+		t.Fatalf("environment not restored: fault %q run id %q", os.Getenv("E2E_SIM_FAULT"), os.Getenv("E2E_RUN_ID"))
+	}
+}

@@ -74,7 +74,7 @@ func (r *run) finish(interrupted bool) int {
 		}
 	}
 	v, err := report.Write(report.Options{
-		Dir: r.artifacts, Lane: r.lane.Name, LaneFile: r.lane.File, SoftClasses: r.lane.Policy.Soft,
+		Dir: r.artifacts, Lane: r.lane.Name, LaneFile: r.laneCopy(), SoftClasses: r.lane.Policy.Soft,
 		RunID: r.opts.RunID, Suites: suites, Timings: r.clock.Timings(), Failures: r.failures,
 		Manifest: r.manifest, Interrupted: interrupted, Signal: signal, Start: r.started, End: time.Now(),
 		Repro:       report.Repro{Commit: commit, Dirty: dirty, Env: report.ReproEnv(os.LookupEnv)},

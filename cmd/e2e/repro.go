@@ -2,15 +2,19 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+
+	"github.com/cozystack/cozy-e2e/framework/verdict/report"
 )
 
-// cmdRepro reruns the lane of a downloaded run with its exact pins: the lane file copied into
-// the artifacts, the same faults, a fresh artifacts folder.
+// cmdRepro reruns the lane of a downloaded run with its exact pins: the lane file as the run
+// used it (inside the artifacts), the same E2E_* choices (faults, platform source), the same
+// run id, into a fresh artifacts folder.
 func cmdRepro(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("e2e repro", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -18,23 +22,31 @@ func cmdRepro(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if err := fs.Parse(args); err != nil {
 		return exitConfig
 	}
-	info, err := readRunInfo(*dir)
+	data, err := os.ReadFile(filepath.Join(*dir, "repro.json"))
 	if err != nil {
-		fmt.Fprintf(stderr, "e2e repro: %s holds no readable run.json (is it the artifacts folder of a run?): %v\n", *dir, err)
+		fmt.Fprintf(stderr, "e2e repro: %s holds no repro.json (is it the artifacts folder of a run?): %v\n", *dir, err)
 		return exitConfig
 	}
-	laneFile := filepath.Join(*dir, "lane", info.Lane+".yaml")
+	var r report.Repro
+	if err := json.Unmarshal(data, &r); err != nil {
+		fmt.Fprintf(stderr, "e2e repro: %s/repro.json: %v\n", *dir, err)
+		return exitConfig
+	}
+	laneFile := filepath.Join(*dir, filepath.FromSlash(r.LaneFile))
 	if _, err := os.Stat(laneFile); err != nil {
-		fmt.Fprintf(stderr, "e2e repro: %s lacks the lane the run used: %v\n", *dir, err)
+		fmt.Fprintf(stderr, "e2e repro: %s lacks the lane file the run used: %v\n", *dir, err)
 		return exitConfig
 	}
-	if info.Faults != "" {
-		os.Setenv("E2E_SIM_FAULT", info.Faults)
+	for k, v := range r.Env {
+		os.Setenv(k, v)
 	}
-	fmt.Fprintf(stdout, "e2e repro: rerunning lane %s from %s (run %s at commit %s, faults %q)\n",
-		info.Lane, laneFile, info.RunID, orUnknown(info.Commit), info.Faults)
-	if head, err := gitOutput(".", "rev-parse", "HEAD"); err == nil && info.Commit != "" && head != info.Commit {
-		fmt.Fprintf(stdout, "e2e repro: note: this checkout is at %s; `git checkout %s` reproduces the harness too\n", head, info.Commit)
+	if r.RunID != "" && os.Getenv("E2E_RUN_ID") == "" {
+		os.Setenv("E2E_RUN_ID", r.RunID)
+	}
+	fmt.Fprintf(stdout, "e2e repro: rerunning lane %s from %s (run %s at commit %s, env %v)\n",
+		r.Lane, laneFile, r.RunID, orUnknown(r.Commit), r.Env)
+	if head, err := gitOutput(".", "rev-parse", "HEAD"); err == nil && r.Commit != "" && head != r.Commit {
+		fmt.Fprintf(stdout, "e2e repro: this checkout is at %s; `git checkout --detach %s` reproduces the harness too\n", head, r.Commit)
 	}
 	return cmdRun(ctx, []string{"--lane", laneFile}, stdout, stderr)
 }

@@ -11,18 +11,15 @@ import (
 	"time"
 )
 
-// RunInfo is run.json: what a repro needs besides the lane file, and who ran it where.
+// RunInfo is run.json: which run this is and the machine it ran on, so a red run is compared
+// knowing where it ran (repro.json holds what reruns it).
 type RunInfo struct {
 	Lane      string    `json:"lane"`
 	RunID     string    `json:"runId"`
 	Substrate string    `json:"substrate"`
 	Started   time.Time `json:"started"`
 	JobStart  time.Time `json:"jobStart"`
-	Commit    string    `json:"commit,omitempty"`
-	Dirty     bool      `json:"dirty,omitempty"`
-	// Faults is E2E_SIM_FAULT as given.
-	Faults string `json:"faults,omitempty"`
-	Runner Runner `json:"runner"`
+	Runner    Runner    `json:"runner"`
 }
 
 // Runner is the machine identity: red runs are compared knowing where they ran.
@@ -39,29 +36,13 @@ func writeRunInfo(r *run) error {
 	info := RunInfo{
 		Lane: r.lane.Name, RunID: r.opts.RunID, Substrate: string(r.lane.Substrate),
 		Started: r.started.UTC(), JobStart: r.clock.JobStart().UTC(),
-		Faults: os.Getenv("E2E_SIM_FAULT"),
 		Runner: runner(),
-	}
-	if out, err := gitOutput(r.root, "rev-parse", "HEAD"); err == nil {
-		info.Commit = out
-	}
-	if out, err := gitOutput(r.root, "status", "--porcelain", "--untracked-files=no"); err == nil {
-		info.Dirty = out != ""
 	}
 	data, err := json.MarshalIndent(info, "", "  ")
 	if err != nil {
 		return err
 	}
 	return os.WriteFile(filepath.Join(r.artifacts, "run.json"), append(data, '\n'), 0o644)
-}
-
-func readRunInfo(dir string) (RunInfo, error) {
-	var info RunInfo
-	data, err := os.ReadFile(filepath.Join(dir, "run.json"))
-	if err != nil {
-		return info, err
-	}
-	return info, json.Unmarshal(data, &info)
 }
 
 func runner() Runner {

@@ -10,9 +10,10 @@ import (
 	"strings"
 )
 
-// LaneCopy is the name of the lane file's copy in the artifacts folder: the repro runs it, so a
+// LaneCopy is the lane file's copy in the artifacts folder, lane/<lane>.yaml (a lane file is
+// named after its lane): the repro runs it, so a
 // lane file changed since the run does not change what is rerun.
-const LaneCopy = "lane.yaml"
+func LaneCopy(lane string) string { return "lane/" + lane + ".yaml" }
 
 // Repro is what reruns a lane with the same pins: the commit, the lane file's exact content,
 // the run id and the environment that selected faults or a canary.
@@ -70,10 +71,13 @@ func WriteRepro(dir, laneFile string, r Repro) (Repro, error) {
 		if err != nil {
 			return r, fmt.Errorf("repro: lane file: %w", err)
 		}
-		if err := os.WriteFile(filepath.Join(dir, LaneCopy), data, 0o644); err != nil {
+		r.LaneFile = LaneCopy(r.Lane)
+		if err := os.MkdirAll(filepath.Join(dir, "lane"), 0o755); err != nil {
 			return r, err
 		}
-		r.LaneFile = LaneCopy
+		if err := os.WriteFile(filepath.Join(dir, filepath.FromSlash(r.LaneFile)), data, 0o644); err != nil {
+			return r, err
+		}
 	}
 	r.Command = reproCommand(r)
 	j, err := json.MarshalIndent(r, "", "  ")

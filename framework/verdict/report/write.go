@@ -49,7 +49,7 @@ type Options struct {
 }
 
 // Write judges the run and writes its reports into Dir: verdict.json, junit.xml, summary.md,
-// timings.json, manifest.json, repro.txt (with repro.json and lane.yaml) and, for a green run,
+// timings.json, manifest.json, repro.txt (with repro.json and lane/<lane>.yaml) and, for a green run,
 // baseline.json. The suites' failures.json, timings.json, junit.xml and manifest.json are merged
 // in; a suite that left no failures.json is a harness failure. Last, the folder is scanned for
 // the secrets: a leak is a harness failure, the leaked files are scrubbed and the reports

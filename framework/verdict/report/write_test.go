@@ -136,8 +136,8 @@ func TestWriteJudgesAndReportsARedRun(t *testing.T) {
 		}
 	}
 	repro := read(t, dir, "repro.txt")
-	if !strings.Contains(repro, `git checkout --detach 0123456789abcdef0123456789abcdef01234567 && E2E_SIM_FAULT=disk-import-refused E2E_RUN_ID=abc12 make e2e LANE="$ARTIFACTS/lane.yaml"`) ||
-		read(t, dir, "lane.yaml") != "name: sim\n" {
+	if !strings.Contains(repro, `git checkout --detach 0123456789abcdef0123456789abcdef01234567 && E2E_SIM_FAULT=disk-import-refused E2E_RUN_ID=abc12 make e2e LANE="$ARTIFACTS/lane/sim.yaml"`) ||
+		read(t, dir, "lane/sim.yaml") != "name: sim\n" {
 		t.Fatalf("repro:\n%s", repro)
 	}
 	tm, err := budget.ReadTimings(filepath.Join(dir, "timings.json"))
@@ -249,7 +249,7 @@ func TestReproUsesALaneCopyInsideTheArtifacts(t *testing.T) {
 	if err != nil || r.LaneFile != "lane/sim.yaml" || !strings.HasSuffix(r.Command, `make e2e LANE="$ARTIFACTS/lane/sim.yaml"`) {
 		t.Fatalf("%+v %v", r, err)
 	}
-	if _, err := os.Stat(filepath.Join(dir, LaneCopy)); err == nil {
+	if _, err := os.Stat(filepath.Join(dir, "lane.yaml")); err == nil {
 		t.Fatal("copied a lane file already in the artifacts")
 	}
 }
