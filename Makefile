@@ -58,7 +58,7 @@ fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [[ -n $$out ]]; then echo "gofmt would change: $$out" >&2; exit 1; fi
 
 test: lanes-check workflows-check fmt-check vet
-	$(GO) test -count=1 ./...
+	$(GO) test -count=1 -timeout 50m ./...
 
 clean:
 	rm -rf $(BIN)

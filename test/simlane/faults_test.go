@@ -1,13 +1,4 @@
-// Package faults runs the sim lane end to end under each terminal fault of the sim's catalogue
-// (framework/sim/faults) and once green, through the real entry point (bin/e2e run --lane sim),
-// and holds every run to the diagnostics contract: the verdict names the fault's class and
-// stage for each pool it targets, within 10 s of the fault becoming observable; the evidence
-// named by the verdict exists and shows the cause; the diagnostics fit their 60 s and the
-// artifacts 20 MB; and the canary planted by the sim appears in no artifact.
-//
-// Each run takes a minute or two, so the runs can be narrowed: E2E_FAULTS=green,node-tainted.
-// E2E_FAULT_ARTIFACTS=<dir> keeps each run's artifacts in <dir>/<run> for a person to read.
-package faults
+package simlane
 
 import (
 	"bufio"
@@ -70,12 +61,7 @@ func TestSimLaneUnderEachFault(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bin := filepath.Join(t.TempDir(), "e2e")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/e2e")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building the orchestrator (go build ./cmd/e2e): %v\n%s", err, out)
-	}
+	bin := buildOrchestrator(t, root)
 	runs := []string{"green"}
 	for _, f := range faults.Catalogue() {
 		if f.Terminal || f.Passes {
@@ -334,6 +320,18 @@ func diagnosticsSpan(t *testing.T, art string) time.Duration {
 		}
 	}
 	return last.Sub(first)
+}
+
+// buildOrchestrator builds cmd/e2e into the test's temp folder: the binary the runs exercise.
+func buildOrchestrator(t *testing.T, root string) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "e2e")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/e2e")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building the orchestrator (go build ./cmd/e2e): %v\n%s", err, out)
+	}
+	return bin
 }
 
 func projectRoot(t *testing.T) string {
