@@ -40,13 +40,10 @@ func (r *run) collectBringUp(sigCtx context.Context, err error) {
 	r.logf("bring-up diagnostics took %s", res.Duration.Round(time.Millisecond))
 }
 
-// management is the management cluster for diagnostics when bring-up failed half way, if the
-// substrate can still give one.
+// management is the management cluster for diagnostics when bring-up failed half way: what
+// the substrate's Up handed back with its error, nil when it never came up.
 func (r *run) management() *cluster.Cluster {
-	if p, ok := r.sub.(interface{ Management() *cluster.Cluster }); ok {
-		return p.Management()
-	}
-	return nil
+	return r.partial
 }
 
 // secrets are values no artifact may hold: the sim's canary.

@@ -45,6 +45,8 @@ type run struct {
 	out       io.Writer // the terminal and harness.log
 	logFile   *os.File
 	sub       substrate.Substrate
+	partial   *cluster.Cluster // the management cluster a failed Up handed back
+	newSub    func(*lane.Lane, substrate.Options) (substrate.Substrate, error)
 	failures  []verdict.Failure
 	ranSuites bool           // the suites started (their reports are expected)
 	manifest  *diag.Manifest // the harness's own collectors
@@ -117,7 +119,7 @@ func newRun(o runOptions, stdout io.Writer) (*run, error) {
 		return nil, err
 	}
 	r := &run{
-		opts: o, lane: l, root: root, artifacts: artifacts, work: work, logFile: logFile, manifest: diag.NewManifest(),
+		opts: o, lane: l, root: root, artifacts: artifacts, newSub: newSubstrate, work: work, logFile: logFile, manifest: diag.NewManifest(),
 		out: io.MultiWriter(stdout, logFile), started: started,
 		clock: budget.New(l.Budget, budget.Options{JobStart: o.JobStart, Lane: l.Name}),
 	}
@@ -173,7 +175,7 @@ func (r *run) execute(parent context.Context) int {
 
 // bringUp runs preflight and the substrate's own phases.
 func (r *run) bringUp(ctx context.Context) (*cluster.Cluster, error) {
-	sub, err := newSubstrate(r.lane, substrate.Options{
+	sub, err := r.newSub(r.lane, substrate.Options{
 		Artifacts: r.artifacts, WorkDir: r.work, Keep: r.opts.Keep, Reuse: r.opts.Reuse, Log: r.out,
 	})
 	if err != nil {
@@ -205,6 +207,7 @@ func (r *run) bringUp(ctx context.Context) (*cluster.Cluster, error) {
 			class = verdict.Deadline
 		}
 		r.fail(class, r.lastPhase(), err)
+		r.partial = mgmt // as far as it came up: the bring-up diagnostics read it
 		return nil, err
 	}
 	return mgmt, nil

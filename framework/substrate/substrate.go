@@ -18,7 +18,9 @@ type Substrate interface {
 	// Its errors name what is missing; the run exits 2 on them.
 	Preflight(ctx context.Context) error
 	// Up brings up the management cluster with the platform installed, one lane phase at a time
-	// through clock, and returns it.
+	// through clock, and returns it. On error it returns the management cluster as far as it
+	// came up (nil when it never did), so the run can read what explains the failure; Down
+	// then tears down whatever Up left running.
 	Up(ctx context.Context, clock *budget.Clock) (*cluster.Cluster, error)
 	// Down tears everything down; idempotent; keeps everything when the run asked to keep it.
 	Down(ctx context.Context) error

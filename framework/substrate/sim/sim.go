@@ -122,15 +122,24 @@ func (s *Substrate) Preflight(ctx context.Context) error {
 
 // Up brings up the management cluster, the stand-ins and the platform inside lane phase
 // "cluster", and returns the management cluster as the harness reaches it (through the proxy).
-func (s *Substrate) Up(ctx context.Context, clock *budget.Clock) (_ *cluster.Cluster, err error) {
+func (s *Substrate) Up(ctx context.Context, clock *budget.Clock) (c *cluster.Cluster, err error) {
 	pctx, span, err := clock.Phase(ctx, PhaseCluster)
 	if err != nil {
 		return nil, err
 	}
 	defer func() { span.End(err) }()
+	// A failed Up leaves the management processes running for the run's diagnostics and hands
+	// back the management cluster as the world reaches it; Down stops them.
 	defer func() {
 		if err != nil {
-			s.stop()
+			s.mu.Lock()
+			w := s.w
+			s.mu.Unlock()
+			if w != nil && w.Cluster != nil {
+				c = w.Cluster
+			} else {
+				c = nil
+			}
 		}
 	}()
 	tools, err := controlplane.FindTools()
@@ -183,7 +192,7 @@ func (s *Substrate) Up(ctx context.Context, clock *budget.Clock) (_ *cluster.Clu
 	s.px = px
 	s.mu.Unlock()
 	cfg := &rest.Config{Host: px.URL, BearerToken: admin.Token, TLSClientConfig: rest.TLSClientConfig{CAData: px.CA.CertPEM}}
-	c, err := cluster.New("management", cfg)
+	c, err = cluster.New("management", cfg)
 	if err != nil {
 		return nil, err
 	}
