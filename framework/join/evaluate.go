@@ -312,7 +312,7 @@ func clusterDNSFailure(s *snapshot) *terminal {
 		return nil
 	}
 	return &terminal{Class: verdict.ClusterDNS, Stage: StageJoin,
-		Detail: fmt.Sprintf("the tenant %s/%s carries no clusterDNS, so the kubeadm-joined workers of pool %s get no cluster DNS (KamajiControlPlane %s spec.dnsServiceIPs empty?)",
+		Detail: fmt.Sprintf("the tenant %s/%s carries no clusterDNS, so the kubeadm-joined workers of pool %s get no cluster DNS (is spec.network.dnsServiceIPs of KamajiControlPlane %s empty? Kamaji renders clusterDNS from it)",
 			s.KubeletConfig.Namespace, s.KubeletConfig.Name, s.Pool.Names.Pool, s.Pool.Names.ControlPlane())}
 }
 

@@ -10,6 +10,7 @@
 //     verdict and exit 130, and leaves none of its processes or temp folders behind
 //     (interrupt_test.go).
 //
-// Each run takes a minute or two, so the fault runs can be narrowed: E2E_FAULTS=green,node-tainted.
+// Each run takes a minute or two. The fault runs pack one terminal fault to a pool (scenarios)
+// and can be narrowed to any E2E_SIM_FAULT values, ';'-separated: E2E_FAULTS='green;node-tainted@md0'.
 // E2E_FAULT_ARTIFACTS=<dir> keeps each run's artifacts in <dir>/<run> for a person to read.
 package simlane

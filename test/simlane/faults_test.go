@@ -1,12 +1,9 @@
 package simlane
 
 import (
-	"bufio"
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,7 +14,6 @@ import (
 	"github.com/cozystack/cozy-e2e/framework/diag"
 	"github.com/cozystack/cozy-e2e/framework/lane"
 	"github.com/cozystack/cozy-e2e/framework/sim/faults"
-	"github.com/cozystack/cozy-e2e/framework/sim/simenv"
 	"github.com/cozystack/cozy-e2e/framework/verdict"
 	"github.com/cozystack/cozy-e2e/framework/verdict/report"
 )
@@ -42,6 +38,18 @@ var explains = map[faults.Name][]string{
 	faults.MissingClusterDNS: {"clusterDNS: EMPTY", "clusterDNS: ABSENT"},
 }
 
+// scenarios are the runs, each an E2E_SIM_FAULT value: green, then the terminal faults packed
+// one to a pool (a run's pools join independently, so three faults cost one run), then the
+// faults a correct harness absorbs, together. missing-cluster-dns reaches every pool on a
+// Kairos class, so only a Talos fault shares its run.
+var scenarios = []string{
+	"green",
+	"missing-cluster-dns,disk-import-refused@md0",
+	"vmi-unschedulable@md0,hostname-mismatch@kairos,guest-join-rejected@acme",
+	"node-tainted",
+	"mhc-replacement,apiserver-transient",
+}
+
 type outcome struct {
 	name          string
 	result        verdict.Result
@@ -62,14 +70,9 @@ func TestSimLaneUnderEachFault(t *testing.T) {
 		t.Fatal(err)
 	}
 	bin := buildOrchestrator(t, root)
-	runs := []string{"green"}
-	for _, f := range faults.Catalogue() {
-		if f.Terminal || f.Passes {
-			runs = append(runs, string(f.Name))
-		}
-	}
+	runs := scenarios
 	if only := os.Getenv("E2E_FAULTS"); only != "" {
-		runs = strings.Split(only, ",")
+		runs = strings.Split(only, ";")
 	}
 	var table []outcome
 	for _, name := range runs {
@@ -77,35 +80,78 @@ func TestSimLaneUnderEachFault(t *testing.T) {
 			table = append(table, runLane(t, root, bin, l, name))
 		})
 	}
-	t.Log("\nrun                   result      failures  time-to-verdict  diagnostics  artifacts   wall")
+	t.Log("\nresult      failures  time-to-verdict  diagnostics  artifacts   wall  run")
 	for _, o := range table {
-		t.Logf("%-21s %-11s %8d  %15s  %11s  %7.2fMB  %6s", o.name, o.result, o.failures, o.timeToVerdict.Round(10*time.Millisecond),
-			o.diagnostics.Round(10*time.Millisecond), float64(o.artifacts)/(1<<20), o.wall.Round(time.Second))
+		t.Logf("%-11s %8d  %15s  %11s  %7.2fMB  %5s  %s", o.result, o.failures, o.timeToVerdict.Round(10*time.Millisecond),
+			o.diagnostics.Round(10*time.Millisecond), float64(o.artifacts)/(1<<20), o.wall.Round(time.Second), o.name)
 	}
 }
 
-func runLane(t *testing.T, root, bin string, l *lane.Lane, name string) outcome {
-	out := outcome{name: name}
-	var f faults.Fault
-	if name != "green" {
-		var ok bool
-		if f, ok = faults.Lookup(faults.Name(name)); !ok {
-			t.Fatalf("E2E_FAULTS: %q is neither green nor a sim fault", name)
+// The scenarios exercise every fault the catalogue says must fail or must pass, a run's
+// terminal faults never share a pool, and the absorbed ones never share a run with a
+// terminal one (which would hide whether they pass).
+func TestScenariosCoverTheCatalogue(t *testing.T) {
+	l, err := lane.Load(filepath.Join(projectRoot(t), "lanes", "sim.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	covered := map[faults.Name]bool{}
+	for _, spec := range scenarios[1:] {
+		set, err := faults.Parse(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		absorbed := 0
+		for _, n := range set.Names() {
+			covered[n] = true
+			if f, _ := faults.Lookup(n); f.Passes {
+				absorbed++
+			}
+		}
+		if absorbed > 0 && terminal(set) {
+			t.Errorf("scenario %q mixes faults that pass with faults that fail", spec)
+		}
+		hit := 0
+		for pool, fs := range poolFaults(l, set) {
+			hit += len(fs)
+			if len(fs) > 1 {
+				t.Errorf("scenario %q: pool %s carries %d terminal faults; one pool, one fault", spec, pool, len(fs))
+			}
+		}
+		if terminal(set) && hit == 0 {
+			t.Errorf("scenario %q targets no pool of the sim lane", spec)
 		}
 	}
+	for _, f := range faults.Catalogue() {
+		if (f.Terminal || f.Passes) && !covered[f.Name] {
+			t.Errorf("no scenario exercises %s", f.Name)
+		}
+	}
+}
+
+func runLane(t *testing.T, root, bin string, l *lane.Lane, spec string) outcome {
+	out := outcome{name: spec}
+	var set *faults.Set
+	if spec != "green" {
+		var err error
+		if set, err = faults.Parse(spec); err != nil {
+			t.Fatalf("E2E_FAULTS: %v", err)
+		}
+	}
+	slug := strings.NewReplacer(",", "+", "@", "_").Replace(spec)
 	art := filepath.Join(t.TempDir(), "artifacts")
 	if keep := os.Getenv("E2E_FAULT_ARTIFACTS"); keep != "" {
-		art = filepath.Join(keep, name)
+		art = filepath.Join(keep, slug)
 		if err := os.RemoveAll(art); err != nil {
 			t.Fatal(err)
 		}
 	}
-	canary := fmt.Sprintf("canary-%d-%s", time.Now().UnixNano(), strings.ReplaceAll(name, "-", ""))
+	canary := fmt.Sprintf("canary-%d-%s", time.Now().UnixNano(), strings.NewReplacer(",", "", "@", "", "-", "").Replace(spec))
 	cmd := exec.Command(bin, "run", "--lane", "sim")
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "E2E_ARTIFACTS="+art, "E2E_SIM_CANARY="+canary, "E2E_SIM_FAULT=", "E2E_KEEP=", "E2E_REUSE=")
-	if name != "green" {
-		cmd.Env = append(cmd.Env, "E2E_SIM_FAULT="+name)
+	if set != nil {
+		cmd.Env = append(cmd.Env, "E2E_SIM_FAULT="+spec)
 	}
 	var log bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &log, &log
@@ -137,12 +183,10 @@ func runLane(t *testing.T, root, bin string, l *lane.Lane, name string) outcome 
 	if v.ExitCode != code {
 		t.Errorf("verdict.json says exit %d, the run exited %d", v.ExitCode, code)
 	}
-	if name == "green" || f.Passes {
-		if v.Result != verdict.Pass {
-			t.Errorf("%s: result %s, want pass: %s\n%s", name, v.Result, v.Reason, tail(log.String(), 40))
-		}
-	} else {
-		checkFault(t, l, f, v, art, &out)
+	if terminal(set) {
+		checkFaults(t, l, set, v, art, &out)
+	} else if v.Result != verdict.Pass {
+		t.Errorf("%s: result %s, want pass: %s\n%s", spec, v.Result, v.Reason, tail(log.String(), 40))
 	}
 	if err := diag.Scan(art, canary); err != nil {
 		t.Errorf("canary: %v", err)
@@ -165,42 +209,69 @@ func runLane(t *testing.T, root, bin string, l *lane.Lane, name string) outcome 
 	return out
 }
 
-// checkFault holds the verdict of a terminal fault to the catalogue, for every targeted pool.
-func checkFault(t *testing.T, l *lane.Lane, f faults.Fault, v verdict.Verdict, art string, out *outcome) {
-	t.Helper()
-	set, err := faults.Parse(string(f.Name))
-	if err != nil {
-		t.Fatal(err)
+// terminal reports whether a run under set must fail: some selected fault is not absorbed.
+func terminal(set *faults.Set) bool {
+	for _, n := range set.Names() {
+		if f, _ := faults.Lookup(n); !f.Passes {
+			return true
+		}
 	}
+	return false
+}
+
+// poolFaults lists, for each pool of l, the terminal faults of set that target it.
+func poolFaults(l *lane.Lane, set *faults.Set) map[string][]faults.Fault {
 	osOf := map[string]string{"talos": "talos", "kairos": "kairos"}
 	for _, c := range l.Classes {
 		osOf[c.Name] = c.OS
 	}
+	out := map[string][]faults.Fault{}
+	for _, p := range l.Pools {
+		for _, n := range set.Names() {
+			if f, _ := faults.Lookup(n); !f.Passes && set.Active(n, p.Name, osOf[p.Class] == "kairos") {
+				out[p.Name] = append(out[p.Name], f)
+			}
+		}
+	}
+	return out
+}
+
+// checkFaults holds the verdict of a run under terminal faults to the catalogue, for every
+// pool: a targeted pool fails with its fault's class and stage, the others do not fail.
+func checkFaults(t *testing.T, l *lane.Lane, set *faults.Set, v verdict.Verdict, art string, out *outcome) {
+	t.Helper()
+	targets := poolFaults(l, set)
 	obs := observations(t, art)
 	if v.Result != verdict.Fail || v.ExitCode != verdict.ExitFail {
 		t.Errorf("result %s exit %d, want fail 1: %s", v.Result, v.ExitCode, v.Reason)
 	}
+	// A pool's fault fails that pool, never the run around it (bring-up, teardown, harness).
+	for _, x := range v.Failures {
+		if x.Pool == "" {
+			t.Errorf("a failure outside any pool: %s", x.Line())
+		}
+	}
 	for _, p := range l.Pools {
-		targeted := set.Active(f.Name, p.Name, osOf[p.Class] == "kairos")
 		var mine []verdict.Failure
 		for _, x := range v.Failures {
 			if x.Pool == p.Name {
 				mine = append(mine, x)
 			}
 		}
-		if !targeted {
+		if len(targets[p.Name]) == 0 {
 			if len(mine) > 0 {
-				t.Errorf("pool %s is not targeted by %s but failed: %s", p.Name, f.Name, mine[0].Line())
+				t.Errorf("pool %s is targeted by no fault but failed: %s", p.Name, mine[0].Line())
 			}
 			continue
 		}
+		f := targets[p.Name][0]
 		if len(mine) == 0 {
-			t.Errorf("pool %s: no failure; want %s at %s", p.Name, f.Class, f.Stage)
+			t.Errorf("pool %s: no failure; want %s at %s (%s)", p.Name, f.Class, f.Stage, f.Name)
 			continue
 		}
 		got := mine[0]
 		if got.Class != f.Class || got.Stage != string(f.Stage) {
-			t.Errorf("pool %s: %s at %s, want %s at %s (%s)", p.Name, got.Class, got.Stage, f.Class, f.Stage, got.Message)
+			t.Errorf("pool %s: %s at %s, want %s at %s for %s (%s)", p.Name, got.Class, got.Stage, f.Class, f.Stage, f.Name, got.Message)
 		}
 		at, ok := firstObservation(obs, f.Name, p.Name)
 		if !ok {
@@ -214,6 +285,9 @@ func checkFault(t *testing.T, l *lane.Lane, f faults.Fault, v verdict.Verdict, a
 			}
 		}
 		checkEvidence(t, f, got, art)
+	}
+	if set.Selected(faults.DiskImportRefused) {
+		checkPreviousLog(t, art, "401")
 	}
 }
 
@@ -245,117 +319,4 @@ func checkEvidence(t *testing.T, f faults.Fault, x verdict.Failure, art string) 
 	if !shown {
 		t.Errorf("pool %s: no evidence file shows %v; evidence: %v", x.Pool, explains[f.Name], x.Evidence)
 	}
-}
-
-func consoleLines(data []byte) int {
-	n := 0
-	for _, line := range strings.Split(string(data), "\n") {
-		if line != "" && !strings.HasPrefix(line, "#") {
-			n++
-		}
-	}
-	return n
-}
-
-// observations reads the sim's record of when each fault became observable, copied into the
-// artifacts by the sim substrate.
-func observations(t *testing.T, art string) []simenv.Observation {
-	t.Helper()
-	var out []simenv.Observation
-	found := false
-	_ = filepath.WalkDir(art, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || d.Name() != "faults-observed.jsonl" {
-			return err
-		}
-		found = true
-		f, err := os.Open(p)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		sc := bufio.NewScanner(f)
-		for sc.Scan() {
-			var o simenv.Observation
-			if json.Unmarshal(sc.Bytes(), &o) == nil {
-				out = append(out, o)
-			}
-		}
-		return nil
-	})
-	if !found {
-		t.Errorf("no faults-observed.jsonl in the artifacts: the sim substrate copies its observations there")
-	}
-	return out
-}
-
-func firstObservation(obs []simenv.Observation, f faults.Name, pool string) (time.Time, bool) {
-	var at time.Time
-	for _, o := range obs {
-		if o.Fault == f && (o.Pool == pool || o.Pool == "") && (at.IsZero() || o.At.Before(at)) {
-			at = o.At
-		}
-	}
-	return at, !at.IsZero()
-}
-
-// diagnosticsSpan is the wall time of the on-failure collectors: from the first one's start
-// to the last one's end, over every process's entries in manifest.json.
-func diagnosticsSpan(t *testing.T, art string) time.Duration {
-	entries, err := diag.ReadManifest(filepath.Join(art, "manifest.json"))
-	if err != nil {
-		t.Errorf("manifest.json: %v", err)
-		return 0
-	}
-	var first, last time.Time
-	for _, e := range entries {
-		if strings.HasPrefix(e.Name, "stream ") || e.Status == diag.Declined {
-			continue
-		}
-		end := e.Start.Add(e.Duration.D())
-		if first.IsZero() || e.Start.Before(first) {
-			first = e.Start
-		}
-		if end.After(last) {
-			last = end
-		}
-	}
-	return last.Sub(first)
-}
-
-// buildOrchestrator builds cmd/e2e into the test's temp folder: the binary the runs exercise.
-func buildOrchestrator(t *testing.T, root string) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "e2e")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/e2e")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building the orchestrator (go build ./cmd/e2e): %v\n%s", err, out)
-	}
-	return bin
-}
-
-func projectRoot(t *testing.T) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("no go.mod above the test's folder")
-		}
-		dir = parent
-	}
-}
-
-func tail(s string, lines int) string {
-	all := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(all) > lines {
-		all = all[len(all)-lines:]
-	}
-	return strings.Join(all, "\n")
 }

@@ -54,10 +54,25 @@ type dvReconciler struct {
 	attempts sync.Map // types.UID -> time.Time
 }
 
+// dropImporter deletes the importer of a DataVolume going away, as CDI cleans up after a PVC
+// being deleted: the kubelet's pod keeps the pvc-protection finalizer on the PVC otherwise.
+func (r *dvReconciler) dropImporter(ctx context.Context, namespace, name string) error {
+	pod := &corev1.Pod{}
+	if err := r.c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, pod); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if pod.DeletionTimestamp != nil {
+		return nil
+	}
+	return client.IgnoreNotFound(r.c.Delete(ctx, pod))
+}
+
 func (r *dvReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	dv := &cdiv1.DataVolume{}
-	if err := r.c.Get(ctx, req.NamespacedName, dv); err != nil || dv.DeletionTimestamp != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+	if err := r.c.Get(ctx, req.NamespacedName, dv); (err != nil && apierrors.IsNotFound(err)) || (err == nil && dv.DeletionTimestamp != nil) {
+		return ctrl.Result{}, r.dropImporter(ctx, req.Namespace, tenant.ImporterPod(req.Name))
+	} else if err != nil {
+		return ctrl.Result{}, err
 	}
 	src, err := sourceOf(dv)
 	if err != nil {

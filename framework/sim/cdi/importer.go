@@ -172,7 +172,9 @@ func (m *importer) refused(ctx context.Context, bound cdiv1.DataVolumeCondition)
 			}
 			return ctrl.Result{RequeueAfter: wait}, nil
 		}
-		m.log(now, "importer.go:107] Starting importer", "importer.go:183] begin import process")
+		if cs.RestartCount == 0 { // a restarted instance logged its start when it started
+			m.log(now, "importer.go:107] Starting importer", "importer.go:183] begin import process")
+		}
 		m.log(now, m.sourceLines()...)
 		m.logError(now, "importer.go:370] "+msg)
 		cs.LastTerminationState = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
@@ -213,6 +215,7 @@ func (m *importer) refused(ctx context.Context, bound cdiv1.DataVolumeCondition)
 		cs.State = corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(now)}}
 		cs.Ready, cs.Started = true, ptr(true)
 		setPodReady(p, true, "", now)
+		m.restartLog(now)
 		if err := m.r.c.Status().Update(ctx, p); err != nil {
 			return ctrl.Result{}, err
 		}
@@ -243,6 +246,16 @@ func (m *importer) sourceLines() []string {
 
 // log appends klog lines to the importer container's log.
 func (m *importer) log(at time.Time, lines ...string) { m.write(at, "I", lines) }
+
+// restartLog: the importer's new instance writes a new log; the last one's is its previous.
+func (m *importer) restartLog(at time.Time) {
+	if m.env().Logs == nil {
+		return
+	}
+	if path, err := m.env().Logs.ContainerLog(m.pod.Namespace, m.pod.Name, ImporterContainer); err == nil && simenv.RestartContainerLog(path) == nil {
+		m.log(at, "importer.go:107] Starting importer", "importer.go:183] begin import process")
+	}
+}
 
 func (m *importer) logError(at time.Time, lines ...string) { m.write(at, "E", lines) }
 

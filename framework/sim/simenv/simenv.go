@@ -18,6 +18,23 @@ type LogSink interface {
 	ContainerLog(namespace, pod, container string) (path string, err error)
 }
 
+// PreviousLogSuffix: the log of a container's previous instance is its log path plus this
+// suffix, as kwok is told (`kubectl logs --previous`); RestartContainerLog moves it there.
+const PreviousLogSuffix = ".previous"
+
+// RestartContainerLog starts the log of a container's new instance: what the last instance
+// wrote becomes its previous log, as the kubelet keeps it, and the current log starts empty.
+func RestartContainerLog(path string) error {
+	if err := os.Rename(path, path+PreviousLogSuffix); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	return f.Close()
+}
+
 // Env is shared by the stand-ins. Its zero value is not usable; the sim substrate builds it.
 type Env struct {
 	// Faults selected by E2E_SIM_FAULT (nil: none).

@@ -12,13 +12,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/cozystack/cozy-e2e/framework/cluster"
+	"github.com/cozystack/cozy-e2e/framework/sim/simenv"
 )
 
 var logsGVK = schema.GroupVersionKind{Group: "kwok.x-k8s.io", Version: "v1alpha1", Kind: "Logs"}
-
-// PreviousLogSuffix: the log of a container's previous instance is its log path plus this
-// suffix; a stand-in restarting a container renames the file to it (`kubectl logs --previous`).
-const PreviousLogSuffix = ".previous"
 
 // logSink places container logs in files and tells kwok about them with one Logs object per
 // pod (same namespace and name), one entry per container.
@@ -60,7 +57,7 @@ func (s *logSink) ContainerLog(ctx context.Context, namespace, pod, container st
 
 func (s *logSink) register(ctx context.Context, namespace, pod, container, path string) error {
 	entry := map[string]any{
-		"containers": []any{container}, "logsFile": path, "previousLogsFile": path + PreviousLogSuffix, "follow": true,
+		"containers": []any{container}, "logsFile": path, "previousLogsFile": path + simenv.PreviousLogSuffix, "follow": true,
 	}
 	obj := &unstructured.Unstructured{}
 	obj.SetGroupVersionKind(logsGVK)

@@ -1,0 +1,149 @@
+package simlane
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cozystack/cozy-e2e/framework/diag"
+	"github.com/cozystack/cozy-e2e/framework/sim/faults"
+	"github.com/cozystack/cozy-e2e/framework/sim/simenv"
+)
+
+func consoleLines(data []byte) int {
+	n := 0
+	for _, line := range strings.Split(string(data), "\n") {
+		if line != "" && !strings.HasPrefix(line, "#") {
+			n++
+		}
+	}
+	return n
+}
+
+// checkPreviousLog: a restarted container's last instance is kept (kubectl logs --previous)
+// and shows the cause.
+func checkPreviousLog(t *testing.T, art, want string) {
+	t.Helper()
+	var found []string
+	_ = filepath.WalkDir(art, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasSuffix(p, ".previous.log") {
+			if data, rerr := os.ReadFile(p); rerr == nil && bytes.Contains(data, []byte(want)) {
+				found = append(found, p)
+			}
+		}
+		return err
+	})
+	if len(found) == 0 {
+		t.Errorf("no *.previous.log among the artifacts shows %q: the restarted importer's last instance was not kept", want)
+	}
+}
+
+// observations reads the sim's record of when each fault became observable, copied into the
+// artifacts by the sim substrate.
+func observations(t *testing.T, art string) []simenv.Observation {
+	t.Helper()
+	var out []simenv.Observation
+	found := false
+	_ = filepath.WalkDir(art, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || d.Name() != "faults-observed.jsonl" {
+			return err
+		}
+		found = true
+		f, err := os.Open(p)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			var o simenv.Observation
+			if json.Unmarshal(sc.Bytes(), &o) == nil {
+				out = append(out, o)
+			}
+		}
+		return nil
+	})
+	if !found {
+		t.Errorf("no faults-observed.jsonl in the artifacts: the sim substrate copies its observations there")
+	}
+	return out
+}
+
+func firstObservation(obs []simenv.Observation, f faults.Name, pool string) (time.Time, bool) {
+	var at time.Time
+	for _, o := range obs {
+		if o.Fault == f && (o.Pool == pool || o.Pool == "") && (at.IsZero() || o.At.Before(at)) {
+			at = o.At
+		}
+	}
+	return at, !at.IsZero()
+}
+
+// diagnosticsSpan is the wall time of the on-failure collectors: from the first one's start
+// to the last one's end, over every process's entries in manifest.json.
+func diagnosticsSpan(t *testing.T, art string) time.Duration {
+	entries, err := diag.ReadManifest(filepath.Join(art, "manifest.json"))
+	if err != nil {
+		t.Errorf("manifest.json: %v", err)
+		return 0
+	}
+	var first, last time.Time
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name, "stream ") || e.Status == diag.Declined {
+			continue
+		}
+		end := e.Start.Add(e.Duration.D())
+		if first.IsZero() || e.Start.Before(first) {
+			first = e.Start
+		}
+		if end.After(last) {
+			last = end
+		}
+	}
+	return last.Sub(first)
+}
+
+// buildOrchestrator builds cmd/e2e into the test's temp folder: the binary the runs exercise.
+func buildOrchestrator(t *testing.T, root string) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "e2e")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/e2e")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building the orchestrator (go build ./cmd/e2e): %v\n%s", err, out)
+	}
+	return bin
+}
+
+func projectRoot(t *testing.T) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("no go.mod above the test's folder")
+		}
+		dir = parent
+	}
+}
+
+func tail(s string, lines int) string {
+	all := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(all) > lines {
+		all = all[len(all)-lines:]
+	}
+	return strings.Join(all, "\n")
+}
