@@ -128,7 +128,7 @@ func (p *Process) waitFor(ctx context.Context, what string, ready func(context.C
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("%s: not %s after %s (%v); last answer: %v; end of %s:\n%s",
+			return fmt.Errorf("%s: not %s after %s (%w); last answer: %v; end of %s:\n%s",
 				p.Name, what, time.Since(start).Round(time.Millisecond), ctx.Err(), last, p.LogPath, p.tail(15))
 		case <-tick.C:
 		}

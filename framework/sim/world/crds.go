@@ -77,7 +77,7 @@ func installCRDs(ctx context.Context, c *cluster.Cluster, s *webhookServing) err
 		return len(pending) == 0, nil
 	})
 	if err != nil {
-		return fmt.Errorf("world: CRDs not Established (%v): %s", err, strings.Join(pending, ", "))
+		return fmt.Errorf("world: CRDs not Established (%w): %s", err, strings.Join(pending, ", "))
 	}
 	return nil
 }

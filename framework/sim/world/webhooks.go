@@ -63,7 +63,7 @@ func (s *webhookServing) waitServing(ctx context.Context) error {
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("world: webhook server on 127.0.0.1:%d not serving (%v); last check: %v", s.port, ctx.Err(), last)
+			return fmt.Errorf("world: webhook server on 127.0.0.1:%d not serving (%w); last check: %v", s.port, ctx.Err(), last)
 		case <-time.After(pollInterval):
 		}
 	}

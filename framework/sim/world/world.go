@@ -199,7 +199,7 @@ func (w *World) waitManager(ctx context.Context) error {
 	select {
 	case ok := <-synced:
 		if !ok {
-			return fmt.Errorf("world: the manager's caches did not sync (%v)", ctx.Err())
+			return fmt.Errorf("world: the manager's caches did not sync (%w)", ctx.Err())
 		}
 	case err := <-w.done:
 		return fmt.Errorf("world: the controller manager stopped at start: %w", err)
