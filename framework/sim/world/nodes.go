@@ -81,7 +81,7 @@ func createNodes(ctx context.Context, c *cluster.Cluster, specs []NodeSpec) erro
 		return true, nil
 	})
 	if err != nil {
-		return fmt.Errorf("management nodes never went Ready under kwok (%w); last: %s; see kwok/kwok.log in the sim folder", err, last)
+		return fmt.Errorf("management nodes never went Ready under kwok (%w); last: %s; see kwok/kwok.log in the sim folder (E2E_KEEP=1 keeps it)", err, last)
 	}
 	return nil
 }
