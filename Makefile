@@ -1,5 +1,7 @@
-# make e2e            run a lane end to end (LANE=sim by default: no Docker, no KVM)
-# make test           unit and integration tests, lanes-check and workflows-check
+# make e2e            run a lane end to end (LANE=sim by default: no Docker, no KVM); builds
+#                     the local control plane first for a sim lane
+# make test           builds the local control plane, then unit and integration tests,
+#                     lanes-check and workflows-check
 # make tools          build the local control plane (etcd, kube-apiserver, ...) from source
 # make lanes-check    validate every lane and its budget (LANES_DIR=<dir> for another folder)
 # make workflows      regenerate .github/workflows/e2e.yaml from the lanes
@@ -32,7 +34,10 @@ $(BIN)/lanes: FORCE
 
 FORCE:
 
-e2e: $(BIN)/e2e
+# A sim lane runs on the local control plane: build it first (seconds when it is built).
+E2E_NEEDS := $(shell grep -qs '^substrate: *sim' $(LANES_DIR)/$(LANE).yaml && echo tools)
+
+e2e: $(E2E_NEEDS) $(BIN)/e2e
 	@$(BIN)/e2e run --lane $(LANE) --lanes-dir $(LANES_DIR)
 
 e2e-plan: $(BIN)/lanes
@@ -57,7 +62,7 @@ vet:
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [[ -n $$out ]]; then echo "gofmt would change: $$out" >&2; exit 1; fi
 
-test: lanes-check workflows-check fmt-check vet
+test: tools lanes-check workflows-check fmt-check vet
 	$(GO) test -count=1 -timeout 50m ./...
 
 clean:

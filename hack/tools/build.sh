@@ -41,11 +41,22 @@ since() { awk -v s="$1" -v e="$(date +%s.%N)" 'BEGIN { printf "%.1f", e - s }'; 
 total_start=$(date +%s.%N)
 built=0
 
+# reports <binary> <expected version text> <version command...>: the binary is there and says
+# the version. Its output is read whole: `| grep -q` would close the pipe early, and pipefail
+# would then count the binary's SIGPIPE as a mismatch and rebuild it.
+reports() {
+	local bin=$1 want=$2 out
+	shift 2
+	[[ -x $dir/$bin ]] || return 1
+	out=$("$dir/$bin" "$@" 2>&1) || true
+	[[ $out == *"$want"* ]]
+}
+
 # build <binary> <module dir> <package> <ldflags> <expected version text> <version command...>
 build() {
 	local bin=$1 mod=$2 pkg=$3 flags=$4 want=$5
 	shift 5
-	if [[ -x $dir/$bin ]] && "$dir/$bin" "$@" 2>&1 | grep -qF -- "$want"; then
+	if reports "$bin" "$want" "$@"; then
 		printf '  %-24s up to date (%s)\n' "$bin" "$want"
 		return
 	fi
@@ -61,7 +72,7 @@ build() {
 	fi
 	rm -f "$log"
 	mv "$dir/$bin.tmp" "$dir/$bin"
-	if ! "$dir/$bin" "$@" 2>&1 | grep -qF -- "$want"; then
+	if ! reports "$bin" "$want" "$@"; then
 		echo "make tools: $bin was built but '$bin $*' does not report $want:" >&2
 		"$dir/$bin" "$@" 2>&1 | head -3 | sed 's/^/    /' >&2
 		exit 1
