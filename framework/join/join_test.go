@@ -113,43 +113,45 @@ func testTerminalStates(t *testing.T, w *world.World) {
 		name  string
 		os    string
 		class string
-		stage join.Stage
-		text  string
-		setup func(s *scene) (vm, pod, ip string)
-		fault func(s *scene, vm, pod, ip string)
+		// before is the stage the join must have reached when the fault comes; stage is where
+		// the fault must end it.
+		before, stage join.Stage
+		text          string
+		setup         func(s *scene) (vm, pod, ip string)
+		fault         func(s *scene, vm, pod, ip string)
 	}{
-		{"DataVolumeFailed", tenant.OSTalos, "disk-import", join.StageDiskImport, "Failed", toDisk, func(s *scene, vm, _, _ string) {
+		{"DataVolumeFailed", tenant.OSTalos, "disk-import", join.StageDiskImport, join.StageDiskImport, "Failed", toDisk, func(s *scene, vm, _, _ string) {
 			s.dataVolume(vm, cdiv1.Failed, "3.0%", cdiv1.DataVolumeCondition{Type: cdiv1.DataVolumeRunning, Status: corev1.ConditionFalse, Reason: "Error", Message: "import failed"})
 		}},
-		{"RegistryRefusedTheImporter", tenant.OSKairos, "disk-import", join.StageDiskImport, "401 Unauthorized", toDisk, func(s *scene, vm, _, _ string) {
+		{"RegistryRefusedTheImporter", tenant.OSKairos, "disk-import", join.StageDiskImport, join.StageDiskImport, "401 Unauthorized", toDisk, func(s *scene, vm, _, _ string) {
 			s.dataVolume(vm, cdiv1.ImportInProgress, "N/A", cdiv1.DataVolumeCondition{Type: cdiv1.DataVolumeRunning, Status: corev1.ConditionFalse, Reason: "Error",
 				Message: "Unable to process data: initializing source: reading manifest: 401 Unauthorized"})
 		}},
-		{"LauncherUnschedulable", tenant.OSTalos, "vm-unschedulable", join.StageVMIRunning, "Insufficient memory", func(s *scene) (string, string, string) {
+		{"LauncherUnschedulable", tenant.OSTalos, "vm-unschedulable", join.StageVMIRunning, join.StageVMIRunning, "Insufficient memory", func(s *scene) (string, string, string) {
 			vm, _, ip := toDisk(s)
 			s.dataVolume(vm, cdiv1.Succeeded, "100.0%")
 			s.vmi(vm, kubevirtv1.Scheduling, ip)
 			return vm, "", ip
 		}, func(s *scene, vm, _, _ string) { s.launcher(vm, "512Gi") }},
-		{"KubeadmRefusedInTheConsole", tenant.OSKairos, "join-rejected", join.StageJoin, "error execution phase kubelet-start", toBoot, func(s *scene, _, pod, _ string) {
+		{"KubeadmRefusedInTheConsole", tenant.OSKairos, "join-rejected", join.StageJoin, join.StageJoin, "error execution phase kubelet-start", toBoot, func(s *scene, _, pod, _ string) {
 			s.console(pod, "[   31.000000] kubeadm[812]: error execution phase kubelet-start: a Node with name \"x\" and status \"Ready\" already exists")
 		}},
-		{"NodeUnderAnotherName", tenant.OSKairos, "identity", join.StageProviderID, "registered as Node metal-", toBoot, func(s *scene, vm, _, ip string) {
+		{"NodeUnderAnotherName", tenant.OSKairos, "identity", join.StageJoin, join.StageProviderID, "registered as Node metal-", toBoot, func(s *scene, vm, _, ip string) {
 			s.node("metal-"+strings.ToLower(vm[len(vm)-5:]), ip)
 		}},
-		{"LastingNoScheduleTaint", tenant.OSTalos, "not-schedulable", join.StageSchedulable, "e2e.cozystack.io/broken=true:NoSchedule", toLinked, func(s *scene, vm, _, _ string) {
+		{"LastingNoScheduleTaint", tenant.OSTalos, "not-schedulable", join.StageSchedulable, join.StageSchedulable, "e2e.cozystack.io/broken=true:NoSchedule", toLinked, func(s *scene, vm, _, _ string) {
 			s.updateNode(vm, func(n *corev1.Node) {
 				n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: "e2e.cozystack.io/broken", Value: "true", Effect: corev1.TaintEffectNoSchedule})
 			})
 		}},
-		{"MachineFailed", tenant.OSTalos, "machine-failed", join.StageJoin, "InsufficientResources", toBoot, func(s *scene, vm, _, _ string) {
+		{"MachineFailed", tenant.OSTalos, "machine-failed", join.StageJoin, join.StageJoin, "InsufficientResources", toBoot, func(s *scene, vm, _, _ string) {
 			s.failStatus(nil, "KubevirtMachine", vm, "InsufficientResources", "the VM could not be created")
 		}},
-		{"KubeletConfigWithoutClusterDNS", tenant.OSKairos, "cluster-dns", join.StageJoin, "carries no clusterDNS", toBoot, func(s *scene, _, _, _ string) {
+		{"KubeletConfigWithoutClusterDNS", tenant.OSKairos, "cluster-dns", join.StageJoin, join.StageJoin, "carries no clusterDNS", toBoot, func(s *scene, _, _, _ string) {
 			s.kubeletConfig("apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\ncgroupDriver: systemd\n")
 			s.t.Cleanup(func() { s.kubeletConfig(withClusterDNS) })
 		}},
-		{"KairosConfigFailed", tenant.OSKairos, "bootstrap", join.StageBootstrapData, "InvalidJoinConfiguration", func(s *scene) (string, string, string) {
+		{"KairosConfigFailed", tenant.OSKairos, "bootstrap", join.StageBootstrapData, join.StageBootstrapData, "InvalidJoinConfiguration", func(s *scene) (string, string, string) {
 			s.template()
 			return s.machine("fffff"), "", ""
 		}, func(s *scene, vm, _, _ string) {
@@ -160,8 +162,12 @@ func testTerminalStates(t *testing.T, w *world.World) {
 			s := newScene(t, w, tc.os, 1)
 			vm, pod, ip := tc.setup(s)
 			r := s.start(2 * time.Minute)
-			// The join has judged the scene before the fault, so the fault is a change it sees.
-			s.poll("the join's first judgement", func() bool { _, ok := r.w.Progress(s.pool.Names.Pool); return ok })
+			// The join has judged the scene at its stage before the fault, so the fault is a
+			// change it sees (a console line, for one, is read a moment after it is written).
+			s.poll("the join at stage "+string(tc.before), func() bool {
+				p, ok := r.w.Progress(s.pool.Names.Pool)
+				return ok && p.Stage == tc.before
+			})
 			select {
 			case <-r.done:
 				t.Fatalf("the join ended before the fault: %v\n%s", r.err, r.log)
