@@ -5,7 +5,6 @@ import (
 	"os"
 	"time"
 
-	"github.com/cozystack/cozy-e2e/framework/cluster"
 	"github.com/cozystack/cozy-e2e/framework/diag"
 	"github.com/cozystack/cozy-e2e/framework/substrate/sim"
 	"github.com/cozystack/cozy-e2e/framework/verdict"
@@ -34,16 +33,10 @@ func (r *run) collectBringUp(sigCtx context.Context, err error) {
 	r.logf("bring-up failed in %s; collecting diagnostics (%s left)", last.Stage, left.Round(time.Second))
 	res := diag.CollectBringUp(ctx, diag.BringUpOptions{
 		Budget:    diag.Budget{Clock: r.clock, Reserve: r.lane.Budget.DiagnosticsReserve.D()},
-		Artifacts: arts, Manifest: r.manifest, Management: r.management(), Phase: last.Stage, Err: err,
+		Artifacts: arts, Manifest: r.manifest, Management: r.partial, Phase: last.Stage, Err: err,
 	})
 	last.Evidence = append(last.Evidence, res.Evidence...)
 	r.logf("bring-up diagnostics took %s", res.Duration.Round(time.Millisecond))
-}
-
-// management is the management cluster for diagnostics when bring-up failed half way: what
-// the substrate's Up handed back with its error, nil when it never came up.
-func (r *run) management() *cluster.Cluster {
-	return r.partial
 }
 
 // secrets are values no artifact may hold: the sim's canary.

@@ -20,6 +20,7 @@ import (
 	"github.com/cozystack/cozy-e2e/framework/lane"
 	"github.com/cozystack/cozy-e2e/framework/substrate"
 	"github.com/cozystack/cozy-e2e/framework/verdict"
+	"github.com/cozystack/cozy-e2e/framework/verdict/report"
 )
 
 // runOptions are the flags and environment of one run.
@@ -138,7 +139,7 @@ func newRun(o runOptions, stdout io.Writer) (*run, error) {
 
 // laneCopy is the lane file as this run used it, inside the artifacts.
 func (r *run) laneCopy() string {
-	return filepath.Join(r.artifacts, "lane", r.lane.Name+".yaml")
+	return filepath.Join(r.artifacts, filepath.FromSlash(report.LaneCopy(r.lane.Name)))
 }
 
 func (r *run) logf(format string, args ...any) {

@@ -2,10 +2,8 @@ package simlane
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -147,12 +145,11 @@ func runLane(t *testing.T, root, bin string, l *lane.Lane, spec string) outcome 
 		}
 	}
 	canary := fmt.Sprintf("canary-%d-%s", time.Now().UnixNano(), strings.NewReplacer(",", "", "@", "", "-", "").Replace(spec))
-	cmd := exec.Command(bin, "run", "--lane", "sim")
-	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "E2E_ARTIFACTS="+art, "E2E_SIM_CANARY="+canary, "E2E_SIM_FAULT=", "E2E_KEEP=", "E2E_REUSE=")
+	fault := ""
 	if set != nil {
-		cmd.Env = append(cmd.Env, "E2E_SIM_FAULT="+spec)
+		fault = spec
 	}
+	cmd := laneCommand(root, bin, "E2E_ARTIFACTS="+art, "E2E_SIM_CANARY="+canary, "E2E_SIM_FAULT="+fault)
 	var log bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &log, &log
 	start := time.Now()
@@ -170,11 +167,7 @@ func runLane(t *testing.T, root, bin string, l *lane.Lane, spec string) outcome 
 		t.Errorf("the run took more than %s", runTimeout)
 	}
 	out.wall = time.Since(start)
-	code := 0
-	var ee *exec.ExitError
-	if errors.As(werr, &ee) {
-		code = ee.ExitCode()
-	}
+	code := exitCode(werr)
 	v, err := verdict.ReadVerdict(filepath.Join(art, "verdict.json"))
 	if err != nil {
 		t.Fatalf("no verdict (exit %d): %v\n%s", code, err, tail(log.String(), 60))

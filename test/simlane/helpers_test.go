@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -108,6 +109,24 @@ func diagnosticsSpan(t *testing.T, art string) time.Duration {
 		}
 	}
 	return last.Sub(first)
+}
+
+// laneCommand is `bin run --lane sim` from the project root, with env over this process's
+// environment: no fault, no keeping or reuse unless env says so.
+func laneCommand(root, bin string, env ...string) *exec.Cmd {
+	cmd := exec.Command(bin, "run", "--lane", "sim")
+	cmd.Dir = root
+	cmd.Env = append(append(os.Environ(), "E2E_SIM_FAULT=", "E2E_KEEP=", "E2E_REUSE="), env...)
+	return cmd
+}
+
+// exitCode is the exit status in a Wait error (0 when there is none).
+func exitCode(err error) int {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode()
+	}
+	return 0
 }
 
 // buildOrchestrator builds cmd/e2e into the test's temp folder: the binary the runs exercise.

@@ -3,10 +3,8 @@ package simlane
 import (
 	"bufio"
 	"bytes"
-	"errors"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -48,11 +46,9 @@ func TestSignalEndsTheRunCleanly(t *testing.T) {
 			if err := os.Mkdir(tmp, 0o755); err != nil {
 				t.Fatal(err)
 			}
-			cmd := exec.Command(bin, "run", "--lane", "sim")
-			cmd.Dir = root
 			// Every folder the run makes lands in base, and every process it starts names a
 			// file there: that is how its leftovers are found.
-			cmd.Env = append(os.Environ(), "TMPDIR="+tmp, "E2E_ARTIFACTS="+art, "E2E_SIM_FAULT=", "E2E_KEEP=", "E2E_REUSE=")
+			cmd := laneCommand(root, bin, "TMPDIR="+tmp, "E2E_ARTIFACTS="+art)
 			pr, pw := io.Pipe()
 			var log bytes.Buffer
 			cmd.Stdout, cmd.Stderr = pw, pw
@@ -108,11 +104,7 @@ func TestSignalEndsTheRunCleanly(t *testing.T) {
 			if took > maxInterrupted {
 				t.Errorf("the run ended %s after %s, more than %s", took.Round(time.Millisecond), c.sig, maxInterrupted)
 			}
-			code := 0
-			var ee *exec.ExitError
-			if errors.As(werr, &ee) {
-				code = ee.ExitCode()
-			}
+			code := exitCode(werr)
 			if code != verdict.ExitInterrupted {
 				t.Errorf("exit code %d, want %d", code, verdict.ExitInterrupted)
 			}

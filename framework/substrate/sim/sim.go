@@ -135,10 +135,8 @@ func (s *Substrate) Up(ctx context.Context, clock *budget.Clock) (c *cluster.Clu
 			s.mu.Lock()
 			w := s.w
 			s.mu.Unlock()
-			if w != nil && w.Cluster != nil {
+			if w != nil {
 				c = w.Cluster
-			} else {
-				c = nil
 			}
 		}
 	}()

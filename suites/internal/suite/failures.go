@@ -113,15 +113,7 @@ func (f *Failures) Spec(r types.SpecReport) {
 	f.Add(v)
 }
 
-// Classify is the class, stage and evidence of an error: a join.StageError's own; a
-// tenant.WaitError's class and phase; an exhausted budget or a DeadlineError a deadline at
-// its phase; anything else a product assertion.
-func Classify(err error) (verdict.Class, string, []string) {
-	c := classify(err)
-	return c.class, c.stage, c.evidence
-}
-
-// judged is what Classify finds in an error, with when it was decided (zero: unknown).
+// judged is what classify finds in an error, with when it was decided (zero: unknown).
 type judged struct {
 	class    verdict.Class
 	stage    string
@@ -129,6 +121,9 @@ type judged struct {
 	at       time.Time
 }
 
+// classify is the class, stage and evidence of an error: a join.StageError's own; a
+// tenant.WaitError's class and phase; an exhausted budget or a DeadlineError a deadline at
+// its phase; anything else a product assertion.
 func classify(err error) judged {
 	var se *join.StageError
 	var we *tenant.WaitError
@@ -147,7 +142,7 @@ func classify(err error) judged {
 	return judged{verdict.ProductAssertion, "", nil, time.Time{}}
 }
 
-// typed reports whether err already carries a class (Classify knows it).
+// typed reports whether err already carries a class (classify knows it).
 func typed(err error) bool {
 	var se *join.StageError
 	var we *tenant.WaitError

@@ -59,7 +59,7 @@ func Setup(name string, env Env) (*Suite, error) {
 }
 
 // Must fails the current spec with err when it is not nil, noting err first so the failure
-// carries err's class and stage (see Classify); pool names the pool the spec is about.
+// carries err's class and stage (see classify); pool names the pool the spec is about.
 func (s *Suite) Must(pool string, err error) {
 	if err == nil {
 		return

@@ -100,8 +100,8 @@ func TestClassify(t *testing.T) {
 		{&DeadlineError{Phase: "refusals", Err: fmt.Errorf("client rate limiter Wait returned an error: %w", context.DeadlineExceeded)}, verdict.Deadline, "refusals"},
 		{errors.New("boom"), verdict.ProductAssertion, ""},
 	} {
-		c, s, _ := Classify(tc.err)
-		if c != tc.class || s != tc.stage {
+		j := classify(tc.err)
+		if c, s := j.class, j.stage; c != tc.class || s != tc.stage {
 			t.Errorf("%v: %s %q, want %s %q", tc.err, c, s, tc.class, tc.stage)
 		}
 	}
