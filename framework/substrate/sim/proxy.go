@@ -1,9 +1,11 @@
 package sim
 
 import (
+	"bytes"
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -16,6 +18,9 @@ import (
 	"github.com/cozystack/cozy-e2e/framework/sim/faults"
 	"github.com/cozystack/cozy-e2e/framework/sim/simenv"
 )
+
+// maxRequestBody is the largest request body the proxy forwards: the apiserver's own limit.
+const maxRequestBody = 3 << 20
 
 // transientEvery: under apiserver-transient, one request in this many (watches excepted)
 // answers 500 "etcdserver: leader changed", as an apiserver does during an etcd election.
@@ -83,8 +88,38 @@ func (p *proxy) handler(next http.Handler) http.Handler {
 			_, _ = w.Write([]byte(`{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"etcdserver: leader changed","code":500}`))
 			return
 		}
+		if err := bufferBody(r); err != nil {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusRequestEntityTooLarge)
+			_, _ = fmt.Fprintf(w, `{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":%q,"code":413}`, err.Error())
+			return
+		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// bufferBody reads a request's body whole before it is forwarded. Streamed through, a body
+// can deadlock the proxy over HTTP/2: the apiserver refuses a create (403) before it reads the
+// body, the proxy passes the refusal's headers on, the client stops sending the body as HTTP/2
+// clients do on an error status, and the proxy's upstream transport waits for the rest of the
+// body before it lets the proxy end the response. The client then waits for the response's end
+// until its context expires. Read first, the body is whole before any answer exists.
+func bufferBody(r *http.Request) error {
+	if r.Body == nil || r.Body == http.NoBody {
+		return nil
+	}
+	data, err := io.ReadAll(io.LimitReader(r.Body, maxRequestBody+1))
+	_ = r.Body.Close()
+	if err != nil {
+		return fmt.Errorf("sim proxy: reading the request body of %s %s: %w", r.Method, r.URL.Path, err)
+	}
+	if len(data) > maxRequestBody {
+		return fmt.Errorf("sim proxy: the request body of %s %s is over %d bytes", r.Method, r.URL.Path, maxRequestBody)
+	}
+	r.Body = io.NopCloser(bytes.NewReader(data))
+	r.ContentLength = int64(len(data))
+	r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil }
+	return nil
 }
 
 func (p *proxy) close() {
