@@ -16,6 +16,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/go-logr/logr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 )
 
 // Exit codes, documented in README.
@@ -28,6 +31,10 @@ const (
 )
 
 func main() {
+	// controller-runtime's own log (certificate watchers, client caches) says nothing a run's
+	// reader needs; the sim's controllers log through the logger their manager is given. Set
+	// explicitly, so controller-runtime does not print a stack trace to stderr after 30 s.
+	ctrllog.SetLogger(logr.Discard())
 	os.Exit(dispatch(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
 }
 

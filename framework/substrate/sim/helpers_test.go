@@ -3,13 +3,16 @@ package sim_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 )
 
 func must(t *testing.T, err error) {
@@ -69,4 +72,11 @@ type logWriter struct{ t *testing.T }
 func (w logWriter) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimRight(string(p), "\n"))
 	return len(p), nil
+}
+
+func TestMain(m *testing.M) {
+	// The world's controllers log through their manager's logger; controller-runtime's global
+	// one is set so it does not print a stack trace into the test output after 30 s.
+	ctrllog.SetLogger(logr.Discard())
+	os.Exit(m.Run())
 }

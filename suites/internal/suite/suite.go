@@ -8,7 +8,9 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/go-logr/logr"
 	"github.com/onsi/ginkgo/v2"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/cozystack/cozy-e2e/framework/budget"
 	"github.com/cozystack/cozy-e2e/framework/cluster"
@@ -39,6 +41,9 @@ type Suite struct {
 // Setup reads the lane, starts the clock at the job's start and connects to the management
 // cluster. name is the suite's name (suites/<name>).
 func Setup(name string, env Env) (*Suite, error) {
+	// The suite reports through Ginkgo and its evidence; controller-runtime's own log (client
+	// caches) is set explicitly so it does not print a stack trace into the output after 30 s.
+	ctrllog.SetLogger(logr.Discard())
 	l, err := lane.Load(env.LaneFile)
 	if err != nil {
 		return nil, err
