@@ -38,6 +38,7 @@ func TestJoin(t *testing.T) {
 	t.Run("EveryStageInOrderToARunningWorkloadPod", func(t *testing.T) { testEveryStage(t, w) })
 	t.Run("TerminalStatesEndTheJoinAtOnce", func(t *testing.T) { testTerminalStates(t, w) })
 	t.Run("TheDeadlineNamesTheStageAndWhatIsMissing", func(t *testing.T) { testDeadline(t, w) })
+	t.Run("AfterAFallBackTheDeadlineNamesTheStageThePoolCouldNotPass", func(t *testing.T) { testFallBack(t, w) })
 }
 
 func testEveryStage(t *testing.T, w *world.World) {
@@ -211,5 +212,55 @@ func testDeadline(t *testing.T, w *world.World) {
 	}
 	if se.Budget > 3*time.Second || se.Budget < 2*time.Second {
 		t.Errorf("budget %s, want the phase's 3s", se.Budget)
+	}
+}
+
+// A Machine stuck at its import is replaced (as a MachineHealthCheck does) and the replacement
+// starts over: when the budget runs out, the failure is the import the pool could not pass,
+// for as long as the pool has stood there, with where the pool fell back to, or how often.
+func testFallBack(t *testing.T, w *world.World) {
+	for _, tc := range []struct {
+		name    string
+		returns bool // the replacement reaches the import again
+		want    []string
+	}{
+		{"StaysBehind", false, []string{"3.14%", "fell back to bootstrap-data", "-ggggg", "-fffff"}},
+		{"ReachesTheImportAgain", true, []string{"3.14%", "-ggggg", "fell back from disk-import 1 time(s)"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newScene(t, w, tenant.OSTalos, 1)
+			s.template()
+			vm := s.machine("fffff")
+			s.bootstrapData(vm)
+			s.dataVolume(vm, cdiv1.ImportInProgress, "3.14%")
+			r := s.start(8 * time.Second)
+			s.at(r, join.StageDiskImport)
+			s.remove(vm)
+			next := s.machine("ggggg")
+			s.at(r, join.StageBootstrapData)
+			if tc.returns {
+				s.bootstrapData(next)
+				s.dataVolume(next, cdiv1.ImportInProgress, "3.14%")
+				s.at(r, join.StageDiskImport)
+			}
+			r.wait(t)
+			var se *join.StageError
+			if !errors.As(r.err, &se) || se.Class != "deadline" {
+				t.Fatalf("%v", r.err)
+			}
+			msg := se.Error()
+			if se.Stage != join.StageDiskImport {
+				t.Errorf("stage %s, want disk-import: %v", se.Stage, se)
+			}
+			t.Log(msg)
+			for _, part := range tc.want {
+				if !strings.Contains(msg, part) {
+					t.Errorf("the failure does not say %q: %v", part, se)
+				}
+			}
+			if se.Elapsed < se.Budget/2 {
+				t.Errorf("stuck for %s: the pool stood at disk-import since early in the %s budget", se.Elapsed, se.Budget)
+			}
+		})
 	}
 }

@@ -55,6 +55,11 @@ func (w *Watcher) Join(ctx context.Context, p Pool) (*Result, error) {
 	defer unsubscribe()
 	pool := p.Names.Pool
 	cur := Progress{Pool: pool, Since: start}
+	// furthest is the most advanced stage the pool has stood at, since when, and its latest
+	// detail there. A pool can fall back (a MachineHealthCheck replaces Machines stuck at an
+	// import; the replacements start over): the deadline then names the stage the pool could
+	// not pass, not the one its newest Machines happen to be at.
+	furthest, fallbacks := cur, 0
 	highest, passedAt := -1, start
 	created := map[string]bool{}
 	for {
@@ -93,10 +98,19 @@ func (w *Watcher) Join(ctx context.Context, p Pool) (*Result, error) {
 			highest = reached - 1
 		}
 		if out.Stage != cur.Stage || out.Detail != cur.Detail {
+			prev := cur.Stage
 			if out.Stage != cur.Stage {
 				cur.Since = now
 			}
 			cur.Stage, cur.Detail = out.Stage, out.Detail
+			switch {
+			case cur.Stage.Index() > furthest.Stage.Index():
+				furthest = cur
+			case cur.Stage == furthest.Stage:
+				furthest.Detail = cur.Detail
+			case out.Stage != prev && prev == furthest.Stage:
+				fallbacks++
+			}
 			w.setProgress(cur)
 			w.logf(cur, now, start, budget, "")
 		}
@@ -111,12 +125,28 @@ func (w *Watcher) Join(ctx context.Context, p Pool) (*Result, error) {
 		}
 		select {
 		case <-ctx.Done():
-			now = time.Now()
-			return nil, &StageError{Pool: pool, Stage: cur.Stage, Class: verdict.Deadline, Detail: cur.Detail,
-				Elapsed: now.Sub(cur.Since), Budget: budget, At: now}
+			return nil, deadline(cur, furthest, fallbacks, budget, time.Now())
 		case <-events:
 		}
 	}
+}
+
+// deadline is the error of a join whose budget ran out at cur. It names the furthest stage the
+// pool stood at and how long ago it first got there: the stage it could not pass. When the pool
+// fell back from there, it says where to and how often.
+func deadline(cur, furthest Progress, fallbacks int, budget time.Duration, now time.Time) *StageError {
+	const why = "its Machines were deleted or replaced: the pool's events say by whom"
+	e := &StageError{Pool: cur.Pool, Stage: furthest.Stage, Class: verdict.Deadline, Detail: cur.Detail,
+		Elapsed: now.Sub(furthest.Since), Budget: budget, At: now}
+	switch {
+	case furthest.Stage.Index() > cur.Stage.Index():
+		e.Detail = fmt.Sprintf("%s; the pool fell back to %s %s ago (%s): %s",
+			furthest.Detail, cur.Stage, since(now.Sub(cur.Since)), why, cur.Detail)
+	case fallbacks > 0:
+		e.Detail = fmt.Sprintf("%s (the pool fell back from %s %d time(s) and reached it again %s ago; %s)",
+			cur.Detail, cur.Stage, fallbacks, since(now.Sub(cur.Since)), why)
+	}
+	return e
 }
 
 func (w *Watcher) record(pool string, st Stage, from, to time.Time) {

@@ -10,9 +10,11 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 	kubevirtv1 "kubevirt.io/api/core/v1"
@@ -128,6 +130,23 @@ func (s *scene) machine(suffix string) string {
 	kvm.SetName(name)
 	s.must(s.c.Create(s.ctx, kvm))
 	return name
+}
+
+// remove deletes vm's Machine, bootstrap config, KubevirtMachine and DataVolume, as a
+// MachineHealthCheck remediation ends with (the MachineSet then makes a replacement).
+func (s *scene) remove(vm string) {
+	s.must(s.c.Delete(s.ctx, &clusterv1.Machine{ObjectMeta: metav1.ObjectMeta{Namespace: s.ns(), Name: vm}}))
+	for _, gvk := range []schema.GroupVersionKind{tenant.BootstrapConfigGVK(s.pool.OS), tenant.KubevirtMachineGVK} {
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(gvk)
+		u.SetNamespace(s.ns())
+		u.SetName(vm)
+		s.must(s.c.Delete(s.ctx, u))
+	}
+	dv := &cdiv1.DataVolume{ObjectMeta: metav1.ObjectMeta{Namespace: s.ns(), Name: tenant.DataVolume(vm)}}
+	if err := s.c.Delete(s.ctx, dv); err != nil && !apierrors.IsNotFound(err) {
+		s.t.Fatal(err)
+	}
 }
 
 // bootstrapData is the bootstrap provider's Secret reaching the Machine.
