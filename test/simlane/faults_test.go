@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cozystack/cozy-e2e/framework/budget"
 	"github.com/cozystack/cozy-e2e/framework/diag"
 	"github.com/cozystack/cozy-e2e/framework/lane"
 	"github.com/cozystack/cozy-e2e/framework/sim/faults"
@@ -34,6 +35,8 @@ var explains = map[faults.Name][]string{
 	faults.HostnameMismatch:  {"MISMATCH"},
 	faults.NodeTainted:       {"NoSchedule"},
 	faults.MissingClusterDNS: {"clusterDNS: EMPTY", "clusterDNS: ABSENT"},
+	faults.DiskImportStall:   {"3.14%"},
+	faults.NodeNotReady:      {"KubeletNotReady"},
 }
 
 // scenarios are the runs, each an E2E_SIM_FAULT value: green, then the terminal faults packed
@@ -47,6 +50,17 @@ var scenarios = []string{
 	"node-tainted",
 	"mhc-replacement,apiserver-transient",
 }
+
+// deadlineScenario holds the faults that end at a phase's ceiling, not within seconds of
+// showing: a stalled import and a Node that never turns Ready. It runs on a copy of the sim
+// lane whose pools ceiling is deadlineCeiling, and every pool carries one of them, so no pool
+// has to join within the shorter ceiling. A deadline failure must be decided within
+// maxDeadlineOverrun of the pools phase's deadline, and not before it.
+const (
+	deadlineScenario   = "disk-import-stall@md0,node-not-ready@kairos,node-not-ready@acme"
+	deadlineCeiling    = 60 * time.Second
+	maxDeadlineOverrun = 10 * time.Second
+)
 
 type outcome struct {
 	name          string
@@ -68,14 +82,19 @@ func TestSimLaneUnderEachFault(t *testing.T) {
 		t.Fatal(err)
 	}
 	bin := buildOrchestrator(t, root)
-	runs := scenarios
+	short := shortPoolsLane(t, root, deadlineCeiling)
+	runs := append(append([]string{}, scenarios...), deadlineScenario)
 	if only := os.Getenv("E2E_FAULTS"); only != "" {
 		runs = strings.Split(only, ";")
 	}
 	var table []outcome
 	for _, name := range runs {
 		t.Run(name, func(t *testing.T) {
-			table = append(table, runLane(t, root, bin, l, name))
+			laneArg := "sim"
+			if set, err := faults.Parse(name); name != "green" && err == nil && deadlines(set) {
+				laneArg = short
+			}
+			table = append(table, runLane(t, root, bin, l, laneArg, name))
 		})
 	}
 	t.Log("\nresult      failures  time-to-verdict  diagnostics  artifacts   wall  run")
@@ -94,10 +113,16 @@ func TestScenariosCoverTheCatalogue(t *testing.T) {
 		t.Fatal(err)
 	}
 	covered := map[faults.Name]bool{}
-	for _, spec := range scenarios[1:] {
+	for _, spec := range append(append([]string{}, scenarios[1:]...), deadlineScenario) {
 		set, err := faults.Parse(spec)
 		if err != nil {
 			t.Fatal(err)
+		}
+		if deadlines(set) != (spec == deadlineScenario) {
+			t.Errorf("scenario %q: the faults that end at a ceiling belong in deadlineScenario, alone", spec)
+		}
+		if spec == deadlineScenario && len(poolFaults(l, set)) != len(l.Pools) {
+			t.Errorf("deadlineScenario %q leaves a pool without a fault; that pool would have to join within %s", spec, deadlineCeiling)
 		}
 		absorbed := 0
 		for _, n := range set.Names() {
@@ -121,13 +146,14 @@ func TestScenariosCoverTheCatalogue(t *testing.T) {
 		}
 	}
 	for _, f := range faults.Catalogue() {
-		if (f.Terminal || f.Passes) && !covered[f.Name] {
+		if !covered[f.Name] {
 			t.Errorf("no scenario exercises %s", f.Name)
 		}
 	}
 }
 
-func runLane(t *testing.T, root, bin string, l *lane.Lane, spec string) outcome {
+// runLane runs the lane laneArg (a name or a file) under the faults of spec and checks the run.
+func runLane(t *testing.T, root, bin string, l *lane.Lane, laneArg, spec string) outcome {
 	out := outcome{name: spec}
 	var set *faults.Set
 	if spec != "green" {
@@ -149,7 +175,7 @@ func runLane(t *testing.T, root, bin string, l *lane.Lane, spec string) outcome 
 	if set != nil {
 		fault = spec
 	}
-	cmd := laneCommand(root, bin, "E2E_ARTIFACTS="+art, "E2E_SIM_CANARY="+canary, "E2E_SIM_FAULT="+fault)
+	cmd := laneCommand(root, bin, laneArg, "E2E_ARTIFACTS="+art, "E2E_SIM_CANARY="+canary, "E2E_SIM_FAULT="+fault)
 	var log bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &log, &log
 	start := time.Now()
@@ -212,6 +238,16 @@ func terminal(set *faults.Set) bool {
 	return false
 }
 
+// deadlines reports whether some selected fault ends at a ceiling rather than within seconds.
+func deadlines(set *faults.Set) bool {
+	for _, n := range set.Names() {
+		if f, _ := faults.Lookup(n); !f.Passes && !f.Terminal {
+			return true
+		}
+	}
+	return false
+}
+
 // poolFaults lists, for each pool of l, the terminal faults of set that target it.
 func poolFaults(l *lane.Lane, set *faults.Set) map[string][]faults.Fault {
 	osOf := map[string]string{"talos": "talos", "kairos": "kairos"}
@@ -266,6 +302,11 @@ func checkFaults(t *testing.T, l *lane.Lane, set *faults.Set, v verdict.Verdict,
 		if got.Class != f.Class || got.Stage != string(f.Stage) {
 			t.Errorf("pool %s: %s at %s, want %s at %s for %s (%s)", p.Name, got.Class, got.Stage, f.Class, f.Stage, f.Name, got.Message)
 		}
+		if !f.Terminal {
+			checkAtDeadline(t, art, p.Name, got, out)
+			checkEvidence(t, f, got, art)
+			continue
+		}
 		at, ok := firstObservation(obs, f.Name, p.Name)
 		if !ok {
 			t.Errorf("pool %s: the sim recorded no observation of %s (faults-observed.jsonl)", p.Name, f.Name)
@@ -312,4 +353,29 @@ func checkEvidence(t *testing.T, f faults.Fault, x verdict.Failure, art string) 
 	if !shown {
 		t.Errorf("pool %s: no evidence file shows %v; evidence: %v", x.Pool, explains[f.Name], x.Evidence)
 	}
+}
+
+// checkAtDeadline: a deadline failure is decided when the pools phase runs out, within
+// maxDeadlineOverrun after its deadline and never before it (which would mean the harness
+// gave up early, or judged a stuck pool as something else).
+func checkAtDeadline(t *testing.T, art, pool string, x verdict.Failure, out *outcome) {
+	t.Helper()
+	tm, err := budget.ReadTimings(filepath.Join(art, "timings.json"))
+	if err != nil {
+		t.Errorf("timings.json: %v", err)
+		return
+	}
+	for _, p := range tm.Phases {
+		if p.Name != "pools" {
+			continue
+		}
+		d := x.At.Sub(p.Deadline)
+		out.timeToVerdict = max(out.timeToVerdict, d)
+		t.Logf("pool %s: %s at %s decided %s after the pools deadline", pool, x.Class, x.Stage, d.Round(time.Millisecond))
+		if d < -time.Second || d > maxDeadlineOverrun {
+			t.Errorf("pool %s: deadline failure decided %s after the pools phase's deadline; want within [-1s, %s]", pool, d, maxDeadlineOverrun)
+		}
+		return
+	}
+	t.Errorf("timings.json has no pools phase")
 }

@@ -13,7 +13,10 @@ import (
 	"testing"
 	"time"
 
+	yaml "go.yaml.in/yaml/v3"
+
 	"github.com/cozystack/cozy-e2e/framework/diag"
+	"github.com/cozystack/cozy-e2e/framework/lane"
 	"github.com/cozystack/cozy-e2e/framework/sim/faults"
 	"github.com/cozystack/cozy-e2e/framework/sim/simenv"
 )
@@ -111,10 +114,10 @@ func diagnosticsSpan(t *testing.T, art string) time.Duration {
 	return last.Sub(first)
 }
 
-// laneCommand is `bin run --lane sim` from the project root, with env over this process's
-// environment: no fault, no keeping or reuse unless env says so.
-func laneCommand(root, bin string, env ...string) *exec.Cmd {
-	cmd := exec.Command(bin, "run", "--lane", "sim")
+// laneCommand is `bin run --lane <laneArg>` from the project root, with env over this
+// process's environment: no fault, no keeping or reuse unless env says so.
+func laneCommand(root, bin, laneArg string, env ...string) *exec.Cmd {
+	cmd := exec.Command(bin, "run", "--lane", laneArg)
 	cmd.Dir = root
 	cmd.Env = append(append(os.Environ(), "E2E_SIM_FAULT=", "E2E_KEEP=", "E2E_REUSE="), env...)
 	return cmd
@@ -165,4 +168,61 @@ func tail(s string, lines int) string {
 		all = all[len(all)-lines:]
 	}
 	return strings.Join(all, "\n")
+}
+
+// shortPoolsLane writes a copy of lanes/sim.yaml, named sim-short-pools, whose pools phase has
+// ceiling instead of its own, and returns its path. It fails if sim.yaml has no pools phase.
+func shortPoolsLane(t *testing.T, root string, ceiling time.Duration) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(root, "lanes", "sim.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		t.Fatal(err)
+	}
+	top := doc.Content[0]
+	name := mapValue(top, "name")
+	if name == nil {
+		t.Fatal("lanes/sim.yaml: no name")
+	}
+	name.Value = "sim-short-pools"
+	set := false
+	if phases := mapValue(mapValue(top, "budget"), "phases"); phases != nil {
+		for _, ph := range phases.Content {
+			if n, c := mapValue(ph, "name"), mapValue(ph, "ceiling"); n != nil && n.Value == "pools" && c != nil {
+				c.Value = ceiling.String()
+				set = true
+			}
+		}
+	}
+	if !set {
+		t.Fatal("lanes/sim.yaml: no budget.phases entry named pools with a ceiling")
+	}
+	out, err := yaml.Marshal(&doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "sim-short-pools.yaml")
+	if err := os.WriteFile(path, out, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lane.Load(path); err != nil {
+		t.Fatalf("the short-pools copy of lanes/sim.yaml: %v", err)
+	}
+	return path
+}
+
+// mapValue is the value node of key in mapping node m, or nil.
+func mapValue(m *yaml.Node, key string) *yaml.Node {
+	if m == nil || m.Kind != yaml.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == key {
+			return m.Content[i+1]
+		}
+	}
+	return nil
 }

@@ -48,7 +48,7 @@ func TestSignalEndsTheRunCleanly(t *testing.T) {
 			}
 			// Every folder the run makes lands in base, and every process it starts names a
 			// file there: that is how its leftovers are found.
-			cmd := laneCommand(root, bin, "TMPDIR="+tmp, "E2E_ARTIFACTS="+art)
+			cmd := laneCommand(root, bin, "sim", "TMPDIR="+tmp, "E2E_ARTIFACTS="+art)
 			pr, pw := io.Pipe()
 			var log bytes.Buffer
 			cmd.Stdout, cmd.Stderr = pw, pw
