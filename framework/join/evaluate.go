@@ -69,6 +69,7 @@ var doneIndex = len(Stages())
 
 // machineStage is how far one Machine got, where it waits, and whether it can go on.
 type machineStage struct {
+	name   string
 	index  int // Stage index, doneIndex when done
 	detail string
 	term   *terminal
@@ -93,6 +94,7 @@ func evaluate(s *snapshot) outcome {
 	out := outcome{}
 	for _, m := range s.Machines {
 		ms := evaluateMachine(p, m)
+		ms.name = m.Machine.Name
 		if ms.term != nil {
 			return outcome{Stage: ms.term.Stage, Terminal: ms.term}
 		}
@@ -101,7 +103,14 @@ func evaluate(s *snapshot) outcome {
 			out.NeedPod = append(out.NeedPod, m.Node.Name)
 		}
 	}
-	sort.SliceStable(stages, func(i, j int) bool { return stages[i].index > stages[j].index })
+	// Furthest first; among equals by name, so that from one look to the next the detail names
+	// the same Machine (a cache lists in no set order) and the progress log does not flip.
+	sort.Slice(stages, func(i, j int) bool {
+		if stages[i].index != stages[j].index {
+			return stages[i].index > stages[j].index
+		}
+		return stages[i].name < stages[j].name
+	})
 	// The pool is as far as the least advanced of its best `replicas` Machines: a stalled
 	// Machine that a health check is replacing does not hold the pool back once its
 	// replacement overtakes it.

@@ -139,6 +139,20 @@ func TestAStalledExtraMachineDoesNotHoldThePool(t *testing.T) {
 	}
 }
 
+// Machines at the same stage: the detail names the same one whatever order a cache lists them
+// in, so the progress log does not flip between them.
+func TestEqualMachinesGiveTheSameDetailInAnyOrder(t *testing.T) {
+	p := testPool(tenant.OSTalos, 2)
+	a, b := joined(p, "m-a"), joined(p, "m-b")
+	for _, v := range []*machineView{a, b} {
+		v.Node, v.Workload, v.Console = nil, nil, &consoleState{}
+	}
+	one, other := evaluate(withTemplate(p, a, b)), evaluate(withTemplate(p, b, a))
+	if one.Stage != StageGuestBoot || one.Detail != other.Detail {
+		t.Fatalf("listed a, b: %s %q; listed b, a: %s %q", one.Stage, one.Detail, other.Stage, other.Detail)
+	}
+}
+
 // Every terminal detector, with the class and stage the fault catalogue asks for.
 func TestTerminalStatesEndTheJoinWithTheirClassAndStage(t *testing.T) {
 	p := testPool(tenant.OSKairos, 1)
