@@ -196,9 +196,7 @@ func testTerminalStates(t *testing.T, w *world.World) {
 func testDeadline(t *testing.T, w *world.World) {
 	s := newScene(t, w, tenant.OSTalos, 2)
 	s.template()
-	vm := s.machine("ddddd")
-	s.bootstrapData(vm)
-	s.dataVolume(vm, cdiv1.ImportInProgress, "7.0%")
+	s.importing(s.machine("ddddd"), "7.0%")
 	r := s.start(3 * time.Second)
 	r.wait(t)
 	var se *join.StageError
@@ -231,16 +229,14 @@ func testFallBack(t *testing.T, w *world.World) {
 			s := newScene(t, w, tenant.OSTalos, 1)
 			s.template()
 			vm := s.machine("fffff")
-			s.bootstrapData(vm)
-			s.dataVolume(vm, cdiv1.ImportInProgress, "3.14%")
+			s.importing(vm, "3.14%")
 			r := s.start(8 * time.Second)
 			s.at(r, join.StageDiskImport)
 			s.remove(vm)
 			next := s.machine("ggggg")
 			s.at(r, join.StageBootstrapData)
 			if tc.returns {
-				s.bootstrapData(next)
-				s.dataVolume(next, cdiv1.ImportInProgress, "3.14%")
+				s.importing(next, "3.14%")
 				s.at(r, join.StageDiskImport)
 			}
 			r.wait(t)

@@ -108,7 +108,7 @@ func (w *Watcher) Join(ctx context.Context, p Pool) (*Result, error) {
 				furthest = cur
 			case cur.Stage == furthest.Stage:
 				furthest.Detail = cur.Detail
-			case out.Stage != prev && prev == furthest.Stage:
+			case cur.Stage != prev && prev == furthest.Stage:
 				fallbacks++
 			}
 			w.setProgress(cur)
