@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -13,6 +14,8 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/cozystack/cozy-e2e/framework/controlplane"
 	"github.com/cozystack/cozy-e2e/framework/sim/faults"
@@ -83,19 +86,24 @@ func (p *proxy) handler(next http.Handler) http.Handler {
 				_ = p.env.Observe(simenv.Observation{Fault: faults.APIServerTransient, Object: "management apiserver",
 					Detail: fmt.Sprintf("%s %s answered 500 etcdserver: leader changed", r.Method, r.URL.Path)})
 			})
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(http.StatusInternalServerError)
-			_, _ = w.Write([]byte(`{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"etcdserver: leader changed","code":500}`))
+			writeStatus(w, http.StatusInternalServerError, "etcdserver: leader changed")
 			return
 		}
 		if err := bufferBody(r); err != nil {
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(http.StatusRequestEntityTooLarge)
-			_, _ = fmt.Fprintf(w, `{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":%q,"code":413}`, err.Error())
+			writeStatus(w, http.StatusRequestEntityTooLarge, err.Error())
 			return
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// writeStatus answers as the apiserver does when it refuses a request: a failed metav1.Status.
+func writeStatus(w http.ResponseWriter, code int, message string) {
+	data, _ := json.Marshal(metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
+		Status: metav1.StatusFailure, Message: message, Code: int32(code)})
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_, _ = w.Write(data)
 }
 
 // bufferBody reads a request's body whole before it is forwarded. Streamed through, a body
