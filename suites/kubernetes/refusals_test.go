@@ -62,7 +62,9 @@ func (st *state) describeRefusals() {
 	})
 	within := func(spec context.Context) (context.Context, context.CancelFunc) {
 		dl, _ := ctx.Deadline()
-		return context.WithDeadline(spec, dl)
+		c, cancel := context.WithDeadline(spec, dl)
+		st.s.Within("refusals", c)
+		return c, cancel
 	}
 
 	It("a running pool cannot switch from a Talos to a Kairos class", func(spec SpecContext) {
