@@ -10,8 +10,6 @@ import (
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
@@ -26,12 +24,12 @@ func (w *Watcher) read(ctx context.Context, p Pool) (*snapshot, error) {
 	ns := w.o.Namespace
 	s := &snapshot{Pool: p}
 	var err error
-	if s.Template, err = w.getU(ctx, w.mgmt, tenant.BootstrapTemplateGVK(p.OS), ns, p.Names.BootstrapTemplate()); err != nil {
+	if s.Template, err = getU(ctx, w.mgmt, tenant.BootstrapTemplateGVK(p.OS), ns, p.Names.BootstrapTemplate()); err != nil {
 		return nil, err
 	}
 	for os := range w.bootKind {
 		if os != p.OS && tenant.BootstrapTemplateGVK(os) != tenant.BootstrapTemplateGVK(p.OS) {
-			if s.OtherTemplate, err = w.getU(ctx, w.mgmt, tenant.BootstrapTemplateGVK(os), ns, p.Names.BootstrapTemplate()); err != nil {
+			if s.OtherTemplate, err = getU(ctx, w.mgmt, tenant.BootstrapTemplateGVK(os), ns, p.Names.BootstrapTemplate()); err != nil {
 				return nil, err
 			}
 		}
@@ -83,11 +81,11 @@ func (w *Watcher) readMachine(ctx context.Context, p Pool, v *machineView, pods 
 	ns := w.o.Namespace
 	vm := v.vmName()
 	var err error
-	if v.KubevirtMachine, err = w.getU(ctx, w.mgmt, tenant.KubevirtMachineGVK, ns, vm); err != nil {
+	if v.KubevirtMachine, err = getU(ctx, w.mgmt, tenant.KubevirtMachineGVK, ns, vm); err != nil {
 		return err
 	}
 	if ref := v.Machine.Spec.Bootstrap.ConfigRef.Name; ref != "" {
-		if v.BootstrapConfig, err = w.getU(ctx, w.mgmt, w.bootKind[p.OS], ns, ref); err != nil {
+		if v.BootstrapConfig, err = getU(ctx, w.mgmt, w.bootKind[p.OS], ns, ref); err != nil {
 			return err
 		}
 	}
@@ -193,13 +191,4 @@ func get(ctx context.Context, c client.Reader, ns, name string, obj client.Objec
 		return false, fmt.Errorf("join: reading %T %s/%s: %w", obj, ns, name, err)
 	}
 	return true, nil
-}
-
-func (w *Watcher) getU(ctx context.Context, c client.Reader, gvk schema.GroupVersionKind, ns, name string) (*unstructured.Unstructured, error) {
-	u := unstructuredOf(gvk)
-	ok, err := get(ctx, c, ns, name, u)
-	if !ok || err != nil {
-		return nil, err
-	}
-	return u, nil
 }

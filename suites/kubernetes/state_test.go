@@ -51,10 +51,11 @@ type poolRun struct {
 	labels  []string // the lane's extra labels for the pool's spec
 }
 
-// joinRun is one pool's join in the background.
+// joinRun is one pool's join in the background, and the record of the pool taken the moment
+// it joined.
 type joinRun struct {
 	done chan struct{}
-	res  *join.Result
+	rec  *join.Record
 	err  error
 }
 
@@ -150,35 +151,28 @@ func (st *state) startPools(spec context.Context) {
 		go func() {
 			defer close(jr.done)
 			defer GinkgoRecover()
-			jr.res, jr.err = w.Join(ctx, pool)
+			res, err := w.Join(ctx, pool)
+			if err != nil {
+				jr.err = err
+				return
+			}
+			jr.rec, jr.err = join.Inspect(ctx, join.InspectOptions{Management: st.s.Mgmt, Tenant: st.tenant}, pool, res)
 		}()
 	}
 }
 
-// await is pool's join outcome; it ends early when the spec is interrupted.
-func (st *state) await(spec context.Context, pool string) (*join.Result, error) {
+// await is pool's join outcome and record; it ends early when the spec is interrupted.
+func (st *state) await(spec context.Context, pool string) (*join.Record, error) {
 	jr, ok := st.joins[pool]
 	if !ok {
 		return nil, fmt.Errorf("pool %s: its join never started (the tenant phase failed first)", pool)
 	}
 	select {
 	case <-jr.done:
-		return jr.res, jr.err
+		return jr.rec, jr.err
 	case <-spec.Done():
 		return nil, fmt.Errorf("pool %s: the spec ended (%v) while the pool was joining", pool, context.Cause(spec))
 	}
-}
-
-// poolsContext bounds a pool spec's own reads and waits by the spec and the pools phase.
-func (st *state) poolsContext(spec context.Context) (context.Context, context.CancelFunc) {
-	st.mu.Lock()
-	pctx := st.pctx
-	st.mu.Unlock()
-	if pctx == nil {
-		return context.WithCancel(spec)
-	}
-	dl, _ := pctx.Deadline()
-	return context.WithDeadline(spec, dl)
 }
 
 // endPools ends the pools phase (once): the joins are stopped, the informers closed.
