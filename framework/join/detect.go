@@ -56,11 +56,35 @@ func machineFailure(m *clusterv1.Machine, at Stage) *terminal {
 			msg = *d.V1Beta1.FailureMessage
 		}
 	}
-	if reason == "" && msg == "" && m.Status.Phase != string(clusterv1.MachinePhaseFailed) {
+	// Cluster API v1.13 copies an infrastructure or bootstrap provider's failureReason and
+	// failureMessage into the Machine's deprecated v1beta1 status
+	// (internal/controllers/machine/machine_controller_phases.go:55-80); it never sets the
+	// Failed phase.
+	if reason == "" && msg == "" {
 		return nil
 	}
 	return &terminal{Class: verdict.MachineFailed, Stage: at,
-		Detail: fmt.Sprintf("Machine %s is %s: %s", m.Name, orWord(m.Status.Phase, "failed"), orWord(strings.TrimSpace(reason+" "+msg), "no failure message"))}
+		Detail: fmt.Sprintf("Machine %s failed: %s", m.Name, strings.TrimSpace(reason+" "+msg))}
+}
+
+// dataSecretFailure is a bootstrap provider's refusal to generate bootstrap data as the
+// condition says it: DataSecretAvailable=False with reason DataSecretGenerationFailed
+// (siderolabs/cluster-api-bootstrap-provider-talos v0.6.12 controllers/talosconfig_controller.go:265,
+// api/v1alpha3/conditions.go:19,31; CABPT never sets failureReason).
+func dataSecretFailure(u *unstructured.Unstructured) (string, bool) {
+	if u == nil {
+		return "", false
+	}
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, c := range conds {
+		m, _ := c.(map[string]any)
+		if m == nil || m["type"] != "DataSecretAvailable" || m["status"] != "False" || m["reason"] != "DataSecretGenerationFailed" {
+			continue
+		}
+		msg, _ := m["message"].(string)
+		return strings.TrimSpace("DataSecretGenerationFailed: " + msg), true
+	}
+	return "", false
 }
 
 // providerFailure is the infrastructure or bootstrap provider's failureReason/failureMessage

@@ -2,6 +2,7 @@ package join
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -26,6 +27,9 @@ type machineView struct {
 	Importer        *corev1.Pod
 	VMI             *kubevirtv1.VirtualMachineInstance
 	Launcher        *corev1.Pod
+	// Temporary is the launcher KubeVirt starts only to bind a volume waiting for its first
+	// consumer (annotation kubevirt.io/ephemeral-provisioning).
+	Temporary *corev1.Pod
 	Console         *consoleState
 	// Node is the tenant Node this VMI registered as: the one named like it, or failing that
 	// the one whose InternalIP is the VMI's address.
@@ -52,6 +56,8 @@ type snapshot struct {
 	Machines                []*machineView
 	// KubeletConfig is the tenant kube-system/kubelet-config ConfigMap (nil: not there yet).
 	KubeletConfig *corev1.ConfigMap
+	// ClusterDNSService is the tenant kube-system/kube-dns Service (nil: not there yet).
+	ClusterDNSService *corev1.Service
 }
 
 // outcome is one evaluation of the pool.
@@ -189,7 +195,7 @@ func progress(p Pool, v *machineView) machineStage {
 		if v.VMI != nil {
 			phase = orWord(string(v.VMI.Status.Phase), "(no phase)")
 		}
-		return at(StageVMIRunning, "VMI %s %s%s", vm, phase, launcherDetail(v.Launcher))
+		return at(StageVMIRunning, "VMI %s %s%s", vm, phase, launcherDetail(v.Launcher, v.Temporary))
 	}
 	if v.Node == nil {
 		if p.Console && (v.Console == nil || v.Console.Lines == 0) {
@@ -230,9 +236,11 @@ func progress(p Pool, v *machineView) machineStage {
 func detectMachine(p Pool, v *machineView) *terminal {
 	m := v.Machine
 	vm := v.vmName()
-	if msg, ok := providerFailure(v.BootstrapConfig); ok {
-		return &terminal{Class: verdict.Bootstrap, Stage: StageBootstrapData,
-			Detail: fmt.Sprintf("%s %s failed: %s", v.BootstrapConfig.GetKind(), v.BootstrapConfig.GetName(), msg)}
+	for _, failed := range []func(*unstructured.Unstructured) (string, bool){providerFailure, dataSecretFailure} {
+		if msg, ok := failed(v.BootstrapConfig); ok && (m.Spec.Bootstrap.DataSecretName == nil || *m.Spec.Bootstrap.DataSecretName == "") {
+			return &terminal{Class: verdict.Bootstrap, Stage: StageBootstrapData,
+				Detail: fmt.Sprintf("%s %s failed: %s", v.BootstrapConfig.GetKind(), v.BootstrapConfig.GetName(), msg)}
+		}
 	}
 	if t := diskFailure(v.DataVolume, v.Importer); t != nil {
 		return t
@@ -241,8 +249,10 @@ func detectMachine(p Pool, v *machineView) *terminal {
 	if v.VMI != nil {
 		vmiPhase = string(v.VMI.Status.Phase)
 	}
-	if t := launcherFailure(vm, v.Launcher, vmiPhase); t != nil {
-		return t
+	for _, l := range []*corev1.Pod{v.Launcher, v.Temporary} {
+		if t := launcherFailure(vm, l, vmiPhase); t != nil {
+			return t
+		}
 	}
 	if msg, ok := providerFailure(v.KubevirtMachine); ok {
 		return &terminal{Class: verdict.MachineFailed, Stage: machineStageGuess(p, v),
@@ -301,9 +311,11 @@ func machineStageGuess(p Pool, v *machineView) Stage {
 	return StageWorkloadPod
 }
 
-// clusterDNSFailure: a kubeadm-joined pool needs clusterDNS in the tenant kubelet-config,
-// which kubeadm hands every joining kubelet. Judged once a Machine of the pool is about to
-// join (its VMI runs), when the configuration it will read is final.
+// clusterDNSFailure: a kubeadm-joined pool's kubelets take clusterDNS from the tenant
+// kube-system/kubelet-config, which Kamaji writes from the TenantControlPlane's dnsServiceIPs
+// (clastix/kamaji internal/kubeadm/uploadconfig.go:84); it must be the tenant CoreDNS
+// Service's address, or pods on those Nodes get no cluster DNS. Judged once a Machine of the
+// pool is about to join (its VMI runs), when the configuration it will read is final.
 func clusterDNSFailure(s *snapshot) *terminal {
 	if !tenant.KubeadmJoined(s.Pool.OS) || s.KubeletConfig == nil {
 		return nil
@@ -317,12 +329,20 @@ func clusterDNSFailure(s *snapshot) *terminal {
 	if !joining {
 		return nil
 	}
-	if dns := ClusterDNS(s.KubeletConfig); len(dns) > 0 {
-		return nil
+	dns := ClusterDNS(s.KubeletConfig)
+	where := fmt.Sprintf("the tenant %s/%s", s.KubeletConfig.Namespace, s.KubeletConfig.Name)
+	switch {
+	case len(dns) == 0:
+		return &terminal{Class: verdict.ClusterDNS, Stage: StageJoin,
+			Detail: fmt.Sprintf("%s carries no clusterDNS, so the kubeadm-joined workers of pool %s get no cluster DNS (Kamaji writes it from spec.network.dnsServiceIPs of KamajiControlPlane %s)",
+				where, s.Pool.Names.Pool, s.Pool.Names.ControlPlane())}
+	case s.ClusterDNSService != nil && s.ClusterDNSService.Spec.ClusterIP != "" && !slices.Contains(dns, s.ClusterDNSService.Spec.ClusterIP):
+		svc := s.ClusterDNSService
+		return &terminal{Class: verdict.ClusterDNS, Stage: StageJoin,
+			Detail: fmt.Sprintf("%s sets clusterDNS %v, but the tenant CoreDNS Service %s/%s is at %s: the kubeadm-joined workers of pool %s would resolve nothing (check spec.network.dnsServiceIPs of KamajiControlPlane %s)",
+				where, dns, svc.Namespace, svc.Name, svc.Spec.ClusterIP, s.Pool.Names.Pool, s.Pool.Names.ControlPlane())}
 	}
-	return &terminal{Class: verdict.ClusterDNS, Stage: StageJoin,
-		Detail: fmt.Sprintf("the tenant %s/%s carries no clusterDNS, so the kubeadm-joined workers of pool %s get no cluster DNS (is spec.network.dnsServiceIPs of KamajiControlPlane %s empty? Kamaji renders clusterDNS from it)",
-			s.KubeletConfig.Namespace, s.KubeletConfig.Name, s.Pool.Names.Pool, s.Pool.Names.ControlPlane())}
+	return nil
 }
 
 // ClusterDNS is the clusterDNS list of a kubelet-config ConfigMap (empty when absent).

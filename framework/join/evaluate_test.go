@@ -11,6 +11,7 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	capierrors "sigs.k8s.io/cluster-api/errors"
 
 	"github.com/cozystack/cozy-e2e/framework/tenant"
 	"github.com/cozystack/cozy-e2e/framework/verdict"
@@ -188,9 +189,25 @@ func TestTerminalStatesEndTheJoinWithTheirClassAndStage(t *testing.T) {
 		{"launcher failed", verdict.VMUnschedulable, StageVMIRunning, "Failed", func(v *machineView, _ *snapshot) {
 			v.Launcher.Status.Phase = corev1.PodFailed
 		}},
-		{"machine failed", verdict.MachineFailed, StageWorkloadPod, "Machine m1 is Failed", func(v *machineView, _ *snapshot) {
-			v.Machine.Status.Phase = "Failed"
+		{"machine failed", verdict.MachineFailed, StageWorkloadPod, "Machine m1 failed: CreateError vm create refused", func(v *machineView, _ *snapshot) {
+			// Cluster API copies the provider's failure into the deprecated v1beta1 status.
+			reason, msg := capierrors.MachineStatusError("CreateError"), "vm create refused"
+			v.Machine.Status.Deprecated = &clusterv1.MachineDeprecatedStatus{V1Beta1: &clusterv1.MachineV1Beta1DeprecatedStatus{FailureReason: &reason, FailureMessage: &msg}}
 			v.Workload = nil
+		}},
+		{"talos config failed", verdict.Bootstrap, StageBootstrapData, "TalosConfig m1 failed: DataSecretGenerationFailed: failed to generate", func(v *machineView, _ *snapshot) {
+			v.Machine.Spec.Bootstrap.DataSecretName = nil
+			v.BootstrapConfig = &unstructured.Unstructured{Object: map[string]any{"status": map[string]any{"conditions": []any{
+				map[string]any{"type": "DataSecretAvailable", "status": "False", "reason": "DataSecretGenerationFailed", "severity": "Error",
+					"message": "failed to generate machine config"}}}}}
+			v.BootstrapConfig.SetGroupVersionKind(tenant.TalosConfigGVK)
+			v.BootstrapConfig.SetName("m1")
+		}},
+		{"unschedulable temporary launcher of a volume waiting for its consumer", verdict.VMUnschedulable, StageVMIRunning, "Insufficient memory", func(v *machineView, _ *snapshot) {
+			v.VMI.Status.Phase = kubevirtv1.Pending
+			v.Temporary, v.Launcher = v.Launcher, nil
+			v.Temporary.Status = corev1.PodStatus{Phase: corev1.PodPending, Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled,
+				Status: corev1.ConditionFalse, Reason: "Unschedulable", Message: "0/3 nodes are available: 3 Insufficient memory."}}}
 		}},
 		{"kubevirt machine failed", verdict.MachineFailed, StageDiskImport, "KubevirtMachine m1 failed", func(v *machineView, _ *snapshot) {
 			v.DataVolume = nil
@@ -223,10 +240,15 @@ func TestTerminalStatesEndTheJoinWithTheirClassAndStage(t *testing.T) {
 			v.Node = nil
 			s.KubeletConfig = kubeletConfig("cgroupDriver: systemd\n")
 		}},
+		{"kubelet-config clusterDNS not the CoreDNS Service's", verdict.ClusterDNS, StageJoin, "sets clusterDNS [10.95.0.53], but the tenant CoreDNS Service kube-system/kube-dns is at 10.95.0.10", func(v *machineView, s *snapshot) {
+			v.Node = nil
+			s.KubeletConfig = kubeletConfig("clusterDNS: [10.95.0.53]\n")
+		}},
 	} {
 		v := joined(p, "m1")
 		s := withTemplate(p, v)
 		s.KubeletConfig = kubeletConfig("clusterDNS: [10.95.0.10]\n")
+		s.ClusterDNSService = &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "kube-dns"}, Spec: corev1.ServiceSpec{ClusterIP: "10.95.0.10"}}
 		tc.break_(v, s)
 		out := evaluate(s)
 		if out.Terminal == nil {

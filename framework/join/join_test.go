@@ -134,6 +134,15 @@ func testTerminalStates(t *testing.T, w *world.World) {
 			s.vmi(vm, kubevirtv1.Scheduling, ip)
 			return vm, "", ip
 		}, func(s *scene, vm, _, _ string) { s.launcher(vm, "512Gi") }},
+		{"LauncherOfALongVMINameUnschedulable", tenant.OSTalos, "vm-unschedulable", join.StageVMIRunning, join.StageVMIRunning, "Insufficient memory", func(s *scene) (string, string, string) {
+			vm, _, ip := toDisk(s)
+			if len(vm) <= 43 {
+				s.t.Fatalf("VMI name %q (%d characters) is not long enough for the apiserver to cut its launcher's name", vm, len(vm))
+			}
+			s.dataVolume(vm, cdiv1.Succeeded, "100.0%")
+			s.vmi(vm, kubevirtv1.Scheduling, ip)
+			return vm, "", ip
+		}, func(s *scene, vm, _, _ string) { s.launcher(vm, "512Gi") }},
 		{"KubeadmRefusedInTheConsole", tenant.OSKairos, "join-rejected", join.StageJoin, join.StageJoin, "error execution phase kubelet-start", toBoot, func(s *scene, _, pod, _ string) {
 			s.console(pod, "[   31.000000] kubeadm[812]: error execution phase kubelet-start: a Node with name \"x\" and status \"Ready\" already exists")
 		}},
@@ -161,6 +170,10 @@ func testTerminalStates(t *testing.T, w *world.World) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := newScene(t, w, tc.os, 1)
+			if strings.Contains(tc.name, "LongVMIName") {
+				// A 10-character run id and a long pool: kubernetes-<app>-<pool>-<5>-<5> is 60.
+				s = newSceneNamed(t, w, tc.os, 1, "pools-1234567890", "workers-long")
+			}
 			vm, pod, ip := tc.setup(s)
 			r := s.start(2 * time.Minute)
 			// The join has judged the scene at its stage before the fault, so the fault is a

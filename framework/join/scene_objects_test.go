@@ -150,13 +150,21 @@ func (s *scene) vmi(vm string, phase kubevirtv1.VirtualMachineInstancePhase, ip 
 // launcher is KubeVirt's virt-launcher Pod of vm (compute and guest-console-log), asking for
 // memory; the real scheduler places it and kwok runs it.
 func (s *scene) launcher(vm, memory string) string {
-	name := tenant.LauncherPrefix + vm + "-x7k2p"
+	var vmi kubevirtv1.VirtualMachineInstance
+	s.must(s.c.Get(s.ctx, client.ObjectKey{Namespace: s.ns(), Name: vm}, &vmi))
+	// The apiserver cuts a generateName base to 58 characters (k8s.io/apiserver
+	// pkg/storage/names/generate.go), as it does for KubeVirt's virt-launcher-<vmi>-.
+	base := tenant.LauncherPrefix + vm + "-"
+	if len(base) > 58 {
+		base = base[:58]
+	}
+	name := base + "x7k2p"
 	for _, ct := range []string{"compute", join.ConsoleContainer} {
 		_, err := s.w.ContainerLog(s.ns(), name, ct)
 		s.must(err)
 	}
 	s.must(s.c.Create(s.ctx, &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: s.ns(), Name: name, Labels: map[string]string{tenant.LabelVMName: vm, "kubevirt.io": "virt-launcher"}},
+		ObjectMeta: metav1.ObjectMeta{Namespace: s.ns(), Name: name, Labels: map[string]string{tenant.LabelCreatedBy: string(vmi.UID), "kubevirt.io": "virt-launcher"}},
 		Spec: corev1.PodSpec{
 			Tolerations: []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
 			Containers: []corev1.Container{

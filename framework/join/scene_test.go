@@ -39,6 +39,12 @@ var sceneCount struct {
 }
 
 func newScene(t *testing.T, w *world.World, os string, replicas int) *scene {
+	return newSceneNamed(t, w, os, replicas, "", "p")
+}
+
+// newSceneNamed is a scene whose app name starts with app (then the scene's number) and whose
+// pool is pool: long names make names the apiserver and Cluster API cut.
+func newSceneNamed(t *testing.T, w *world.World, os string, replicas int, app, pool string) *scene {
 	t.Helper()
 	sceneCount.Lock()
 	sceneCount.n++
@@ -48,7 +54,7 @@ func newScene(t *testing.T, w *world.World, os string, replicas int) *scene {
 	t.Cleanup(cancel)
 	ns := fmt.Sprintf("tenant-join%d", i)
 	s := &scene{t: t, ctx: ctx, w: w, c: w.Cluster.Client, n: i * 16,
-		pool: join.Pool{Names: tenant.For(ns, fmt.Sprintf("j%d", i)).Pool("p"), Class: os, OS: os, Replicas: replicas,
+		pool: join.Pool{Names: tenant.For(ns, fmt.Sprintf("%sj%d", app, i)).Pool(pool), Class: os, OS: os, Replicas: replicas,
 			Console: true, WorkloadImage: "docker.io/library/nginx@sha256:" + strings.Repeat("4", 64)}}
 	s.must(s.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
 	s.poll("the default ServiceAccount of "+ns, func() bool {
@@ -145,6 +151,7 @@ func toDisk(s *scene) (string, string, string) {
 func toBoot(s *scene) (string, string, string) {
 	vm, _, ip := toDisk(s)
 	s.dataVolume(vm, cdiv1.Succeeded, "100.0%")
+	s.vmi(vm, kubevirtv1.Scheduling, ip)
 	pod := s.launcher(vm, "1Gi")
 	s.vmi(vm, kubevirtv1.Running, ip)
 	s.poll("launcher running", func() bool {

@@ -62,6 +62,12 @@ func (w *Watcher) read(ctx context.Context, p Pool) (*snapshot, error) {
 	} else if ok {
 		s.KubeletConfig = cm
 	}
+	dns := &corev1.Service{}
+	if ok, err := get(ctx, w.tenant, tenant.CoreDNSNamespace, tenant.CoreDNSService, dns); err != nil {
+		return nil, err
+	} else if ok {
+		s.ClusterDNSService = dns
+	}
 	for i := range machines.Items {
 		m := &machines.Items[i]
 		if m.DeletionTimestamp != nil {
@@ -106,7 +112,13 @@ func (w *Watcher) readMachine(ctx context.Context, p Pool, v *machineView, pods 
 		switch {
 		case pod.Name == tenant.ImporterPod(tenant.DataVolume(vm)):
 			v.Importer = pod
-		case tenant.IsLauncherOf(pod.Name, vm) && pod.DeletionTimestamp == nil:
+		case v.VMI != nil && tenant.LauncherVMIUID(pod.Labels) == string(v.VMI.UID) && pod.DeletionTimestamp == nil:
+			if pod.Annotations[tenant.AnnotationEphemeralProvisioning] == "true" {
+				// The temporary launcher of a volume waiting for its first consumer: it can be
+				// unschedulable as the real one can, but it runs no guest.
+				v.Temporary = pod
+				continue
+			}
 			if v.Launcher == nil || pod.CreationTimestamp.After(v.Launcher.CreationTimestamp.Time) {
 				v.Launcher = pod
 			}

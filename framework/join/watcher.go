@@ -95,6 +95,8 @@ func Start(ctx context.Context, o Options) (*Watcher, error) {
 			&corev1.Pod{}: {Namespaces: map[string]cache.Config{tenant.WorkloadNamespace: {}}},
 			&corev1.ConfigMap{}: {Namespaces: map[string]cache.Config{tenant.KubeletConfigNamespace: {}},
 				Field: fields.OneTermEqualSelector("metadata.name", tenant.KubeletConfigName)},
+			&corev1.Service{}: {Namespaces: map[string]cache.Config{tenant.CoreDNSNamespace: {}},
+				Field: fields.OneTermEqualSelector("metadata.name", tenant.CoreDNSService)},
 		},
 		ReaderFailOnMissingInformer: true,
 	})
@@ -112,7 +114,7 @@ func Start(ctx context.Context, o Options) (*Watcher, error) {
 		w.bootKind[os] = tenant.BootstrapConfigGVK(os)
 		mgmtKinds = append(mgmtKinds, unstructuredOf(tenant.BootstrapTemplateGVK(os)), unstructuredOf(tenant.BootstrapConfigGVK(os)))
 	}
-	tenantKinds := []client.Object{&corev1.Node{}, &corev1.Pod{}, &corev1.ConfigMap{}, &certificatesv1.CertificateSigningRequest{}}
+	tenantKinds := []client.Object{&corev1.Node{}, &corev1.Pod{}, &corev1.ConfigMap{}, &corev1.Service{}, &certificatesv1.CertificateSigningRequest{}}
 	if err := w.run(ctx, "management "+o.Management.Name, w.mgmt, mgmtKinds); err != nil {
 		return nil, err
 	}

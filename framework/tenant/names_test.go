@@ -89,12 +89,12 @@ func TestProviderIDRoundTrip(t *testing.T) {
 	}
 }
 
-func TestLauncherPodOfAVMI(t *testing.T) {
-	if !IsLauncherOf("virt-launcher-vm-1-x7k2p", "vm-1") {
-		t.Error("launcher of vm-1 not recognised")
+func TestLauncherPodOfAVMIIsFoundByItsUIDLabel(t *testing.T) {
+	if LauncherVMIUID(map[string]string{"kubevirt.io/created-by": "u-1", "kubevirt.io": "virt-launcher"}) != "u-1" {
+		t.Error("launcher's VMI UID not read")
 	}
-	if IsLauncherOf("virt-launcher-vm-1-2-x7k2p", "vm-1") {
-		t.Error("launcher of vm-1-2 taken for vm-1's")
+	if LauncherVMIUID(map[string]string{"app": "x"}) != "" {
+		t.Error("a Pod that is no launcher read as one")
 	}
 }
 
@@ -103,7 +103,11 @@ func TestPoolNamesThatCannotFitAreRefusedWithTheExcess(t *testing.T) {
 	if err := n.CheckPoolNames("md0", "kairos", "acme"); err != nil {
 		t.Fatal(err)
 	}
-	long := strings.Repeat("p", 40)
+	// kubernetes-pools-ab12-<pool>-<5>-<5> is 63 characters for a 29-character pool.
+	if err := n.CheckPoolNames(strings.Repeat("p", 29)); err != nil {
+		t.Fatalf("a pool whose Machine names are exactly 63 characters: %v", err)
+	}
+	long := strings.Repeat("p", 30)
 	err := n.CheckPoolNames("md0", long, "Bad_Pool")
 	if err == nil {
 		t.Fatal("no error")
