@@ -34,18 +34,18 @@ var explains = map[faults.Name][]string{
 	faults.GuestJoinRejected: {"console"},
 	faults.HostnameMismatch:  {"MISMATCH"},
 	faults.NodeTainted:       {"NoSchedule"},
-	faults.MissingClusterDNS: {"clusterDNS: EMPTY", "clusterDNS: ABSENT"},
+	faults.ClusterDNSMismatch: {"clusterDNS is not the tenant CoreDNS Service's address"},
 	faults.DiskImportStall:   {"3.14%"},
 	faults.NodeNotReady:      {"KubeletNotReady"},
 }
 
 // scenarios are the runs, each an E2E_SIM_FAULT value: green, then the terminal faults packed
 // one to a pool (a run's pools join independently, so three faults cost one run), then the
-// faults a correct harness absorbs, together. missing-cluster-dns reaches every pool on a
+// faults a correct harness absorbs, together. cluster-dns-mismatch reaches every pool on a
 // Kairos class, so only a Talos fault shares its run.
 var scenarios = []string{
 	"green",
-	"missing-cluster-dns,disk-import-refused@md0",
+	"cluster-dns-mismatch,disk-import-refused@md0",
 	"vmi-unschedulable@md0,hostname-mismatch@kairos,guest-join-rejected@acme",
 	"node-tainted",
 	"mhc-replacement,apiserver-transient",

@@ -22,7 +22,7 @@ const (
 	HostnameMismatch   Name = "hostname-mismatch"
 	NodeNotReady       Name = "node-not-ready"
 	NodeTainted        Name = "node-tainted"
-	MissingClusterDNS  Name = "missing-cluster-dns"
+	ClusterDNSMismatch Name = "cluster-dns-mismatch"
 	MHCReplacement     Name = "mhc-replacement"
 	APIServerTransient Name = "apiserver-transient"
 )
@@ -52,7 +52,7 @@ var catalogue = []Fault{
 	{HostnameMismatch, "the Node registers under another name than the VMI, so it never gets a providerID", false, verdict.Identity, join.StageProviderID, true, true},
 	{NodeNotReady, "the Node registers and reports Ready=False (KubeletNotReady, CNI not initialized), its Lease renewed", false, verdict.Deadline, join.StageReady, false, false},
 	{NodeTainted, "the Node is Ready but carries the operator taint dedicated=infra:NoSchedule, which never goes away", false, verdict.NotSchedulable, join.StageSchedulable, true, false},
-	{MissingClusterDNS, "the platform renders no dnsServiceIPs: the tenant kubelet-config carries no clusterDNS", false, verdict.ClusterDNS, join.StageJoin, true, true},
+	{ClusterDNSMismatch, "the platform renders a dnsServiceIPs address no CoreDNS Service holds (base+53 of the Service CIDR; CoreDNS stays at base+10): the tenant kubelet-config's clusterDNS points nowhere", false, verdict.ClusterDNS, join.StageJoin, true, true},
 	{MHCReplacement, "the first Machine of each targeted pool stalls at boot (console: waiting for the network); its MachineHealthCheck replaces it and the replacement joins; the stalled VMI's console stays served by its launcher until the VMI is deleted, then ends with the guest powering down", true, "", "", false, false},
 	{APIServerTransient, "some API requests of the harness answer 500 etcdserver: leader changed", true, "", "", false, false},
 }

@@ -178,7 +178,7 @@ func TestTalosMachineJoinsAndGoesAway(t *testing.T) {
 	})
 	stamp("VMI running")
 	pod, err := kubevirt.Launcher(ctx, w.c, vmi)
-	if err != nil || pod == nil || !tenant.IsLauncherOf(pod.Name, name) || len(pod.Spec.InitContainers) != 1 || pod.Spec.InitContainers[0].Name != "guest-console-log" {
+	if err != nil || pod == nil || pod.Labels[tenant.LabelCreatedBy] != string(vmi.UID) || len(pod.Spec.InitContainers) != 1 || pod.Spec.InitContainers[0].Name != "guest-console-log" {
 		t.Fatalf("launcher %v %v", pod, err)
 	}
 	node := &corev1.Node{}

@@ -23,10 +23,10 @@ import (
 // Each pool-scoped fault shows exactly its catalogue effect through the API, and the sim records
 // the moment it became observable.
 func TestFaultsShowTheirEffectThroughTheAPI(t *testing.T) {
-	w := start(t, "disk-import-refused@refused,vmi-unschedulable@big,hostname-mismatch@kairos,missing-cluster-dns,"+
+	w := start(t, "disk-import-refused@refused,vmi-unschedulable@big,hostname-mismatch@kairos,cluster-dns-mismatch,"+
 		"node-tainted@taint,guest-join-rejected@rejected,node-not-ready@notready")
 	ctx := t.Context()
-	// Kamaji's kubelet configuration without clusterDNS (the platform rendered no dnsServiceIPs).
+	// A kubelet configuration whose clusterDNS names no CoreDNS Service (here: none at all).
 	must(t, w.tenant.Client.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: tenant.KubeletConfigNamespace, Name: tenant.KubeletConfigName},
 		Data: map[string]string{tenant.KubeletConfigKey: "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nclusterDomain: cluster.local\n"}}))
 	m := func(pool string) string { return release + "-" + pool + "-abcde-x7k2p" }
@@ -140,7 +140,7 @@ func TestFaultsShowTheirEffectThroughTheAPI(t *testing.T) {
 			seen[o.Fault] = o
 		}
 	}
-	for _, n := range []faults.Name{faults.DiskImportRefused, faults.VMIUnschedulable, faults.HostnameMismatch, faults.MissingClusterDNS,
+	for _, n := range []faults.Name{faults.DiskImportRefused, faults.VMIUnschedulable, faults.HostnameMismatch, faults.ClusterDNSMismatch,
 		faults.NodeTainted, faults.GuestJoinRejected, faults.NodeNotReady} {
 		o, ok := seen[n]
 		if !ok {

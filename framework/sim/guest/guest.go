@@ -8,7 +8,7 @@
 //
 // Faults: guest-join-rejected (the console shows the join refused, no Node), hostname-mismatch
 // (the Node carries the host's own name, set by the bootstrap data), node-not-ready (the kubelet
-// reports Ready=False), node-tainted (a NoSchedule taint that stays), missing-cluster-dns (the
+// reports Ready=False), node-tainted (a NoSchedule taint that stays), cluster-dns-mismatch (the
 // kubeadm join finds no clusterDNS and says so), mhc-replacement (the first Machine of a pool
 // stalls at boot, so its MachineHealthCheck replaces it; the replacement boots).
 package guest

@@ -143,11 +143,16 @@ func (gu *guest) readKubeletConfig(ctx context.Context, wc client.Client, pool s
 		return false
 	}
 	gu.con.say(`[kubelet-start] Writing kubelet configuration to file "/var/lib/kubelet/config.yaml"`)
-	if !strings.Contains(cm.Data[tenant.KubeletConfigKey], "clusterDNS:") {
-		gu.con.say(`[kubelet-start] WARNING: the KubeletConfiguration from ConfigMap kube-system/kubelet-config sets no clusterDNS; pods on this node will get no cluster DNS`)
-		if gu.env().Faults.Selected(faults.MissingClusterDNS) {
-			_ = gu.env().Observe(simenv.Observation{Fault: faults.MissingClusterDNS, Pool: pool.Name,
-				Object: "ConfigMap/" + key.Namespace + "/" + key.Name + " (tenant " + pool.Cluster + ")", Detail: "no clusterDNS in the kubelet configuration the join read"})
+	var svc corev1.Service
+	dnsIP := ""
+	if err := wc.Get(ctx, client.ObjectKey{Namespace: tenant.CoreDNSNamespace, Name: tenant.CoreDNSService}, &svc); err == nil {
+		dnsIP = svc.Spec.ClusterIP
+	}
+	if !strings.Contains(cm.Data[tenant.KubeletConfigKey], "- "+dnsIP+"\n") {
+		if gu.env().Faults.Selected(faults.ClusterDNSMismatch) {
+			_ = gu.env().Observe(simenv.Observation{Fault: faults.ClusterDNSMismatch, Pool: pool.Name,
+				Object: "ConfigMap/" + key.Namespace + "/" + key.Name + " (tenant " + pool.Cluster + ")",
+				Detail: "the kubelet configuration the join read names no clusterDNS at the CoreDNS Service's " + dnsIP})
 		}
 	}
 	return true
