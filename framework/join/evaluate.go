@@ -30,7 +30,7 @@ type machineView struct {
 	// Temporary is the launcher KubeVirt starts only to bind a volume waiting for its first
 	// consumer (annotation kubevirt.io/ephemeral-provisioning).
 	Temporary *corev1.Pod
-	Console         *consoleState
+	Console   *consoleState
 	// Node is the tenant Node this VMI registered as: the one named like it, or failing that
 	// the one whose InternalIP is the VMI's address.
 	Node     *corev1.Node

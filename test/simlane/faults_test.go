@@ -29,14 +29,14 @@ const (
 // explains is what the evidence of each fault must show: a file among the failure's evidence
 // holding the text (any of them), or a console file with the guest's lines.
 var explains = map[faults.Name][]string{
-	faults.DiskImportRefused: {"401"},
-	faults.VMIUnschedulable:  {"Insufficient memory"},
-	faults.GuestJoinRejected: {"console"},
-	faults.HostnameMismatch:  {"MISMATCH"},
-	faults.NodeTainted:       {"NoSchedule"},
+	faults.DiskImportRefused:  {"401"},
+	faults.VMIUnschedulable:   {"Insufficient memory"},
+	faults.GuestJoinRejected:  {"console"},
+	faults.HostnameMismatch:   {"MISMATCH"},
+	faults.NodeTainted:        {"NoSchedule"},
 	faults.ClusterDNSMismatch: {"clusterDNS is not the tenant CoreDNS Service's address"},
-	faults.DiskImportStall:   {"3.14%"},
-	faults.NodeNotReady:      {"KubeletNotReady"},
+	faults.DiskImportStall:    {"3.14%"},
+	faults.NodeNotReady:       {"KubeletNotReady"},
 }
 
 // scenarios are the runs, each an E2E_SIM_FAULT value: green, then the terminal faults packed
