@@ -43,8 +43,6 @@ var managementKinds = []schema.GroupVersionKind{
 	{Group: "kubevirt.io", Version: "v1", Kind: "VirtualMachine"},
 	{Group: "kubevirt.io", Version: "v1", Kind: "VirtualMachineInstance"},
 	{Group: "cdi.kubevirt.io", Version: "v1beta1", Kind: "DataVolume"},
-	tenant.TalosConfigGVK,
-	tenant.KairosConfigGVK,
 	tenant.KamajiControlPlaneGVK,
 	tenant.TenantControlPlaneGVK,
 	tenant.HelmReleaseGVK,

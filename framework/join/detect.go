@@ -29,12 +29,6 @@ var registryRefusal = regexp.MustCompile(`(?i)\b401\b|\b403\b|\b404\b|unauthoriz
 // becomes "refused": CDI retries forever, so a person would stop it here too.
 const importerRestartLimit = 3
 
-// joinRefusal matches a guest console line in which kubeadm (Kairos) or the kubelet's
-// bootstrap (Talos) says the tenant control plane refused the worker.
-var joinRefusal = regexp.MustCompile(`error execution phase|couldn't validate the identity of the API Server|` +
-	`unable to fetch the kubeadm-config ConfigMap|Unable to register node with API server.*(Unauthorized|[Ff]orbidden)|` +
-	`kubelet.*(bootstrap|csr).*(denied|rejected|refused)|join.*(rejected|refused)`)
-
 // transientTaints are the taints a Node carries while it starts; they go away on their own.
 var transientTaints = map[string]bool{
 	"node.kubernetes.io/not-ready":                   true,

@@ -83,12 +83,12 @@ type machineStage struct {
 
 func evaluate(s *snapshot) outcome {
 	p := s.Pool
-	tmplKind := tenant.BootstrapTemplateGVK(p.OS).Kind
+	tmplKind := p.OS.BootstrapTemplate.Kind
 	if s.Template == nil {
 		if s.OtherTemplate != nil {
 			return outcome{Stage: StageBootstrapTemplate, Terminal: &terminal{Class: verdict.ProductAssertion, Stage: StageBootstrapTemplate,
 				Detail: fmt.Sprintf("pool on class %s (os %s) has a %s %s, not the %s its class calls for",
-					p.Class, p.OS, s.OtherTemplate.GetKind(), s.OtherTemplate.GetName(), tmplKind)}}
+					p.Class, p.OS.Name, s.OtherTemplate.GetKind(), s.OtherTemplate.GetName(), tmplKind)}}
 		}
 		return outcome{Stage: StageBootstrapTemplate,
 			Detail: fmt.Sprintf("%s %s not rendered yet (the platform's reconcile Job writes it)", tmplKind, p.Names.BootstrapTemplate())}
@@ -179,7 +179,7 @@ func progress(p Pool, v *machineView) machineStage {
 		return machineStage{index: s.Index(), detail: fmt.Sprintf("Machine %s: ", m.Name) + fmt.Sprintf(format, a...)}
 	}
 	if m.Spec.Bootstrap.DataSecretName == nil || *m.Spec.Bootstrap.DataSecretName == "" {
-		return at(StageBootstrapData, "no bootstrap data yet (%s %s: %s)", tenant.BootstrapConfigGVK(p.OS).Kind,
+		return at(StageBootstrapData, "no bootstrap data yet (%s %s: %s)", p.OS.BootstrapConfig.Kind,
 			orWord(m.Spec.Bootstrap.ConfigRef.Name, "not created"), conditionsOf(v.BootstrapConfig))
 	}
 	dvName := tenant.DataVolume(vm)
@@ -201,14 +201,17 @@ func progress(p Pool, v *machineView) machineStage {
 		if p.Console && (v.Console == nil || v.Console.Lines == 0) {
 			return at(StageGuestBoot, "VMI %s runs; its serial console is silent%s", vm, consoleErr(v.Console))
 		}
+		if p.OS.ConsoleJoined == nil && !csrApproved(v) {
+			return at(StageJoin, "VMI %s booted%s; %s prints no join on its console: waiting for its kubelet%s", vm, lastLine(v.Console), p.OS.Name, csrDetail(v.CSRs))
+		}
 		if !joinedByConsole(v) {
 			return at(StageJoin, "VMI %s booted; waiting for the join%s%s", vm, lastLine(v.Console), csrDetail(v.CSRs))
 		}
-		return at(StageNodeRegistered, "VMI %s says it joined; no Node named %s in the tenant yet%s", vm, vm, csrDetail(v.CSRs))
+		return at(StageNodeRegistered, "VMI %s joined; no Node of it in the tenant yet (%s)%s", vm, nodeWanted(p, vm), csrDetail(v.CSRs))
 	}
 	n := v.Node
 	if n.Spec.ProviderID != tenant.ProviderID(vm) {
-		return at(StageProviderID, "Node %s has providerID %q; CAPK sets %s", n.Name, n.Spec.ProviderID, tenant.ProviderID(vm))
+		return at(StageProviderID, "Node %s has providerID %q; CAPK sets %s on the Node named like the VMI", n.Name, n.Spec.ProviderID, tenant.ProviderID(vm))
 	}
 	if m.Status.NodeRef.Name == "" {
 		return at(StageNodeRef, "no nodeRef yet (Cluster API links Node %s through the cluster's kubeconfig Secret)", n.Name)
@@ -274,10 +277,14 @@ func detectMachine(p Pool, v *machineView) *terminal {
 		}
 	}
 	if n := v.Node; n != nil {
-		if n.Name != vm {
+		if n.Name != vm && n.Spec.ProviderID == "" {
 			return &terminal{Class: verdict.Identity, Stage: StageProviderID,
-				Detail: fmt.Sprintf("VMI %s registered as Node %s (InternalIP %s): a Node not named like its VMI never gets providerID %s, since CAPK sets it on the Node of the VMI's name (check the guest's hostname, e.g. Kairos hostnamePrefix)",
-					vm, n.Name, internalIP(n), tenant.ProviderID(vm))}
+				Detail: fmt.Sprintf("VMI %s registered as Node %s (InternalIP %s) without a providerID: none will come, since the kubelet sets it only when it registers (--provider-id) and CAPK patches only the Node named like the VMI (%s)",
+					vm, n.Name, internalIP(n), identityHint(p))}
+		}
+		if p.OS.NodeNamedLikeVMI && n.Name != vm {
+			return &terminal{Class: verdict.Identity, Stage: StageProviderID,
+				Detail: fmt.Sprintf("VMI %s registered as Node %s (InternalIP %s); a %s worker's Node takes its VMI's name (%s)", vm, n.Name, internalIP(n), p.OS.Name, identityHint(p))}
 		}
 		if n.Spec.ProviderID != "" && n.Spec.ProviderID != tenant.ProviderID(vm) {
 			return &terminal{Class: verdict.Identity, Stage: StageProviderID,
@@ -317,7 +324,7 @@ func machineStageGuess(p Pool, v *machineView) Stage {
 // Service's address, or pods on those Nodes get no cluster DNS. Judged once a Machine of the
 // pool is about to join (its VMI runs), when the configuration it will read is final.
 func clusterDNSFailure(s *snapshot) *terminal {
-	if !tenant.KubeadmJoined(s.Pool.OS) || s.KubeletConfig == nil {
+	if !s.Pool.OS.Kubeadm || s.KubeletConfig == nil {
 		return nil
 	}
 	joining := false
@@ -356,10 +363,13 @@ func ClusterDNS(cm *corev1.ConfigMap) []string {
 	return kc.ClusterDNS
 }
 
+// joinedByConsole reports whether the guest said it joined on its console, or the tenant
+// approved its kubelet's CSR.
 func joinedByConsole(v *machineView) bool {
-	if v.Console != nil && v.Console.Joined {
-		return true
-	}
+	return (v.Console != nil && v.Console.Joined) || csrApproved(v)
+}
+
+func csrApproved(v *machineView) bool {
 	for _, csr := range v.CSRs {
 		for _, c := range csr.Status.Conditions {
 			if c.Type == certificatesv1.CertificateApproved {
@@ -368,4 +378,20 @@ func joinedByConsole(v *machineView) bool {
 		}
 	}
 	return false
+}
+
+// nodeWanted says which Node the pool's family makes of VMI vm.
+func nodeWanted(p Pool, vm string) string {
+	if p.OS.NodeNamedLikeVMI {
+		return "a Node named " + vm
+	}
+	return "a Node with providerID " + tenant.ProviderID(vm)
+}
+
+// identityHint says where a family's worker takes its name and providerID from.
+func identityHint(p Pool) string {
+	if p.OS.NodeNamedLikeVMI {
+		return fmt.Sprintf("a %s worker's hostname is its VMI's, from KubeVirt's config drive, unless its machine configuration names one", p.OS.Name)
+	}
+	return fmt.Sprintf("a %s worker is named %s<id> and passes the providerID to its kubelet once its bootstrap data carries it", p.OS.Name, p.OS.HostnamePrefix)
 }

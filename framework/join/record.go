@@ -71,7 +71,7 @@ func Inspect(ctx context.Context, o InspectOptions, p Pool, res *Result) (*Recor
 	}
 	rec.MachineDeployment = md
 	if ref := md.Spec.Template.Spec.Bootstrap.ConfigRef; ref.Name != "" {
-		if rec.BootstrapTemplate, err = getU(ctx, mgmt, tenant.BootstrapTemplateGVK(p.OS), n.Namespace, ref.Name); err != nil {
+		if rec.BootstrapTemplate, err = getU(ctx, mgmt, p.OS.BootstrapTemplate, n.Namespace, ref.Name); err != nil {
 			return nil, wrap("the bootstrap template", err)
 		}
 	}
@@ -105,7 +105,7 @@ func Inspect(ctx context.Context, o InspectOptions, p Pool, res *Result) (*Recor
 		}
 		rec.Machines = append(rec.Machines, mr)
 	}
-	if tenant.KubeadmJoined(p.OS) {
+	if p.OS.Kubeadm {
 		cm := &corev1.ConfigMap{}
 		if ok, err := get(ctx, o.Tenant.Client, tenant.KubeletConfigNamespace, tenant.KubeletConfigName, cm); err != nil {
 			return nil, wrap("the tenant kubelet-config", err)

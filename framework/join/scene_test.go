@@ -19,6 +19,7 @@ import (
 	"github.com/cozystack/cozy-e2e/framework/budget"
 	"github.com/cozystack/cozy-e2e/framework/join"
 	"github.com/cozystack/cozy-e2e/framework/lane"
+	"github.com/cozystack/cozy-e2e/framework/osfamily"
 	"github.com/cozystack/cozy-e2e/framework/sim/world"
 	"github.com/cozystack/cozy-e2e/framework/tenant"
 )
@@ -54,7 +55,7 @@ func newSceneNamed(t *testing.T, w *world.World, os string, replicas int, app, p
 	t.Cleanup(cancel)
 	ns := fmt.Sprintf("tenant-join%d", i)
 	s := &scene{t: t, ctx: ctx, w: w, c: w.Cluster.Client, n: i * 16,
-		pool: join.Pool{Names: tenant.For(ns, fmt.Sprintf("%sj%d", app, i)).Pool(pool), Class: os, OS: os, Replicas: replicas,
+		pool: join.Pool{Names: tenant.For(ns, fmt.Sprintf("%sj%d", app, i)).Pool(pool), Class: os, OS: family(t, os), Replicas: replicas,
 			Console: true, WorkloadImage: "docker.io/library/nginx@sha256:" + strings.Repeat("4", 64)}}
 	s.must(s.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
 	s.poll("the default ServiceAccount of "+ns, func() bool {
@@ -105,7 +106,7 @@ func (s *scene) start(budgetFor time.Duration) *joinRun {
 	s.t.Cleanup(func() { span.End(nil) })
 	r := &joinRun{log: &syncBuffer{}, done: make(chan struct{}), cl: cl}
 	r.w, err = join.Start(s.ctx, join.Options{Management: s.w.Cluster, Tenant: s.w.Cluster, Namespace: s.ns(),
-		OSes: []string{s.pool.OS}, Clock: cl, Log: r.log})
+		OSes: []osfamily.Family{s.pool.OS}, Clock: cl, Log: r.log})
 	s.must(err)
 	s.t.Cleanup(r.w.Close)
 	go func() {
@@ -188,4 +189,13 @@ func (b *syncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.b.String()
+}
+
+func family(t *testing.T, name string) osfamily.Family {
+	t.Helper()
+	f, err := osfamily.Lookup(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
 }

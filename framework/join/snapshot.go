@@ -24,12 +24,12 @@ func (w *Watcher) read(ctx context.Context, p Pool) (*snapshot, error) {
 	ns := w.o.Namespace
 	s := &snapshot{Pool: p}
 	var err error
-	if s.Template, err = getU(ctx, w.mgmt, tenant.BootstrapTemplateGVK(p.OS), ns, p.Names.BootstrapTemplate()); err != nil {
+	if s.Template, err = getU(ctx, w.mgmt, p.OS.BootstrapTemplate, ns, p.Names.BootstrapTemplate()); err != nil {
 		return nil, err
 	}
-	for os := range w.bootKind {
-		if os != p.OS && tenant.BootstrapTemplateGVK(os) != tenant.BootstrapTemplateGVK(p.OS) {
-			if s.OtherTemplate, err = getU(ctx, w.mgmt, tenant.BootstrapTemplateGVK(os), ns, p.Names.BootstrapTemplate()); err != nil {
+	for _, f := range w.families {
+		if f.BootstrapTemplate != p.OS.BootstrapTemplate {
+			if s.OtherTemplate, err = getU(ctx, w.mgmt, f.BootstrapTemplate, ns, p.Names.BootstrapTemplate()); err != nil {
 				return nil, err
 			}
 		}
@@ -91,7 +91,7 @@ func (w *Watcher) readMachine(ctx context.Context, p Pool, v *machineView, pods 
 		return err
 	}
 	if ref := v.Machine.Spec.Bootstrap.ConfigRef.Name; ref != "" {
-		if v.BootstrapConfig, err = getU(ctx, w.mgmt, w.bootKind[p.OS], ns, ref); err != nil {
+		if v.BootstrapConfig, err = getU(ctx, w.mgmt, p.OS.BootstrapConfig, ns, ref); err != nil {
 			return err
 		}
 	}
@@ -125,7 +125,7 @@ func (w *Watcher) readMachine(ctx context.Context, p Pool, v *machineView, pods 
 		}
 	}
 	if v.Launcher != nil && p.Console {
-		w.consoles.follow(w.ctx, v.Launcher)
+		w.consoles.follow(w.ctx, v.Launcher, p.OS)
 		if st, ok := w.consoles.get(v.Launcher.Name); ok {
 			v.Console = &st
 		}
@@ -147,11 +147,17 @@ func (w *Watcher) readMachine(ctx context.Context, p Pool, v *machineView, pods 
 	return nil
 }
 
-// attributeNode finds the tenant Node VMI vm registered as: the Node of its name, else the
+// attributeNode finds the tenant Node VMI vm registered as: the Node of its name, else the Node
+// carrying its providerID (a kubelet that set --provider-id under a name of its own), else the
 // Node whose InternalIP is one of the VMI's addresses (the guest's NIC is the VMI's).
 func attributeNode(vm string, vmi *kubevirtv1.VirtualMachineInstance, nodes []corev1.Node) *corev1.Node {
 	for i := range nodes {
 		if nodes[i].Name == vm {
+			return &nodes[i]
+		}
+	}
+	for i := range nodes {
+		if nodes[i].Spec.ProviderID == tenant.ProviderID(vm) {
 			return &nodes[i]
 		}
 	}

@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/cozystack/cozy-e2e/framework/osfamily"
 )
 
 // Names and keys the platform, Kamaji, Cluster API and CAPK agree on.
@@ -64,12 +66,9 @@ const (
 	// WorkloadNamespace is the tenant namespace of the harness's workload pods.
 	WorkloadNamespace = "cozy-e2e-workload"
 
-	// ClassTalos and ClassKairos are the built-in NodeGroupClasses.
-	ClassTalos  = "talos"
-	ClassKairos = "kairos"
-	// OSTalos and OSKairos are the values of a NodeGroupClass's spec.os.
-	OSTalos  = "talos"
-	OSKairos = "kairos"
+	// ClassTalos and ClassKairos are the built-in NodeGroupClasses, named after their family.
+	ClassTalos  = osfamily.Talos
+	ClassKairos = osfamily.Kairos
 
 	// maxLabelValue bounds every name that also travels as a label value (VM, VMI, Machine).
 	maxLabelValue = 63

@@ -3,6 +3,8 @@ package tenant
 import (
 	"strings"
 	"testing"
+
+	"github.com/cozystack/cozy-e2e/framework/lane"
 )
 
 func TestRunNamesCarryTheRunID(t *testing.T) {
@@ -119,11 +121,19 @@ func TestPoolNamesThatCannotFitAreRefusedWithTheExcess(t *testing.T) {
 	}
 }
 
-func TestBootstrapKindFollowsTheOS(t *testing.T) {
-	if BootstrapTemplateGVK(OSKairos).Kind != "KairosConfigTemplate" || BootstrapTemplateGVK(OSTalos).Kind != "TalosConfigTemplate" {
-		t.Fatal("template kinds")
+func TestClassFamilyKnowsTheBuiltInsAndRefusesAnUnknownOS(t *testing.T) {
+	l := &lane.Lane{File: "lanes/x.yaml", Classes: []lane.Class{{Name: "acme", OS: "kairos"}, {Name: "odd", OS: "plan9"}}}
+	if f, err := ClassFamily(l, "talos"); err != nil || f.BootstrapTemplate.Kind != "TalosConfigTemplate" {
+		t.Fatalf("talos: %+v %v", f, err)
 	}
-	if BootstrapConfigGVK(OSKairos).Kind != "KairosConfig" || BootstrapConfigGVK(OSTalos).Kind != "TalosConfig" {
-		t.Fatal("config kinds")
+	if f, err := ClassFamily(l, "acme"); err != nil || f.BootstrapConfig.Kind != "KairosConfig" || !f.Kubeadm {
+		t.Fatalf("acme: %+v %v", f, err)
+	}
+	// An unknown OS is an error naming the known ones, never silently Talos.
+	if _, err := ClassFamily(l, "odd"); err == nil || !strings.Contains(err.Error(), `"plan9" is not a worker OS this harness knows (known: kairos, talos)`) {
+		t.Fatalf("odd: %v", err)
+	}
+	if _, err := ClassFamily(l, "nope"); err == nil || !strings.Contains(err.Error(), `class "nope" is neither a built-in`) {
+		t.Fatalf("nope: %v", err)
 	}
 }

@@ -35,17 +35,17 @@ func (st *state) poolSpec(spec context.Context, p poolRun) {
 	Expect(md.Status.ReadyReplicas).To(HaveValue(BeEquivalentTo(p.spec.Replicas)), "MachineDeployment %s status.readyReplicas", md.Name)
 
 	By("its bootstrap template is the kind its class calls for")
-	want := tenant.BootstrapTemplateGVK(p.os)
+	want := p.os.BootstrapTemplate
 	ref := md.Spec.Template.Spec.Bootstrap.ConfigRef
-	Expect(ref.Kind).To(Equal(want.Kind), "MachineDeployment %s bootstrap.configRef.kind on class %s (os %s)", md.Name, p.spec.Class, p.os)
+	Expect(ref.Kind).To(Equal(want.Kind), "MachineDeployment %s bootstrap.configRef.kind on class %s (os %s)", md.Name, p.spec.Class, p.os.Name)
 	Expect(ref.Name).To(Equal(p.names.BootstrapTemplate()), "MachineDeployment %s bootstrap.configRef.name", md.Name)
 	Expect(rec.BootstrapTemplate).NotTo(BeNil(), "%s %s", want.Kind, ref.Name)
 	kmt := rec.MachineTemplate
 	Expect(kmt).NotTo(BeNil(), "KubevirtMachineTemplate %s", md.Spec.Template.Spec.InfrastructureRef.Name)
 	Expect(p.names.IsMachineTemplate(kmt.GetName())).To(BeTrue(), "KubevirtMachineTemplate %s is not named %s<sha6>", kmt.GetName(), p.names.MachineTemplatePrefix())
-	if p.os == tenant.OSKairos {
+	if p.os.EFI {
 		_, efi, _ := unstructured.NestedMap(kmt.Object, "spec", "template", "spec", "virtualMachineTemplate", "spec", "template", "spec", "domain", "firmware", "bootloader", "efi")
-		Expect(efi).To(BeTrue(), "KubevirtMachineTemplate %s of a Kairos pool has no firmware.bootloader.efi", kmt.GetName())
+		Expect(efi).To(BeTrue(), "KubevirtMachineTemplate %s of a %s pool has no firmware.bootloader.efi", kmt.GetName(), p.os.Name)
 	}
 
 	By("its MachineHealthCheck exists and selects its Machines")
@@ -65,7 +65,7 @@ func (st *state) poolSpec(spec context.Context, p poolRun) {
 		st.checkWorker(p, m, rec.ControlPlaneVersion)
 	}
 
-	if tenant.KubeadmJoined(p.os) {
+	if p.os.Kubeadm {
 		By("the tenant kubelet-config carries clusterDNS, the tenant CoreDNS Service's address")
 		cm, dns := rec.KubeletConfig, rec.ClusterDNSService
 		Expect(cm).NotTo(BeNil(), "tenant ConfigMap %s/%s", tenant.KubeletConfigNamespace, tenant.KubeletConfigName)
@@ -84,14 +84,16 @@ func (st *state) checkWorker(p poolRun, mr *join.MachineRecord, cpVersion string
 	Expect(kvm).NotTo(BeNil(), "KubevirtMachine %s of Machine %s", kvmName, m.Name)
 	Expect(mr.VMI).NotTo(BeNil(), "VMI %s of KubevirtMachine %s", kvmName, kvmName)
 	vmi := mr.VMI
-	if p.os == tenant.OSKairos {
-		Expect(vmi.Spec.Domain.Firmware).NotTo(BeNil(), "VMI %s of a Kairos pool has no firmware", vmi.Name)
-		Expect(vmi.Spec.Domain.Firmware.Bootloader).NotTo(BeNil(), "VMI %s of a Kairos pool has no bootloader", vmi.Name)
-		Expect(vmi.Spec.Domain.Firmware.Bootloader.EFI).NotTo(BeNil(), "VMI %s of a Kairos pool does not boot with EFI", vmi.Name)
+	if p.os.EFI {
+		Expect(vmi.Spec.Domain.Firmware).NotTo(BeNil(), "VMI %s of a %s pool has no firmware", vmi.Name, p.os.Name)
+		Expect(vmi.Spec.Domain.Firmware.Bootloader).NotTo(BeNil(), "VMI %s of a %s pool has no bootloader", vmi.Name, p.os.Name)
+		Expect(vmi.Spec.Domain.Firmware.Bootloader.EFI).NotTo(BeNil(), "VMI %s of a %s pool does not boot with EFI", vmi.Name, p.os.Name)
 	}
 	Expect(mr.Node).NotTo(BeNil(), "tenant Node %s (Machine %s nodeRef)", m.Status.NodeRef.Name, m.Name)
 	node := mr.Node
-	Expect(node.Name).To(Equal(vmi.Name), "Machine %s: Node named like its VMI", m.Name)
+	if p.os.NodeNamedLikeVMI {
+		Expect(node.Name).To(Equal(vmi.Name), "Machine %s: a %s Node is named like its VMI", m.Name, p.os.Name)
+	}
 	providerID, _, _ := unstructured.NestedString(kvm.Object, "spec", "providerID")
 	Expect(providerID).To(Equal(tenant.ProviderID(kvmName)), "KubevirtMachine %s spec.providerID", kvmName)
 	Expect(node.Spec.ProviderID).To(Equal(tenant.ProviderID(vmi.Name)), "Node %s spec.providerID", node.Name)

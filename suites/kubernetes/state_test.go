@@ -11,6 +11,7 @@ import (
 	"github.com/cozystack/cozy-e2e/framework/budget"
 	"github.com/cozystack/cozy-e2e/framework/cluster"
 	"github.com/cozystack/cozy-e2e/framework/join"
+	"github.com/cozystack/cozy-e2e/framework/osfamily"
 	"github.com/cozystack/cozy-e2e/framework/tenant"
 	"github.com/cozystack/cozy-e2e/framework/verdict"
 	"github.com/cozystack/cozy-e2e/suites/internal/suite"
@@ -45,7 +46,8 @@ type state struct {
 // poolRun is one lane pool as the suite follows it.
 type poolRun struct {
 	spec    tenant.PoolSpec
-	os      string
+	os      osfamily.Family
+	osErr   error  // why the pool's class has no known family
 	kubelet string // the kubelet version its workers must report
 	names   tenant.PoolNames
 	labels  []string // the lane's extra labels for the pool's spec
@@ -64,11 +66,8 @@ func newState(s *suite.Suite) *state {
 		names: s.Run.Cluster("pools"), refusals: s.Run.Cluster("refusals"), joins: map[string]*joinRun{},
 		restores: map[string]map[string]any{}}
 	for i, p := range tenant.PoolsFromLane(s.Lane) {
-		os, err := tenant.ClassOS(s.Lane, p.Class)
-		if err != nil {
-			os = "unknown" // lane validation refuses this; the pool's spec fails on it
-		}
-		st.pools = append(st.pools, poolRun{spec: p, os: os, kubelet: tenant.KubeletPatch(s.Lane, p.Class),
+		os, err := tenant.ClassFamily(s.Lane, p.Class) // lane validation refuses this; the pool's spec fails on it
+		st.pools = append(st.pools, poolRun{spec: p, os: os, osErr: err, kubelet: tenant.KubeletPatch(s.Lane, p.Class),
 			names: st.names.Pool(p.Name), labels: s.Lane.Pools[i].Labels})
 	}
 	return st
@@ -100,9 +99,8 @@ func (st *state) bringUp(spec context.Context) {
 	}
 	var specs []tenant.PoolSpec
 	for _, p := range st.pools {
-		if p.os == "unknown" {
-			_, err = tenant.ClassOS(st.s.Lane, p.spec.Class)
-			st.s.MustIn("tenant", p.spec.Name, err)
+		if p.osErr != nil {
+			st.s.Must(p.spec.Name, &suite.ConfigurationError{File: st.s.Lane.File, Err: p.osErr})
 		}
 		st.s.WatchPool(p.names)
 		specs = append(specs, p.spec)
@@ -126,7 +124,7 @@ func (st *state) bringUp(spec context.Context) {
 func (st *state) startPools(spec context.Context) {
 	ctx, span := st.phase(context.WithoutCancel(spec), "pools")
 	ctx, cancel := context.WithCancel(ctx)
-	oses := []string{}
+	oses := []osfamily.Family{}
 	for _, p := range st.pools {
 		oses = append(oses, p.os)
 	}
