@@ -38,6 +38,10 @@ type APIServerOptions struct {
 	Users []User
 	// ExtraArgs are appended verbatim ("--feature-gates=...").
 	ExtraArgs []string
+	// Started, when set, is called once the process started with its address and credentials
+	// known, before it answers: a caller that publishes the credentials early (as Kamaji writes
+	// a tenant's admin kubeconfig before its control plane runs) does it there.
+	Started func(*APIServer) error
 }
 
 // APIServer is a running kube-apiserver on loopback.
@@ -137,6 +141,12 @@ func StartAPIServer(ctx context.Context, tools Tools, o APIServerOptions) (*APIS
 		Args: append(args, o.ExtraArgs...)}
 	if err := a.Start(); err != nil {
 		return nil, err
+	}
+	if o.Started != nil {
+		if err := o.Started(a); err != nil {
+			a.Stop(5 * time.Second)
+			return nil, err
+		}
 	}
 	if err := a.waitReady(ctx); err != nil {
 		a.Stop(5 * time.Second)

@@ -132,14 +132,20 @@ func (k *Kamaji) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, 
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	t, err := k.ensureRunning(ctx, req.Namespace, req.Name, serviceCIDR)
+	// Kamaji writes the admin kubeconfig Secret before the control-plane Deployment runs
+	// (clastix/kamaji controllers/resources.go:65 before :69): the Secret is written as soon as
+	// the tenant apiserver's address and credentials exist, and the TenantControlPlane says
+	// Provisioning until it answers.
+	t, err := k.ensureRunning(ctx, req.Namespace, req.Name, serviceCIDR, func(api *controlplane.APIServer, dir string) error {
+		return k.ensureSecrets(ctx, kcp, tcp, api, dir)
+	})
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	if err := k.ensureTenantObjects(ctx, t, serviceCIDR, dnsIPs); err != nil {
 		return ctrl.Result{}, fmt.Errorf("tenant %s: %w", t.name, err)
 	}
-	if err := k.ensureSecrets(ctx, kcp, tcp, t); err != nil {
+	if err := k.ensureSecrets(ctx, kcp, tcp, t.api, t.dir); err != nil {
 		return ctrl.Result{}, err
 	}
 	if err := k.publishStatus(ctx, kcp, tcp, t, version); err != nil {
@@ -162,7 +168,7 @@ func (k *Kamaji) forget(key string) {
 	}
 }
 
-func (k *Kamaji) ensureRunning(ctx context.Context, namespace, name, serviceCIDR string) (*tenantCP, error) {
+func (k *Kamaji) ensureRunning(ctx context.Context, namespace, name, serviceCIDR string, started func(*controlplane.APIServer, string) error) (*tenantCP, error) {
 	key := namespace + "/" + name
 	k.mu.Lock()
 	t := k.tenants[key]
@@ -170,7 +176,7 @@ func (k *Kamaji) ensureRunning(ctx context.Context, namespace, name, serviceCIDR
 	if t != nil {
 		return t, nil
 	}
-	t, err := k.startTenant(ctx, namespace, name, serviceCIDR)
+	t, err := k.startTenant(ctx, namespace, name, serviceCIDR, started)
 	if err != nil {
 		return nil, err
 	}
@@ -212,6 +218,15 @@ func (k *Kamaji) ensureTCP(ctx context.Context, kcp *unstructured.Unstructured, 
 	})
 	if err != nil {
 		return nil, fmt.Errorf("TenantControlPlane %s/%s: %w", kcp.GetNamespace(), kcp.GetName(), err)
+	}
+	if v, _, _ := unstructured.NestedString(tcp.Object, "status", "kubernetesResources", "version", "status"); v == "" {
+		// Kamaji's version status while the control-plane Deployment is not ready
+		// (api/v1alpha1/tenantcontrolplane_status.go:202-210).
+		patch := client.MergeFrom(tcp.DeepCopy())
+		_ = unstructured.SetNestedField(tcp.Object, "Provisioning", "status", "kubernetesResources", "version", "status")
+		if err := k.client.Status().Patch(ctx, tcp, patch); err != nil {
+			return nil, fmt.Errorf("TenantControlPlane %s/%s status: %w", kcp.GetNamespace(), kcp.GetName(), err)
+		}
 	}
 	return tcp, nil
 }

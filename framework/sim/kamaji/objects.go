@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/cozystack/cozy-e2e/framework/controlplane"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -67,9 +68,9 @@ func (k *Kamaji) ensureTenantObjects(ctx context.Context, t *tenantCP, serviceCI
 // ensureSecrets writes Kamaji's admin kubeconfig Secret (owned by the TenantControlPlane) and
 // the Cluster API kubeconfig Secret the provider copies from it (owned by the control plane,
 // labelled with the cluster name, type cluster.x-k8s.io/secret).
-func (k *Kamaji) ensureSecrets(ctx context.Context, kcp, tcp *unstructured.Unstructured, t *tenantCP) error {
+func (k *Kamaji) ensureSecrets(ctx context.Context, kcp, tcp *unstructured.Unstructured, api *controlplane.APIServer, dir string) error {
 	r := kcp.GetName()
-	kc, err := kubeconfigFor(t, r)
+	kc, err := kubeconfigFor(api, dir, r)
 	if err != nil {
 		return err
 	}

@@ -46,7 +46,7 @@ func (t *tenantCP) pids() []int {
 // startTenant runs a tenant control plane for namespace/name on the shared etcd under a prefix
 // of its own: kube-apiserver, kube-controller-manager, kube-scheduler, and kwok for the Nodes
 // the guest stand-in annotates. On error what started is stopped.
-func (k *Kamaji) startTenant(ctx context.Context, namespace, name, serviceCIDR string) (_ *tenantCP, err error) {
+func (k *Kamaji) startTenant(ctx context.Context, namespace, name, serviceCIDR string, started func(*controlplane.APIServer, string) error) (_ *tenantCP, err error) {
 	key := namespace + "/" + name
 	dir := filepath.Join(k.opts.Dir, namespace, name)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -62,6 +62,12 @@ func (k *Kamaji) startTenant(ctx context.Context, namespace, name, serviceCIDR s
 	t.api, err = controlplane.StartAPIServer(ctx, k.opts.Tools, controlplane.APIServerOptions{
 		Name: "tenant " + key, Dir: dir, EtcdURL: k.opts.EtcdURL,
 		EtcdPrefix: "/tenants/" + namespace + "/" + name, ServiceCIDR: serviceCIDR,
+		Started: func(api *controlplane.APIServer) error {
+			if started == nil {
+				return nil
+			}
+			return started(api, dir)
+		},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("tenant control plane %s: %w", key, err)
@@ -103,10 +109,10 @@ func (k *Kamaji) startTenant(ctx context.Context, namespace, name, serviceCIDR s
 	return t, nil
 }
 
-// kubeconfigFor is an admin kubeconfig for the tenant apiserver, as Kamaji writes it.
-func kubeconfigFor(t *tenantCP, contextName string) ([]byte, error) {
-	path := filepath.Join(t.dir, strings.ReplaceAll(contextName, "/", "-")+".kubeconfig")
-	if err := cluster.WriteKubeconfig(path, contextName, t.api.Admin()); err != nil {
+// kubeconfigFor is an admin kubeconfig for the tenant apiserver api, as Kamaji writes it.
+func kubeconfigFor(api *controlplane.APIServer, dir, contextName string) ([]byte, error) {
+	path := filepath.Join(dir, strings.ReplaceAll(contextName, "/", "-")+".kubeconfig")
+	if err := cluster.WriteKubeconfig(path, contextName, api.Admin()); err != nil {
 		return nil, err
 	}
 	return os.ReadFile(path)

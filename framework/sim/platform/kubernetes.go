@@ -13,38 +13,34 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
-// reconcileKubernetes renders a Kubernetes app through its HelmRelease, as Flux and the chart
-// do: a refusal leaves every live object as it was and turns the HelmRelease Ready=False with
-// the chart's message (mirrored in the app's status); a render is applied and the HelmRelease
-// goes Ready with a new history entry.
+// reconcileKubernetes renders a Kubernetes app's release as Flux and the chart do: a refusal
+// leaves every live object as it was and turns the HelmRelease Ready=False with the chart's
+// message; a render is applied and the HelmRelease goes Ready with a new history entry.
 func (p *Platform) reconcileKubernetes(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	app := &unstructured.Unstructured{}
-	app.SetGroupVersionKind(KubernetesGVK)
-	if err := p.c.Get(ctx, req.NamespacedName, app); err != nil {
+	hr := &unstructured.Unstructured{}
+	hr.SetGroupVersionKind(HelmReleaseGVK)
+	if err := p.c.Get(ctx, req.NamespacedName, hr); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	if app.GetDeletionTimestamp() != nil {
+	if hr.GetDeletionTimestamp() != nil {
 		return reconcile.Result{}, nil
 	}
-	spec, _, _ := unstructured.NestedMap(app.Object, "spec")
-	hr, err := p.ensureHelmRelease(ctx, app, spec)
-	if err != nil {
-		return reconcile.Result{}, err
-	}
+	app := App{Namespace: hr.GetNamespace(), Name: hr.GetLabels()[AppNameLabel]}
+	app.Spec, _, _ = unstructured.NestedMap(hr.Object, "spec", "values")
 	live, err := p.live(ctx, app)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	rendered, err := Render(App{Namespace: app.GetNamespace(), Name: app.GetName(), Spec: spec}, p.class(ctx), live, p.o)
+	rendered, err := Render(app, p.class(ctx), live, p.o)
 	var refusal *Refusal
 	if errors.As(err, &refusal) {
-		return reconcile.Result{}, p.refuse(ctx, app, hr, refusal)
+		return reconcile.Result{}, p.refuse(ctx, hr, refusal)
 	}
 	if err != nil {
 		return reconcile.Result{}, err
 	}
 	for _, o := range rendered.Objects {
-		if err := p.apply(ctx, o, app); err != nil {
+		if err := p.apply(ctx, o, hr); err != nil {
 			return reconcile.Result{}, err
 		}
 	}
@@ -53,7 +49,7 @@ func (p *Platform) reconcileKubernetes(ctx context.Context, req reconcile.Reques
 			return reconcile.Result{}, err
 		}
 	}
-	if err := p.released(ctx, app, hr, rendered.Version); err != nil {
+	if err := p.released(ctx, hr, "kubernetes", rendered.Version); err != nil {
 		return reconcile.Result{}, err
 	}
 	if !live.ControlPlaneUp {
@@ -82,13 +78,13 @@ func (p *Platform) class(ctx context.Context) func(string) (Class, bool) {
 
 // live reads the bootstrap template kind of each pool's live MachineDeployment and whether the
 // control plane is initialized.
-func (p *Platform) live(ctx context.Context, app *unstructured.Unstructured) (Live, error) {
+func (p *Platform) live(ctx context.Context, app App) (Live, error) {
 	l := Live{BootstrapKind: map[string]string{}}
-	groups, _, _ := unstructured.NestedMap(app.Object, "spec", "nodeGroups")
+	groups, _, _ := unstructured.NestedMap(app.Spec, "nodeGroups")
 	for pool := range groups {
 		md := &unstructured.Unstructured{}
 		md.SetGroupVersionKind(MachineDeploymentGVK)
-		err := p.r.Get(ctx, client.ObjectKey{Namespace: app.GetNamespace(), Name: Release(app.GetName()) + "-" + pool}, md)
+		err := p.r.Get(ctx, client.ObjectKey{Namespace: app.Namespace, Name: Release(app.Name) + "-" + pool}, md)
 		if apierrors.IsNotFound(err) {
 			continue
 		}
@@ -99,7 +95,7 @@ func (p *Platform) live(ctx context.Context, app *unstructured.Unstructured) (Li
 	}
 	kcp := &unstructured.Unstructured{}
 	kcp.SetGroupVersionKind(KamajiControlPlaneGVK)
-	if err := p.r.Get(ctx, client.ObjectKey{Namespace: app.GetNamespace(), Name: Release(app.GetName())}, kcp); err == nil {
+	if err := p.r.Get(ctx, client.ObjectKey{Namespace: app.Namespace, Name: Release(app.Name)}, kcp); err == nil {
 		l.ControlPlaneUp, _, _ = unstructured.NestedBool(kcp.Object, "status", "initialized")
 	} else if !apierrors.IsNotFound(err) {
 		return l, err
@@ -108,9 +104,9 @@ func (p *Platform) live(ctx context.Context, app *unstructured.Unstructured) (Li
 }
 
 // apply creates o or patches the fields the chart owns, leaving what controllers own (the
-// MachineDeployment's replicas, every status) alone. A non-nil owner becomes a plain (not
-// controller) owner reference: deleting the app removes what its release rendered, as Flux's
-// uninstall of the HelmRelease does. The bootstrap templates are owned by the control plane, as
+// MachineDeployment's replicas, every status) alone. A non-nil owner (the HelmRelease) becomes a
+// plain (not controller) owner reference: deleting the release removes what it rendered, as
+// Flux's uninstall does. The bootstrap templates are owned by the control plane, as
 // the reconcile Job sets them.
 func (p *Platform) apply(ctx context.Context, want *unstructured.Unstructured, owner *unstructured.Unstructured) error {
 	cur := &unstructured.Unstructured{}

@@ -20,6 +20,13 @@ const (
 	PodCIDR     = "10.243.0.0/16"
 )
 
+// Labels cozystack-api puts on an app's HelmRelease (cozystack/cozystack
+// pkg/apis/apps/v1alpha1/types.go:26-28).
+const (
+	AppKindLabel = "apps.cozystack.io/application.kind"
+	AppNameLabel = "apps.cozystack.io/application.name"
+)
+
 // TenantAdminGroup is the group whose members administer tenant t (the harness impersonates it).
 func TenantAdminGroup(tenant string) string { return "tenant-" + tenant + "-admins" }
 

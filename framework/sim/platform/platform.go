@@ -13,9 +13,11 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
@@ -26,7 +28,9 @@ type Platform struct {
 	r client.Reader // live reads (NodeGroupClasses, live MachineDeployments)
 }
 
-// Add registers the Tenant and Kubernetes app reconcilers on mgr.
+// Add registers the platform's reconcilers on mgr. They reconcile the HelmReleases the apps
+// are served from (framework/sim/cozyapi, as cozystack-api keeps them): a Tenant's release makes
+// its namespace, a Kubernetes app's release is rendered as the chart would render it.
 func Add(mgr ctrl.Manager, o Options) (*Platform, error) {
 	if o.Log == nil {
 		o.Log = io.Discard
@@ -35,27 +39,29 @@ func Add(mgr ctrl.Manager, o Options) (*Platform, error) {
 		o.Health = ChartHealthTimers()
 	}
 	p := &Platform{o: o, c: mgr.GetClient(), r: mgr.GetAPIReader()}
-	tenant := &unstructured.Unstructured{}
-	tenant.SetGroupVersionKind(TenantGVK)
-	if err := ctrl.NewControllerManagedBy(mgr).Named("sim-platform-tenant").For(tenant).
+	// A release is reconciled when its spec changes (its status is the platform's own write).
+	of := func(kind string) predicate.Predicate {
+		return predicate.And(predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetLabels()[AppKindLabel] == kind }),
+			predicate.GenerationChangedPredicate{})
+	}
+	hr := &unstructured.Unstructured{}
+	hr.SetGroupVersionKind(HelmReleaseGVK)
+	if err := ctrl.NewControllerManagedBy(mgr).Named("sim-platform-tenant").For(hr, builder.WithPredicates(of("Tenant"))).
 		Complete(reconcile.Func(p.reconcileTenant)); err != nil {
 		return nil, fmt.Errorf("platform stand-in: %w", err)
 	}
-	app := &unstructured.Unstructured{}
-	app.SetGroupVersionKind(KubernetesGVK)
-	hr := &unstructured.Unstructured{}
-	hr.SetGroupVersionKind(HelmReleaseGVK)
 	kcp := &unstructured.Unstructured{}
 	kcp.SetGroupVersionKind(KamajiControlPlaneGVK)
 	// A control plane coming up lets the reconcile Jobs apply the bootstrap templates.
-	toApp := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
-		name, ok := strings.CutPrefix(o.GetName(), ReleasePrefix)
-		if !ok {
+	toRelease := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+		if !strings.HasPrefix(o.GetName(), ReleasePrefix) {
 			return nil
 		}
-		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
+		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()}}}
 	})
-	if err := ctrl.NewControllerManagedBy(mgr).Named("sim-platform-kubernetes").For(app).Owns(hr).Watches(kcp, toApp).
+	hr2 := &unstructured.Unstructured{}
+	hr2.SetGroupVersionKind(HelmReleaseGVK)
+	if err := ctrl.NewControllerManagedBy(mgr).Named("sim-platform-kubernetes").For(hr2, builder.WithPredicates(of("Kubernetes"))).Watches(kcp, toRelease).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 2}).Complete(reconcile.Func(p.reconcileKubernetes)); err != nil {
 		return nil, fmt.Errorf("platform stand-in: %w", err)
 	}
@@ -94,33 +100,35 @@ func InstallBuiltins(ctx context.Context, c client.Client) error {
 	return nil
 }
 
-// reconcileTenant turns Tenant <t> (in tenant-root) into namespace tenant-<t> with the admin
-// group's RoleBinding and the canary Secret, and reports it Ready.
+// reconcileTenant turns Tenant <t>'s release (tenant-<t> in tenant-root) into namespace
+// tenant-<t> with the admin group's RoleBinding and the canary Secret, and reports the release
+// Ready, as the tenant chart and Flux do.
 func (p *Platform) reconcileTenant(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	t := &unstructured.Unstructured{}
-	t.SetGroupVersionKind(TenantGVK)
-	if err := p.c.Get(ctx, req.NamespacedName, t); err != nil {
+	hr := &unstructured.Unstructured{}
+	hr.SetGroupVersionKind(HelmReleaseGVK)
+	if err := p.c.Get(ctx, req.NamespacedName, hr); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	ns := NamespacePrefix + t.GetName()
+	if hr.GetDeletionTimestamp() != nil {
+		return reconcile.Result{}, nil
+	}
+	name := hr.GetLabels()[AppNameLabel]
+	ns := NamespacePrefix + name
 	objs := []client.Object{
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{
-			"tenant.cozystack.io/" + t.GetName(): "", "apps.cozystack.io/tenant": t.GetName(),
+			"tenant.cozystack.io/" + name: "", "apps.cozystack.io/tenant": name,
 		}}},
 		&rbacv1.RoleBinding{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: NamespacePrefix + t.GetName() + "-admin"},
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: NamespacePrefix + name + "-admin"},
 			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: TenantAdminClusterRole},
-			Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.GroupKind, Name: TenantAdminGroup(t.GetName())}},
+			Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.GroupKind, Name: TenantAdminGroup(name)}},
 		},
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: CanarySecret}, Data: map[string][]byte{CanaryKey: []byte(p.o.Canary)}},
 	}
 	for _, o := range objs {
 		if err := p.c.Create(ctx, o); err != nil && !apierrors.IsAlreadyExists(err) {
-			return reconcile.Result{}, fmt.Errorf("tenant %s: %T %s: %w", t.GetName(), o, o.GetName(), err)
+			return reconcile.Result{}, fmt.Errorf("tenant %s: %T %s: %w", name, o, o.GetName(), err)
 		}
 	}
-	patch := client.MergeFrom(t.DeepCopy())
-	_ = unstructured.SetNestedField(t.Object, ns, "status", "namespace")
-	setCondition(t, "Ready", "True", "Reconciled", "namespace "+ns+" is ready")
-	return reconcile.Result{}, p.c.Status().Patch(ctx, t, patch)
+	return reconcile.Result{}, p.released(ctx, hr, "tenant", "")
 }

@@ -30,7 +30,9 @@ type Live struct {
 	ControlPlaneUp bool
 }
 
-// Refusal is the chart failing to render: it names the pool and field.
+// Refusal is the chart failing to render: it names the pool and field, in the words the chart's
+// own node-group refusals use ("nodeGroup <name>: ...", cozystack/cozystack
+// packages/apps/kubernetes/templates/cluster.yaml, e.g. :560).
 type Refusal struct {
 	Pool, Field, Message string
 }
@@ -39,7 +41,7 @@ func (r *Refusal) Error() string {
 	if r.Pool == "" {
 		return r.Field + ": " + r.Message
 	}
-	return fmt.Sprintf("nodeGroups.%s.%s: %s", r.Pool, r.Field, r.Message)
+	return fmt.Sprintf("nodeGroup %s: %s %s", r.Pool, r.Field, r.Message)
 }
 
 // Rendered is the chart's output.

@@ -55,14 +55,14 @@ func TestRenderRefusals(t *testing.T) {
 		live Live
 		want string
 	}{
-		{"unknown class", pool(map[string]any{"nodeGroupClassName": "nope"}), Live{}, `nodeGroups.p.nodeGroupClassName: NodeGroupClass "nope" not found`},
-		{"kairos pool with osImage", pool(map[string]any{"nodeGroupClassName": "kairos", "osImage": "x"}), Live{}, `nodeGroups.p.osImage: must be empty on a pool on Kairos class "kairos"`},
-		{"kairos pool with kernelModules", pool(map[string]any{"nodeGroupClassName": "acme", "kernelModules": []any{"drbd"}}), Live{}, `nodeGroups.p.kernelModules: must be empty on a pool on Kairos class "acme"`},
-		{"kairos pool with gpus", pool(map[string]any{"nodeGroupClassName": "kairos", "gpus": []any{map[string]any{"name": "nvidia"}}}), Live{}, `nodeGroups.p.gpus: must be empty on a pool on Kairos class "kairos" (the Kairos worker image carries no GPU driver)`},
+		{"unknown class", pool(map[string]any{"nodeGroupClassName": "nope"}), Live{}, `nodeGroup p: nodeGroupClassName NodeGroupClass "nope" not found`},
+		{"kairos pool with osImage", pool(map[string]any{"nodeGroupClassName": "kairos", "osImage": "x"}), Live{}, `nodeGroup p: osImage must be empty on a pool on Kairos class "kairos"`},
+		{"kairos pool with kernelModules", pool(map[string]any{"nodeGroupClassName": "acme", "kernelModules": []any{"drbd"}}), Live{}, `nodeGroup p: kernelModules must be empty on a pool on Kairos class "acme"`},
+		{"kairos pool with gpus", pool(map[string]any{"nodeGroupClassName": "kairos", "gpus": []any{map[string]any{"name": "nvidia"}}}), Live{}, `nodeGroup p: gpus must be empty on a pool on Kairos class "kairos" (the Kairos worker image carries no GPU driver)`},
 		{"talos pool switching to kairos", pool(map[string]any{"nodeGroupClassName": "kairos"}), Live{BootstrapKind: map[string]string{"p": "TalosConfigTemplate"}},
-			`nodeGroups.p.nodeGroupClassName: MachineDeployment kubernetes-t1-p runs on a TalosConfigTemplate; a running pool cannot switch between a Talos and a Kairos class`},
+			`nodeGroup p: nodeGroupClassName MachineDeployment kubernetes-t1-p runs on a TalosConfigTemplate; a running pool cannot switch between a Talos and a Kairos class`},
 		{"kairos pool switching to talos", pool(nil), Live{BootstrapKind: map[string]string{"p": "KairosConfigTemplate"}},
-			`nodeGroups.p.nodeGroupClassName: MachineDeployment kubernetes-t1-p runs on a KairosConfigTemplate`},
+			`nodeGroup p: nodeGroupClassName MachineDeployment kubernetes-t1-p runs on a KairosConfigTemplate`},
 		{"operator class of another minor", pool(map[string]any{"nodeGroupClassName": "acme-old"}), Live{}, `NodeGroupClass "acme-old" is built for Kubernetes v1.34.9, the cluster runs v1.35`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -16,8 +16,10 @@ import (
 	"sync/atomic"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 
 	"github.com/cozystack/cozy-e2e/framework/controlplane"
+	"github.com/cozystack/cozy-e2e/framework/sim/cozyapi"
 	"github.com/cozystack/cozy-e2e/framework/sim/faults"
 	"github.com/cozystack/cozy-e2e/framework/sim/simenv"
 )
@@ -30,7 +32,8 @@ const maxRequestBody = 3 << 20
 const transientEvery = 7
 
 // proxy is a TLS-terminating reverse proxy in front of the management apiserver: the harness
-// talks to it with a bearer token, which passes through (a client certificate would not).
+// talks to it with a bearer token, which passes through (a client certificate would not). It
+// serves the platform's apps itself, as the cozystack-api stand-in.
 type proxy struct {
 	URL    string
 	CA     *controlplane.CA
@@ -42,7 +45,7 @@ type proxy struct {
 	once   sync.Once
 }
 
-func startProxy(upstream *controlplane.APIServer, env *simenv.Env) (*proxy, error) {
+func startProxy(upstream *controlplane.APIServer, admin *rest.Config, env *simenv.Env) (*proxy, error) {
 	target, err := url.Parse(upstream.URL)
 	if err != nil {
 		return nil, err
@@ -73,7 +76,13 @@ func startProxy(upstream *controlplane.APIServer, env *simenv.Env) (*proxy, erro
 		MaxIdleConnsPerHost: 100,
 	}
 	rp.FlushInterval = -1 // watches and log follows stream
-	p.srv = &http.Server{Handler: p.handler(rp)}
+	// The platform's apps are served the way cozystack-api serves them: views of their
+	// HelmReleases (framework/sim/cozyapi).
+	apps, err := cozyapi.New(admin, rp)
+	if err != nil {
+		return nil, err
+	}
+	p.srv = &http.Server{Handler: p.handler(apps)}
 	go func() { _ = p.srv.Serve(ln) }()
 	return p, nil
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/cozystack/cozy-e2e/framework/controlplane"
 	"github.com/cozystack/cozy-e2e/framework/sim/simenv"
+	"k8s.io/client-go/rest"
 )
 
 // An apiserver refuses a create before it reads the body, and an HTTP/2 client stops sending a
@@ -32,7 +33,7 @@ func TestProxyPassesARefusalSentBeforeTheBody(t *testing.T) {
 	upstream.StartTLS()
 	defer upstream.Close()
 	caPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: upstream.Certificate().Raw})
-	px, err := startProxy(&controlplane.APIServer{URL: upstream.URL, CA: &controlplane.CA{CertPEM: caPEM}}, &simenv.Env{})
+	px, err := startProxy(&controlplane.APIServer{URL: upstream.URL, CA: &controlplane.CA{CertPEM: caPEM}}, &rest.Config{Host: upstream.URL}, &simenv.Env{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -198,7 +198,7 @@ func TestSimSubstrateEndToEnd(t *testing.T) {
 		_ = unstructured.SetNestedField(cur.Object, "kairos", "spec", "nodeGroups", "md0", "nodeGroupClassName")
 		must(t, c.Update(ctx, cur))
 		eventually(ctx, t, "HelmRelease Ready=False naming the pool", func() error {
-			return readyFalse(ctx, c, u(platform.HelmReleaseGVK, ns, R), "nodeGroups.md0.nodeGroupClassName")
+			return readyFalse(ctx, c, u(platform.HelmReleaseGVK, ns, R), "nodeGroup md0: nodeGroupClassName")
 		})
 		eventually(ctx, t, "the app mirrors the refusal", func() error {
 			return readyFalse(ctx, c, u(platform.KubernetesGVK, ns, "t1"), "cannot switch between a Talos and a Kairos class")
