@@ -137,6 +137,10 @@ func (n Names) AdminKubeconfig() SecretKey {
 	return SecretKey{Namespace: n.Namespace, Name: n.Release() + "-admin-kubeconfig", Key: AdminKubeconfigKey}
 }
 
+// AwaitingEtcd is the ConfigMap the Kubernetes chart renders instead of the cluster when the
+// tenant's namespace has no etcd DataStore (packages/apps/kubernetes/templates/cluster.yaml:226-244).
+func (n Names) AwaitingEtcd() string { return n.Release() + "-awaiting-etcd" }
+
 // Kubeconfig is the Cluster API kubeconfig Secret (what the Machine controller uses).
 func (n Names) Kubeconfig() SecretKey {
 	return SecretKey{Namespace: n.Namespace, Name: n.Release() + "-kubeconfig", Key: KubeconfigKey}

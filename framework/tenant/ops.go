@@ -39,6 +39,7 @@ func (p Platform) log() io.Writer {
 
 var namespaceGVK = corev1.SchemeGroupVersion.WithKind("Namespace")
 var secretGVK = corev1.SchemeGroupVersion.WithKind("Secret")
+var configMapGVK = corev1.SchemeGroupVersion.WithKind("ConfigMap")
 
 // CreateTenant creates the run's Tenant app and waits, inside ctx (phase "tenant"), for the
 // namespace the platform makes of it.
@@ -108,43 +109,6 @@ func (p Platform) CreateCluster(ctx context.Context, spec ClusterSpec) error {
 	return nil
 }
 
-// WaitControlPlane waits, inside ctx, until the tenant control plane of names answers and
-// returns a Cluster for it, built from the admin kubeconfig Secret. A refusal of the app
-// (HelmRelease Ready=False with a failure) ends the wait at once with the platform's message.
-func (p Platform) WaitControlPlane(ctx context.Context, names Names) (*cluster.Cluster, error) {
-	hr := Ref{GVK: HelmReleaseGVK, Namespace: names.Namespace, Name: names.HelmRelease()}
-	tcp := Ref{GVK: TenantControlPlaneGVK, Namespace: names.Namespace, Name: names.ControlPlane()}
-	sk := names.AdminKubeconfig()
-	sec := Ref{GVK: secretGVK, Namespace: sk.Namespace, Name: sk.Name}
-	err := Wait(ctx, p.Mgmt, WaitOptions{What: "tenant control plane " + names.Release(),
-		Watch: []Ref{hr, tcp, sec}, Log: p.log(),
-		Judge: func(objs Objects) (bool, string, error) {
-			if t := refused(objs.Get(hr), "HelmRelease "+hr.Name); t != nil {
-				return false, "", t
-			}
-			if s := objs.Get(sec); s != nil {
-				if data, _, _ := unstructured.NestedString(s.Object, "data", sk.Key); data != "" {
-					return true, "admin kubeconfig written", nil
-				}
-				return false, "Secret " + sk.Name + " has no key " + sk.Key + " yet", nil
-			}
-			return false, fmt.Sprintf("Secret %s not written yet; HelmRelease %s; TenantControlPlane %s", sk.Name,
-				condDetail(objs.Get(hr)), tcpDetail(objs.Get(tcp))), nil
-		}})
-	if err != nil {
-		return nil, err
-	}
-	tc, err := p.Mgmt.FromSecret(ctx, "tenant "+names.Release(), sk.Namespace, sk.Name, sk.Key)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := tc.Kube.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx); err != nil {
-		return nil, &WaitError{Phase: phaseOf(ctx), What: "tenant control plane " + names.Release(), Class: verdict.Deadline,
-			Detail: fmt.Sprintf("the kubeconfig in %s is written but the apiserver does not answer /readyz: %v", sk, err)}
-	}
-	return tc, nil
-}
-
 // Get reads the Kubernetes app of names.
 func (p Platform) Get(ctx context.Context, names Names) (*unstructured.Unstructured, error) {
 	app := unstructuredOf(KubernetesGVK)
@@ -162,7 +126,10 @@ func (p Platform) UpdatePool(ctx context.Context, names Names, pool string, muta
 // UpdatePools changes nodeGroups.<pool> of the app with its mutate, for each pool, in one
 // write: a merge patch of those entries (keys a mutate removed become null), so a status the
 // platform writes meanwhile is no conflict (the harness is the only writer of the app's
-// spec) and the platform renders the change once. It returns the app's new generation.
+// spec) and the platform renders the change once. It returns the generation of the app's
+// HelmRelease that carries the change: the app itself has none (cozystack-api serves it from
+// the HelmRelease and writes through to it, cozystack/cozystack pkg/registry/apps/application/
+// rest.go:1340-1362, :486-636), so what the platform made of the write is read there.
 func (p Platform) UpdatePools(ctx context.Context, names Names, mutates map[string]func(group map[string]any)) (int64, error) {
 	app, err := p.Get(ctx, names)
 	if err != nil {
@@ -192,7 +159,17 @@ func (p Platform) UpdatePools(ctx context.Context, names Names, mutates map[stri
 	if err := p.Mgmt.Client.Patch(ctx, app, client.RawPatch(types.MergePatchType, data)); err != nil {
 		return 0, fmt.Errorf("tenant: updating Kubernetes %s nodeGroups: %w", names, err)
 	}
-	return app.GetGeneration(), nil
+	return p.ReleaseGeneration(ctx, names)
+}
+
+// ReleaseGeneration is the metadata.generation of the app's HelmRelease: what a render of the
+// app's current spec is judged against.
+func (p Platform) ReleaseGeneration(ctx context.Context, names Names) (int64, error) {
+	hr := unstructuredOf(HelmReleaseGVK)
+	if err := p.Mgmt.Client.Get(ctx, types.NamespacedName{Namespace: names.Namespace, Name: names.HelmRelease()}, hr); err != nil {
+		return 0, fmt.Errorf("tenant: reading HelmRelease %s/%s of Kubernetes %s: %w", names.Namespace, names.HelmRelease(), names, err)
+	}
+	return hr.GetGeneration(), nil
 }
 
 // Restore is a mutate that makes a nodeGroups entry equal to orig again.
@@ -207,44 +184,41 @@ func Restore(orig map[string]any) func(map[string]any) {
 	}
 }
 
-// Rendering is what the platform made of generation Generation of an app.
+// Rendering is what the platform made of one generation of an app's HelmRelease.
 type Rendering struct {
-	// Ready is the app's Ready condition at that generation; Message its message.
-	Ready   bool
-	Message string
-	// HelmRelease is the HelmRelease's Ready message (the chart's words).
+	// Ready is the HelmRelease's Ready condition once it attempted that generation.
+	Ready bool
+	// HelmRelease is the HelmRelease's Ready message (the chart's words on a refusal).
 	HelmRelease string
 }
 
-// WaitRendered waits, inside ctx (phase is the lane phase), until the platform has processed
-// generation gen of the app (its status.observedGeneration) and the app and its HelmRelease
-// report the same outcome, accepted (Ready=True) or refused (Ready=False with the chart's
-// message). A HelmRelease the app does not mirror is waited out, never taken.
-func (p Platform) WaitRendered(ctx context.Context, phase string, names Names, gen int64) (Rendering, error) {
-	appRef := Ref{GVK: KubernetesGVK, Namespace: names.Namespace, Name: names.Name}
+// WaitRendered waits, inside ctx, until Flux has attempted generation gen of the app's
+// HelmRelease (status.lastAttemptedGeneration, helm-controller's HelmReleaseStatus) and says
+// how it went: accepted (Ready=True) or refused (Ready=False with the chart's message). A Ready
+// condition from an earlier attempt (its observedGeneration below gen) is waited out.
+func (p Platform) WaitRendered(ctx context.Context, names Names, gen int64) (Rendering, error) {
 	hr := Ref{GVK: HelmReleaseGVK, Namespace: names.Namespace, Name: names.HelmRelease()}
 	var out Rendering
-	err := Wait(ctx, p.Mgmt, WaitOptions{Phase: phase, What: fmt.Sprintf("the platform's answer to generation %d of Kubernetes %s", gen, names),
-		Watch: []Ref{appRef, hr}, Log: p.log(),
+	err := Wait(ctx, p.Mgmt, WaitOptions{What: fmt.Sprintf("the platform's answer to generation %d of HelmRelease %s/%s", gen, hr.Namespace, hr.Name),
+		Watch: []Ref{hr}, Log: p.log(),
 		Judge: func(objs Objects) (bool, string, error) {
-			app, rel := objs.Get(appRef), objs.Get(hr)
-			if app == nil || rel == nil {
-				return false, fmt.Sprintf("app present %v, HelmRelease present %v", app != nil, rel != nil), nil
+			rel := objs.Get(hr)
+			if rel == nil {
+				return false, "HelmRelease not created yet", nil
 			}
-			observed, _, _ := unstructured.NestedInt64(app.Object, "status", "observedGeneration")
-			if observed < gen {
-				return false, fmt.Sprintf("app status.observedGeneration %d < %d (the platform has not processed it; HelmRelease %s)",
-					observed, gen, condDetail(rel)), nil
+			attempted, _, _ := unstructured.NestedInt64(rel.Object, "status", "lastAttemptedGeneration")
+			if attempted < gen {
+				return false, fmt.Sprintf("status.lastAttemptedGeneration %d < %d (Flux has not attempted it; %s)", attempted, gen, condDetail(rel)), nil
 			}
-			as, _, am := condition(app, "Ready")
-			hs, _, hm := condition(rel, "Ready")
-			// The app mirrors the HelmRelease: until both say the same, one of them (as this
-			// watch sees them) is from an earlier render.
-			if as == "" || as == "Unknown" || hs == "" || hs == "Unknown" || as != hs || am != hm {
-				return false, fmt.Sprintf("app Ready=%s %q, HelmRelease Ready=%s %q", orDash(as), am, orDash(hs), hm), nil
+			status, _, msg := condition(rel, "Ready")
+			if observed := conditionGeneration(rel, "Ready"); observed > 0 && observed < gen {
+				return false, fmt.Sprintf("Ready is of generation %d, not yet %d", observed, gen), nil
 			}
-			out = Rendering{Ready: as == "True", Message: am, HelmRelease: hm}
-			return true, "app and HelmRelease Ready=" + as, nil
+			if status != "True" && status != "False" {
+				return false, condDetail(rel), nil
+			}
+			out = Rendering{Ready: status == "True", HelmRelease: msg}
+			return true, "HelmRelease Ready=" + status, nil
 		}})
 	return out, err
 }
@@ -301,6 +275,20 @@ func failureReason(reason string) bool {
 	return true
 }
 
+// conditionGeneration is condition t's observedGeneration (Flux sets it on its conditions); 0
+// when absent.
+func conditionGeneration(obj *unstructured.Unstructured, t string) int64 {
+	conds, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
+	for _, c := range conds {
+		m, _ := c.(map[string]any)
+		if m != nil && m["type"] == t {
+			g, _ := m["observedGeneration"].(int64)
+			return g
+		}
+	}
+	return 0
+}
+
 // condition is the status, reason and message of condition t of obj ("" when absent).
 func condition(obj *unstructured.Unstructured, t string) (status, reason, message string) {
 	if obj == nil {
@@ -329,14 +317,6 @@ func condDetail(obj *unstructured.Unstructured) string {
 		return "no Ready condition yet"
 	}
 	return strings.TrimSpace(fmt.Sprintf("Ready=%s %s %s", s, r, m))
-}
-
-func tcpDetail(obj *unstructured.Unstructured) string {
-	if obj == nil {
-		return "not created yet"
-	}
-	v, _, _ := unstructured.NestedString(obj.Object, "status", "kubernetesResources", "version", "status")
-	return "version status " + orDash(v)
 }
 
 func orDash(s string) string {

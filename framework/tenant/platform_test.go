@@ -12,8 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/cozystack/cozy-e2e/framework/budget"
 	"github.com/cozystack/cozy-e2e/framework/lane"
@@ -37,6 +35,7 @@ func TestPlatform(t *testing.T) {
 		"AClassWithAnotherSpecIsNamed":                   testAClassWithAnotherSpecIsNamed,
 		"WaitControlPlaneReturnsTheTenantCluster":        testWaitControlPlaneReturnsTheTenantCluster,
 		"WaitControlPlaneEndsOnARefusalAndOnTheDeadline": testWaitControlPlaneEndsOnARefusalAndOnTheDeadline,
+		"WaitControlPlaneEndsOnTheAwaitingEtcdBeacon":    testWaitControlPlaneEndsOnTheAwaitingEtcdBeacon,
 		"WaitRenderedWaitsForTheGenerationItWrote":       testWaitRenderedWaitsForTheGenerationItWrote,
 	} {
 		t.Run(name, func(t *testing.T) { f(t, env) })
@@ -144,8 +143,9 @@ func testAClassWithAnotherSpecIsNamed(t *testing.T, env *tenanttest.Env) {
 	}
 }
 
-// The control plane wait ends as soon as the admin kubeconfig is written, and hands back a
-// working client of the cluster it names.
+// The admin kubeconfig Secret alone does not end the control plane wait (Kamaji writes it before
+// the control plane runs); the TenantControlPlane's Ready does, and the wait hands back a working
+// client of the cluster the Secret names.
 func testWaitControlPlaneReturnsTheTenantCluster(t *testing.T, env *tenanttest.Env) {
 	ctx := ctxFor(t, time.Minute)
 	names := tenant.For("tenant-x", "t1")
@@ -161,20 +161,59 @@ func testWaitControlPlaneReturnsTheTenantCluster(t *testing.T, env *tenanttest.E
 		done <- err
 	}()
 	sk := names.AdminKubeconfig()
-	kc := kubeconfigFor(t, env)
-	written := time.Now()
 	if err := env.Cluster.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: sk.Namespace, Name: sk.Name},
-		Data: map[string][]byte{sk.Key: kc}}); err != nil {
+		Data: map[string][]byte{sk.Key: kubeconfigFor(t, env)}}); err != nil {
 		t.Fatal(err)
 	}
+	tcp := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{}}}
+	tcp.SetGroupVersionKind(tenant.TenantControlPlaneGVK)
+	tcp.SetNamespace(names.Namespace)
+	tcp.SetName(names.ControlPlane())
+	if err := env.Cluster.Client.Create(ctx, tcp); err != nil {
+		t.Fatal(err)
+	}
+	setTCPVersionStatus(t, env, names, "Provisioning")
+	select {
+	case err := <-done:
+		t.Fatalf("the wait ended on a Secret and a Provisioning control plane: %v", err)
+	case <-time.After(500 * time.Millisecond):
+	}
+	ready := time.Now()
+	setTCPVersionStatus(t, env, names, "Ready")
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	if took := time.Since(written); took > 2*time.Second {
-		t.Errorf("the wait took %s after the Secret was written", took)
+	if took := time.Since(ready); took > 2*time.Second {
+		t.Errorf("the wait took %s after the TenantControlPlane turned Ready", took)
 	}
 	if got == nil || got.String() != "tenant kubernetes-t1" {
 		t.Errorf("tenant cluster %v", got)
+	}
+}
+
+// The chart's awaiting-etcd ConfigMap ends the wait at once as a configuration failure with its
+// message: no control plane comes without a DataStore.
+func testWaitControlPlaneEndsOnTheAwaitingEtcdBeacon(t *testing.T, env *tenanttest.Env) {
+	ctx := ctxFor(t, 30*time.Second)
+	names := tenant.For("tenant-e", "t1")
+	mustNamespace(t, env, names.Namespace)
+	createHelmRelease(t, env, names, "True", "InstallSucceeded", "Helm install succeeded")
+	// As packages/apps/kubernetes/templates/cluster.yaml:226-244 renders it.
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: names.Namespace, Name: names.Release() + "-awaiting-etcd",
+		Labels: map[string]string{"app.kubernetes.io/name": "kubernetes", "app.kubernetes.io/instance": names.Release()}},
+		Data: map[string]string{"status": "awaiting-etcd", "message": "No DataStore is available for this tenant Kubernetes cluster. The parent\nTenant application has not populated _namespace.etcd.\n"}}
+	if err := env.Cluster.Client.Create(ctx, cm); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	_, err := tenant.Platform{Mgmt: env.Cluster}.WaitControlPlane(ctx, names)
+	var we *tenant.WaitError
+	if !errors.As(err, &we) || we.Class != verdict.Configuration || !strings.Contains(we.Detail, "No DataStore is available for this tenant Kubernetes cluster. The parent Tenant application") ||
+		!strings.Contains(we.Detail, names.Release()+"-awaiting-etcd") {
+		t.Fatalf("%v", err)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("judged after %s", took)
 	}
 }
 
@@ -203,13 +242,14 @@ func testWaitControlPlaneEndsOnARefusalAndOnTheDeadline(t *testing.T, env *tenan
 		!strings.Contains(we.Detail, "Secret kubernetes-t2-admin-kubeconfig not written yet; HelmRelease Ready=Unknown Progressing installing") {
 		t.Fatalf("%v", err)
 	}
-	if !strings.Contains(log.String(), "tenant control plane kubernetes-t2: Secret kubernetes-t2-admin-kubeconfig not written yet") {
+	if !strings.Contains(log.String(), "tenant control plane kubernetes-t2: TenantControlPlane not created yet; Secret kubernetes-t2-admin-kubeconfig not written yet") {
 		t.Errorf("progress log: %q", log.String())
 	}
 }
 
-// WaitRendered waits for the platform to process the generation the harness wrote, so a
-// stale answer to an earlier spec is never taken for this one.
+// WaitRendered waits until Flux attempted the HelmRelease generation that carries the harness's
+// write, so a stale answer to an earlier spec is never taken for this one; the app itself has no
+// generation (cozystack-api serves it from the HelmRelease).
 func testWaitRenderedWaitsForTheGenerationItWrote(t *testing.T, env *tenanttest.Env) {
 	ctx := ctxFor(t, 30*time.Second)
 	run, _ := tenant.NewRun("r1")
@@ -220,17 +260,20 @@ func testWaitRenderedWaitsForTheGenerationItWrote(t *testing.T, env *tenanttest.
 		Pools: []tenant.PoolSpec{{Name: "kairos", Class: "kairos"}}}); err != nil {
 		t.Fatal(err)
 	}
-	createHelmRelease(t, env, names, "True", "InstallSucceeded", "ok")
-	setAppStatus(t, env, names, 1, "True", "ok")
+	app, err := p.Get(ctx, names)
+	if err != nil || app.GetGeneration() != 0 {
+		t.Fatalf("the app is a view of its HelmRelease and carries no generation: %v %v", app, err)
+	}
+	setHelmReleaseStatus(t, env, names, 1, "True", "InstallSucceeded", "ok")
 	gen, err := p.UpdatePool(ctx, names, "kairos", func(g map[string]any) { g["gpus"] = []any{map[string]any{"name": "nvidia"}} })
 	if err != nil || gen != 2 {
-		t.Fatalf("generation %d, %v", gen, err)
+		t.Fatalf("HelmRelease generation %d, %v", gen, err)
 	}
 	done := make(chan error, 1)
 	var r tenant.Rendering
 	go func() {
 		var err error
-		r, err = p.WaitRendered(ctx, "refusals", names, gen)
+		r, err = p.WaitRendered(ctx, names, gen)
 		done <- err
 	}()
 	select {
@@ -238,132 +281,25 @@ func testWaitRenderedWaitsForTheGenerationItWrote(t *testing.T, env *tenanttest.
 		t.Fatalf("returned on the stale generation-1 answer: %+v %v", r, err)
 	case <-time.After(300 * time.Millisecond):
 	}
-	// The app's mirror can reach the watch before the HelmRelease's own write: the stale
-	// HelmRelease (Ready=True) must not be taken with it, nor a refusal of another message.
-	msg := "nodeGroups.kairos.gpus: a Kairos pool takes no gpus"
-	setAppStatus(t, env, names, 2, "False", msg)
-	setHelmReleaseReady(t, env, names, "False", "UpgradeFailed", "nodeGroups.kairos.osImage: an earlier refusal")
-	select {
-	case err := <-done:
-		t.Fatalf("returned on a HelmRelease the app does not mirror: %+v %v", r, err)
-	case <-time.After(300 * time.Millisecond):
-	}
-	setHelmReleaseReady(t, env, names, "False", "UpgradeFailed", msg)
+	msg := "nodeGroup kairos: gpus must be empty on a pool on a Kairos class"
+	setHelmReleaseStatus(t, env, names, 2, "False", "UpgradeFailed", msg)
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	if r.Ready || r.Message != msg || r.HelmRelease != msg {
+	if r.Ready || r.HelmRelease != msg {
 		t.Fatalf("%+v", r)
 	}
-}
-
-func equal(a, b any) bool {
-	if ab, ok := a.([]any); ok {
-		bb, ok := b.([]any)
-		if !ok || len(ab) != len(bb) {
-			return false
-		}
-		for i := range ab {
-			if !equal(ab[i], bb[i]) {
-				return false
-			}
-		}
-		return true
-	}
-	if am, ok := a.(map[string]any); ok {
-		bm, ok := b.(map[string]any)
-		if !ok || len(am) != len(bm) {
-			return false
-		}
-		for k := range am {
-			if !equal(am[k], bm[k]) {
-				return false
-			}
-		}
-		return true
-	}
-	return a == b
-}
-
-type stringer string
-
-func (s stringer) String() string { return string(s) }
-
-func mustNamespace(t *testing.T, env *tenanttest.Env, ns string) {
-	t.Helper()
-	if err := env.Cluster.Client.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func createHelmRelease(t *testing.T, env *tenanttest.Env, names tenant.Names, status, reason, msg string) {
-	t.Helper()
-	hr := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"releaseName": names.Release()}}}
-	hr.SetGroupVersionKind(tenant.HelmReleaseGVK)
-	hr.SetNamespace(names.Namespace)
-	hr.SetName(names.HelmRelease())
-	if err := env.Cluster.Client.Create(context.Background(), hr); err != nil {
-		t.Fatal(err)
-	}
-	if status != "" {
-		setHelmReleaseReady(t, env, names, status, reason, msg)
-	}
-}
-
-func setHelmReleaseReady(t *testing.T, env *tenanttest.Env, names tenant.Names, status, reason, msg string) {
-	t.Helper()
-	setStatus(t, env, tenant.HelmReleaseGVK, names.Namespace, names.HelmRelease(), map[string]any{
-		"conditions": []any{cond(status, reason, msg)}})
-}
-
-func setAppStatus(t *testing.T, env *tenanttest.Env, names tenant.Names, observed int64, status, msg string) {
-	t.Helper()
-	setStatus(t, env, tenant.KubernetesGVK, names.Namespace, names.Name, map[string]any{
-		"observedGeneration": observed, "conditions": []any{cond(status, "Reconciled", msg)}})
-}
-
-func cond(status, reason, msg string) map[string]any {
-	return map[string]any{"type": "Ready", "status": status, "reason": reason, "message": msg,
-		"lastTransitionTime": time.Now().UTC().Format(time.RFC3339)}
-}
-
-func setStatus(t *testing.T, env *tenanttest.Env, gvk interface{ String() string }, ns, name string, status map[string]any) {
-	t.Helper()
-	ctx := context.Background()
-	u := &unstructured.Unstructured{}
-	switch gvk.String() {
-	case tenant.HelmReleaseGVK.String():
-		u.SetGroupVersionKind(tenant.HelmReleaseGVK)
-	default:
-		u.SetGroupVersionKind(tenant.KubernetesGVK)
-	}
-	if err := env.Cluster.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, u); err != nil {
-		t.Fatal(err)
-	}
-	u.Object["status"] = status
-	if err := env.Cluster.Client.Status().Update(ctx, u); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// kubeconfigFor is a kubeconfig of the test apiserver's admin, as Kamaji would write one.
-func kubeconfigFor(t *testing.T, env *tenanttest.Env) []byte {
-	t.Helper()
-	cfg := env.API.Admin()
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["c"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
-	kc.AuthInfos["u"] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData}
-	kc.Contexts["c"] = &clientcmdapi.Context{Cluster: "c", AuthInfo: "u"}
-	kc.CurrentContext = "c"
-	data, err := clientcmd.Write(*kc)
+	// The app shows the HelmRelease's Ready as cozystack-api copies it.
+	app, err = p.Get(ctx, names)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return data
+	conds, _, _ := unstructured.NestedSlice(app.Object, "status", "conditions")
+	if len(conds) != 1 || conds[0].(map[string]any)["message"] != msg {
+		t.Fatalf("app conditions %v", conds)
+	}
 }
 
-// A pool written back after a refusal loses the field the refusal added: the merge patch
-// nulls what mutate removed, and touches no other pool.
 func testUpdatePoolRemoves(t *testing.T, env *tenanttest.Env) {
 	ctx := ctxFor(t, 30*time.Second)
 	names := tenant.For("tenant-z", "t1")

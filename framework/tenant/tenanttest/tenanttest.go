@@ -1,6 +1,7 @@
 // Package tenanttest starts a real local apiserver serving the fixture CRDs (the platform's,
-// Cluster API's and the providers' kinds) for the tests of packages that read and write them.
-// Conversion webhooks are dropped: tests write and read each kind at one version.
+// Cluster API's and the providers' kinds) for the tests of packages that read and write them,
+// behind the cozystack-api stand-in, so the platform's apps are views of their HelmReleases as on
+// a real platform. Conversion webhooks are dropped: tests write and read each kind at one version.
 package tenanttest
 
 import (
@@ -17,6 +18,7 @@ import (
 	"github.com/cozystack/cozy-e2e/framework/cluster"
 	"github.com/cozystack/cozy-e2e/framework/controlplane"
 	"github.com/cozystack/cozy-e2e/framework/controlplane/cptest"
+	"github.com/cozystack/cozy-e2e/framework/sim/cozyapi"
 )
 
 // Env is one apiserver with the fixture CRDs established.
@@ -65,8 +67,17 @@ func Start(t testing.TB, users ...controlplane.User) *Env {
 			t.Fatalf("%s: CRD %s not established: %v", f.File, name, err)
 		}
 	}
-	// A fresh client, so its discovery sees the new kinds.
-	if c, err = cluster.New("test", api.Admin()); err != nil {
+	front, err := cozyapi.StartFront(api)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(front.Close)
+	admin, err := api.UserConfig("admin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A fresh client, so its discovery sees the new kinds; through the front.
+	if c, err = cluster.New("test", front.Config(admin.BearerToken)); err != nil {
 		t.Fatal(err)
 	}
 	return &Env{API: api, Cluster: c}
