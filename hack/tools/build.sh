@@ -27,10 +27,11 @@ HELM_CONTROLLER_MODULE=github.com/fluxcd/helm-controller
 HELM_CONTROLLER_VERSION=1.6.2
 # Modules only downloaded, for their files: the Cozystack release whose packages/apps/kubernetes
 # chart the sim renders (and the platform's own CRDs it ships), source-controller at the API
-# version helm-controller requires (its CRDs: ExternalArtifact, HelmChart, OCIRepository) and
-# Cilium at the version Cozystack ships (the CiliumNetworkPolicy CRD). Their module sums are
-# pinned here, as go.sum pins the others; go mod download also checks them against the checksum
-# database.
+# version helm-controller requires (its CRDs: ExternalArtifact, HelmChart, OCIRepository), and
+# Cilium and KubeVirt at the versions Cozystack ships (the CiliumNetworkPolicy CRD; the schema
+# virt-operator gives VirtualMachineClusterInstancetype, which the chart looks up). Their module
+# sums are pinned here, as go.sum pins the others; go mod download also checks them against the
+# checksum database.
 COZYSTACK_MODULE=github.com/cozystack/cozystack
 COZYSTACK_VERSION=1.6.1
 COZYSTACK_SUM=h1:guBFQT9dW3oN/Bzo97PUs9KtObUhwFgTlqG1raAJ1h8=
@@ -40,14 +41,27 @@ SOURCE_CONTROLLER_SUM=h1:5msg2yyjVYDULZos+2ve8MZzcSqTpusiXmrOeBhc9yY=
 CILIUM_MODULE=github.com/cilium/cilium
 CILIUM_VERSION=1.19.5
 CILIUM_SUM=h1:R4tqIO3wwjzr5TnPw5cSbUhdMIjMAoHhtjNvO/hIZ+Q=
+KUBEVIRT_MODULE=kubevirt.io/kubevirt
+KUBEVIRT_VERSION=1.8.4
+KUBEVIRT_SUM=h1:TXpT+U1SBIlsNI62qOev2aNkYVnGgyZ21gvmakIARrg=
 modules=(controlplane kwok capk cabpt helm-controller)
+downloads=(
+	"$COZYSTACK_MODULE v$COZYSTACK_VERSION $COZYSTACK_SUM"
+	"$SOURCE_CONTROLLER_MODULE v$SOURCE_CONTROLLER_VERSION $SOURCE_CONTROLLER_SUM"
+	"$CILIUM_MODULE v$CILIUM_VERSION $CILIUM_SUM"
+	"$KUBEVIRT_MODULE v$KUBEVIRT_VERSION $KUBEVIRT_SUM"
+)
 
-# The folder is keyed by the pinned versions and every tools module's go.sum: a bump builds anew,
-# the same pins on the same machine (a fresh clone included) reuse what is there.
-key=$(for m in "${modules[@]}"; do cat "$here/$m/go.sum"; done | sha256sum | cut -c1-12)
+# The folder is keyed by the pinned versions, every tools module's go.sum and the pinned sums of
+# the modules only downloaded: a bump builds anew, the same pins on the same machine (a fresh
+# clone included) reuse what is there. Its name spells the versions of what is built and of the
+# chart.
+key=$({
+	for m in "${modules[@]}"; do cat "$here/$m/go.sum"; done
+	printf '%s\n' "${downloads[@]}"
+} | sha256sum | cut -c1-12)
 name=k8s-v$K8S_VERSION-etcd-v$ETCD_VERSION-kwok-v$KWOK_VERSION
-name+=-capk-v$CAPK_VERSION-cabpt-v$CABPT_VERSION-helm-controller-v$HELM_CONTROLLER_VERSION
-name+=-cozystack-v$COZYSTACK_VERSION-source-controller-v$SOURCE_CONTROLLER_VERSION-cilium-v$CILIUM_VERSION
+name+=-capk-v$CAPK_VERSION-cabpt-v$CABPT_VERSION-helm-controller-v$HELM_CONTROLLER_VERSION-cozystack-v$COZYSTACK_VERSION
 dir=${E2E_TOOLS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/cozy-e2e/tools/$name-$key}
 
 if [[ ${1:-} == --print ]]; then
@@ -225,6 +239,8 @@ keep cabpt "$CABPT_MODULE" "v$CABPT_VERSION" "$cabpt_sum" config/crd/bases confi
 keep helm-controller "$HELM_CONTROLLER_MODULE" "v$HELM_CONTROLLER_VERSION" "$helm_controller_sum" config/crd/bases
 keep - "$SOURCE_CONTROLLER_MODULE" "v$SOURCE_CONTROLLER_VERSION" "$SOURCE_CONTROLLER_SUM" config/crd/bases
 keep - "$CILIUM_MODULE" "v$CILIUM_VERSION" "$CILIUM_SUM" pkg/k8s/apis/cilium.io/client/crds/v2/ciliumnetworkpolicies.yaml
+# virt-operator makes its CRDs at run time; their schemas are Go string literals there.
+keep - "$KUBEVIRT_MODULE" "v$KUBEVIRT_VERSION" "$KUBEVIRT_SUM" pkg/virt-operator/resource/generate/components/validations_generated.go
 # The Kubernetes chart and its library, and the platform's own CRDs the chart renders objects of:
 # WorkloadMonitor (cozystack-controller), cert-manager's (as the platform's cert-manager-crds chart
 # templates them) and KamajiControlPlane (in the Kamaji control plane provider's components).
@@ -271,6 +287,9 @@ SOURCE_CONTROLLER_SUM=$SOURCE_CONTROLLER_SUM
 CILIUM_MODULE=$CILIUM_MODULE
 CILIUM_VERSION=v$CILIUM_VERSION
 CILIUM_SUM=$CILIUM_SUM
+KUBEVIRT_MODULE=$KUBEVIRT_MODULE
+KUBEVIRT_VERSION=v$KUBEVIRT_VERSION
+KUBEVIRT_SUM=$KUBEVIRT_SUM
 TOOLS_KEY=$key
 VERSIONS
 printf 'make tools: %d built, done in %ss\n' "$built" "$(since "$total_start")"
