@@ -39,7 +39,8 @@ func StartCABPT(ctx context.Context, b *Build, c *cluster.Cluster, o Options) (*
 		return nil, err
 	}
 	// config/default/kustomization.yaml line 3: namePrefix cabpt-.
-	if _, err := InstallWebhookConfigurations(ctx, c, b.Src("cabpt", "config", "webhook", "manifests.yaml"), "cabpt-", ctl.Webhook); err != nil {
+	hooks, err := InstallWebhookConfigurations(ctx, c, b.Src("cabpt", "config", "webhook", "manifests.yaml"), "cabpt-", ctl.Webhook)
+	if err != nil {
 		return nil, err
 	}
 	ctl.Args = append([]string{
@@ -52,6 +53,8 @@ func StartCABPT(ctx context.Context, b *Build, c *cluster.Cluster, o Options) (*
 		"--webhook-cert-dir=" + ctl.Webhook.CertDir,
 	}, o.ExtraArgs...)
 	if err := ctl.start(ctx); err != nil {
+		// Webhooks that fail closed and point at nothing would refuse every write of their kinds.
+		deleteAll(c, hooks)
 		return nil, err
 	}
 	return ctl, nil

@@ -36,7 +36,8 @@ func StartCAPK(ctx context.Context, b *Build, c *cluster.Cluster, o Options) (*C
 		return nil, err
 	}
 	// config/default/kustomization.yaml line 3: namePrefix capk-.
-	if _, err := InstallWebhookConfigurations(ctx, c, b.Src("capk", "config", "webhook", "manifests.yaml"), "capk-", ctl.Webhook); err != nil {
+	hooks, err := InstallWebhookConfigurations(ctx, c, b.Src("capk", "config", "webhook", "manifests.yaml"), "capk-", ctl.Webhook)
+	if err != nil {
 		return nil, err
 	}
 	ctl.Args = append([]string{
@@ -48,6 +49,8 @@ func StartCAPK(ctx context.Context, b *Build, c *cluster.Cluster, o Options) (*C
 		"--webhook-cert-dir=" + ctl.Webhook.CertDir,
 	}, o.ExtraArgs...)
 	if err := ctl.start(ctx); err != nil {
+		// Webhooks that fail closed and point at nothing would refuse every write of their kinds.
+		deleteAll(c, hooks)
 		return nil, err
 	}
 	return ctl, nil

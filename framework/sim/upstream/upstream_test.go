@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	admissionv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -18,6 +19,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/cozystack/cozy-e2e/framework/cluster"
+	"github.com/cozystack/cozy-e2e/framework/controlplane"
 	"github.com/cozystack/cozy-e2e/framework/controlplane/cptest"
 	"github.com/cozystack/cozy-e2e/framework/sim/upstream"
 	"github.com/cozystack/cozy-e2e/framework/sim/world"
@@ -231,5 +233,30 @@ func TestREADMEListsEveryCRD(t *testing.T) {
 	// CAPK 4, CABPT 2, Flux 4, the chart's 6.
 	if len(all) != 16 {
 		t.Errorf("%d CRDs; the README lists 16", len(all))
+	}
+}
+
+// A controller that cannot start is named with the end of its log, and takes its webhook
+// configuration away again: one failing closed and pointing at nothing would refuse every write
+// of its kinds.
+func TestAControllerThatCannotStartLeavesNoWebhook(t *testing.T) {
+	b := findBuild(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	api := cptest.APIServer(t, controlplane.APIServerOptions{Name: "upstream"})
+	c, err := cluster.New("upstream", api.Admin())
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = upstream.StartCAPK(ctx, b, c, upstream.Options{Dir: controllerDir(t, "capk"), Kubeconfig: api.AdminKubeconfig, ExtraArgs: []string{"--no-such-flag"}})
+	if err == nil || !strings.Contains(err.Error(), "capk-manager exited") || !strings.Contains(err.Error(), "no-such-flag") {
+		t.Fatalf("want an error naming capk-manager and quoting its log, got %v", err)
+	}
+	var hooks admissionv1.ValidatingWebhookConfigurationList
+	if err := c.Client.List(ctx, &hooks); err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range hooks.Items {
+		t.Errorf("webhook configuration %s left behind", h.Name)
 	}
 }

@@ -73,11 +73,12 @@ func (s *Serving) answers(ctx context.Context) error {
 	return conn.Close()
 }
 
-// InstallWebhookConfigurations installs the admission webhook configurations a provider ships
-// (its config/webhook/manifests.yaml, as controller-gen writes them from its markers), each
-// webhook pointed at the serving URL of its path with the CA bundle instead of the in-cluster
-// Service cert-manager would inject a CA for, and each configuration named with prefix (the
-// provider's kustomize namePrefix). An existing configuration of that name is replaced.
+// InstallWebhookConfigurations installs, and returns, the admission webhook configurations a
+// provider ships (its config/webhook/manifests.yaml, as controller-gen writes them from its
+// markers), each webhook pointed at the serving URL of its path with the CA bundle instead of
+// the in-cluster Service cert-manager would inject a CA for, and each configuration named with
+// prefix (the provider's kustomize namePrefix). An existing configuration of that name is
+// replaced. They stay when the controller stops: they go with the apiserver.
 func InstallWebhookConfigurations(ctx context.Context, c *cluster.Cluster, manifests, prefix string, s *Serving) ([]client.Object, error) {
 	data, err := os.ReadFile(manifests)
 	if err != nil {
@@ -143,6 +144,15 @@ func InstallWebhookConfigurations(ctx context.Context, c *cluster.Cluster, manif
 		}
 	}
 	return objs, nil
+}
+
+// deleteAll deletes objs, best effort (a cleanup after a failure that is being reported).
+func deleteAll(c *cluster.Cluster, objs []client.Object) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, o := range objs {
+		_ = c.Client.Delete(ctx, o)
+	}
 }
 
 func pointAt(cc *admissionv1.WebhookClientConfig, s *Serving) error {
