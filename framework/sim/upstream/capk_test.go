@@ -101,7 +101,7 @@ spec:
 		}
 		_ = unstructured.SetNestedField(tmpl.Object, "ssh", "spec", "template", "spec", "virtualMachineBootstrapCheck", "checkStrategy")
 		err = c.Client.Update(ctx, tmpl)
-		// pkg/webhookhandler/validator.go lines 35-36 and 99-104: the spec is immutable, said by
+		// pkg/webhookhandler/validator.go lines 36 and 102-107: the spec is immutable, said by
 		// CAPK's handler, not by the CRD's schema.
 		if err == nil || !strings.Contains(err.Error(), "KubevirtMachineTemplateSpec is immutable") {
 			t.Fatalf("update of the template's spec: want CAPK's webhook to deny it (KubevirtMachineTemplateSpec is immutable), got %v", err)
@@ -318,7 +318,8 @@ spec:
 		if err := c.Client.Get(ctx, client.ObjectKey{Namespace: "tenant-capk", Name: userdata}, &sec); err != nil {
 			t.Fatal(err)
 		}
-		// No SSH user is added: the KubevirtCluster is externally managed (lines 209-219).
+		// No SSH user is added: the KubevirtCluster is externally managed
+		// (controllers/kubevirtmachine_controller.go lines 205-215 and 571-579).
 		if !strings.HasPrefix(string(sec.Data["userdata"]), "version: v1alpha1\nmachine:\n  type: worker") {
 			t.Errorf("userdata is not the Machine's bootstrap data as given: %q", sec.Data["userdata"])
 		}

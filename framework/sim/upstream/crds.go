@@ -52,7 +52,7 @@ func (b *Build) CABPTCRDs() ([]CRD, error) { return b.kustomizedCRDs("cabpt") }
 // watches from source-controller at the API version helm-controller v1.6.2 requires (v1.9.0):
 // HelmChart and OCIRepository (always watched) and ExternalArtifact (watched with the
 // ExternalArtifact feature gate) (helm-controller v1.6.2 internal/controller/helmrelease_manager.go
-// lines 139-172).
+// lines 145-177).
 func (b *Build) FluxCRDs() ([]CRD, error) {
 	var out []CRD
 	hr, err := b.crdFiles("helm-controller", "config/crd/bases/helm.toolkit.fluxcd.io_helmreleases.yaml")

@@ -37,9 +37,9 @@ func StartHelmController(ctx context.Context, b *Build, c *cluster.Cluster, o Op
 	if err != nil {
 		return nil, err
 	}
-	// helm-controller parses its own flag set, without controller-runtime's --kubeconfig (main.go
-	// lines 113-158); controller-runtime then reads KUBECONFIG. HOME is its folder, so nothing
-	// Helm might cache lands in the user's home.
+	// helm-controller parses its flags with pflag (main.go line 24), which does not take in
+	// controller-runtime's Go flag --kubeconfig (lines 113-158); controller-runtime then reads
+	// KUBECONFIG. HOME is its folder, so nothing Helm might cache lands in the user's home.
 	env, err := withEnv(ctl, "KUBECONFIG="+o.Kubeconfig, "HOME="+o.Dir)
 	if err != nil {
 		return nil, err

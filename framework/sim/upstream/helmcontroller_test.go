@@ -78,7 +78,7 @@ metadata:
 		}
 		h := &unstructured.Unstructured{Object: hist[0].(map[string]any)}
 		// The chart version carries the artifact's digest (helmrelease_controller.go lines
-		// 916-951, mutateChartWithSourceRevision: a digest revision becomes build metadata).
+		// 907-975, mutateChartWithSourceRevision: a digest revision becomes build metadata).
 		digest := strings.TrimPrefix(art.Digest, "sha256:")
 		if str(h, "chartName") != "hello" || !strings.HasPrefix(str(h, "chartVersion"), "0.1.0+"+digest[:12]) || str(h, "status") != "deployed" {
 			t.Errorf("status.history[0] %v", h.Object)
