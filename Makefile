@@ -2,7 +2,8 @@
 #                     the local control plane first for a sim lane
 # make test           builds the local control plane, then unit and integration tests,
 #                     lanes-check and workflows-check
-# make tools          build the local control plane (etcd, kube-apiserver, ...) from source
+# make tools          build the local control plane (etcd, kube-apiserver, ...) and the upstream
+#                     controllers (CAPK, the Talos bootstrap provider, helm-controller) from source
 # make lanes-check    validate every lane and its budget (LANES_DIR=<dir> for another folder)
 # make workflows      regenerate .github/workflows/e2e.yaml from the lanes
 # make e2e-plan       print a lane's whole plan without a cluster

@@ -1,0 +1,171 @@
+package upstream
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/cozystack/cozy-e2e/framework/controlplane"
+)
+
+// Options configure one upstream controller process.
+type Options struct {
+	// Dir is its working folder (log, webhook certificates); it is created.
+	Dir string
+	// Kubeconfig is the kubeconfig file of the apiserver it reconciles against (the sim's
+	// management apiserver; its admin kubeconfig: the controllers' RBAC is not exercised here).
+	Kubeconfig string
+	// ExtraArgs are appended verbatim.
+	ExtraArgs []string
+}
+
+// Controller is an upstream controller running as a local process. Its log is LogPath; it dies
+// with the harness (parent-death signal) and Stop stops it.
+type Controller struct {
+	controlplane.Process
+	// HealthURL serves /healthz and /readyz, MetricsURL /metrics; both on loopback.
+	HealthURL, MetricsURL string
+	// Webhook is its webhook server's identity; nil for a controller without webhooks.
+	Webhook *Serving
+	// Started is when the process started; Ready how long it then took to answer /readyz (and
+	// to complete a TLS handshake on its webhook port).
+	Started time.Time
+	Ready   time.Duration
+}
+
+// start runs c and waits until its readiness endpoint answers 200 and its webhook server (if
+// any) completes a handshake. If it exits first, or ctx ends, the error names it and quotes the
+// end of its log, and it is stopped.
+func (c *Controller) start(ctx context.Context) error {
+	c.Started = time.Now()
+	if err := c.Start(); err != nil {
+		return err
+	}
+	hc := &http.Client{Timeout: time.Second}
+	ready := func(ctx context.Context) error {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, c.HealthURL+"/readyz", nil)
+		resp, err := hc.Do(req)
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("/readyz answered %d", resp.StatusCode)
+		}
+		if c.Webhook != nil {
+			return c.Webhook.answers(ctx)
+		}
+		return nil
+	}
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	var last error
+	for {
+		if last = ready(ctx); last == nil {
+			c.Ready = time.Since(c.Started)
+			return nil
+		}
+		if exited, err := c.Exited(); exited {
+			return fmt.Errorf("%s exited (%v) before it was ready; end of %s:\n%s", c.Name, err, c.LogPath, tail(c.LogPath, 20))
+		}
+		select {
+		case <-ctx.Done():
+			c.Stop(5 * time.Second)
+			return fmt.Errorf("%s not ready after %s (%w); last: %v; end of %s:\n%s",
+				c.Name, time.Since(c.Started).Round(time.Millisecond), ctx.Err(), last, c.LogPath, tail(c.LogPath, 20))
+		case <-tick.C:
+		}
+	}
+}
+
+// Memory is the process's resident set size now and at its peak (VmRSS and VmHWM), in bytes.
+func (c *Controller) Memory() (rss, peak int64, err error) {
+	pid := c.Pid()
+	if pid == 0 {
+		return 0, 0, fmt.Errorf("%s is not running", c.Name)
+	}
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, 0, err
+	}
+	defer f.Close()
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		k, v, _ := strings.Cut(s.Text(), ":")
+		fields := strings.Fields(v)
+		if len(fields) != 2 || fields[1] != "kB" {
+			continue
+		}
+		n, err := strconv.ParseInt(fields[0], 10, 64)
+		if err != nil {
+			continue
+		}
+		switch k {
+		case "VmRSS":
+			rss = n << 10
+		case "VmHWM":
+			peak = n << 10
+		}
+	}
+	return rss, peak, s.Err()
+}
+
+// newController prepares a controller process with a health and a metrics port on loopback.
+func newController(name, path string, o Options) (*Controller, error) {
+	if o.Dir == "" || o.Kubeconfig == "" {
+		return nil, fmt.Errorf("upstream: %s: Options.Dir and Options.Kubeconfig are required", name)
+	}
+	if err := os.MkdirAll(o.Dir, 0o700); err != nil {
+		return nil, err
+	}
+	health, err := controlplane.FreePort()
+	if err != nil {
+		return nil, err
+	}
+	metrics, err := controlplane.FreePort()
+	if err != nil {
+		return nil, err
+	}
+	return &Controller{
+		Process: controlplane.Process{
+			Name: name, Path: path, LogPath: filepath.Join(o.Dir, name+".log"),
+		},
+		HealthURL:  fmt.Sprintf("http://127.0.0.1:%d", health),
+		MetricsURL: fmt.Sprintf("http://127.0.0.1:%d", metrics),
+	}, nil
+}
+
+// withEnv makes c run its binary through env(1) with vars set, since a Process takes no
+// environment of its own; env execs the binary, so the process (its pid, its memory, the signals
+// Stop sends) is the controller's. It returns the arguments that must lead c.Args.
+func withEnv(c *Controller, vars ...string) ([]string, error) {
+	env, err := exec.LookPath("env")
+	if err != nil {
+		return nil, fmt.Errorf("upstream: %s needs env(1) to be given its environment: %w", c.Name, err)
+	}
+	binary := c.Path
+	c.Path = env
+	return append(vars, binary), nil
+}
+
+func hostPort(url string) string { return strings.TrimPrefix(url, "http://") }
+
+// tail is the end of a log file, indented, for error messages.
+func tail(path string, lines int) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return "    (no log: " + err.Error() + ")"
+	}
+	all := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	if len(all) > lines {
+		all = all[len(all)-lines:]
+	}
+	return "    " + strings.Join(all, "\n    ")
+}
