@@ -192,3 +192,34 @@ func orWord(s, word string) string {
 	}
 	return s
 }
+
+// machineSetFailure is a MachineSet that cannot create its Machines: Cluster API v1.13 marks its
+// deprecated v1beta1 condition MachinesCreated False when cloning the bootstrap or
+// infrastructure template, or creating the Machine, fails (internal/controllers/machineset/
+// machineset_controller.go:851-906); the v1beta2 conditions keep saying ScalingUp, and there is
+// no event. A provider's admission webhook refusing the clone (the Kairos provider's on
+// KairosConfigs, failurePolicy Fail) shows only here.
+func machineSetFailure(sets []clusterv1.MachineSet) *terminal {
+	for _, ms := range sets {
+		d := ms.Status.Deprecated
+		if ms.DeletionTimestamp != nil || d == nil || d.V1Beta1 == nil {
+			continue
+		}
+		for _, c := range d.V1Beta1.Conditions {
+			if c.Type != clusterv1.MachinesCreatedV1Beta1Condition || c.Status != corev1.ConditionFalse {
+				continue
+			}
+			class := verdict.MachineFailed
+			switch c.Reason {
+			case clusterv1.BootstrapTemplateCloningFailedV1Beta1Reason:
+				class = verdict.Bootstrap
+			case clusterv1.InfrastructureTemplateCloningFailedV1Beta1Reason, clusterv1.MachineCreationFailedV1Beta1Reason:
+			default:
+				continue // a preflight check (version skew, a control plane upgrading) passes with time
+			}
+			return &terminal{Class: class, Stage: StageBootstrapData,
+				Detail: fmt.Sprintf("MachineSet %s cannot create its Machines: MachinesCreated=False %s: %s", ms.Name, c.Reason, c.Message)}
+		}
+	}
+	return nil
+}

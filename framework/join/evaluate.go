@@ -53,6 +53,7 @@ type snapshot struct {
 	// template of the same name and the other kind.
 	Template, OtherTemplate *unstructured.Unstructured
 	MachineDeployment       *clusterv1.MachineDeployment
+	MachineSets             []clusterv1.MachineSet
 	Machines                []*machineView
 	// KubeletConfig is the tenant kube-system/kubelet-config ConfigMap (nil: not there yet).
 	KubeletConfig *corev1.ConfigMap
@@ -95,6 +96,11 @@ func evaluate(s *snapshot) outcome {
 	}
 	if t := clusterDNSFailure(s); t != nil {
 		return outcome{Stage: t.Stage, Terminal: t}
+	}
+	if len(s.Machines) < p.Replicas {
+		if t := machineSetFailure(s.MachineSets); t != nil {
+			return outcome{Stage: t.Stage, Terminal: t}
+		}
 	}
 	var stages []machineStage
 	out := outcome{}

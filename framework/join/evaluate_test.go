@@ -358,6 +358,26 @@ func TestJoinRefusalLines(t *testing.T) {
 	}
 }
 
+// A MachineSet that cannot clone its bootstrap template (a provider's webhook refused the config)
+// fails the pool at once as a bootstrap failure; a preflight check that holds it is waited out.
+func TestARefusedCloneFailsThePoolAtOnce(t *testing.T) {
+	p := testPool(osfamily.Kairos, 1)
+	ms := clusterv1.MachineSet{ObjectMeta: metav1.ObjectMeta{Name: "ms-1"}, Status: clusterv1.MachineSetStatus{Deprecated: &clusterv1.MachineSetDeprecatedStatus{
+		V1Beta1: &clusterv1.MachineSetV1Beta1DeprecatedStatus{Conditions: clusterv1.Conditions{{Type: clusterv1.MachinesCreatedV1Beta1Condition,
+			Status: corev1.ConditionFalse, Reason: clusterv1.BootstrapTemplateCloningFailedV1Beta1Reason,
+			Message: `admission webhook "vkairosconfig.kb.io" denied the request: KairosConfig.bootstrap.cluster.x-k8s.io "x" is invalid`}}}}}}
+	s := withTemplate(p)
+	s.MachineSets = []clusterv1.MachineSet{ms}
+	out := evaluate(s)
+	if out.Terminal == nil || out.Terminal.Class != verdict.Bootstrap || out.Stage != StageBootstrapData || !strings.Contains(out.Terminal.Detail, "vkairosconfig.kb.io") {
+		t.Fatalf("%+v %+v", out, out.Terminal)
+	}
+	s.MachineSets[0].Status.Deprecated.V1Beta1.Conditions[0].Reason = clusterv1.PreflightCheckFailedV1Beta1Reason
+	if out := evaluate(s); out.Terminal != nil || out.Stage != StageBootstrapData {
+		t.Fatalf("a preflight check: %+v %+v", out, out.Terminal)
+	}
+}
+
 // A kubeadm-joined (Kairos) worker's join is judged from its console: waiting for kubeadm's
 // last words, then for its Node, found by its providerID.
 func TestAKairosJoinIsReadFromItsConsole(t *testing.T) {

@@ -44,6 +44,11 @@ func (w *Watcher) read(ctx context.Context, p Pool) (*snapshot, error) {
 	if err := w.mgmt.List(ctx, &machines, client.InNamespace(ns), p.Names.Selector()); err != nil {
 		return nil, fmt.Errorf("join: listing Machines of %s: %w", p.Names, err)
 	}
+	var sets clusterv1.MachineSetList
+	if err := w.mgmt.List(ctx, &sets, client.InNamespace(ns), p.Names.Selector()); err != nil {
+		return nil, fmt.Errorf("join: listing MachineSets of %s: %w", p.Names, err)
+	}
+	s.MachineSets = sets.Items
 	var pods corev1.PodList
 	if err := w.mgmt.List(ctx, &pods, client.InNamespace(ns)); err != nil {
 		return nil, err

@@ -104,7 +104,7 @@ func Start(ctx context.Context, o Options) (*Watcher, error) {
 	if err != nil {
 		return nil, fmt.Errorf("join: tenant informers: %w", err)
 	}
-	mgmtKinds := []client.Object{&clusterv1.Machine{}, &clusterv1.MachineDeployment{}, &cdiv1.DataVolume{},
+	mgmtKinds := []client.Object{&clusterv1.Machine{}, &clusterv1.MachineSet{}, &clusterv1.MachineDeployment{}, &cdiv1.DataVolume{},
 		&kubevirtv1.VirtualMachineInstance{}, &corev1.Pod{}, unstructuredOf(tenant.KubevirtMachineGVK)}
 	seen := map[string]bool{}
 	for _, os := range o.OSes {
