@@ -44,6 +44,8 @@ func expect(f faults.Name, os string) (expectation, bool) {
 		return expectation{verdict.Deadline, join.StageReady, false, []string{"KubeletNotReady"}}, true
 	case faults.NodeTainted:
 		return expectation{verdict.NotSchedulable, join.StageSchedulable, true, []string{"NoSchedule"}}, true
+	case faults.KairosConfigRefused:
+		return expectation{verdict.Bootstrap, join.StageBootstrapData, true, []string{"BootstrapTemplateCloningFailed"}}, true
 	case faults.ClusterDNSMismatch:
 		return expectation{verdict.ClusterDNS, join.StageJoin, true, []string{"clusterDNS is not the tenant CoreDNS Service's address"}}, true
 	}

@@ -35,7 +35,7 @@ var scenarios = []string{
 	"green",
 	"cluster-dns-mismatch,disk-import-refused@md0",
 	"vmi-unschedulable@md0,provider-id-missing@kairos,guest-join-rejected@acme",
-	"node-tainted",
+	"node-tainted@md0,node-tainted@acme,kairos-config-refused@kairos",
 	"mhc-replacement,apiserver-transient",
 }
 

@@ -44,7 +44,13 @@ func Setup(mgr manager.Manager, env *simenv.Env) error {
 	if err := setup(mgr, names.TalosConfigGVK, &talos{base{c: mgr.GetClient(), env: env}}); err != nil {
 		return err
 	}
-	return setup(mgr, names.KairosConfigGVK, &kairos{base{c: mgr.GetClient(), env: env}}, names.KubevirtMachineGVK)
+	if err := setup(mgr, names.KairosConfigGVK, &kairos{base{c: mgr.GetClient(), env: env}}, names.KubevirtMachineGVK); err != nil {
+		return err
+	}
+	if env.Webhooks == nil {
+		return nil
+	}
+	return env.Webhooks.Validating(kairosWebhook(env))
 }
 
 // setup registers r for configs of kind gvk; also are kinds whose object of the same name (the

@@ -137,9 +137,6 @@ func (r *kairos) cloudConfig(ctx context.Context, s *scope, providerID string) (
 	if spec.Kubeadm != nil && spec.Kubeadm.JoinConfiguration != nil {
 		join = spec.Kubeadm.JoinConfiguration
 	}
-	if err := validateKubeadm(spec, join); err != nil {
-		return nil, err
-	}
 	password := spec.UserPassword
 	if ref := spec.UserPasswordSecretRef; ref != nil {
 		ns, key := ref.Namespace, ref.Key
@@ -239,9 +236,14 @@ func (r *kairos) cloudConfig(ctx context.Context, s *scope, providerID string) (
 	return append([]byte("#cloud-config\n"), body...), nil
 }
 
-// validateKubeadm is the provider's admission of a kubeadm KairosConfig.
+// validateKubeadm is the provider's admission of a kubeadm KairosConfig: the role and
+// distribution checks of the readable provider (kairosconfig_webhook.go:97-113), with kubeadm the
+// distribution the v0.2 line adds, and the kubeadm path's own rules.
 func validateKubeadm(spec kairosSpec, join map[string]any) error {
 	var errs []string
+	if spec.Role != "control-plane" && spec.Role != "worker" {
+		errs = append(errs, fmt.Sprintf("spec.role: Invalid value: %q: spec.role must be one of [control-plane, worker]", spec.Role))
+	}
 	if spec.Distribution != "kubeadm" {
 		errs = append(errs, fmt.Sprintf("spec.distribution %q: the sim's Kairos provider joins kubeadm workers only", spec.Distribution))
 	}

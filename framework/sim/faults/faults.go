@@ -12,16 +12,17 @@ import (
 type Name string
 
 const (
-	DiskImportRefused  Name = "disk-import-refused"
-	DiskImportStall    Name = "disk-import-stall"
-	VMIUnschedulable   Name = "vmi-unschedulable"
-	GuestJoinRejected  Name = "guest-join-rejected"
-	ProviderIDMissing  Name = "provider-id-missing"
-	NodeNotReady       Name = "node-not-ready"
-	NodeTainted        Name = "node-tainted"
-	ClusterDNSMismatch Name = "cluster-dns-mismatch"
-	MHCReplacement     Name = "mhc-replacement"
-	APIServerTransient Name = "apiserver-transient"
+	DiskImportRefused   Name = "disk-import-refused"
+	DiskImportStall     Name = "disk-import-stall"
+	VMIUnschedulable    Name = "vmi-unschedulable"
+	GuestJoinRejected   Name = "guest-join-rejected"
+	ProviderIDMissing   Name = "provider-id-missing"
+	NodeNotReady        Name = "node-not-ready"
+	NodeTainted         Name = "node-tainted"
+	ClusterDNSMismatch  Name = "cluster-dns-mismatch"
+	KairosConfigRefused Name = "kairos-config-refused"
+	MHCReplacement      Name = "mhc-replacement"
+	APIServerTransient  Name = "apiserver-transient"
 )
 
 // Fault is one catalogue entry. The verdict a correct harness reaches under each fault is not
@@ -56,6 +57,8 @@ var catalogue = []Fault{
 		"a Node taint (core/v1); the startup taints that go away are named in docs/signals.md", false, false},
 	{ClusterDNSMismatch, "the platform renders a dnsServiceIPs address no CoreDNS Service holds (base+53 of the Service CIDR; CoreDNS stays at base+10): the tenant kubelet-config's clusterDNS points nowhere",
 		"Kamaji writes the tenant kube-system/kubelet-config clusterDNS from dnsServiceIPs (clastix/kamaji internal/kubeadm/uploadconfig.go:84); the mismatch itself is a product misconfiguration, sim only", false, true},
+	{KairosConfigRefused, "the pool's KairosConfigTemplate asks for a control-plane role on the kubeadm path, which the provider's webhook refuses (workers only): Cluster API cannot clone a KairosConfig, so no Machine appears",
+		"the Kairos provider's validating webhook, failurePolicy Fail (kairos-io/cluster-api-provider-kairos config/webhook/manifests.yaml:69-88); Cluster API v1.13 MachineSet MachinesCreated=False reason BootstrapTemplateCloningFailed (internal/controllers/machineset/machineset_controller.go:865)", false, true},
 	{MHCReplacement, "the first Machine of each targeted pool stalls at boot (console: waiting for the network); its MachineHealthCheck replaces it and the replacement joins; the stalled VMI's console stays served by its launcher until the VMI is deleted, then ends with the guest powering down",
 		"the real Cluster API MachineHealthCheck and MachineSet controllers (v1.13.6 in process) replace the Machine", true, false},
 	{APIServerTransient, "some API requests of the harness answer 500 etcdserver: leader changed",

@@ -184,9 +184,13 @@ func (r *renderer) bootstrapTemplate(p string, class Class, version string) *uns
 	name := r.release + "-" + p
 	apiserver := fmt.Sprintf("https://%s.%s.svc:6443", r.release, r.app.Namespace)
 	if class.OS == ClassKairos {
+		role := "worker"
+		if r.o.Faults != nil && r.o.Faults.Active("kairos-config-refused", p, true) {
+			role = "control-plane" // the provider's kubeadm path joins workers only; its webhook refuses this
+		}
 		t := object(KairosConfigTemplateGVK, r.app.Namespace, name, r.labels())
 		t.Object["spec"] = map[string]any{"template": map[string]any{"spec": map[string]any{
-			"role": "worker", "distribution": "kubeadm", "kubernetesVersion": version,
+			"role": role, "distribution": "kubeadm", "kubernetesVersion": version,
 			"userName": "kairos", "userPassword": "!", "hostnamePrefix": "",
 			"kubeadm": map[string]any{"joinConfiguration": map[string]any{
 				"discovery":        map[string]any{"bootstrapToken": map[string]any{"apiServerEndpoint": apiserver}},

@@ -8,6 +8,9 @@ import (
 	"sync"
 	"time"
 
+	admissionv1 "k8s.io/api/admissionregistration/v1"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
 	"github.com/cozystack/cozy-e2e/framework/sim/faults"
 )
 
@@ -35,6 +38,19 @@ func RestartContainerLog(path string) error {
 	return f.Close()
 }
 
+// ValidatingWebhook is a stand-in's admission webhook (failurePolicy Fail, as the providers
+// declare theirs): its name, the requests it matches and its handler.
+type ValidatingWebhook struct {
+	Name    string
+	Rules   []admissionv1.RuleWithOperations
+	Handler admission.Handler
+}
+
+// Webhooks serves the stand-ins' admission webhooks (the sim's world does).
+type Webhooks interface {
+	Validating(ValidatingWebhook) error
+}
+
 // Env is shared by the stand-ins. Its zero value is not usable; the sim substrate builds it.
 type Env struct {
 	// Faults selected by E2E_SIM_FAULT (nil: none).
@@ -44,6 +60,8 @@ type Env struct {
 	Latencies map[string]time.Duration
 	// Logs places container logs.
 	Logs LogSink
+	// Webhooks serves admission webhooks (nil: none are served, and stand-ins skip theirs).
+	Webhooks Webhooks
 	// Dir is the sim's working folder (not an artifact).
 	Dir string
 	// Now is the clock.

@@ -13,9 +13,11 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/cozystack/cozy-e2e/framework/cluster"
 	"github.com/cozystack/cozy-e2e/framework/controlplane"
+	"github.com/cozystack/cozy-e2e/framework/sim/simenv"
 )
 
 // webhookServing is the TLS identity and address of the in-process webhook server: a CA of its
@@ -113,6 +115,36 @@ func installAdmissionWebhooks(ctx context.Context, c *cluster.Cluster, s *webhoo
 		if err := c.Client.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("world: installing Cluster API admission webhooks (%s): %w", obj.GetName(), err)
 		}
+	}
+	return nil
+}
+
+// Validating serves the stand-in webhook v: its handler is registered on the world's webhook
+// server now, its configuration is installed once the manager runs (Run).
+func (w *World) Validating(v simenv.ValidatingWebhook) error {
+	path := "/validate-standin-" + v.Name
+	w.mgr.GetWebhookServer().Register(path, &admission.Webhook{Handler: v.Handler})
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.standinWebhooks = append(w.standinWebhooks, admissionv1.ValidatingWebhook{
+		Name: v.Name, ClientConfig: admissionv1.WebhookClientConfig{URL: ptr.To(w.webhooks.URL(path)), CABundle: w.webhooks.ca.CertPEM},
+		Rules: v.Rules, MatchPolicy: ptr.To(admissionv1.Equivalent), SideEffects: ptr.To(admissionv1.SideEffectClassNone),
+		FailurePolicy: ptr.To(admissionv1.Fail), AdmissionReviewVersions: []string{"v1"},
+	})
+	return nil
+}
+
+// installStandinWebhooks installs the configuration of every stand-in webhook.
+func (w *World) installStandinWebhooks(ctx context.Context) error {
+	w.mu.Lock()
+	hooks := append([]admissionv1.ValidatingWebhook(nil), w.standinWebhooks...)
+	w.mu.Unlock()
+	if len(hooks) == 0 {
+		return nil
+	}
+	cfg := &admissionv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "sim-standin-validating"}, Webhooks: hooks}
+	if err := w.Cluster.Client.Create(ctx, cfg); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("world: installing the stand-ins' admission webhooks: %w", err)
 	}
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	admissionv1 "k8s.io/api/admissionregistration/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/cozystack/cozy-e2e/framework/cluster"
@@ -41,7 +42,9 @@ type World struct {
 
 	mgr      ctrl.Manager
 	webhooks *webhookServing
-	logs     *logSink
+	// standinWebhooks are the stand-ins' admission webhooks, installed by Run.
+	standinWebhooks []admissionv1.ValidatingWebhook
+	logs            *logSink
 
 	life    context.Context
 	mu      sync.Mutex
@@ -187,6 +190,9 @@ func (w *World) Run(ctx context.Context) error {
 		return err
 	}
 	if err := installAdmissionWebhooks(ctx, w.Cluster, w.webhooks); err != nil {
+		return err
+	}
+	if err := w.installStandinWebhooks(ctx); err != nil {
 		return err
 	}
 	fmt.Fprintf(w.opts.Log, "sim: Cluster API controllers and webhooks running in %s\n", since(t))

@@ -158,6 +158,7 @@ func (s *Substrate) Up(ctx context.Context, clock *budget.Clock) (c *cluster.Clu
 		return nil, fmt.Errorf("sim: management cluster: %w", err)
 	}
 	s.env.Logs = w
+	s.env.Webhooks = w
 	s.k, err = kamaji.Add(w.Manager(), kamaji.Options{
 		Tools: tools, EtcdURL: w.Etcd.ClientURL, Dir: filepath.Join(s.dir, "tenants"), Canary: s.canary, Log: s.o.Log,
 	})
