@@ -192,6 +192,11 @@ func progress(p Pool, v *machineView) machineStage {
 	if v.DataVolume == nil {
 		return at(StageDiskImport, "DataVolume %s not created yet (KubevirtMachine %s: %s)", dvName, vm, conditionsOf(v.KubevirtMachine))
 	}
+	if ph := v.DataVolume.Status.Phase; ph == cdiv1.WaitForFirstConsumer || ph == cdiv1.PendingPopulation {
+		// The claim binds when a pod using it is placed: KubeVirt's temporary launcher
+		// (CDI v1.64.0 pkg/controller/datavolume/controller-base.go:998,1010).
+		return at(StageDiskImport, "DataVolume %s %s: its claim binds once a consumer is placed%s", dvName, ph, launcherDetail(nil, v.Temporary))
+	}
 	if v.DataVolume.Status.Phase != cdiv1.Succeeded {
 		return at(StageDiskImport, "DataVolume %s %s %s%s", dvName, orWord(string(v.DataVolume.Status.Phase), "(no phase)"),
 			v.DataVolume.Status.Progress, importerDetail(v.Importer))

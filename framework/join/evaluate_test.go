@@ -78,6 +78,11 @@ func TestEachStageIsWhereTheFirstMissingPieceIs(t *testing.T) {
 		{StageDiskImport, func(v *machineView) {
 			v.DataVolume.Status.Phase, v.DataVolume.Status.Progress = cdiv1.ImportInProgress, "42.0%"
 		}, "ImportInProgress 42.0%"},
+		{StageDiskImport, func(v *machineView) {
+			v.DataVolume.Status.Phase = cdiv1.WaitForFirstConsumer
+			v.VMI.Status.Phase, v.Temporary, v.Launcher = kubevirtv1.Pending, v.Launcher, nil
+			v.Temporary.Status.Phase = corev1.PodPending
+		}, "WaitForFirstConsumer: its claim binds once a consumer is placed; temporary launcher (binding its volume)"},
 		{StageVMIRunning, func(v *machineView) { v.VMI.Status.Phase = kubevirtv1.Scheduling }, "VMI m1 Scheduling"},
 		{StageGuestBoot, func(v *machineView) { v.Node, v.Console = nil, &consoleState{} }, "serial console is silent"},
 		{StageJoin, func(v *machineView) { v.Node, v.Console.Joined = nil, false }, "talos prints no join on its console: waiting for its kubelet"},
