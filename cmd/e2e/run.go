@@ -260,10 +260,9 @@ func downGrace(l *lane.Lane) time.Duration {
 }
 
 func (r *run) fail(class verdict.Class, stage string, err error) {
-	r.logf("%s (%s): %v", stage, class, err)
-	r.failures = append(r.failures, verdict.Failure{
-		Spec: "harness " + stage, Class: class, Stage: stage, Message: err.Error(), At: time.Now(),
-	})
+	f := verdict.Failure{Spec: "harness " + stage, Class: class, Stage: stage, Message: err.Error(), At: time.Now()}
+	r.logf("%s", f.Line())
+	r.failures = append(r.failures, f)
 }
 
 func (r *run) close() {
