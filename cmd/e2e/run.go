@@ -30,9 +30,34 @@ type runOptions struct {
 	Artifacts string
 	RunID     string
 	JobStart  time.Time
-	Keep      bool
+	Keep      Keep
 	Reuse     bool
 	NoBuild   bool
+	// CheckOnly checks the flags, the lane and the knobs, and stops (make e2e does it before
+	// building the tools).
+	CheckOnly bool
+	// lane is the lane as configure loaded it (newRun loads Lane when it is nil).
+	lane *lane.Lane
+	// laneFlag says --lane was given (not LANE).
+	laneFlag bool
+}
+
+// Keep is what E2E_KEEP asks for: nothing, everything, or a red run.
+type Keep string
+
+const (
+	KeepNever     Keep = ""
+	KeepAlways    Keep = "1"
+	KeepOnFailure Keep = "on-failure"
+)
+
+// keepEnv reads E2E_KEEP (checked by the knobs first): 1, on-failure, or anything else never.
+func keepEnv(v string) Keep {
+	switch Keep(v) {
+	case KeepAlways, KeepOnFailure:
+		return Keep(v)
+	}
+	return KeepNever
 }
 
 // run is one lane run: its lane, clock, folders and what it found.
@@ -55,9 +80,15 @@ type run struct {
 }
 
 func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	opts, err := parseRunFlags(args, stderr)
+	opts, err := configure(args, os.Getenv, stderr)
 	if err != nil {
+		if !errors.Is(err, flag.ErrHelp) && err.Error() != "" {
+			fmt.Fprintf(stderr, "e2e run: %s\n", strings.ReplaceAll(err.Error(), "\n", "\ne2e run: "))
+		}
 		return exitConfig
+	}
+	if opts.CheckOnly {
+		return exitPass
 	}
 	r, err := newRun(opts, stdout)
 	if err != nil {
@@ -68,27 +99,69 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return r.execute(ctx)
 }
 
-func parseRunFlags(args []string, stderr io.Writer) (runOptions, error) {
+// errFlags is a flag error the flag package has printed already.
+var errFlags = errors.New("")
+
+// configure reads the flags, loads the lane and checks every knob, before anything is made or
+// started: a bad value ends the run here, with exit 2.
+func configure(args []string, getenv func(string) string, stderr io.Writer) (runOptions, error) {
+	o, err := parseRunFlags(args, getenv, stderr)
+	if err != nil {
+		return o, errFlags
+	}
+	root, err := projectRoot()
+	if err != nil {
+		return o, err
+	}
+	dir := o.LanesDir
+	if !filepath.IsAbs(dir) {
+		dir = filepath.Join(root, dir)
+	}
+	if info, err := os.Stat(dir); err != nil || !info.IsDir() {
+		return o, fmt.Errorf("--lanes-dir %s: no such folder; want the folder of the lane files (example: --lanes-dir lanes)", o.LanesDir)
+	}
+	if o.lane, err = lane.Find(dir, o.Lane); err != nil {
+		src := fmt.Sprintf("--lane %s", o.Lane)
+		if !o.laneFlag {
+			src = fmt.Sprintf("LANE=%q", o.Lane)
+		}
+		return o, fmt.Errorf("%s: %w; want a lane name or lane file (example: make e2e LANE=sim)", src, err)
+	}
+	if err := checkKnobs(getenv, o.lane); err != nil {
+		return o, err
+	}
+	o.Artifacts = getenv("E2E_ARTIFACTS")
+	o.RunID = getenv("E2E_RUN_ID")
+	if o.RunID == "" {
+		o.RunID = randomID()
+	}
+	o.Keep = keepEnv(getenv("E2E_KEEP"))
+	o.Reuse = getenv("E2E_REUSE") == "1"
+	if s := getenv("E2E_JOB_START"); s != "" {
+		o.JobStart, _ = time.Parse(time.RFC3339Nano, s)
+	}
+	return o, nil
+}
+
+func parseRunFlags(args []string, getenv func(string) string, stderr io.Writer) (runOptions, error) {
 	fs := flag.NewFlagSet("e2e run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	o := runOptions{}
-	fs.StringVar(&o.Lane, "lane", envOr("LANE", "sim"), "lane name (lanes/<name>.yaml) or lane file")
+	def := getenv("LANE")
+	if def == "" {
+		def = "sim"
+	}
+	fs.StringVar(&o.Lane, "lane", def, "lane name (lanes/<name>.yaml) or lane file; LANE sets the default")
 	fs.StringVar(&o.LanesDir, "lanes-dir", "lanes", "folder of the lane files")
 	fs.BoolVar(&o.NoBuild, "no-build", false, "use the suite binaries in bin/suites as they are")
+	fs.BoolVar(&o.CheckOnly, "check", false, "check the flags, the lane and the environment, then stop (exit 0 or 2)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
-	o.Artifacts = os.Getenv("E2E_ARTIFACTS")
-	o.RunID = envOr("E2E_RUN_ID", randomID())
-	o.Keep = os.Getenv("E2E_KEEP") == "1"
-	o.Reuse = os.Getenv("E2E_REUSE") == "1"
-	if s := os.Getenv("E2E_JOB_START"); s != "" {
-		t, err := time.Parse(time.RFC3339, s)
-		if err != nil {
-			fmt.Fprintf(stderr, "e2e run: E2E_JOB_START=%q is not an RFC 3339 time (2026-12-02T10:00:00Z): %v\n", s, err)
-			return o, err
-		}
-		o.JobStart = t
+	fs.Visit(func(f *flag.Flag) { o.laneFlag = o.laneFlag || f.Name == "lane" })
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "e2e run: unexpected argument %q; flags only (example: e2e run --lane sim)\n", fs.Arg(0))
+		return o, errFlags
 	}
 	return o, nil
 }
@@ -98,13 +171,15 @@ func newRun(o runOptions, stdout io.Writer) (*run, error) {
 	if err != nil {
 		return nil, err
 	}
-	dir := o.LanesDir
-	if !filepath.IsAbs(dir) {
-		dir = filepath.Join(root, dir)
-	}
-	l, err := lane.Find(dir, o.Lane)
-	if err != nil {
-		return nil, err
+	l := o.lane
+	if l == nil {
+		dir := o.LanesDir
+		if !filepath.IsAbs(dir) {
+			dir = filepath.Join(root, dir)
+		}
+		if l, err = lane.Find(dir, o.Lane); err != nil {
+			return nil, err
+		}
 	}
 	started := time.Now()
 	artifacts, err := prepareArtifacts(root, o.Artifacts, l.Name, started)
@@ -164,7 +239,7 @@ func (r *run) execute(parent context.Context) int {
 	}
 	interrupted := sigCtx.Err() != nil
 	stopSignals() // a second signal during teardown kills the harness, and Pdeathsig its children
-	if r.opts.Keep {
+	if r.opts.Keep == KeepAlways {
 		// The reports first: the substrate then holds everything up until the person is done.
 		code := r.finish(interrupted)
 		r.keep()
@@ -177,7 +252,7 @@ func (r *run) execute(parent context.Context) int {
 // bringUp runs preflight and the substrate's own phases.
 func (r *run) bringUp(ctx context.Context) (*cluster.Cluster, error) {
 	sub, err := r.newSub(r.lane, substrate.Options{
-		Artifacts: r.artifacts, WorkDir: r.work, Keep: r.opts.Keep, Reuse: r.opts.Reuse, Log: r.out,
+		Artifacts: r.artifacts, WorkDir: r.work, Keep: r.opts.Keep == KeepAlways, Reuse: r.opts.Reuse, Log: r.out,
 	})
 	if err != nil {
 		r.fail(verdict.Configuration, "configuration", err)
@@ -269,16 +344,9 @@ func (r *run) close() {
 	if r.logFile != nil {
 		r.logFile.Close()
 	}
-	if !r.opts.Keep && r.work != "" {
+	if r.opts.Keep != KeepAlways && r.work != "" {
 		os.RemoveAll(r.work)
 	}
-}
-
-func envOr(key, def string) string {
-	if v := os.Getenv(key); v != "" {
-		return v
-	}
-	return def
 }
 
 func randomID() string {
