@@ -18,6 +18,7 @@ import (
 	"github.com/cozystack/cozy-e2e/framework/cluster"
 	"github.com/cozystack/cozy-e2e/framework/diag"
 	"github.com/cozystack/cozy-e2e/framework/lane"
+	"github.com/cozystack/cozy-e2e/framework/progress"
 	"github.com/cozystack/cozy-e2e/framework/substrate"
 	"github.com/cozystack/cozy-e2e/framework/verdict"
 	"github.com/cozystack/cozy-e2e/framework/verdict/report"
@@ -68,7 +69,7 @@ type run struct {
 	artifacts string
 	work      string
 	clock     *budget.Clock
-	out       io.Writer // the terminal and harness.log
+	con       *progress.Console // the terminal (live on a TTY) and harness.log
 	logFile   *os.File
 	sub       substrate.Substrate
 	partial   *cluster.Cluster // the management cluster a failed Up handed back
@@ -194,10 +195,11 @@ func newRun(o runOptions, stdout io.Writer) (*run, error) {
 	if err != nil {
 		return nil, err
 	}
+	con := progress.NewConsole(progress.Options{Out: stdout, Log: logFile, Live: progress.IsTerminal(stdout)})
 	r := &run{
 		opts: o, lane: l, root: root, artifacts: artifacts, newSub: newSubstrate, work: work, logFile: logFile, manifest: diag.NewManifest(),
-		out: io.MultiWriter(stdout, logFile), started: started,
-		clock: budget.New(l.Budget, budget.Options{JobStart: o.JobStart, Lane: l.Name}),
+		con: con, started: started,
+		clock: budget.New(l.Budget, budget.Options{JobStart: o.JobStart, Lane: l.Name, Observer: progress.ClockObserver(con.Event)}),
 	}
 	// The lane as run, under its own name, so a repro loads it exactly.
 	if err := os.MkdirAll(filepath.Join(artifacts, "lane"), 0o755); err != nil {
@@ -217,9 +219,11 @@ func (r *run) laneCopy() string {
 	return filepath.Join(r.artifacts, filepath.FromSlash(report.LaneCopy(r.lane.Name)))
 }
 
-func (r *run) logf(format string, args ...any) {
-	fmt.Fprintf(r.out, "%s e2e: %s\n", time.Now().UTC().Format("15:04:05"), fmt.Sprintf(format, args...))
-}
+// logf is a line a person reads (the terminal and harness.log); detailf one harness.log keeps
+// (and the live line of the phase shows).
+func (r *run) logf(format string, args ...any) { r.con.Printf(format, args...) }
+
+func (r *run) detailf(format string, args ...any) { r.con.Detailf(format, args...) }
 
 // execute brings the substrate up, runs the suites, tears down and judges. Whatever happens,
 // the verdict and reports are written before it returns.
@@ -252,7 +256,7 @@ func (r *run) execute(parent context.Context) int {
 // bringUp runs preflight and the substrate's own phases.
 func (r *run) bringUp(ctx context.Context) (*cluster.Cluster, error) {
 	sub, err := r.newSub(r.lane, substrate.Options{
-		Artifacts: r.artifacts, WorkDir: r.work, Keep: r.opts.Keep == KeepAlways, Reuse: r.opts.Reuse, Log: r.out,
+		Artifacts: r.artifacts, WorkDir: r.work, Keep: r.opts.Keep == KeepAlways, Reuse: r.opts.Reuse, Log: r.con.Lines(),
 	})
 	if err != nil {
 		r.fail(verdict.Configuration, "configuration", err)
@@ -270,7 +274,7 @@ func (r *run) bringUp(ctx context.Context) (*cluster.Cluster, error) {
 		r.fail(verdict.Preflight, "preflight", err)
 		return nil, err
 	}
-	r.logf("preflight ok; bringing up the %s substrate", sub.Name())
+	r.detailf("preflight ok; bringing up the %s substrate", sub.Name())
 	mgmt, err := sub.Up(ctx, r.clock)
 	if err != nil {
 		class := verdict.Install
@@ -336,11 +340,12 @@ func downGrace(l *lane.Lane) time.Duration {
 
 func (r *run) fail(class verdict.Class, stage string, err error) {
 	f := verdict.Failure{Spec: "harness " + stage, Class: class, Stage: stage, Message: err.Error(), At: time.Now()}
-	r.logf("%s", f.Line())
+	r.con.Event(progress.Event{At: f.At, Kind: progress.Failure, Class: string(class), Stage: stage, Detail: f.Line()})
 	r.failures = append(r.failures, f)
 }
 
 func (r *run) close() {
+	r.con.Close()
 	if r.logFile != nil {
 		r.logFile.Close()
 	}

@@ -126,11 +126,13 @@ func (st *state) startPools(spec context.Context) {
 	ctx, span := st.phase(context.WithoutCancel(spec), "pools")
 	ctx, cancel := context.WithCancel(ctx)
 	oses := []string{}
+	replicas := map[string]int{}
 	for _, p := range st.pools {
 		oses = append(oses, p.os)
+		replicas[p.spec.Name] = p.spec.Replicas
 	}
 	w, err := join.Start(ctx, join.Options{Management: st.s.Mgmt, Tenant: st.tenant, Namespace: st.names.Namespace,
-		OSes: oses, Clock: st.s.Clock, Log: st.s.Log})
+		OSes: oses, Clock: st.s.Clock, Log: st.s.JoinLog(), OnProgress: st.s.JoinProgress(replicas)})
 	if err != nil {
 		cancel()
 		span.End(err)

@@ -21,6 +21,9 @@ const (
 	EnvSuiteArtifacts = "E2E_SUITE_ARTIFACTS"
 	EnvJobStart       = "E2E_JOB_START"
 	EnvRunID          = "E2E_RUN_ID"
+	// EnvProgress (progress.EnvFD) is the file descriptor the suite's progress events go to;
+	// unset, its progress lines go to its output.
+	EnvProgress = "E2E_PROGRESS_FD"
 )
 
 // Env is the orchestrator's environment of one suite process.
@@ -31,6 +34,8 @@ type Env struct {
 	SuiteArtifacts string
 	JobStart       time.Time
 	RunID          string
+	// Progress is EnvProgress, optional.
+	Progress string
 }
 
 // FromEnviron reads the environment through getenv (os.Getenv in a suite). Every missing or
@@ -38,7 +43,7 @@ type Env struct {
 func FromEnviron(getenv func(string) string) (Env, error) {
 	e := Env{
 		LaneFile: getenv(EnvLaneFile), Kubeconfig: getenv(EnvKubeconfig), Artifacts: getenv(EnvArtifacts),
-		SuiteArtifacts: getenv(EnvSuiteArtifacts), RunID: getenv(EnvRunID),
+		SuiteArtifacts: getenv(EnvSuiteArtifacts), RunID: getenv(EnvRunID), Progress: getenv(EnvProgress),
 	}
 	var bad []string
 	for name, v := range map[string]string{EnvLaneFile: e.LaneFile, EnvKubeconfig: e.Kubeconfig, EnvArtifacts: e.Artifacts,

@@ -25,6 +25,8 @@ type Failures struct {
 	noted    map[string]noted // by failure message
 	evidence map[string][]string
 	list     []verdict.Failure
+	// Decided, when set, hears each failure as soon as it is decided (a person's console).
+	Decided func(verdict.Failure)
 }
 
 type noted struct {
@@ -42,8 +44,16 @@ func NewFailures() *Failures {
 // err.Error(), decided now.
 func (f *Failures) Note(pool string, err error) {
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	f.noted[err.Error()] = noted{pool: pool, err: err, at: time.Now()}
+	f.mu.Unlock()
+	j := classify(err)
+	f.decided(verdict.Failure{Pool: pool, Class: j.class, Stage: j.stage, Message: err.Error(), At: time.Now()})
+}
+
+func (f *Failures) decided(v verdict.Failure) {
+	if f.Decided != nil {
+		f.Decided(v)
+	}
 }
 
 // AddEvidence attaches artifact paths (relative to the artifacts folder) to spec's failure.
@@ -55,6 +65,11 @@ func (f *Failures) AddEvidence(spec string, paths []string) {
 
 // Add records a failure that is not a spec's (a teardown leak).
 func (f *Failures) Add(v verdict.Failure) {
+	f.add(v)
+	f.decided(v)
+}
+
+func (f *Failures) add(v verdict.Failure) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if v.At.IsZero() {
@@ -109,8 +124,12 @@ func (f *Failures) Spec(r types.SpecReport) {
 	v := f.Judge(r)
 	f.mu.Lock()
 	v.Evidence = append(v.Evidence, f.evidence[v.Spec]...)
+	_, wasNoted := f.noted[r.Failure.Message]
 	f.mu.Unlock()
-	f.Add(v)
+	f.add(v)
+	if !wasNoted {
+		f.decided(v) // a noted failure was told when it was decided
+	}
 }
 
 // judged is what classify finds in an error, with when it was decided (zero: unknown).
