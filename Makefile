@@ -7,6 +7,7 @@
 # make workflows      regenerate .github/workflows/e2e.yaml from the lanes
 # make e2e-plan       print a lane's whole plan without a cluster
 # make repro          rerun a downloaded CI run's lane with its pins (ARTIFACTS=<dir>)
+# make e2e-down       tear down what a kept kind run left (LANE=<lane>, WORK=<the folder it printed>)
 
 SHELL       := /bin/bash
 GO          ?= go
@@ -19,7 +20,7 @@ BIN         := bin
 E2E_TOOLS_DIR ?= $(shell hack/tools/build.sh --print)
 export E2E_TOOLS_DIR
 
-.PHONY: all e2e e2e-plan repro test unit lanes-check workflows workflows-check tools vet fmt-check clean
+.PHONY: all e2e e2e-down e2e-plan repro test unit lanes-check workflows workflows-check tools vet fmt-check clean
 
 all: test
 
@@ -42,6 +43,9 @@ e2e: $(BIN)/e2e
 	@$(BIN)/e2e run --check --lane $(LANE) --lanes-dir $(LANES_DIR)
 	@$(if $(E2E_NEEDS),hack/tools/build.sh,true)
 	@$(BIN)/e2e run --lane $(LANE) --lanes-dir $(LANES_DIR)
+
+e2e-down: $(BIN)/e2e
+	@$(BIN)/e2e down --lane $(LANE) --lanes-dir $(LANES_DIR) $(if $(WORK),--work $(WORK))
 
 e2e-plan: $(BIN)/lanes
 	@$(BIN)/lanes plan --lane $(LANE) --dir $(LANES_DIR)

@@ -78,6 +78,9 @@ type run struct {
 	ranSuites bool           // the suites started (their reports are expected)
 	manifest  *diag.Manifest // the harness's own collectors
 	started   time.Time
+	// keptPast: the clusters outlive this process (a kept kind or existing cluster), so its
+	// work folder (their kubeconfigs) stays.
+	keptPast bool
 }
 
 func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -243,10 +246,10 @@ func (r *run) execute(parent context.Context) int {
 	}
 	interrupted := sigCtx.Err() != nil
 	stopSignals() // a second signal during teardown kills the harness, and Pdeathsig its children
-	if r.opts.Keep == KeepAlways {
-		// The reports first: the substrate then holds everything up until the person is done.
+	if keep, why := r.keeps(interrupted); keep {
+		// Nothing is torn down. The reports first; how to reach what was kept is printed last.
 		code := r.finish(interrupted)
-		r.keep()
+		r.keep(why)
 		return code
 	}
 	r.down()
@@ -256,7 +259,7 @@ func (r *run) execute(parent context.Context) int {
 // bringUp runs preflight and the substrate's own phases.
 func (r *run) bringUp(ctx context.Context) (*cluster.Cluster, error) {
 	sub, err := r.newSub(r.lane, substrate.Options{
-		Artifacts: r.artifacts, WorkDir: r.work, Keep: r.opts.Keep == KeepAlways, Reuse: r.opts.Reuse, Log: r.con.Lines(),
+		Artifacts: r.artifacts, WorkDir: r.work, Reuse: r.opts.Reuse, Log: r.con.Lines(),
 	})
 	if err != nil {
 		r.fail(verdict.Configuration, "configuration", err)
@@ -315,21 +318,6 @@ func (r *run) down() {
 	r.logf("substrate %s down in %s", r.sub.Name(), time.Since(start).Round(time.Millisecond))
 }
 
-// keep hands the substrate to a person (E2E_KEEP=1): its Down says how to reach every cluster
-// and holds them up until the next SIGINT or SIGTERM (the sim's processes live as long as this
-// one; a kind cluster outlives it).
-func (r *run) keep() {
-	if r.sub == nil {
-		return
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	r.logf("E2E_KEEP=1: kept; Ctrl-C (SIGINT) or SIGTERM ends it")
-	if err := r.sub.Down(ctx); err != nil {
-		r.logf("substrate %s down: %v", r.sub.Name(), err)
-	}
-}
-
 // downGrace bounds the teardown of the substrate: the lane's teardown ceiling.
 func downGrace(l *lane.Lane) time.Duration {
 	if p, ok := l.Budget.Phase("teardown"); ok {
@@ -349,7 +337,7 @@ func (r *run) close() {
 	if r.logFile != nil {
 		r.logFile.Close()
 	}
-	if r.opts.Keep != KeepAlways && r.work != "" {
+	if !r.keptPast && r.work != "" {
 		os.RemoveAll(r.work)
 	}
 }

@@ -77,6 +77,8 @@ func (r *run) runSuite(ctx context.Context, s lane.Suite, kubeconfig string) {
 		"E2E_SUITE_ARTIFACTS="+dir,
 		"E2E_JOB_START="+r.clock.JobStart().UTC().Format(time.RFC3339Nano),
 		"E2E_RUN_ID="+r.opts.RunID,
+		"E2E_KEEP="+string(r.opts.Keep),
+		"E2E_SUITE_WORK="+filepath.Join(r.work, "suites", s.Name),
 	)
 	// Its output is kept (output.log, harness.log); what a person reads comes as progress
 	// events on a pipe of its own (fd 3, E2E_PROGRESS_FD), drawn by the console.

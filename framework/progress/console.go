@@ -131,6 +131,18 @@ func (c *Console) Sink() Sink { return c.Event }
 // Printf is a permanent line of the harness's own ("e2e: lane sim ...", the verdict).
 func (c *Console) Printf(format string, a ...any) { c.Line("e2e: " + fmt.Sprintf(format, a...)) }
 
+// Plain is a permanent line without a time stamp (a block a person copies from).
+func (c *Console) Plain(text string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, _ = fmt.Fprintln(c.o.Log, text)
+	if c.closed {
+		_, _ = io.WriteString(c.o.Out, text+"\n")
+		return
+	}
+	c.enqueue(func() { c.print(text) })
+}
+
 // Line is a permanent line, as it is (stamped with the time).
 func (c *Console) Line(text string) {
 	c.mu.Lock()

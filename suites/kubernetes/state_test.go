@@ -5,14 +5,18 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cozystack/cozy-e2e/framework/budget"
 	"github.com/cozystack/cozy-e2e/framework/cluster"
 	"github.com/cozystack/cozy-e2e/framework/join"
 	"github.com/cozystack/cozy-e2e/framework/tenant"
 	"github.com/cozystack/cozy-e2e/framework/verdict"
+	"github.com/cozystack/cozy-e2e/framework/verdict/report"
 	"github.com/cozystack/cozy-e2e/suites/internal/suite"
 )
 
@@ -215,6 +219,10 @@ func (st *state) teardown(spec context.Context) {
 	if !st.created.tenant {
 		return
 	}
+	if keep, why := st.s.Keeps(CurrentSpecReport().Failed()); keep {
+		st.keep(spec, why)
+		return
+	}
 	var first error
 	fail := func(err error, evidence []string) {
 		if err == nil {
@@ -246,4 +254,56 @@ func (st *state) teardown(spec context.Context) {
 	defer cancel()
 	fail(st.platform.DeleteTenant(rctx, st.s.Run), nil)
 	fail(st.platform.DeleteClasses(rctx, st.classes), nil)
+}
+
+// keep leaves everything the suite created standing (E2E_KEEP): the teardown phase is recorded
+// as skipped, and kept.json says how to reach the tenant, its namespace and the objects of
+// every failed pool.
+func (st *state) keep(spec context.Context, why string) {
+	_ = st.s.Clock.Skip("teardown", why+": kept for inspection")
+	k := report.Kept{Reason: why, Tenant: st.s.Run.TenantName(), Namespace: st.s.Run.Namespace(), Classes: st.classes}
+	kc := report.KeptCluster{Name: st.names.Cluster()}
+	if path, err := st.s.KeptKubeconfig("tenant-"+st.names.Cluster(), st.tenant); err == nil {
+		kc.Kubeconfig = path
+	} else {
+		fmt.Fprintf(st.s.Log, "keep: %v\n", err)
+	}
+	k.Clusters = append(k.Clusters, kc)
+	if st.created.refusals {
+		k.Clusters = append(k.Clusters, report.KeptCluster{Name: st.refusals.Cluster()})
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(spec), 10*time.Second)
+	defer cancel()
+	seen := map[string]bool{}
+	for _, f := range st.s.Failures.All() {
+		if f.Pool == "" || seen[f.Pool] {
+			continue
+		}
+		seen[f.Pool] = true
+		k.Pools = append(k.Pools, st.keptPool(ctx, f.Pool, verdict.Label(f.Class, f.Stage)))
+	}
+	if pool := suite.PoolOf(CurrentSpecReport()); pool != "" && !seen[pool] && CurrentSpecReport().Failed() {
+		k.Pools = append(k.Pools, st.keptPool(ctx, pool, "failed"))
+	}
+	if err := st.s.WriteKept(k); err != nil {
+		fmt.Fprintf(st.s.Log, "keep: writing %s: %v\n", report.KeptFile, err)
+	}
+}
+
+// keptPool names a failed pool's objects: its MachineDeployment, Machines and their VMIs.
+func (st *state) keptPool(ctx context.Context, pool, failure string) report.KeptPool {
+	p := st.names.Pool(pool)
+	kp := report.KeptPool{Pool: pool, Cluster: st.names.Cluster(), Failure: failure, MachineDeployment: p.MachineDeployment()}
+	var list clusterv1.MachineList
+	if err := st.s.Mgmt.Client.List(ctx, &list, client.InNamespace(p.Namespace), p.Selector()); err != nil {
+		fmt.Fprintf(st.s.Log, "keep: listing the Machines of pool %s: %v\n", pool, err)
+		return kp
+	}
+	for _, m := range list.Items {
+		kp.Machines = append(kp.Machines, m.Name)
+		if m.Spec.InfrastructureRef.Name != "" {
+			kp.VMIs = append(kp.VMIs, m.Spec.InfrastructureRef.Name)
+		}
+	}
+	return kp
 }
