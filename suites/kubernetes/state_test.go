@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cozystack/cozy-e2e/framework/budget"
+	"github.com/cozystack/cozy-e2e/framework/capitree"
 	"github.com/cozystack/cozy-e2e/framework/cluster"
 	"github.com/cozystack/cozy-e2e/framework/join"
 	"github.com/cozystack/cozy-e2e/framework/tenant"
@@ -219,6 +221,7 @@ func (st *state) teardown(spec context.Context) {
 	if !st.created.tenant {
 		return
 	}
+	st.clusterTree(spec)
 	if keep, why := st.s.Keeps(CurrentSpecReport().Failed()); keep {
 		st.keep(spec, why)
 		return
@@ -306,4 +309,45 @@ func (st *state) keptPool(ctx context.Context, pool, failure string) report.Kept
 		}
 	}
 	return kp
+}
+
+// clusterTreeFile is where the conformance cluster's Cluster API tree is written at the end of
+// every run (report.Write puts it in summary.md).
+func clusterTreeFile(cluster string) string {
+	return "clusters/management/cluster-tree-" + cluster + ".txt"
+}
+
+// clusterTree writes the conformance cluster's tree as clusterctl describe shows it by default,
+// before the teardown deletes it.
+func (st *state) clusterTree(spec context.Context) {
+	if !st.created.cluster || spec.Err() != nil {
+		return
+	}
+	if _, err := st.s.Tree(spec, "cluster "+st.names.Cluster(), st.names.Namespace, st.names.Cluster(), clusterTreeFile(st.names.Cluster()), capitree.Options{}); err != nil {
+		fmt.Fprintf(st.s.Log, "cluster tree: %v\n", err)
+	}
+}
+
+// poolTree writes a failed pool's view of the tree (pools/<pool>/cluster-tree.txt): every
+// condition of its MachineDeployment and Machines, their bootstrap and infrastructure objects
+// even when Ready, one row per Machine. It returns the path as evidence, or none.
+func (st *state) poolTree(ctx context.Context, pool string) []string {
+	if !st.created.cluster {
+		return nil
+	}
+	p := st.names.Pool(pool)
+	show := []string{"MachineDeployment/" + p.MachineDeployment()}
+	var list clusterv1.MachineList
+	if err := st.s.Mgmt.Client.List(ctx, &list, client.InNamespace(p.Namespace), p.Selector()); err == nil {
+		for _, m := range list.Items {
+			show = append(show, "Machine/"+m.Name)
+		}
+	}
+	rel, err := st.s.Tree(ctx, "pool "+pool, p.Namespace, st.names.Cluster(), "pools/"+pool+"/cluster-tree.txt",
+		capitree.Options{ShowConditions: strings.Join(show, ","), Echo: true, NoGrouping: true})
+	if err != nil {
+		fmt.Fprintf(st.s.Log, "pool %s: cluster tree: %v\n", pool, err)
+		return nil
+	}
+	return []string{rel}
 }
