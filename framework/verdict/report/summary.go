@@ -23,6 +23,9 @@ type SummaryInput struct {
 	// LinkBase prefixes every link into the artifacts ("" keeps them relative to the folder,
 	// where summary.md itself lies).
 	LinkBase string
+	// Trees are the Cluster API object trees the run wrote (ReadTrees): the tenant cluster's,
+	// and each failed pool's.
+	Trees []Tree
 }
 
 // WriteSummary writes summary.md, fit for $GITHUB_STEP_SUMMARY: the verdict, the failures with
@@ -89,6 +92,7 @@ func WriteSummary(w io.Writer, in SummaryInput) error {
 		}
 		b.WriteString("\n")
 	}
+	writeTrees(b, in)
 	writeDiagnostics(b, in)
 	if in.Baseline != nil {
 		writeComparison(b, in)

@@ -144,9 +144,11 @@ func writeAll(o Options, in verdict.Input, timings budget.Timings, manifest *dia
 	var errs []error
 	errs = append(errs, v.Write(path("verdict.json")), timings.Write(path("timings.json")), manifest.Write(path("manifest.json")))
 	errs = append(errs, MergeJUnit(JUnitInput{Lane: o.Lane, Suites: suites, Timings: timings, Verdict: v}).Write(path("junit.xml")))
+	trees, err := ReadTrees(o.Dir)
+	errs = append(errs, err)
 	var sum bytes.Buffer
 	errs = append(errs, WriteSummary(&sum, SummaryInput{Verdict: v, Timings: timings, Manifest: manifest.Entries(), Repro: repro,
-		Baseline: base, LinkBase: o.LinkBase}))
+		Baseline: base, LinkBase: o.LinkBase, Trees: trees}))
 	errs = append(errs, os.WriteFile(path("summary.md"), sum.Bytes(), 0o644))
 	if o.StepSummary != "" {
 		errs = append(errs, appendFile(o.StepSummary, sum.Bytes()))

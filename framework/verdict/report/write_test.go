@@ -29,6 +29,14 @@ const ginkgoJUnit = `<?xml version="1.0" encoding="UTF-8"?>
 </testsuites>
 `
 
+// clusterTree is a tree as the suite writes it (capitree).
+const clusterTree = `# clusterctl describe cluster kubernetes-pools-abc12 -n tenant-e2eabc12
+NAME                                  REPLICAS AVAILABLE READY UP TO DATE STATUS   REASON        SINCE MESSAGE
+Cluster/kubernetes-pools-abc12        1/1      1         1     1          True     Available     22s
+└─Workers
+  └─MachineDeployment/kubernetes-pools-abc12-kairos  1/1  0  0  1  False  NotAvailable  23s
+`
+
 // fakeRun lays out a run folder as the orchestrator and a suite leave it.
 func fakeRun(t *testing.T, failing bool) (string, Options) {
 	t.Helper()
@@ -64,6 +72,18 @@ func fakeRun(t *testing.T, failing bool) (string, Options) {
 	m.Add(diag.Entry{Name: "resources", Scope: "cluster tenant", Status: diag.Declined, Start: t0, Error: "needs up to 12s, 3s left"})
 	if err := m.Write(filepath.Join(sdir, "manifest.json")); err != nil {
 		t.Fatal(err)
+	}
+	trees := map[string]string{"clusters/management/cluster-tree-kubernetes-pools-abc12.txt": clusterTree}
+	if failing {
+		trees["pools/kairos/cluster-tree.txt"] = clusterTree
+	}
+	for rel, text := range trees {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, rel)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, rel), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	lane := filepath.Join(t.TempDir(), "sim.yaml")
 	if err := os.WriteFile(lane, []byte("name: sim\n"), 0o644); err != nil {
@@ -130,7 +150,11 @@ func TestWriteJudgesAndReportsARedRun(t *testing.T) {
 	sum := read(t, dir, "summary.md")
 	for _, want := range []string{"## Lane sim: FAIL (exit 1)", "| kairos | `disk-import` | disk-import | hard |", "[pools/kairos/datavolumes.txt](pools/kairos/datavolumes.txt)",
 		"**md0**: bootstrap-template 1.0s → disk-import 2.0s (total 3.0s)", "| pools | 120.0s | 40.0s | 33% | failed: pool kairos failed |",
-		"1 complete, 0 truncated, 0 failed, 1 declined", "E2E_SIM_FAULT=disk-import-refused E2E_RUN_ID=abc12 make e2e"} {
+		"1 complete, 0 truncated, 0 failed, 1 declined", "E2E_SIM_FAULT=disk-import-refused E2E_RUN_ID=abc12 make e2e",
+		"### Cluster API: clusterctl describe cluster",
+		`<details><summary>cluster kubernetes-pools-abc12 (<a href="clusters/management/cluster-tree-kubernetes-pools-abc12.txt">`,
+		`<details><summary>failed pool kairos (<a href="pools/kairos/cluster-tree.txt">`,
+		"```text\n# clusterctl describe cluster kubernetes-pools-abc12 -n tenant-e2eabc12\nNAME ", "└─MachineDeployment/kubernetes-pools-abc12-kairos"} {
 		if !strings.Contains(sum, want) {
 			t.Errorf("summary.md lacks %q:\n%s", want, sum)
 		}
