@@ -1,6 +1,7 @@
 package report
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -275,5 +276,36 @@ func TestReproUsesALaneCopyInsideTheArtifacts(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "lane.yaml")); err == nil {
 		t.Fatal("copied a lane file already in the artifacts")
+	}
+}
+
+// summary.md opens with a gantt of the phases and each pool's stages, failures marked crit.
+func TestSummaryOpensWithATimeline(t *testing.T) {
+	dir, o := fakeRun(t, true)
+	if _, err := Write(o); err != nil {
+		t.Fatal(err)
+	}
+	sum := read(t, dir, "summary.md")
+	lines := strings.Split(sum, "\n")
+	if !strings.HasPrefix(lines[0], "## Lane sim: FAIL") || lines[2] != "```mermaid" || lines[3] != "gantt" {
+		t.Fatalf("summary.md does not open with the gantt:\n%s", strings.Join(lines[:min(8, len(lines))], "\n"))
+	}
+	ms := func(d time.Duration) int64 { return t0.Add(d).UnixMilli() }
+	for _, want := range []string{
+		"    title lane sim fail, run abc12",
+		"    dateFormat x",
+		"    section phases",
+		fmt.Sprintf("    cluster 8.0s :t1, %d, %d", ms(0), ms(8*time.Second)),
+		fmt.Sprintf("    pools 40.0s :crit, t2, %d, %d", ms(10*time.Second), ms(50*time.Second)),
+		"    section pool kairos",
+		// kairos passed no stage: its failure runs from the pools phase's start to the decision.
+		fmt.Sprintf("    disk-import 20.0s :crit, t3, %d, %d", ms(10*time.Second), ms(30*time.Second)),
+		"    section pool md0",
+		fmt.Sprintf("    bootstrap-template 1.0s :t4, %d, %d", ms(0), ms(time.Second)),
+		fmt.Sprintf("    disk-import 2.0s :t5, %d, %d", ms(time.Second), ms(3*time.Second)),
+	} {
+		if !strings.Contains(sum, want+"\n") {
+			t.Errorf("the gantt lacks %q:\n%s", want, sum[:min(len(sum), 1200)])
+		}
 	}
 }
