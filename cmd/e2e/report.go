@@ -81,7 +81,7 @@ func (r *run) finish(interrupted bool) int {
 	for _, f := range v.Failures {
 		r.con.Line("FAIL " + clip(f.Line(), 400))
 	}
-	r.logf("verdict: %s (exit %d) in %s; reports in %s", v.Result, v.ExitCode, time.Since(r.started).Round(time.Millisecond), r.artifacts)
+	r.logf("verdict: %s (exit %d) in %s; reports in %s (open report.html)", v.Result, v.ExitCode, time.Since(r.started).Round(time.Millisecond), r.artifacts)
 	if err != nil && v.ExitCode == exitPass {
 		return exitFail
 	}
