@@ -106,7 +106,7 @@ func substrateList(s []lane.Substrate) string {
 func matches(re *regexp.Regexp) func(string, *lane.Lane) error {
 	return func(v string, _ *lane.Lane) error {
 		if !re.MatchString(v) {
-			return errors.New("not allowed")
+			return errors.New("does not fit")
 		}
 		return nil
 	}
