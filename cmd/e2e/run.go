@@ -22,6 +22,7 @@ import (
 	"github.com/cozystack/cozy-e2e/framework/substrate"
 	"github.com/cozystack/cozy-e2e/framework/verdict"
 	"github.com/cozystack/cozy-e2e/framework/verdict/report"
+	"github.com/cozystack/cozy-e2e/suites/registry"
 )
 
 // runOptions are the flags and environment of one run.
@@ -184,6 +185,9 @@ func newRun(o runOptions, stdout io.Writer) (*run, error) {
 		if l, err = lane.Find(dir, o.Lane); err != nil {
 			return nil, err
 		}
+	}
+	if errs := l.CheckSuites(registry.Catalog()); len(errs) > 0 {
+		return nil, errs
 	}
 	started := time.Now()
 	artifacts, err := prepareArtifacts(root, o.Artifacts, l.Name, started)

@@ -9,6 +9,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/cozystack/cozy-e2e/framework/install/catalog"
 	"github.com/cozystack/cozy-e2e/framework/lane"
+	"github.com/cozystack/cozy-e2e/suites/registry"
 )
 
 func main() {
@@ -61,6 +63,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 func check(dir string, stdout, stderr io.Writer) int {
 	lanes, err := lane.LoadDir(dir)
 	for _, l := range lanes {
+		if errs := l.CheckSuites(registry.Catalog()); len(errs) > 0 {
+			err = errors.Join(err, errs)
+			continue
+		}
 		a := l.Budget.Arithmetic()
 		fmt.Fprintf(stdout, "%-22s ok  phases %s + diagnostics %s + artifacts %s + margin %s = %s of jobCap %s (headroom %s)\n",
 			l.Name, a.Phases, a.Diagnostics, a.Artifacts, a.Margin, a.Total, a.Cap, a.Headroom)

@@ -60,3 +60,35 @@ func TestWorkflowCheckReportsDrift(t *testing.T) {
 		t.Fatalf("fresh workflow reported as drifted: %s", errb.String())
 	}
 }
+
+// A lane that runs a suite without one of the suite's phases is refused, naming the phase and
+// the suite; an unknown suite is refused with the known ones.
+func TestCheckRefusesALaneMissingASuitePhase(t *testing.T) {
+	dir := t.TempDir()
+	data, err := os.ReadFile("../../lanes/sim.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	broken := strings.Replace(string(data), "    - name: refusals\n      ceiling: 1m\n", "", 1)
+	if broken == string(data) {
+		t.Fatal("lanes/sim.yaml has no refusals phase to remove; update the test")
+	}
+	if err := os.WriteFile(filepath.Join(dir, "sim.yaml"), []byte(broken), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb bytes.Buffer
+	if code := run([]string{"check", "--dir", dir}, &out, &errb); code != 2 {
+		t.Fatalf("exit %d, want 2: %s", code, out.String())
+	}
+	if msg := errb.String(); !strings.Contains(msg, `budget.phases: has no phase "refusals", which suite kubernetes runs in`) {
+		t.Fatalf("message:\n%s", msg)
+	}
+	unknown := strings.Replace(string(data), "  - name: kubernetes\n", "  - name: kubernetess\n", 1)
+	if err := os.WriteFile(filepath.Join(dir, "sim.yaml"), []byte(unknown), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	errb.Reset()
+	if code := run([]string{"check", "--dir", dir}, &out, &errb); code != 2 || !strings.Contains(errb.String(), `suites[0].name: "kubernetess" is not a suite of this harness (suites: kubernetes)`) {
+		t.Fatalf("exit %d:\n%s", code, errb.String())
+	}
+}

@@ -95,6 +95,17 @@ func (e *ExhaustedError) Error() string {
 		e.Phase, e.Now.Sub(e.Deadline).Round(time.Second), e.Reserved)
 }
 
+// UnknownPhaseError is a phase the lane's budget does not have: the lane cannot run what asked
+// for it. It is a configuration error, never the product's.
+type UnknownPhaseError struct {
+	Phase string
+	Known string
+}
+
+func (e *UnknownPhaseError) Error() string {
+	return fmt.Sprintf("phase %q is not in the lane budget (phases: %s); add it to budget.phases with a ceiling", e.Phase, e.Known)
+}
+
 // PhaseDeadline is when phase name must end if it starts now:
 // min(now + ceiling, root deadline - diagnostics reserve - reserves of the phases after it).
 func (c *Clock) PhaseDeadline(name string) (time.Time, time.Duration, error) {
@@ -105,7 +116,7 @@ func (c *Clock) PhaseDeadline(name string) (time.Time, time.Duration, error) {
 		}
 	}
 	if idx < 0 {
-		return time.Time{}, 0, fmt.Errorf("phase %q is not in the lane budget (phases: %s)", name, c.phaseNames())
+		return time.Time{}, 0, &UnknownPhaseError{Phase: name, Known: c.phaseNames()}
 	}
 	reserved := c.budget.DiagnosticsReserve.D()
 	for _, p := range c.budget.Phases[idx+1:] {
@@ -146,18 +157,27 @@ func (c *Clock) Phase(ctx context.Context, name string) (context.Context, *Span,
 		c.record(PhaseTiming{Name: name, Ceiling: p.Ceiling.D(), Start: now, End: now, Outcome: OutcomeDeclined, Error: e.Error()})
 		return ctx, nil, e
 	}
-	pctx, cancel := context.WithDeadline(ctx, deadline)
+	pctx, cancel := context.WithDeadline(context.WithValue(ctx, phaseKey{}, name), deadline)
 	if c.observer != nil {
 		c.observer.PhaseStarted(name, now, deadline, p.Ceiling.D())
 	}
 	return pctx, &Span{clock: c, name: name, ceiling: p.Ceiling.D(), start: now, deadline: deadline, cancel: cancel}, nil
 }
 
+type phaseKey struct{}
+
+// PhaseName is the lane phase ctx belongs to (the one Phase started), "" outside any. Library
+// code names the phase of its errors from it, and never spells a phase itself.
+func PhaseName(ctx context.Context) string {
+	name, _ := ctx.Value(phaseKey{}).(string)
+	return name
+}
+
 // Timeout is a named wait inside a phase, as the lane file gives it; it never exceeds the ceiling.
 func (c *Clock) Timeout(phase, name string) (time.Duration, error) {
 	p, ok := c.budget.Phase(phase)
 	if !ok {
-		return 0, fmt.Errorf("phase %q is not in the lane budget (phases: %s)", phase, c.phaseNames())
+		return 0, &UnknownPhaseError{Phase: phase, Known: c.phaseNames()}
 	}
 	t, ok := p.Timeouts[name]
 	if !ok {
@@ -185,7 +205,7 @@ func (c *Clock) Decline(what, reason string) {
 func (c *Clock) Skip(name, reason string) error {
 	p, ok := c.budget.Phase(name)
 	if !ok {
-		return fmt.Errorf("phase %q is not in the lane budget (phases: %s)", name, c.phaseNames())
+		return &UnknownPhaseError{Phase: name, Known: c.phaseNames()}
 	}
 	now := c.now()
 	c.record(PhaseTiming{Name: name, Ceiling: p.Ceiling.D(), Start: now, End: now, Outcome: OutcomeSkipped, Note: reason})

@@ -54,6 +54,15 @@ func (s *scene) tenantJoin() collector {
 			cm.ManagedFields = nil
 			cm.Kind, cm.APIVersion = "ConfigMap", "v1"
 			head := "# clusterDNS: " + clusterDNSOf(cm.Data[tenant.KubeletConfigKey]) + "\n"
+			svc, serr := s.tenant.c.Kube.CoreV1().Services(tenant.CoreDNSNamespace).Get(ctx, tenant.CoreDNSService, metav1.GetOptions{})
+			switch {
+			case serr != nil:
+				head += fmt.Sprintf("# tenant CoreDNS Service %s/%s: not read (%v)\n", tenant.CoreDNSNamespace, tenant.CoreDNSService, serr)
+			case !strings.Contains(cm.Data[tenant.KubeletConfigKey], svc.Spec.ClusterIP):
+				head += fmt.Sprintf("# clusterDNS is not the tenant CoreDNS Service's address: %s/%s is at %s\n", svc.Namespace, svc.Name, svc.Spec.ClusterIP)
+			default:
+				head += fmt.Sprintf("# tenant CoreDNS Service %s/%s is at %s\n", svc.Namespace, svc.Name, svc.Spec.ClusterIP)
+			}
 			return w.yamlWithHead("clusters/tenant/kubelet-config.yaml", head, cm, 256<<10)
 		}}
 }

@@ -69,25 +69,35 @@ func identityReport(pn tenant.PoolNames, vmis, machines []unstructured.Unstructu
 	var b strings.Builder
 	fmt.Fprintf(&b, "pool %s (%s): %d VMI(s), %d Machine(s)\n", pn.Pool, pn.MachineDeployment(), len(vmis), len(machines))
 	byName := map[string]*corev1.Node{}
+	byProviderID := map[string]*corev1.Node{}
 	for i := range nodes {
 		byName[nodes[i].Name] = &nodes[i]
+		if id := nodes[i].Spec.ProviderID; id != "" {
+			byProviderID[id] = &nodes[i]
+		}
 	}
-	vmiNames := map[string]bool{}
+	seen := map[string]bool{}
 	for _, v := range vmis {
 		name := v.GetName()
-		vmiNames[name] = true
 		phase, _, _ := unstructured.NestedString(v.Object, "status", "phase")
 		fmt.Fprintf(&b, "VMI %s (phase %s):", name, orNone(phase))
 		n, ok := byName[name]
+		how := "named like it"
+		if !ok {
+			// A worker whose kubelet set --provider-id under a name of its own (Kairos: metal-<id>).
+			n, ok = byProviderID[tenant.ProviderID(name)]
+			how = "by its providerID"
+		}
 		switch {
 		case !tenantRead:
 			b.WriteString(" tenant Nodes not readable\n")
 			continue
 		case !ok:
-			b.WriteString(" MISMATCH no tenant Node carries this name\n")
+			b.WriteString(" MISMATCH no tenant Node carries this name or its providerID\n")
 			continue
 		}
-		b.WriteString(" Node " + name + " exists")
+		seen[n.Name] = true
+		fmt.Fprintf(&b, " Node %s (%s) exists", n.Name, how)
 		if want := tenant.ProviderID(name); n.Spec.ProviderID != want {
 			fmt.Fprintf(&b, "; MISMATCH providerID %q, want %q", n.Spec.ProviderID, want)
 		} else {
@@ -107,14 +117,14 @@ func identityReport(pn tenant.PoolNames, vmis, machines []unstructured.Unstructu
 	}
 	for i := range nodes {
 		n := &nodes[i]
-		if vmiNames[n.Name] {
+		if seen[n.Name] {
 			continue
 		}
 		p, ours := pnOf(pn, n.Name)
 		if !ours && p {
 			continue // a Node of another pool
 		}
-		fmt.Fprintf(&b, "Node %s: MISMATCH no VMI of this pool carries this name (providerID %q, hostname label %q); a guest that registers under another name than its VMI never gets a providerID; %s\n",
+		fmt.Fprintf(&b, "Node %s: MISMATCH no VMI of this pool carries this name or its providerID (providerID %q, hostname label %q); a guest that registers under another name than its VMI and without a providerID never gets one; %s\n",
 			n.Name, n.Spec.ProviderID, n.Labels["kubernetes.io/hostname"], nodeCondition(n))
 	}
 	return b.String()
@@ -211,7 +221,7 @@ func (s *scene) consoles(pn tenant.PoolNames) collector {
 
 // readConsole reads one console container log once, with the header a streamed file has.
 func (s *scene) readConsole(ctx context.Context, w *work, pn tenant.PoolNames, p *corev1.Pod, restart int32, previous bool) error {
-	vmi := vmiOfLauncher(p.Name, p.Labels)
+	vmi := vmiOfLauncher(p)
 	rec := &ConsoleRecord{Pool: pn.Pool, VMI: vmi, VMIUID: p.Labels["kubevirt.io/created-by"], Pod: p.Name, PodUID: string(p.UID),
 		Restart: restart, Node: p.Spec.NodeName, ReadStart: s.now(),
 		Path: fmt.Sprintf("%s/consoles/%s/%s-%d.log", poolDir(pn), vmi, p.Name, restart)}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/cozystack/cozy-e2e/framework/osfamily"
 	"github.com/cozystack/cozy-e2e/framework/tenant"
 )
 
@@ -34,15 +36,24 @@ var (
 )
 
 // poolKinds are dumped by the machines collector, in the order a reader follows a pool down.
-var poolKinds = []schema.GroupVersionKind{
+var poolKinds = slices.Concat([]schema.GroupVersionKind{
 	{Group: "cluster.x-k8s.io", Version: "v1beta2", Kind: "MachineDeployment"},
 	{Group: "cluster.x-k8s.io", Version: "v1beta2", Kind: "MachineSet"},
-	machineGVK, mhcGVK,
-	tenant.TalosConfigGVK, tenant.KairosConfigGVK,
-	tenant.KubevirtMachineGVK,
-	{Group: "kubevirt.io", Version: "v1", Kind: "VirtualMachine"},
-	vmiGVK,
-	{Version: "v1", Kind: "Pod"},
+	machineGVK, mhcGVK},
+	bootstrapConfigKinds(),
+	[]schema.GroupVersionKind{tenant.KubevirtMachineGVK,
+		{Group: "kubevirt.io", Version: "v1", Kind: "VirtualMachine"},
+		vmiGVK,
+		{Version: "v1", Kind: "Pod"},
+	})
+
+// bootstrapConfigKinds are the per-Machine bootstrap config kinds of every known OS family.
+func bootstrapConfigKinds() []schema.GroupVersionKind {
+	var out []schema.GroupVersionKind
+	for _, f := range osfamily.All() {
+		out = append(out, f.BootstrapConfig)
+	}
+	return out
 }
 
 // mine keeps the objects of list that belong to pool pn.

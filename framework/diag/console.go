@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cozystack/cozy-e2e/framework/tenant"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -104,7 +105,11 @@ func (c *consoles) pod(u *unstructured.Unstructured, deleted bool) {
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &pod); err != nil {
 		return
 	}
-	pn, ok := c.rec.pools.of(pod.Name)
+	vmi := vmiOfLauncher(&pod)
+	if vmi == "" || pod.Annotations[tenant.AnnotationEphemeralProvisioning] == "true" {
+		return // no launcher, or KubeVirt's temporary one that runs no guest
+	}
+	pn, ok := c.rec.pools.of(vmi)
 	if !ok || !hasConsole(&pod) {
 		return
 	}
@@ -132,7 +137,6 @@ func (c *consoles) pod(u *unstructured.Unstructured, deleted bool) {
 	if _, ok := c.streams[key]; ok {
 		return
 	}
-	vmi := vmiOfLauncher(pod.Name, pod.Labels)
 	rec := ConsoleRecord{
 		Pool: pn.Pool, VMI: vmi, VMIUID: pod.Labels["kubevirt.io/created-by"], Pod: pod.Name, PodUID: string(pod.UID),
 		Restart: restart, Node: pod.Spec.NodeName, LauncherStart: st,

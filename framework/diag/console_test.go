@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/cozystack/cozy-e2e/framework/controlplane/cptest"
 	"github.com/cozystack/cozy-e2e/framework/sim/simenv"
@@ -54,6 +55,11 @@ func TestConsolesAreStreamedPerLauncherAndSurviveReplacement(t *testing.T) {
 
 	launch := func(vmi, suffix string, lines ...string) string {
 		name := tenant.LauncherPrefix + vmi + "-" + suffix
+		// The launcher's owner: a Pod owned by a VMI that does not exist is collected.
+		owner := &kubevirtv1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Name: vmi, Namespace: ns}}
+		if err := c.Client.Create(ctx, owner); err != nil {
+			must(t, c.Client.Get(ctx, clientKey(ns, vmi), owner))
+		}
 		for _, ct := range []string{"compute", ConsoleContainer} {
 			path, err := w.ContainerLog(ns, name, ct)
 			must(t, err)
@@ -63,7 +69,9 @@ func TestConsolesAreStreamedPerLauncherAndSurviveReplacement(t *testing.T) {
 		}
 		must(t, c.Client.Create(ctx, &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{
-				tenant.LabelVMName: vmi, "kubevirt.io": "virt-launcher", "kubevirt.io/created-by": "uid-of-" + vmi}},
+				"kubevirt.io": "virt-launcher", "kubevirt.io/created-by": string(owner.UID)},
+				OwnerReferences: []metav1.OwnerReference{{APIVersion: "kubevirt.io/v1", Kind: "VirtualMachineInstance", Name: vmi,
+					UID: owner.UID, Controller: ptrTo(true)}}},
 			Spec: corev1.PodSpec{
 				Tolerations: []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
 				Containers: []corev1.Container{
@@ -93,7 +101,7 @@ func TestConsolesAreStreamedPerLauncherAndSurviveReplacement(t *testing.T) {
 	rec.Stop()
 	body := readFile(t, dir, file1)
 	for _, re := range []string{
-		`(?m)^# vmi uid: uid-of-` + vmi1 + `$`,
+		`(?m)^# vmi uid: [0-9a-f-]{36}$`,
 		`(?m)^# launcher: pod ` + pod1 + ` \(uid [0-9a-f-]+\), container guest-console-log, restart 0, node \S+$`,
 		`(?m)^# launcher start: \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{9}Z \(epoch \d+\.\d{3} seconds\)$`,
 		`(?m)^# read start:     \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{9}Z \(epoch \d+\.\d{3} seconds\)$`,
@@ -132,3 +140,5 @@ func readFile(t *testing.T, dir, rel string) string {
 	}
 	return string(data)
 }
+
+func ptrTo[T any](v T) *T { return &v }

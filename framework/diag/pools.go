@@ -2,8 +2,11 @@ package diag
 
 import (
 	"sort"
+
 	"strings"
 	"sync"
+
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/cozystack/cozy-e2e/framework/tenant"
 )
@@ -17,6 +20,19 @@ import (
 type pools struct {
 	mu     sync.RWMutex
 	byName []tenant.PoolNames // longest MachineDeployment name first
+	// vmiOf maps a launcher Pod's name to its VMI's: the apiserver cuts a long VMI's launcher
+	// name (see tenant.LauncherPrefix), so the Pod is attributed through its VMI.
+	vmiOf map[string]string
+}
+
+// learnLauncher records that launcher Pod pod runs VMI vmi.
+func (p *pools) learnLauncher(pod, vmi string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.vmiOf == nil {
+		p.vmiOf = map[string]string{}
+	}
+	p.vmiOf[pod] = vmi
 }
 
 func (p *pools) add(pn tenant.PoolNames) bool {
@@ -42,10 +58,13 @@ func (p *pools) list() []tenant.PoolNames {
 
 // of returns the pool object name belongs to.
 func (p *pools) of(name string) (tenant.PoolNames, bool) {
-	name = strings.TrimPrefix(name, tenant.ImporterPrefix)
-	name = strings.TrimPrefix(name, tenant.LauncherPrefix)
 	p.mu.RLock()
 	defer p.mu.RUnlock()
+	if vmi, ok := p.vmiOf[name]; ok {
+		name = vmi
+	}
+	name = strings.TrimPrefix(name, tenant.ImporterPrefix)
+	name = strings.TrimPrefix(name, tenant.LauncherPrefix)
 	for _, pn := range p.byName {
 		md := pn.MachineDeployment()
 		if name == md || strings.HasPrefix(name, md+"-") {
@@ -58,15 +77,17 @@ func (p *pools) of(name string) (tenant.PoolNames, bool) {
 // poolDir is the pool's folder under the artifacts root (docs/architecture.md: pools/<pool>/).
 func poolDir(pn tenant.PoolNames) string { return "pools/" + pn.Pool }
 
-// vmiOfLauncher is the VMI a virt-launcher Pod runs: its vm.kubevirt.io/name label, or its name
-// without the prefix and the random suffix.
-func vmiOfLauncher(pod string, labels map[string]string) string {
-	if v := labels[tenant.LabelVMName]; v != "" {
-		return v
+// vmiOfLauncher is the VMI a virt-launcher Pod runs: its controller owner, which KubeVirt sets
+// to the VMI together with the kubevirt.io/created-by label (kubevirt/kubevirt v1.8.4
+// pkg/virt-controller/services/template.go:641-643, :1614). "" when the Pod is no launcher.
+func vmiOfLauncher(p *corev1.Pod) string {
+	if tenant.LauncherVMIUID(p.Labels) == "" {
+		return ""
 	}
-	rest := strings.TrimPrefix(pod, tenant.LauncherPrefix)
-	if i := strings.LastIndexByte(rest, '-'); i > 0 {
-		return rest[:i]
+	for _, o := range p.OwnerReferences {
+		if o.Controller != nil && *o.Controller && o.Kind == "VirtualMachineInstance" && string(o.UID) == tenant.LauncherVMIUID(p.Labels) {
+			return o.Name
+		}
 	}
-	return rest
+	return ""
 }

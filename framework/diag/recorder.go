@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -122,7 +123,7 @@ func Start(ctx context.Context, opts Options) (*Recorder, error) {
 	}
 	r.consoles = &consoles{rec: r, ctx: sctx, dyn: dyn, streams: map[string]*consoleStream{}}
 	ms := newClusterStream(r, Management, opts.Management, opts.Namespace)
-	if err := ms.start(sctx, managementKinds); err != nil {
+	if err := ms.start(sctx, append(slices.Clone(managementKinds), bootstrapConfigKinds()...)); err != nil {
 		cancel()
 		return nil, err
 	}

@@ -13,7 +13,9 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/cozystack/cozy-e2e/fixtures"
 	"github.com/cozystack/cozy-e2e/framework/cluster"
@@ -121,8 +123,12 @@ func TestRecorderStreamsAndCollectsWithoutLeakingSecrets(t *testing.T) {
 
 	vmi := w.pn.MachineDeployment() + "-7d9f8c6b5x-abcde"
 	launcher := tenant.LauncherPrefix + vmi + "-q2w3e"
+	// The launcher's owner: this cluster serves no VMIs, so the owner is named, not created.
+	owner := &kubevirtv1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Name: vmi, Namespace: ns, UID: types.UID("uid-of-" + vmi)}}
 	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: launcher, Namespace: ns, Labels: map[string]string{tenant.LabelVMName: vmi, "kubevirt.io": "virt-launcher"}},
+		ObjectMeta: metav1.ObjectMeta{Name: launcher, Namespace: ns, Labels: map[string]string{"kubevirt.io/created-by": string(owner.UID), "kubevirt.io": "virt-launcher"},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "kubevirt.io/v1", Kind: "VirtualMachineInstance", Name: vmi,
+				UID: owner.UID, Controller: ptrTo(true)}}},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{
 			{Name: "compute", Image: "virt-launcher", Env: []corev1.EnvVar{{Name: "LEAK", Value: canary}}},
 			{Name: ConsoleContainer, Image: "virt-launcher"},

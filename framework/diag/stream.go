@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
@@ -42,8 +43,6 @@ var managementKinds = []schema.GroupVersionKind{
 	{Group: "kubevirt.io", Version: "v1", Kind: "VirtualMachine"},
 	{Group: "kubevirt.io", Version: "v1", Kind: "VirtualMachineInstance"},
 	{Group: "cdi.kubevirt.io", Version: "v1beta1", Kind: "DataVolume"},
-	tenant.TalosConfigGVK,
-	tenant.KairosConfigGVK,
 	tenant.KamajiControlPlaneGVK,
 	tenant.TenantControlPlaneGVK,
 	tenant.HelmReleaseGVK,
@@ -183,6 +182,11 @@ func (s *clusterStream) object(kind string, obj any, deleted bool) {
 		return
 	}
 	ch.Phase, ch.Fields, ch.Conditions = phase, fields, conds
+	if kind == "Pod" && s.name == Management {
+		if vmi := launcherVMI(u); vmi != "" {
+			s.rec.pools.learnLauncher(u.GetName(), vmi)
+		}
+	}
 	if pn, ok := s.rec.pools.of(u.GetName()); ok {
 		s.rec.poolFiles(pn).timeline.write(ch)
 	} else {
@@ -257,4 +261,13 @@ func (s *clusterStream) close(started time.Time) {
 		}
 		s.rec.opts.Manifest.Add(e)
 	}
+}
+
+// launcherVMI is the VMI a management Pod runs when it is a virt-launcher, else "".
+func launcherVMI(u *unstructured.Unstructured) string {
+	var pod corev1.Pod
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &pod); err != nil {
+		return ""
+	}
+	return vmiOfLauncher(&pod)
 }

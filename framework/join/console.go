@@ -3,10 +3,10 @@ package join
 import (
 	"bufio"
 	"context"
-	"regexp"
 	"sync"
 	"time"
 
+	"github.com/cozystack/cozy-e2e/framework/osfamily"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
 )
@@ -14,9 +14,6 @@ import (
 // ConsoleContainer is KubeVirt's container that copies the VMI's serial console to its log
 // (present when the pool sets logSerialConsole).
 const ConsoleContainer = "guest-console-log"
-
-// joinedLine matches the guest saying it joined (kubeadm's last words, the kubelet registering).
-var joinedLine = regexp.MustCompile(`This node has joined the cluster|[Ss]uccessfully registered node|node .* registered`)
 
 // consoleState is what the harness read so far from one VMI's serial console.
 type consoleState struct {
@@ -41,18 +38,19 @@ type consoles struct {
 
 	mu    sync.Mutex
 	state map[string]*consoleState // by launcher Pod
+	words map[string]osfamily.Family
 	stop  map[string]context.CancelFunc
 	wg    sync.WaitGroup
 }
 
 func newConsoles(kube kubernetes.Interface, namespace string, poke func()) *consoles {
 	return &consoles{kube: kube, namespace: namespace, poke: poke, reopen: time.Second,
-		state: map[string]*consoleState{}, stop: map[string]context.CancelFunc{}}
+		state: map[string]*consoleState{}, stop: map[string]context.CancelFunc{}, words: map[string]osfamily.Family{}}
 }
 
-// follow starts reading launcher's console once its console container has started; it does
-// nothing when it reads it already.
-func (c *consoles) follow(ctx context.Context, launcher *corev1.Pod) {
+// follow starts reading launcher's console once its console container has started, judging its
+// lines with the words of family os; it does nothing when it reads it already.
+func (c *consoles) follow(ctx context.Context, launcher *corev1.Pod, os osfamily.Family) {
 	if !consoleStarted(launcher) {
 		return
 	}
@@ -63,6 +61,7 @@ func (c *consoles) follow(ctx context.Context, launcher *corev1.Pod) {
 	}
 	st := &consoleState{Pod: launcher.Name}
 	c.state[launcher.Name] = st
+	c.words[launcher.Name] = os
 	sctx, cancel := context.WithCancel(ctx)
 	c.stop[launcher.Name] = cancel
 	c.wg.Add(1)
@@ -138,10 +137,11 @@ func (c *consoles) read(ctx context.Context, st *consoleState) {
 func (c *consoles) line(st *consoleState, text string) {
 	st.Lines++
 	st.Last, st.LastAt, st.Err = text, time.Now(), ""
-	if joinedLine.MatchString(text) {
+	os := c.words[st.Pod]
+	if os.ConsoleJoined != nil && os.ConsoleJoined.MatchString(text) {
 		st.Joined = true
 	}
-	if st.Refused == "" && joinRefusal.MatchString(text) {
+	if st.Refused == "" && os.ConsoleRefused != nil && os.ConsoleRefused.MatchString(text) {
 		st.Refused = text
 	}
 }

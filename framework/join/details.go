@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -114,11 +115,16 @@ func importerDetail(p *corev1.Pod) string {
 	return fmt.Sprintf(" (importer %s %s, restarts: %d)", p.Name, p.Status.Phase, restarts)
 }
 
-func launcherDetail(p *corev1.Pod) string {
+func launcherDetail(p, temporary *corev1.Pod) string {
+	what := "launcher"
+	if p == nil && temporary != nil {
+		// KubeVirt's temporary launcher binds a volume that waits for its first consumer.
+		p, what = temporary, "temporary launcher (binding its volume)"
+	}
 	if p == nil {
 		return "; no launcher Pod yet"
 	}
-	d := fmt.Sprintf("; launcher %s %s", p.Name, p.Status.Phase)
+	d := fmt.Sprintf("; %s %s %s", what, p.Name, p.Status.Phase)
 	for _, c := range p.Status.Conditions {
 		if c.Type == corev1.PodScheduled && c.Status != corev1.ConditionTrue {
 			d += fmt.Sprintf(" (%s: %s)", c.Reason, c.Message)
@@ -153,9 +159,25 @@ func lastLine(c *consoleState) string {
 	return fmt.Sprintf("; console: %q", strings.TrimSpace(c.Last))
 }
 
+// csrDetail names the newest kubelet CSR of the Machine's Node and how long it has stood in its
+// state: a kubelet the tenant refused leaves a CSR Pending, or none at all (nothing in this stack
+// denies one; kube-controller-manager's approver only approves).
 func csrDetail(csrs []certificatesv1.CertificateSigningRequest) string {
 	if len(csrs) == 0 {
-		return ""
+		return "; no kubelet CSR in the tenant"
 	}
-	return fmt.Sprintf("; %d tenant CSR(s)", len(csrs))
+	newest := csrs[0]
+	for _, c := range csrs[1:] {
+		if c.CreationTimestamp.After(newest.CreationTimestamp.Time) {
+			newest = c
+		}
+	}
+	state := "Pending"
+	for _, c := range newest.Status.Conditions {
+		if c.Status == corev1.ConditionTrue || c.Status == "" {
+			state = string(c.Type)
+		}
+	}
+	return fmt.Sprintf("; tenant CSR %s of %s %s since %s", newest.Name, newest.Spec.Username, state,
+		newest.CreationTimestamp.UTC().Format(time.TimeOnly))
 }

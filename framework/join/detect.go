@@ -29,12 +29,6 @@ var registryRefusal = regexp.MustCompile(`(?i)\b401\b|\b403\b|\b404\b|unauthoriz
 // becomes "refused": CDI retries forever, so a person would stop it here too.
 const importerRestartLimit = 3
 
-// joinRefusal matches a guest console line in which kubeadm (Kairos) or the kubelet's
-// bootstrap (Talos) says the tenant control plane refused the worker.
-var joinRefusal = regexp.MustCompile(`error execution phase|couldn't validate the identity of the API Server|` +
-	`unable to fetch the kubeadm-config ConfigMap|Unable to register node with API server.*(Unauthorized|[Ff]orbidden)|` +
-	`kubelet.*(bootstrap|csr).*(denied|rejected|refused)|join.*(rejected|refused)`)
-
 // transientTaints are the taints a Node carries while it starts; they go away on their own.
 var transientTaints = map[string]bool{
 	"node.kubernetes.io/not-ready":                   true,
@@ -56,11 +50,35 @@ func machineFailure(m *clusterv1.Machine, at Stage) *terminal {
 			msg = *d.V1Beta1.FailureMessage
 		}
 	}
-	if reason == "" && msg == "" && m.Status.Phase != string(clusterv1.MachinePhaseFailed) {
+	// Cluster API v1.13 copies an infrastructure or bootstrap provider's failureReason and
+	// failureMessage into the Machine's deprecated v1beta1 status
+	// (internal/controllers/machine/machine_controller_phases.go:55-80); it never sets the
+	// Failed phase.
+	if reason == "" && msg == "" {
 		return nil
 	}
 	return &terminal{Class: verdict.MachineFailed, Stage: at,
-		Detail: fmt.Sprintf("Machine %s is %s: %s", m.Name, orWord(m.Status.Phase, "failed"), orWord(strings.TrimSpace(reason+" "+msg), "no failure message"))}
+		Detail: fmt.Sprintf("Machine %s failed: %s", m.Name, strings.TrimSpace(reason+" "+msg))}
+}
+
+// dataSecretFailure is a bootstrap provider's refusal to generate bootstrap data as the
+// condition says it: DataSecretAvailable=False with reason DataSecretGenerationFailed
+// (siderolabs/cluster-api-bootstrap-provider-talos v0.6.12 controllers/talosconfig_controller.go:265,
+// api/v1alpha3/conditions.go:19,31; CABPT never sets failureReason).
+func dataSecretFailure(u *unstructured.Unstructured) (string, bool) {
+	if u == nil {
+		return "", false
+	}
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, c := range conds {
+		m, _ := c.(map[string]any)
+		if m == nil || m["type"] != "DataSecretAvailable" || m["status"] != "False" || m["reason"] != "DataSecretGenerationFailed" {
+			continue
+		}
+		msg, _ := m["message"].(string)
+		return strings.TrimSpace("DataSecretGenerationFailed: " + msg), true
+	}
+	return "", false
 }
 
 // providerFailure is the infrastructure or bootstrap provider's failureReason/failureMessage

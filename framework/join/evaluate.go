@@ -2,6 +2,7 @@ package join
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -26,7 +27,10 @@ type machineView struct {
 	Importer        *corev1.Pod
 	VMI             *kubevirtv1.VirtualMachineInstance
 	Launcher        *corev1.Pod
-	Console         *consoleState
+	// Temporary is the launcher KubeVirt starts only to bind a volume waiting for its first
+	// consumer (annotation kubevirt.io/ephemeral-provisioning).
+	Temporary *corev1.Pod
+	Console   *consoleState
 	// Node is the tenant Node this VMI registered as: the one named like it, or failing that
 	// the one whose InternalIP is the VMI's address.
 	Node     *corev1.Node
@@ -52,6 +56,8 @@ type snapshot struct {
 	Machines                []*machineView
 	// KubeletConfig is the tenant kube-system/kubelet-config ConfigMap (nil: not there yet).
 	KubeletConfig *corev1.ConfigMap
+	// ClusterDNSService is the tenant kube-system/kube-dns Service (nil: not there yet).
+	ClusterDNSService *corev1.Service
 }
 
 // outcome is one evaluation of the pool.
@@ -77,12 +83,12 @@ type machineStage struct {
 
 func evaluate(s *snapshot) outcome {
 	p := s.Pool
-	tmplKind := tenant.BootstrapTemplateGVK(p.OS).Kind
+	tmplKind := p.OS.BootstrapTemplate.Kind
 	if s.Template == nil {
 		if s.OtherTemplate != nil {
 			return outcome{Stage: StageBootstrapTemplate, Terminal: &terminal{Class: verdict.ProductAssertion, Stage: StageBootstrapTemplate,
 				Detail: fmt.Sprintf("pool on class %s (os %s) has a %s %s, not the %s its class calls for",
-					p.Class, p.OS, s.OtherTemplate.GetKind(), s.OtherTemplate.GetName(), tmplKind)}}
+					p.Class, p.OS.Name, s.OtherTemplate.GetKind(), s.OtherTemplate.GetName(), tmplKind)}}
 		}
 		return outcome{Stage: StageBootstrapTemplate,
 			Detail: fmt.Sprintf("%s %s not rendered yet (the platform's reconcile Job writes it)", tmplKind, p.Names.BootstrapTemplate())}
@@ -173,7 +179,7 @@ func progress(p Pool, v *machineView) machineStage {
 		return machineStage{index: s.Index(), detail: fmt.Sprintf("Machine %s: ", m.Name) + fmt.Sprintf(format, a...)}
 	}
 	if m.Spec.Bootstrap.DataSecretName == nil || *m.Spec.Bootstrap.DataSecretName == "" {
-		return at(StageBootstrapData, "no bootstrap data yet (%s %s: %s)", tenant.BootstrapConfigGVK(p.OS).Kind,
+		return at(StageBootstrapData, "no bootstrap data yet (%s %s: %s)", p.OS.BootstrapConfig.Kind,
 			orWord(m.Spec.Bootstrap.ConfigRef.Name, "not created"), conditionsOf(v.BootstrapConfig))
 	}
 	dvName := tenant.DataVolume(vm)
@@ -189,20 +195,23 @@ func progress(p Pool, v *machineView) machineStage {
 		if v.VMI != nil {
 			phase = orWord(string(v.VMI.Status.Phase), "(no phase)")
 		}
-		return at(StageVMIRunning, "VMI %s %s%s", vm, phase, launcherDetail(v.Launcher))
+		return at(StageVMIRunning, "VMI %s %s%s", vm, phase, launcherDetail(v.Launcher, v.Temporary))
 	}
 	if v.Node == nil {
 		if p.Console && (v.Console == nil || v.Console.Lines == 0) {
 			return at(StageGuestBoot, "VMI %s runs; its serial console is silent%s", vm, consoleErr(v.Console))
 		}
+		if p.OS.ConsoleJoined == nil && !csrApproved(v) {
+			return at(StageJoin, "VMI %s booted%s; %s prints no join on its console: waiting for its kubelet%s", vm, lastLine(v.Console), p.OS.Name, csrDetail(v.CSRs))
+		}
 		if !joinedByConsole(v) {
 			return at(StageJoin, "VMI %s booted; waiting for the join%s%s", vm, lastLine(v.Console), csrDetail(v.CSRs))
 		}
-		return at(StageNodeRegistered, "VMI %s says it joined; no Node named %s in the tenant yet%s", vm, vm, csrDetail(v.CSRs))
+		return at(StageNodeRegistered, "VMI %s joined; no Node of it in the tenant yet (%s)%s", vm, nodeWanted(p, vm), csrDetail(v.CSRs))
 	}
 	n := v.Node
 	if n.Spec.ProviderID != tenant.ProviderID(vm) {
-		return at(StageProviderID, "Node %s has providerID %q; CAPK sets %s", n.Name, n.Spec.ProviderID, tenant.ProviderID(vm))
+		return at(StageProviderID, "Node %s has providerID %q; CAPK sets %s on the Node named like the VMI", n.Name, n.Spec.ProviderID, tenant.ProviderID(vm))
 	}
 	if m.Status.NodeRef.Name == "" {
 		return at(StageNodeRef, "no nodeRef yet (Cluster API links Node %s through the cluster's kubeconfig Secret)", n.Name)
@@ -230,9 +239,11 @@ func progress(p Pool, v *machineView) machineStage {
 func detectMachine(p Pool, v *machineView) *terminal {
 	m := v.Machine
 	vm := v.vmName()
-	if msg, ok := providerFailure(v.BootstrapConfig); ok {
-		return &terminal{Class: verdict.Bootstrap, Stage: StageBootstrapData,
-			Detail: fmt.Sprintf("%s %s failed: %s", v.BootstrapConfig.GetKind(), v.BootstrapConfig.GetName(), msg)}
+	for _, failed := range []func(*unstructured.Unstructured) (string, bool){providerFailure, dataSecretFailure} {
+		if msg, ok := failed(v.BootstrapConfig); ok && (m.Spec.Bootstrap.DataSecretName == nil || *m.Spec.Bootstrap.DataSecretName == "") {
+			return &terminal{Class: verdict.Bootstrap, Stage: StageBootstrapData,
+				Detail: fmt.Sprintf("%s %s failed: %s", v.BootstrapConfig.GetKind(), v.BootstrapConfig.GetName(), msg)}
+		}
 	}
 	if t := diskFailure(v.DataVolume, v.Importer); t != nil {
 		return t
@@ -241,8 +252,10 @@ func detectMachine(p Pool, v *machineView) *terminal {
 	if v.VMI != nil {
 		vmiPhase = string(v.VMI.Status.Phase)
 	}
-	if t := launcherFailure(vm, v.Launcher, vmiPhase); t != nil {
-		return t
+	for _, l := range []*corev1.Pod{v.Launcher, v.Temporary} {
+		if t := launcherFailure(vm, l, vmiPhase); t != nil {
+			return t
+		}
 	}
 	if msg, ok := providerFailure(v.KubevirtMachine); ok {
 		return &terminal{Class: verdict.MachineFailed, Stage: machineStageGuess(p, v),
@@ -264,10 +277,14 @@ func detectMachine(p Pool, v *machineView) *terminal {
 		}
 	}
 	if n := v.Node; n != nil {
-		if n.Name != vm {
+		if n.Name != vm && n.Spec.ProviderID == "" {
 			return &terminal{Class: verdict.Identity, Stage: StageProviderID,
-				Detail: fmt.Sprintf("VMI %s registered as Node %s (InternalIP %s): a Node not named like its VMI never gets providerID %s, since CAPK sets it on the Node of the VMI's name (check the guest's hostname, e.g. Kairos hostnamePrefix)",
-					vm, n.Name, internalIP(n), tenant.ProviderID(vm))}
+				Detail: fmt.Sprintf("VMI %s registered as Node %s (InternalIP %s) without a providerID: none will come, since the kubelet sets it only when it registers (--provider-id) and CAPK patches only the Node named like the VMI (%s)",
+					vm, n.Name, internalIP(n), identityHint(p))}
+		}
+		if p.OS.NodeNamedLikeVMI && n.Name != vm {
+			return &terminal{Class: verdict.Identity, Stage: StageProviderID,
+				Detail: fmt.Sprintf("VMI %s registered as Node %s (InternalIP %s); a %s worker's Node takes its VMI's name (%s)", vm, n.Name, internalIP(n), p.OS.Name, identityHint(p))}
 		}
 		if n.Spec.ProviderID != "" && n.Spec.ProviderID != tenant.ProviderID(vm) {
 			return &terminal{Class: verdict.Identity, Stage: StageProviderID,
@@ -301,11 +318,13 @@ func machineStageGuess(p Pool, v *machineView) Stage {
 	return StageWorkloadPod
 }
 
-// clusterDNSFailure: a kubeadm-joined pool needs clusterDNS in the tenant kubelet-config,
-// which kubeadm hands every joining kubelet. Judged once a Machine of the pool is about to
-// join (its VMI runs), when the configuration it will read is final.
+// clusterDNSFailure: a kubeadm-joined pool's kubelets take clusterDNS from the tenant
+// kube-system/kubelet-config, which Kamaji writes from the TenantControlPlane's dnsServiceIPs
+// (clastix/kamaji internal/kubeadm/uploadconfig.go:84); it must be the tenant CoreDNS
+// Service's address, or pods on those Nodes get no cluster DNS. Judged once a Machine of the
+// pool is about to join (its VMI runs), when the configuration it will read is final.
 func clusterDNSFailure(s *snapshot) *terminal {
-	if !tenant.KubeadmJoined(s.Pool.OS) || s.KubeletConfig == nil {
+	if !s.Pool.OS.Kubeadm || s.KubeletConfig == nil {
 		return nil
 	}
 	joining := false
@@ -317,12 +336,20 @@ func clusterDNSFailure(s *snapshot) *terminal {
 	if !joining {
 		return nil
 	}
-	if dns := ClusterDNS(s.KubeletConfig); len(dns) > 0 {
-		return nil
+	dns := ClusterDNS(s.KubeletConfig)
+	where := fmt.Sprintf("the tenant %s/%s", s.KubeletConfig.Namespace, s.KubeletConfig.Name)
+	switch {
+	case len(dns) == 0:
+		return &terminal{Class: verdict.ClusterDNS, Stage: StageJoin,
+			Detail: fmt.Sprintf("%s carries no clusterDNS, so the kubeadm-joined workers of pool %s get no cluster DNS (Kamaji writes it from spec.network.dnsServiceIPs of KamajiControlPlane %s)",
+				where, s.Pool.Names.Pool, s.Pool.Names.ControlPlane())}
+	case s.ClusterDNSService != nil && s.ClusterDNSService.Spec.ClusterIP != "" && !slices.Contains(dns, s.ClusterDNSService.Spec.ClusterIP):
+		svc := s.ClusterDNSService
+		return &terminal{Class: verdict.ClusterDNS, Stage: StageJoin,
+			Detail: fmt.Sprintf("%s sets clusterDNS %v, but the tenant CoreDNS Service %s/%s is at %s: the kubeadm-joined workers of pool %s would resolve nothing (check spec.network.dnsServiceIPs of KamajiControlPlane %s)",
+				where, dns, svc.Namespace, svc.Name, svc.Spec.ClusterIP, s.Pool.Names.Pool, s.Pool.Names.ControlPlane())}
 	}
-	return &terminal{Class: verdict.ClusterDNS, Stage: StageJoin,
-		Detail: fmt.Sprintf("the tenant %s/%s carries no clusterDNS, so the kubeadm-joined workers of pool %s get no cluster DNS (is spec.network.dnsServiceIPs of KamajiControlPlane %s empty? Kamaji renders clusterDNS from it)",
-			s.KubeletConfig.Namespace, s.KubeletConfig.Name, s.Pool.Names.Pool, s.Pool.Names.ControlPlane())}
+	return nil
 }
 
 // ClusterDNS is the clusterDNS list of a kubelet-config ConfigMap (empty when absent).
@@ -336,10 +363,13 @@ func ClusterDNS(cm *corev1.ConfigMap) []string {
 	return kc.ClusterDNS
 }
 
+// joinedByConsole reports whether the guest said it joined on its console, or the tenant
+// approved its kubelet's CSR.
 func joinedByConsole(v *machineView) bool {
-	if v.Console != nil && v.Console.Joined {
-		return true
-	}
+	return (v.Console != nil && v.Console.Joined) || csrApproved(v)
+}
+
+func csrApproved(v *machineView) bool {
 	for _, csr := range v.CSRs {
 		for _, c := range csr.Status.Conditions {
 			if c.Type == certificatesv1.CertificateApproved {
@@ -348,4 +378,20 @@ func joinedByConsole(v *machineView) bool {
 		}
 	}
 	return false
+}
+
+// nodeWanted says which Node the pool's family makes of VMI vm.
+func nodeWanted(p Pool, vm string) string {
+	if p.OS.NodeNamedLikeVMI {
+		return "a Node named " + vm
+	}
+	return "a Node with providerID " + tenant.ProviderID(vm)
+}
+
+// identityHint says where a family's worker takes its name and providerID from.
+func identityHint(p Pool) string {
+	if p.OS.NodeNamedLikeVMI {
+		return fmt.Sprintf("a %s worker's hostname is its VMI's, from KubeVirt's config drive, unless its machine configuration names one", p.OS.Name)
+	}
+	return fmt.Sprintf("a %s worker is named %s<id> and passes the providerID to its kubelet once its bootstrap data carries it", p.OS.Name, p.OS.HostnamePrefix)
 }

@@ -5,20 +5,31 @@ import (
 	"strings"
 	"testing"
 
+	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	capierrors "sigs.k8s.io/cluster-api/errors"
 
+	"github.com/cozystack/cozy-e2e/framework/osfamily"
 	"github.com/cozystack/cozy-e2e/framework/tenant"
 	"github.com/cozystack/cozy-e2e/framework/verdict"
 )
 
 func testPool(os string, replicas int) Pool {
-	return Pool{Names: tenant.For("tenant-x", "t1").Pool("p"), Class: os, OS: os, Replicas: replicas, Console: true,
+	return Pool{Names: tenant.For("tenant-x", "t1").Pool("p"), Class: os, OS: mustFamily(os), Replicas: replicas, Console: true,
 		WorkloadImage: "img@sha256:00"}
+}
+
+func mustFamily(name string) osfamily.Family {
+	f, err := osfamily.Lookup(name)
+	if err != nil {
+		panic(err)
+	}
+	return f
 }
 
 // joined is a Machine whose every stage is passed, as the controllers leave it.
@@ -48,7 +59,7 @@ func joined(p Pool, name string) *machineView {
 }
 
 func withTemplate(p Pool, ms ...*machineView) *snapshot {
-	t := unstructuredOf(tenant.BootstrapTemplateGVK(p.OS))
+	t := unstructuredOf(p.OS.BootstrapTemplate)
 	t.SetName(p.Names.BootstrapTemplate())
 	return &snapshot{Pool: p, Template: t, Machines: ms}
 }
@@ -56,7 +67,7 @@ func withTemplate(p Pool, ms ...*machineView) *snapshot {
 // Each case takes a joined Machine back to one stage; the pool must be at that stage, not
 // terminal, with a detail that says what it waits for.
 func TestEachStageIsWhereTheFirstMissingPieceIs(t *testing.T) {
-	p := testPool(tenant.OSTalos, 1)
+	p := testPool(osfamily.Talos, 1)
 	for _, tc := range []struct {
 		stage  Stage
 		undo   func(v *machineView)
@@ -69,8 +80,12 @@ func TestEachStageIsWhereTheFirstMissingPieceIs(t *testing.T) {
 		}, "ImportInProgress 42.0%"},
 		{StageVMIRunning, func(v *machineView) { v.VMI.Status.Phase = kubevirtv1.Scheduling }, "VMI m1 Scheduling"},
 		{StageGuestBoot, func(v *machineView) { v.Node, v.Console = nil, &consoleState{} }, "serial console is silent"},
-		{StageJoin, func(v *machineView) { v.Node, v.Console.Joined = nil, false }, "waiting for the join"},
-		{StageNodeRegistered, func(v *machineView) { v.Node = nil }, "no Node named m1"},
+		{StageJoin, func(v *machineView) { v.Node, v.Console.Joined = nil, false }, "talos prints no join on its console: waiting for its kubelet"},
+		{StageNodeRegistered, func(v *machineView) {
+			v.Node = nil
+			v.CSRs = []certificatesv1.CertificateSigningRequest{{ObjectMeta: metav1.ObjectMeta{Name: "csr-1"}, Spec: certificatesv1.CertificateSigningRequestSpec{Username: "system:node:m1"},
+				Status: certificatesv1.CertificateSigningRequestStatus{Conditions: []certificatesv1.CertificateSigningRequestCondition{{Type: certificatesv1.CertificateApproved, Status: corev1.ConditionTrue}}}}}
+		}, "no Node of it in the tenant yet (a Node named m1)"},
 		{StageProviderID, func(v *machineView) { v.Node.Spec.ProviderID = "" }, "CAPK sets kubevirt://m1"},
 		{StageNodeRef, func(v *machineView) { v.Machine.Status.NodeRef.Name = "" }, "no nodeRef"},
 		{StageNodeRef, func(v *machineView) { delete(v.Node.Annotations, tenant.AnnotationClusterNamespace) }, "lacks cluster.x-k8s.io/cluster-namespace"},
@@ -92,7 +107,7 @@ func TestEachStageIsWhereTheFirstMissingPieceIs(t *testing.T) {
 }
 
 func TestAJoinedPoolIsDone(t *testing.T) {
-	p := testPool(tenant.OSKairos, 2)
+	p := testPool(osfamily.Kairos, 2)
 	s := withTemplate(p, joined(p, "m1"), joined(p, "m2"))
 	s.KubeletConfig = kubeletConfig("clusterDNS:\n- 10.95.0.10\n")
 	out := evaluate(s)
@@ -102,7 +117,7 @@ func TestAJoinedPoolIsDone(t *testing.T) {
 }
 
 func TestMissingTemplateAndMachinesWait(t *testing.T) {
-	p := testPool(tenant.OSTalos, 2)
+	p := testPool(osfamily.Talos, 2)
 	out := evaluate(&snapshot{Pool: p})
 	if out.Stage != StageBootstrapTemplate || !strings.Contains(out.Detail, "TalosConfigTemplate kubernetes-t1-p not rendered") {
 		t.Errorf("no template: %+v", out)
@@ -114,8 +129,8 @@ func TestMissingTemplateAndMachinesWait(t *testing.T) {
 }
 
 func TestTheWrongTemplateKindIsTerminal(t *testing.T) {
-	p := testPool(tenant.OSKairos, 1)
-	other := unstructuredOf(tenant.TalosConfigTemplateGVK)
+	p := testPool(osfamily.Kairos, 1)
+	other := unstructuredOf(mustFamily(osfamily.Talos).BootstrapTemplate)
 	other.SetName(p.Names.BootstrapTemplate())
 	out := evaluate(&snapshot{Pool: p, OtherTemplate: other})
 	if out.Terminal == nil || out.Terminal.Class != verdict.ProductAssertion || !strings.Contains(out.Terminal.Detail, "not the KairosConfigTemplate") {
@@ -126,14 +141,14 @@ func TestTheWrongTemplateKindIsTerminal(t *testing.T) {
 // A stalled Machine that a health check is replacing does not hold the pool back once a
 // replacement has joined: the pool needs its replicas, not every Machine ever made.
 func TestAStalledExtraMachineDoesNotHoldThePool(t *testing.T) {
-	p := testPool(tenant.OSTalos, 1)
+	p := testPool(osfamily.Talos, 1)
 	stalled := joined(p, "m0")
 	stalled.Node, stalled.Console = nil, &consoleState{}
 	out := evaluate(withTemplate(p, stalled, joined(p, "m1")))
 	if !out.Done {
 		t.Fatalf("%+v", out)
 	}
-	out = evaluate(withTemplate(testPool(tenant.OSTalos, 2), stalled, joined(p, "m1")))
+	out = evaluate(withTemplate(testPool(osfamily.Talos, 2), stalled, joined(p, "m1")))
 	if out.Done || out.Stage != StageGuestBoot || !strings.Contains(out.Detail, "1 of 2 Machines past this stage") {
 		t.Fatalf("%+v", out)
 	}
@@ -142,7 +157,7 @@ func TestAStalledExtraMachineDoesNotHoldThePool(t *testing.T) {
 // Machines at the same stage: the detail names the same one whatever order a cache lists them
 // in, so the progress log does not flip between them.
 func TestEqualMachinesGiveTheSameDetailInAnyOrder(t *testing.T) {
-	p := testPool(tenant.OSTalos, 2)
+	p := testPool(osfamily.Talos, 2)
 	a, b := joined(p, "m-a"), joined(p, "m-b")
 	for _, v := range []*machineView{a, b} {
 		v.Node, v.Workload, v.Console = nil, nil, &consoleState{}
@@ -155,7 +170,7 @@ func TestEqualMachinesGiveTheSameDetailInAnyOrder(t *testing.T) {
 
 // Every terminal detector, with the class and stage the fault catalogue asks for.
 func TestTerminalStatesEndTheJoinWithTheirClassAndStage(t *testing.T) {
-	p := testPool(tenant.OSKairos, 1)
+	p := testPool(osfamily.Kairos, 1)
 	for _, tc := range []struct {
 		name   string
 		class  verdict.Class
@@ -188,9 +203,25 @@ func TestTerminalStatesEndTheJoinWithTheirClassAndStage(t *testing.T) {
 		{"launcher failed", verdict.VMUnschedulable, StageVMIRunning, "Failed", func(v *machineView, _ *snapshot) {
 			v.Launcher.Status.Phase = corev1.PodFailed
 		}},
-		{"machine failed", verdict.MachineFailed, StageWorkloadPod, "Machine m1 is Failed", func(v *machineView, _ *snapshot) {
-			v.Machine.Status.Phase = "Failed"
+		{"machine failed", verdict.MachineFailed, StageWorkloadPod, "Machine m1 failed: CreateError vm create refused", func(v *machineView, _ *snapshot) {
+			// Cluster API copies the provider's failure into the deprecated v1beta1 status.
+			reason, msg := capierrors.MachineStatusError("CreateError"), "vm create refused"
+			v.Machine.Status.Deprecated = &clusterv1.MachineDeprecatedStatus{V1Beta1: &clusterv1.MachineV1Beta1DeprecatedStatus{FailureReason: &reason, FailureMessage: &msg}}
 			v.Workload = nil
+		}},
+		{"talos config failed", verdict.Bootstrap, StageBootstrapData, "TalosConfig m1 failed: DataSecretGenerationFailed: failed to generate", func(v *machineView, _ *snapshot) {
+			v.Machine.Spec.Bootstrap.DataSecretName = nil
+			v.BootstrapConfig = &unstructured.Unstructured{Object: map[string]any{"status": map[string]any{"conditions": []any{
+				map[string]any{"type": "DataSecretAvailable", "status": "False", "reason": "DataSecretGenerationFailed", "severity": "Error",
+					"message": "failed to generate machine config"}}}}}
+			v.BootstrapConfig.SetGroupVersionKind(mustFamily(osfamily.Talos).BootstrapConfig)
+			v.BootstrapConfig.SetName("m1")
+		}},
+		{"unschedulable temporary launcher of a volume waiting for its consumer", verdict.VMUnschedulable, StageVMIRunning, "Insufficient memory", func(v *machineView, _ *snapshot) {
+			v.VMI.Status.Phase = kubevirtv1.Pending
+			v.Temporary, v.Launcher = v.Launcher, nil
+			v.Temporary.Status = corev1.PodStatus{Phase: corev1.PodPending, Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled,
+				Status: corev1.ConditionFalse, Reason: "Unschedulable", Message: "0/3 nodes are available: 3 Insufficient memory."}}}
 		}},
 		{"kubevirt machine failed", verdict.MachineFailed, StageDiskImport, "KubevirtMachine m1 failed", func(v *machineView, _ *snapshot) {
 			v.DataVolume = nil
@@ -198,7 +229,7 @@ func TestTerminalStatesEndTheJoinWithTheirClassAndStage(t *testing.T) {
 		}},
 		{"kairos config failed", verdict.Bootstrap, StageBootstrapData, "KairosConfig m1 failed: InvalidJoin", func(v *machineView, _ *snapshot) {
 			v.Machine.Spec.Bootstrap.DataSecretName = nil
-			v.BootstrapConfig = failedObject(tenant.KairosConfigGVK, "InvalidJoin", "nodeRegistration.name is not DNS-1123")
+			v.BootstrapConfig = failedObject(mustFamily(osfamily.Kairos).BootstrapConfig, "InvalidJoin", "nodeRegistration.name is not DNS-1123")
 		}},
 		{"kubeadm refused in the console", verdict.JoinRejected, StageJoin, "error execution phase", func(v *machineView, _ *snapshot) {
 			v.Node = nil
@@ -223,10 +254,15 @@ func TestTerminalStatesEndTheJoinWithTheirClassAndStage(t *testing.T) {
 			v.Node = nil
 			s.KubeletConfig = kubeletConfig("cgroupDriver: systemd\n")
 		}},
+		{"kubelet-config clusterDNS not the CoreDNS Service's", verdict.ClusterDNS, StageJoin, "sets clusterDNS [10.95.0.53], but the tenant CoreDNS Service kube-system/kube-dns is at 10.95.0.10", func(v *machineView, s *snapshot) {
+			v.Node = nil
+			s.KubeletConfig = kubeletConfig("clusterDNS: [10.95.0.53]\n")
+		}},
 	} {
 		v := joined(p, "m1")
 		s := withTemplate(p, v)
 		s.KubeletConfig = kubeletConfig("clusterDNS: [10.95.0.10]\n")
+		s.ClusterDNSService = &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "kube-dns"}, Spec: corev1.ServiceSpec{ClusterIP: "10.95.0.10"}}
 		tc.break_(v, s)
 		out := evaluate(s)
 		if out.Terminal == nil {
@@ -241,7 +277,7 @@ func TestTerminalStatesEndTheJoinWithTheirClassAndStage(t *testing.T) {
 
 // Talos workers do not join with kubeadm: their pools do not depend on the kubelet-config.
 func TestClusterDNSIsRequiredOfKubeadmPoolsOnly(t *testing.T) {
-	p := testPool(tenant.OSTalos, 1)
+	p := testPool(osfamily.Talos, 1)
 	s := withTemplate(p, joined(p, "m1"))
 	s.KubeletConfig = kubeletConfig("cgroupDriver: systemd\n")
 	if out := evaluate(s); !out.Done {
@@ -250,7 +286,7 @@ func TestClusterDNSIsRequiredOfKubeadmPoolsOnly(t *testing.T) {
 }
 
 func TestStartupTaintsAndTransientImporterErrorsAreNotTerminal(t *testing.T) {
-	p := testPool(tenant.OSTalos, 1)
+	p := testPool(osfamily.Talos, 1)
 	v := joined(p, "m1")
 	v.Node.Spec.Taints = []corev1.Taint{{Key: "node.kubernetes.io/not-ready", Effect: corev1.TaintEffectNoSchedule}}
 	if out := evaluate(withTemplate(p, v)); out.Terminal != nil {
@@ -291,39 +327,91 @@ func failedObject(gvk interface{ String() string }, reason, msg string) *unstruc
 	case tenant.KubevirtMachineGVK.String():
 		u.SetGroupVersionKind(tenant.KubevirtMachineGVK)
 	default:
-		u.SetGroupVersionKind(tenant.KairosConfigGVK)
+		u.SetGroupVersionKind(mustFamily(osfamily.Kairos).BootstrapConfig)
 	}
 	u.SetName("m1")
 	return u
 }
 
-// The console lines of a refused join, as kubeadm and a Talos kubelet print them; and lines
-// of a healthy boot that must not be taken for one.
+// The console lines of a refused kubeadm join; lines of a healthy boot that must not be taken
+// for one; and a Talos guest, whose console says nothing of its join.
 func TestJoinRefusalLines(t *testing.T) {
+	kairos, talos := mustFamily(osfamily.Kairos), mustFamily(osfamily.Talos)
 	for _, l := range []string{
 		`error execution phase preflight: couldn't validate the identity of the API Server: could not find a JWS signature`,
 		`error execution phase kubelet-start: a Node with name "x" and status "Ready" already exists`,
-		`[talos] kubelet: E0000 "Unable to register node with API server" err="Unauthorized": the control plane refused the node's bootstrap credentials`,
 	} {
-		if !joinRefusal.MatchString(l) {
+		if !kairos.ConsoleRefused.MatchString(l) {
 			t.Errorf("not taken for a refusal: %s", l)
 		}
 	}
 	for _, l := range []string{
 		`[kubelet-start] Waiting for the kubelet to perform the TLS Bootstrap`,
-		`[talos] kubelet: performing TLS bootstrap`,
 		`This node has joined the cluster:`,
 	} {
-		if joinRefusal.MatchString(l) {
+		if kairos.ConsoleRefused.MatchString(l) {
 			t.Errorf("taken for a refusal: %s", l)
 		}
+	}
+	if talos.ConsoleJoined != nil || talos.ConsoleRefused != nil {
+		t.Error("Talos prints no kubelet output on its serial console; no line of it may decide its join")
+	}
+}
+
+// A kubeadm-joined (Kairos) worker's join is judged from its console: waiting for kubeadm's
+// last words, then for its Node, found by its providerID.
+func TestAKairosJoinIsReadFromItsConsole(t *testing.T) {
+	p := testPool(osfamily.Kairos, 1)
+	v := joined(p, "m1")
+	v.Node, v.Workload = nil, nil
+	v.Console.Joined = false
+	if out := evaluate(withTemplate(p, v)); out.Stage != StageJoin || !strings.Contains(out.Detail, "waiting for the join") {
+		t.Fatalf("before kubeadm's last words: %+v", out)
+	}
+	v.Console.Joined = true
+	if out := evaluate(withTemplate(p, v)); out.Stage != StageNodeRegistered || !strings.Contains(out.Detail, "a Node with providerID kubevirt://m1") {
+		t.Fatalf("after them: %+v", out)
+	}
+}
+
+// A Talos worker whose Node never comes waits at join, naming its CSR (or that there is none),
+// never judged refused from its console.
+func TestATalosJoinIsJudgedFromTheTenantNotTheConsole(t *testing.T) {
+	p := testPool(osfamily.Talos, 1)
+	v := joined(p, "m1")
+	v.Node, v.Workload = nil, nil
+	v.Console.Joined, v.Console.Refused = false, ""
+	v.Console.Last = `[talos] service[kubelet](Running): Health check successful`
+	out := evaluate(withTemplate(p, v))
+	if out.Terminal != nil || out.Stage != StageJoin || !strings.Contains(out.Detail, "talos prints no join on its console") ||
+		!strings.Contains(out.Detail, "no kubelet CSR in the tenant") {
+		t.Fatalf("%+v", out)
+	}
+}
+
+// A Kairos worker named by its hostnamePrefix with its VMI's providerID has the identity its
+// family gives it; a Talos worker under another name does not.
+func TestIdentityFollowsTheFamily(t *testing.T) {
+	p := testPool(osfamily.Kairos, 1)
+	v := joined(p, "m1")
+	v.Node.Name = "metal-3f2a"
+	v.Machine.Status.NodeRef.Name = "metal-3f2a"
+	v.Workload.Spec.NodeName = "metal-3f2a"
+	if out := evaluate(withTemplate(p, v)); out.Terminal != nil || !out.Done {
+		t.Fatalf("kairos: %+v %+v", out, out.Terminal)
+	}
+	p = testPool(osfamily.Talos, 1)
+	v = joined(p, "m1")
+	v.Node.Name = "talos-abc-def"
+	if out := evaluate(withTemplate(p, v)); out.Terminal == nil || out.Terminal.Class != verdict.Identity {
+		t.Fatalf("talos: %+v", out)
 	}
 }
 
 // Every watched change re-evaluates every pool; this is the cost of one evaluation of a pool
 // of 10 joined workers.
 func BenchmarkEvaluatePoolOf10(b *testing.B) {
-	p := testPool(tenant.OSKairos, 10)
+	p := testPool(osfamily.Kairos, 10)
 	var ms []*machineView
 	for i := 0; i < 10; i++ {
 		ms = append(ms, joined(p, fmt.Sprintf("m%d", i)))

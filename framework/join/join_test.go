@@ -16,6 +16,7 @@ import (
 
 	"github.com/cozystack/cozy-e2e/framework/controlplane/cptest"
 	"github.com/cozystack/cozy-e2e/framework/join"
+	"github.com/cozystack/cozy-e2e/framework/osfamily"
 	"github.com/cozystack/cozy-e2e/framework/sim/world"
 	"github.com/cozystack/cozy-e2e/framework/tenant"
 )
@@ -42,7 +43,7 @@ func TestJoin(t *testing.T) {
 }
 
 func testEveryStage(t *testing.T, w *world.World) {
-	s := newScene(t, w, tenant.OSKairos, 1)
+	s := newScene(t, w, osfamily.Kairos, 1)
 	r := s.start(2 * time.Minute)
 	s.at(r, join.StageBootstrapTemplate)
 	s.template()
@@ -133,38 +134,47 @@ func testTerminalStates(t *testing.T, w *world.World) {
 		setup         func(s *scene) (vm, pod, ip string)
 		fault         func(s *scene, vm, pod, ip string)
 	}{
-		{"DataVolumeFailed", tenant.OSTalos, "disk-import", join.StageDiskImport, join.StageDiskImport, "Failed", toDisk, func(s *scene, vm, _, _ string) {
+		{"DataVolumeFailed", osfamily.Talos, "disk-import", join.StageDiskImport, join.StageDiskImport, "Failed", toDisk, func(s *scene, vm, _, _ string) {
 			s.dataVolume(vm, cdiv1.Failed, "3.0%", cdiv1.DataVolumeCondition{Type: cdiv1.DataVolumeRunning, Status: corev1.ConditionFalse, Reason: "Error", Message: "import failed"})
 		}},
-		{"RegistryRefusedTheImporter", tenant.OSKairos, "disk-import", join.StageDiskImport, join.StageDiskImport, "401 Unauthorized", toDisk, func(s *scene, vm, _, _ string) {
+		{"RegistryRefusedTheImporter", osfamily.Kairos, "disk-import", join.StageDiskImport, join.StageDiskImport, "401 Unauthorized", toDisk, func(s *scene, vm, _, _ string) {
 			s.dataVolume(vm, cdiv1.ImportInProgress, "N/A", cdiv1.DataVolumeCondition{Type: cdiv1.DataVolumeRunning, Status: corev1.ConditionFalse, Reason: "Error",
 				Message: "Unable to process data: initializing source: reading manifest: 401 Unauthorized"})
 		}},
-		{"LauncherUnschedulable", tenant.OSTalos, "vm-unschedulable", join.StageVMIRunning, join.StageVMIRunning, "Insufficient memory", func(s *scene) (string, string, string) {
+		{"LauncherUnschedulable", osfamily.Talos, "vm-unschedulable", join.StageVMIRunning, join.StageVMIRunning, "Insufficient memory", func(s *scene) (string, string, string) {
 			vm, _, ip := toDisk(s)
 			s.dataVolume(vm, cdiv1.Succeeded, "100.0%")
 			s.vmi(vm, kubevirtv1.Scheduling, ip)
 			return vm, "", ip
 		}, func(s *scene, vm, _, _ string) { s.launcher(vm, "512Gi") }},
-		{"KubeadmRefusedInTheConsole", tenant.OSKairos, "join-rejected", join.StageJoin, join.StageJoin, "error execution phase kubelet-start", toBoot, func(s *scene, _, pod, _ string) {
+		{"LauncherOfALongVMINameUnschedulable", osfamily.Talos, "vm-unschedulable", join.StageVMIRunning, join.StageVMIRunning, "Insufficient memory", func(s *scene) (string, string, string) {
+			vm, _, ip := toDisk(s)
+			if len(vm) <= 43 {
+				s.t.Fatalf("VMI name %q (%d characters) is not long enough for the apiserver to cut its launcher's name", vm, len(vm))
+			}
+			s.dataVolume(vm, cdiv1.Succeeded, "100.0%")
+			s.vmi(vm, kubevirtv1.Scheduling, ip)
+			return vm, "", ip
+		}, func(s *scene, vm, _, _ string) { s.launcher(vm, "512Gi") }},
+		{"KubeadmRefusedInTheConsole", osfamily.Kairos, "join-rejected", join.StageJoin, join.StageJoin, "error execution phase kubelet-start", toBoot, func(s *scene, _, pod, _ string) {
 			s.console(pod, "[   31.000000] kubeadm[812]: error execution phase kubelet-start: a Node with name \"x\" and status \"Ready\" already exists")
 		}},
-		{"NodeUnderAnotherName", tenant.OSKairos, "identity", join.StageJoin, join.StageProviderID, "registered as Node metal-", toBoot, func(s *scene, vm, _, ip string) {
+		{"NodeUnderAnotherName", osfamily.Kairos, "identity", join.StageJoin, join.StageProviderID, "registered as Node metal-", toBoot, func(s *scene, vm, _, ip string) {
 			s.node("metal-"+strings.ToLower(vm[len(vm)-5:]), ip)
 		}},
-		{"LastingNoScheduleTaint", tenant.OSTalos, "not-schedulable", join.StageSchedulable, join.StageSchedulable, "e2e.cozystack.io/broken=true:NoSchedule", toLinked, func(s *scene, vm, _, _ string) {
+		{"LastingNoScheduleTaint", osfamily.Talos, "not-schedulable", join.StageSchedulable, join.StageSchedulable, "e2e.cozystack.io/broken=true:NoSchedule", toLinked, func(s *scene, vm, _, _ string) {
 			s.updateNode(vm, func(n *corev1.Node) {
 				n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: "e2e.cozystack.io/broken", Value: "true", Effect: corev1.TaintEffectNoSchedule})
 			})
 		}},
-		{"MachineFailed", tenant.OSTalos, "machine-failed", join.StageJoin, join.StageJoin, "InsufficientResources", toBoot, func(s *scene, vm, _, _ string) {
+		{"MachineFailed", osfamily.Talos, "machine-failed", join.StageJoin, join.StageJoin, "InsufficientResources", toBoot, func(s *scene, vm, _, _ string) {
 			s.failStatus(nil, "KubevirtMachine", vm, "InsufficientResources", "the VM could not be created")
 		}},
-		{"KubeletConfigWithoutClusterDNS", tenant.OSKairos, "cluster-dns", join.StageJoin, join.StageJoin, "carries no clusterDNS", toBoot, func(s *scene, _, _, _ string) {
+		{"KubeletConfigWithoutClusterDNS", osfamily.Kairos, "cluster-dns", join.StageJoin, join.StageJoin, "carries no clusterDNS", toBoot, func(s *scene, _, _, _ string) {
 			s.kubeletConfig("apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\ncgroupDriver: systemd\n")
 			s.t.Cleanup(func() { s.kubeletConfig(withClusterDNS) })
 		}},
-		{"KairosConfigFailed", tenant.OSKairos, "bootstrap", join.StageBootstrapData, join.StageBootstrapData, "InvalidJoinConfiguration", func(s *scene) (string, string, string) {
+		{"KairosConfigFailed", osfamily.Kairos, "bootstrap", join.StageBootstrapData, join.StageBootstrapData, "InvalidJoinConfiguration", func(s *scene) (string, string, string) {
 			s.template()
 			return s.machine("fffff"), "", ""
 		}, func(s *scene, vm, _, _ string) {
@@ -173,6 +183,10 @@ func testTerminalStates(t *testing.T, w *world.World) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := newScene(t, w, tc.os, 1)
+			if strings.Contains(tc.name, "LongVMIName") {
+				// A 10-character run id and a long pool: kubernetes-<app>-<pool>-<5>-<5> is 60.
+				s = newSceneNamed(t, w, tc.os, 1, "pools-1234567890", "workers-long")
+			}
 			vm, pod, ip := tc.setup(s)
 			r := s.start(2 * time.Minute)
 			// The join has judged the scene at its stage before the fault, so the fault is a
@@ -206,7 +220,7 @@ func testTerminalStates(t *testing.T, w *world.World) {
 }
 
 func testDeadline(t *testing.T, w *world.World) {
-	s := newScene(t, w, tenant.OSTalos, 2)
+	s := newScene(t, w, osfamily.Talos, 2)
 	s.template()
 	s.importing(s.machine("ddddd"), "7.0%")
 	r := s.start(3 * time.Second)
@@ -238,7 +252,7 @@ func testFallBack(t *testing.T, w *world.World) {
 		{"ReachesTheImportAgain", true, []string{"3.14%", "-ggggg", "fell back from disk-import 1 time(s)"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := newScene(t, w, tenant.OSTalos, 1)
+			s := newScene(t, w, osfamily.Talos, 1)
 			s.template()
 			vm := s.machine("fffff")
 			s.importing(vm, "3.14%")

@@ -9,6 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/cozystack/cozy-e2e/framework/osfamily"
 	"github.com/cozystack/cozy-e2e/framework/tenant"
 	"github.com/cozystack/cozy-e2e/framework/verdict"
 )
@@ -16,8 +17,9 @@ import (
 // Pool is one worker pool to follow.
 type Pool struct {
 	Names tenant.PoolNames
-	// Class is the NodeGroupClass the pool names and OS its family (talos, kairos).
-	Class, OS string
+	// Class is the NodeGroupClass the pool names and OS its family.
+	Class string
+	OS    osfamily.Family
 	// Replicas is how many workers must join.
 	Replicas int
 	// Console says the pool logs its serial console (logSerialConsole), so the guest's boot

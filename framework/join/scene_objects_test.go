@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cozystack/cozy-e2e/framework/join"
+	"github.com/cozystack/cozy-e2e/framework/osfamily"
 	"github.com/cozystack/cozy-e2e/framework/sim/simenv"
 	"github.com/cozystack/cozy-e2e/framework/sim/world"
 	"github.com/cozystack/cozy-e2e/framework/tenant"
@@ -30,8 +31,8 @@ import (
 // template is the pool's bootstrap template, as the reconcile Job applies it.
 func (s *scene) template() {
 	u := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"template": map[string]any{"spec": map[string]any{}}}}}
-	u.SetGroupVersionKind(tenant.BootstrapTemplateGVK(s.pool.OS))
-	if s.pool.OS == tenant.OSKairos {
+	u.SetGroupVersionKind(s.pool.OS.BootstrapTemplate)
+	if s.pool.OS.Name == osfamily.Kairos {
 		u.Object["spec"] = map[string]any{"template": map[string]any{"spec": map[string]any{"kubernetesVersion": "v1.35.4", "role": "worker"}}}
 	} else {
 		u.Object["spec"] = map[string]any{"template": map[string]any{"spec": map[string]any{"generateType": "none"}}}
@@ -45,7 +46,7 @@ func (s *scene) template() {
 // ready; vm is its (and its KubevirtMachine's, VM's and VMI's) name.
 func (s *scene) machine(suffix string) string {
 	name := s.pool.Names.MachineDeployment() + "-5c7d9-" + suffix
-	boot := tenant.BootstrapConfigGVK(s.pool.OS)
+	boot := s.pool.OS.BootstrapConfig
 	m := &clusterv1.Machine{
 		ObjectMeta: metav1.ObjectMeta{Namespace: s.ns(), Name: name, Labels: s.pool.Names.Selector()},
 		Spec: clusterv1.MachineSpec{
@@ -58,7 +59,7 @@ func (s *scene) machine(suffix string) string {
 	}
 	s.must(s.c.Create(s.ctx, m))
 	cfg := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"generateType": "none"}}}
-	if s.pool.OS == tenant.OSKairos {
+	if s.pool.OS.Name == osfamily.Kairos {
 		cfg.Object["spec"] = map[string]any{"kubernetesVersion": "v1.35.4"}
 	}
 	cfg.SetGroupVersionKind(boot)
@@ -77,7 +78,7 @@ func (s *scene) machine(suffix string) string {
 // MachineHealthCheck remediation ends with (the MachineSet then makes a replacement).
 func (s *scene) remove(vm string) {
 	s.must(s.c.Delete(s.ctx, &clusterv1.Machine{ObjectMeta: metav1.ObjectMeta{Namespace: s.ns(), Name: vm}}))
-	for _, gvk := range []schema.GroupVersionKind{tenant.BootstrapConfigGVK(s.pool.OS), tenant.KubevirtMachineGVK} {
+	for _, gvk := range []schema.GroupVersionKind{s.pool.OS.BootstrapConfig, tenant.KubevirtMachineGVK} {
 		u := &unstructured.Unstructured{}
 		u.SetGroupVersionKind(gvk)
 		u.SetNamespace(s.ns())
@@ -112,7 +113,7 @@ func (s *scene) failStatus(gvk interface{ String() string }, kind, vm, reason, m
 	case "KubevirtMachine":
 		u.SetGroupVersionKind(tenant.KubevirtMachineGVK)
 	default:
-		u.SetGroupVersionKind(tenant.BootstrapConfigGVK(s.pool.OS))
+		u.SetGroupVersionKind(s.pool.OS.BootstrapConfig)
 	}
 	s.must(s.c.Get(s.ctx, types.NamespacedName{Namespace: s.ns(), Name: vm}, u))
 	u.Object["status"] = map[string]any{"failureReason": reason, "failureMessage": msg}
@@ -150,13 +151,21 @@ func (s *scene) vmi(vm string, phase kubevirtv1.VirtualMachineInstancePhase, ip 
 // launcher is KubeVirt's virt-launcher Pod of vm (compute and guest-console-log), asking for
 // memory; the real scheduler places it and kwok runs it.
 func (s *scene) launcher(vm, memory string) string {
-	name := tenant.LauncherPrefix + vm + "-x7k2p"
+	var vmi kubevirtv1.VirtualMachineInstance
+	s.must(s.c.Get(s.ctx, client.ObjectKey{Namespace: s.ns(), Name: vm}, &vmi))
+	// The apiserver cuts a generateName base to 58 characters (k8s.io/apiserver
+	// pkg/storage/names/generate.go), as it does for KubeVirt's virt-launcher-<vmi>-.
+	base := tenant.LauncherPrefix + vm + "-"
+	if len(base) > 58 {
+		base = base[:58]
+	}
+	name := base + "x7k2p"
 	for _, ct := range []string{"compute", join.ConsoleContainer} {
 		_, err := s.w.ContainerLog(s.ns(), name, ct)
 		s.must(err)
 	}
 	s.must(s.c.Create(s.ctx, &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: s.ns(), Name: name, Labels: map[string]string{tenant.LabelVMName: vm, "kubevirt.io": "virt-launcher"}},
+		ObjectMeta: metav1.ObjectMeta{Namespace: s.ns(), Name: name, Labels: map[string]string{tenant.LabelCreatedBy: string(vmi.UID), "kubevirt.io": "virt-launcher"}},
 		Spec: corev1.PodSpec{
 			Tolerations: []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
 			Containers: []corev1.Container{

@@ -19,6 +19,7 @@ import (
 	"github.com/cozystack/cozy-e2e/framework/budget"
 	"github.com/cozystack/cozy-e2e/framework/join"
 	"github.com/cozystack/cozy-e2e/framework/lane"
+	"github.com/cozystack/cozy-e2e/framework/osfamily"
 	"github.com/cozystack/cozy-e2e/framework/sim/world"
 	"github.com/cozystack/cozy-e2e/framework/tenant"
 )
@@ -39,6 +40,12 @@ var sceneCount struct {
 }
 
 func newScene(t *testing.T, w *world.World, os string, replicas int) *scene {
+	return newSceneNamed(t, w, os, replicas, "", "p")
+}
+
+// newSceneNamed is a scene whose app name starts with app (then the scene's number) and whose
+// pool is pool: long names make names the apiserver and Cluster API cut.
+func newSceneNamed(t *testing.T, w *world.World, os string, replicas int, app, pool string) *scene {
 	t.Helper()
 	sceneCount.Lock()
 	sceneCount.n++
@@ -48,7 +55,7 @@ func newScene(t *testing.T, w *world.World, os string, replicas int) *scene {
 	t.Cleanup(cancel)
 	ns := fmt.Sprintf("tenant-join%d", i)
 	s := &scene{t: t, ctx: ctx, w: w, c: w.Cluster.Client, n: i * 16,
-		pool: join.Pool{Names: tenant.For(ns, fmt.Sprintf("j%d", i)).Pool("p"), Class: os, OS: os, Replicas: replicas,
+		pool: join.Pool{Names: tenant.For(ns, fmt.Sprintf("%sj%d", app, i)).Pool(pool), Class: os, OS: family(t, os), Replicas: replicas,
 			Console: true, WorkloadImage: "docker.io/library/nginx@sha256:" + strings.Repeat("4", 64)}}
 	s.must(s.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
 	s.poll("the default ServiceAccount of "+ns, func() bool {
@@ -102,7 +109,7 @@ func (s *scene) start(budgetFor time.Duration) *joinRun {
 	s.t.Cleanup(func() { span.End(nil) })
 	r := &joinRun{log: &syncBuffer{}, done: make(chan struct{}), cl: cl}
 	r.w, err = join.Start(s.ctx, join.Options{Management: s.w.Cluster, Tenant: s.w.Cluster, Namespace: s.ns(),
-		OSes: []string{s.pool.OS}, Clock: cl, Log: r.log, OnProgress: func(p join.Progress) {
+		OSes: []osfamily.Family{s.pool.OS}, Clock: cl, Log: r.log, OnProgress: func(p join.Progress) {
 			r.mu.Lock()
 			defer r.mu.Unlock()
 			if n := len(r.heard); n == 0 || r.heard[n-1] != p.Stage {
@@ -154,6 +161,7 @@ func toDisk(s *scene) (string, string, string) {
 func toBoot(s *scene) (string, string, string) {
 	vm, _, ip := toDisk(s)
 	s.dataVolume(vm, cdiv1.Succeeded, "100.0%")
+	s.vmi(vm, kubevirtv1.Scheduling, ip)
 	pod := s.launcher(vm, "1Gi")
 	s.vmi(vm, kubevirtv1.Running, ip)
 	s.poll("launcher running", func() bool {
@@ -190,4 +198,13 @@ func (b *syncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.b.String()
+}
+
+func family(t *testing.T, name string) osfamily.Family {
+	t.Helper()
+	f, err := osfamily.Lookup(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
 }

@@ -10,8 +10,6 @@ import (
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
@@ -26,12 +24,12 @@ func (w *Watcher) read(ctx context.Context, p Pool) (*snapshot, error) {
 	ns := w.o.Namespace
 	s := &snapshot{Pool: p}
 	var err error
-	if s.Template, err = w.getU(ctx, w.mgmt, tenant.BootstrapTemplateGVK(p.OS), ns, p.Names.BootstrapTemplate()); err != nil {
+	if s.Template, err = getU(ctx, w.mgmt, p.OS.BootstrapTemplate, ns, p.Names.BootstrapTemplate()); err != nil {
 		return nil, err
 	}
-	for os := range w.bootKind {
-		if os != p.OS && tenant.BootstrapTemplateGVK(os) != tenant.BootstrapTemplateGVK(p.OS) {
-			if s.OtherTemplate, err = w.getU(ctx, w.mgmt, tenant.BootstrapTemplateGVK(os), ns, p.Names.BootstrapTemplate()); err != nil {
+	for _, f := range w.families {
+		if f.BootstrapTemplate != p.OS.BootstrapTemplate {
+			if s.OtherTemplate, err = getU(ctx, w.mgmt, f.BootstrapTemplate, ns, p.Names.BootstrapTemplate()); err != nil {
 				return nil, err
 			}
 		}
@@ -64,6 +62,12 @@ func (w *Watcher) read(ctx context.Context, p Pool) (*snapshot, error) {
 	} else if ok {
 		s.KubeletConfig = cm
 	}
+	dns := &corev1.Service{}
+	if ok, err := get(ctx, w.tenant, tenant.CoreDNSNamespace, tenant.CoreDNSService, dns); err != nil {
+		return nil, err
+	} else if ok {
+		s.ClusterDNSService = dns
+	}
 	for i := range machines.Items {
 		m := &machines.Items[i]
 		if m.DeletionTimestamp != nil {
@@ -83,11 +87,11 @@ func (w *Watcher) readMachine(ctx context.Context, p Pool, v *machineView, pods 
 	ns := w.o.Namespace
 	vm := v.vmName()
 	var err error
-	if v.KubevirtMachine, err = w.getU(ctx, w.mgmt, tenant.KubevirtMachineGVK, ns, vm); err != nil {
+	if v.KubevirtMachine, err = getU(ctx, w.mgmt, tenant.KubevirtMachineGVK, ns, vm); err != nil {
 		return err
 	}
 	if ref := v.Machine.Spec.Bootstrap.ConfigRef.Name; ref != "" {
-		if v.BootstrapConfig, err = w.getU(ctx, w.mgmt, w.bootKind[p.OS], ns, ref); err != nil {
+		if v.BootstrapConfig, err = getU(ctx, w.mgmt, p.OS.BootstrapConfig, ns, ref); err != nil {
 			return err
 		}
 	}
@@ -108,14 +112,20 @@ func (w *Watcher) readMachine(ctx context.Context, p Pool, v *machineView, pods 
 		switch {
 		case pod.Name == tenant.ImporterPod(tenant.DataVolume(vm)):
 			v.Importer = pod
-		case tenant.IsLauncherOf(pod.Name, vm) && pod.DeletionTimestamp == nil:
+		case v.VMI != nil && tenant.LauncherVMIUID(pod.Labels) == string(v.VMI.UID) && pod.DeletionTimestamp == nil:
+			if pod.Annotations[tenant.AnnotationEphemeralProvisioning] == "true" {
+				// The temporary launcher of a volume waiting for its first consumer: it can be
+				// unschedulable as the real one can, but it runs no guest.
+				v.Temporary = pod
+				continue
+			}
 			if v.Launcher == nil || pod.CreationTimestamp.After(v.Launcher.CreationTimestamp.Time) {
 				v.Launcher = pod
 			}
 		}
 	}
 	if v.Launcher != nil && p.Console {
-		w.consoles.follow(w.ctx, v.Launcher)
+		w.consoles.follow(w.ctx, v.Launcher, p.OS)
 		if st, ok := w.consoles.get(v.Launcher.Name); ok {
 			v.Console = &st
 		}
@@ -137,11 +147,17 @@ func (w *Watcher) readMachine(ctx context.Context, p Pool, v *machineView, pods 
 	return nil
 }
 
-// attributeNode finds the tenant Node VMI vm registered as: the Node of its name, else the
+// attributeNode finds the tenant Node VMI vm registered as: the Node of its name, else the Node
+// carrying its providerID (a kubelet that set --provider-id under a name of its own), else the
 // Node whose InternalIP is one of the VMI's addresses (the guest's NIC is the VMI's).
 func attributeNode(vm string, vmi *kubevirtv1.VirtualMachineInstance, nodes []corev1.Node) *corev1.Node {
 	for i := range nodes {
 		if nodes[i].Name == vm {
+			return &nodes[i]
+		}
+	}
+	for i := range nodes {
+		if nodes[i].Spec.ProviderID == tenant.ProviderID(vm) {
 			return &nodes[i]
 		}
 	}
@@ -193,13 +209,4 @@ func get(ctx context.Context, c client.Reader, ns, name string, obj client.Objec
 		return false, fmt.Errorf("join: reading %T %s/%s: %w", obj, ns, name, err)
 	}
 	return true, nil
-}
-
-func (w *Watcher) getU(ctx context.Context, c client.Reader, gvk schema.GroupVersionKind, ns, name string) (*unstructured.Unstructured, error) {
-	u := unstructuredOf(gvk)
-	ok, err := get(ctx, c, ns, name, u)
-	if !ok || err != nil {
-		return nil, err
-	}
-	return u, nil
 }

@@ -70,6 +70,9 @@ type StageError struct {
 }
 
 func (e *StageError) Error() string {
+	if e.Class == verdict.Deadline && e.Budget <= 0 {
+		return fmt.Sprintf("pool %s: the phase's time had run out before its join was followed (last seen at %s: %s)", e.Pool, e.Stage, e.Detail)
+	}
 	if e.Class == verdict.Deadline {
 		return fmt.Sprintf("pool %s: stuck at %s for %s of %s: %s", e.Pool, e.Stage,
 			e.Elapsed.Round(time.Second), e.Budget.Round(time.Second), e.Detail)

@@ -23,6 +23,7 @@ import (
 
 	"github.com/cozystack/cozy-e2e/framework/budget"
 	"github.com/cozystack/cozy-e2e/framework/cluster"
+	"github.com/cozystack/cozy-e2e/framework/osfamily"
 	"github.com/cozystack/cozy-e2e/framework/tenant"
 )
 
@@ -34,9 +35,9 @@ type Options struct {
 	Tenant *cluster.Cluster
 	// Namespace is the tenant namespace on the management cluster.
 	Namespace string
-	// OSes are the OS families of the pools that will be followed ("talos", "kairos"); they
-	// decide which bootstrap kinds are watched.
-	OSes []string
+	// OSes are the OS families of the pools that will be followed; they decide which bootstrap
+	// kinds are watched.
+	OSes []osfamily.Family
 	// Clock records each pool's stage timings; nil records nothing.
 	Clock *budget.Clock
 	// Log receives one progress line per change of a pool's stage or detail; nil: none.
@@ -62,7 +63,7 @@ type Watcher struct {
 	subs     map[int]chan struct{}
 	nextSub  int
 	progress map[string]Progress
-	bootKind map[string]schema.GroupVersionKind // os -> bootstrap config kind
+	families map[string]osfamily.Family // the followed pools' OS families, by name
 }
 
 // Start builds the informers, waits until they hold a first full listing, and creates the
@@ -76,7 +77,7 @@ func Start(ctx context.Context, o Options) (*Watcher, error) {
 	}
 	wctx, cancel := context.WithCancel(context.Background())
 	w := &Watcher{o: o, ctx: wctx, cancel: cancel, subs: map[int]chan struct{}{}, progress: map[string]Progress{},
-		bootKind: map[string]schema.GroupVersionKind{}}
+		families: map[string]osfamily.Family{}}
 	ok := false
 	defer func() {
 		if !ok {
@@ -98,6 +99,8 @@ func Start(ctx context.Context, o Options) (*Watcher, error) {
 			&corev1.Pod{}: {Namespaces: map[string]cache.Config{tenant.WorkloadNamespace: {}}},
 			&corev1.ConfigMap{}: {Namespaces: map[string]cache.Config{tenant.KubeletConfigNamespace: {}},
 				Field: fields.OneTermEqualSelector("metadata.name", tenant.KubeletConfigName)},
+			&corev1.Service{}: {Namespaces: map[string]cache.Config{tenant.CoreDNSNamespace: {}},
+				Field: fields.OneTermEqualSelector("metadata.name", tenant.CoreDNSService)},
 		},
 		ReaderFailOnMissingInformer: true,
 	})
@@ -108,14 +111,14 @@ func Start(ctx context.Context, o Options) (*Watcher, error) {
 		&kubevirtv1.VirtualMachineInstance{}, &corev1.Pod{}, unstructuredOf(tenant.KubevirtMachineGVK)}
 	seen := map[string]bool{}
 	for _, os := range o.OSes {
-		if seen[os] {
+		if seen[os.Name] {
 			continue
 		}
-		seen[os] = true
-		w.bootKind[os] = tenant.BootstrapConfigGVK(os)
-		mgmtKinds = append(mgmtKinds, unstructuredOf(tenant.BootstrapTemplateGVK(os)), unstructuredOf(tenant.BootstrapConfigGVK(os)))
+		seen[os.Name] = true
+		w.families[os.Name] = os
+		mgmtKinds = append(mgmtKinds, unstructuredOf(os.BootstrapTemplate), unstructuredOf(os.BootstrapConfig))
 	}
-	tenantKinds := []client.Object{&corev1.Node{}, &corev1.Pod{}, &corev1.ConfigMap{}, &certificatesv1.CertificateSigningRequest{}}
+	tenantKinds := []client.Object{&corev1.Node{}, &corev1.Pod{}, &corev1.ConfigMap{}, &corev1.Service{}, &certificatesv1.CertificateSigningRequest{}}
 	if err := w.run(ctx, "management "+o.Management.Name, w.mgmt, mgmtKinds); err != nil {
 		return nil, err
 	}

@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/cozystack/cozy-e2e/framework/osfamily"
 	"github.com/cozystack/cozy-e2e/framework/verdict"
 )
 
@@ -14,7 +15,6 @@ var (
 	minorRe     = regexp.MustCompile(`^v1\.(\d+)$`)
 	patchRe     = regexp.MustCompile(`^v1\.(\d+)\.\d+$`)
 	digestRe    = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
-	builtinOS   = map[string]bool{"talos": true, "kairos": true}
 	neverSoft   = map[verdict.Class]bool{verdict.Configuration: true, verdict.Preflight: true, verdict.Harness: true}
 	substrateOK = map[Substrate]bool{SubstrateKind: true, SubstrateExisting: true, SubstrateSim: true}
 )
@@ -110,7 +110,7 @@ func (l *Lane) validateClasses(v *validator) map[string]bool {
 	for i, c := range l.Classes {
 		path := fmt.Sprintf("classes[%d]", i)
 		switch {
-		case builtinOS[c.Name]:
+		case osfamily.IsBuiltInClass(c.Name):
 			v.fail(path+".name", "%q is a built-in class; the platform ships it", c.Name)
 		case names[c.Name]:
 			v.fail(path+".name", "%q is declared twice", c.Name)
@@ -118,11 +118,11 @@ func (l *Lane) validateClasses(v *validator) map[string]bool {
 			v.fail(path+".name", "%q is not a DNS label", c.Name)
 		}
 		names[c.Name] = true
-		if !builtinOS[c.OS] {
-			v.fail(path+".os", "%q is not a worker OS (talos, kairos)", c.OS)
+		if !osfamily.Known(c.OS) {
+			v.fail(path+".os", "%q is not a worker OS (%s)", c.OS, strings.Join(osfamily.Names(), ", "))
 		}
 		if c.Image != "" {
-			if c.OS != "kairos" {
+			if c.OS != osfamily.Kairos {
 				v.fail(path+".image", "only a kairos class may name an image")
 			}
 			if !strings.Contains(c.Image, "@sha256:") {

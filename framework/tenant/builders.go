@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/cozystack/cozy-e2e/framework/lane"
+	"github.com/cozystack/cozy-e2e/framework/osfamily"
 )
 
 // PoolSpec is one worker pool of a Kubernetes app (nodeGroups.<Name>).
@@ -43,26 +44,24 @@ func PoolsFromLane(l *lane.Lane) []PoolSpec {
 	return out
 }
 
-// ClassOS is the OS family of class name: the built-ins by name, an operator class from the
-// lane's classes. It is an error for a pool to name a class the lane does not declare.
-func ClassOS(l *lane.Lane, name string) (string, error) {
-	switch name {
-	case ClassTalos:
-		return OSTalos, nil
-	case ClassKairos:
-		return OSKairos, nil
+// ClassFamily is the OS family of class name: a built-in's by its name, an operator class's from
+// the lane's classes. A class the lane does not declare, or an OS the harness does not know, is
+// an error naming what is known.
+func ClassFamily(l *lane.Lane, name string) (osfamily.Family, error) {
+	if osfamily.IsBuiltInClass(name) {
+		return osfamily.Lookup(name)
 	}
 	for _, c := range l.Classes {
 		if c.Name == name {
-			return c.OS, nil
+			f, err := osfamily.Lookup(c.OS)
+			if err != nil {
+				return f, fmt.Errorf("%s: class %s: %w", l.File, name, err)
+			}
+			return f, nil
 		}
 	}
-	return "", fmt.Errorf("%s: class %q is neither a built-in (talos, kairos) nor in the lane's classes", l.File, name)
+	return osfamily.Family{}, fmt.Errorf("%s: class %q is neither a built-in (%s) nor in the lane's classes", l.File, name, strings.Join(osfamily.Names(), ", "))
 }
-
-// KubeadmJoined reports whether workers of OS os join with kubeadm (and so read the tenant's
-// kubelet-config, whose clusterDNS they need).
-func KubeadmJoined(os string) bool { return os == OSKairos }
 
 // TenantApp is the Tenant app of a run, in RootNamespace: an isolated tenant without the
 // optional services, so it costs nothing but its namespace.

@@ -16,24 +16,4 @@ var (
 	KubevirtClusterGVK         = schema.GroupVersionKind{Group: "infrastructure.cluster.x-k8s.io", Version: "v1alpha1", Kind: "KubevirtCluster"}
 	KubevirtMachineGVK         = schema.GroupVersionKind{Group: "infrastructure.cluster.x-k8s.io", Version: "v1alpha1", Kind: "KubevirtMachine"}
 	KubevirtMachineTemplateGVK = schema.GroupVersionKind{Group: "infrastructure.cluster.x-k8s.io", Version: "v1alpha1", Kind: "KubevirtMachineTemplate"}
-	TalosConfigTemplateGVK     = schema.GroupVersionKind{Group: "bootstrap.cluster.x-k8s.io", Version: "v1alpha3", Kind: "TalosConfigTemplate"}
-	TalosConfigGVK             = schema.GroupVersionKind{Group: "bootstrap.cluster.x-k8s.io", Version: "v1alpha3", Kind: "TalosConfig"}
-	KairosConfigTemplateGVK    = schema.GroupVersionKind{Group: "bootstrap.cluster.x-k8s.io", Version: "v1beta2", Kind: "KairosConfigTemplate"}
-	KairosConfigGVK            = schema.GroupVersionKind{Group: "bootstrap.cluster.x-k8s.io", Version: "v1beta2", Kind: "KairosConfig"}
 )
-
-// BootstrapTemplateGVK is the bootstrap template kind a pool on a class of OS os uses.
-func BootstrapTemplateGVK(os string) schema.GroupVersionKind {
-	if os == OSKairos {
-		return KairosConfigTemplateGVK
-	}
-	return TalosConfigTemplateGVK
-}
-
-// BootstrapConfigGVK is the per-Machine bootstrap config kind for OS os.
-func BootstrapConfigGVK(os string) schema.GroupVersionKind {
-	if os == OSKairos {
-		return KairosConfigGVK
-	}
-	return TalosConfigGVK
-}

@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/cozystack/cozy-e2e/framework/osfamily"
 )
 
 // Names and keys the platform, Kamaji, Cluster API and CAPK agree on.
@@ -27,16 +29,24 @@ const (
 	DiskSuffix = "-disk-system"
 	// ImporterPrefix: CDI's importer Pod for DataVolume <dv> is importer-<dv>.
 	ImporterPrefix = "importer-"
-	// LauncherPrefix: KubeVirt's launcher Pod for VMI <vmi> is virt-launcher-<vmi>-<rand>.
+	// LauncherPrefix: KubeVirt names a VMI's launcher Pod by generateName virt-launcher-<vmi>-
+	// (kubevirt/kubevirt v1.8.4 pkg/virt-controller/services/template.go:638); the apiserver
+	// cuts a generateName base to 58 characters, so for a VMI name over 43 characters the Pod's
+	// name no longer holds it whole. Link a launcher to its VMI by LabelCreatedBy, never by name.
 	LauncherPrefix = "virt-launcher-"
+	// LabelCreatedBy is KubeVirt's label on a launcher Pod holding its VMI's UID
+	// (template.go:1614, kubevirt.io/api core/v1 CreatedByLabel).
+	LabelCreatedBy = "kubevirt.io/created-by"
+	// AnnotationEphemeralProvisioning marks the temporary launcher KubeVirt starts while a
+	// DataVolume waits for its first consumer (pkg/virt-controller/watch/vmi lifecycle.go:151-153,
+	// template.go:545-548): it runs no guest and is deleted once the volume binds.
+	AnnotationEphemeralProvisioning = "kubevirt.io/ephemeral-provisioning"
 	// ProviderIDPrefix: a KubeVirt-backed Node's providerID is kubevirt://<vmi>.
 	ProviderIDPrefix = "kubevirt://"
 
 	// LabelClusterName and LabelDeploymentName select a pool's Machines, VMs and VMIs.
 	LabelClusterName    = "cluster.x-k8s.io/cluster-name"
 	LabelDeploymentName = "cluster.x-k8s.io/deployment-name"
-	// LabelVMName is KubeVirt's label on a VMI's launcher Pod.
-	LabelVMName = "vm.kubevirt.io/name"
 
 	// Annotations Cluster API writes on a tenant Node once it links its Machine.
 	AnnotationClusterName      = "cluster.x-k8s.io/cluster-name"
@@ -56,12 +66,9 @@ const (
 	// WorkloadNamespace is the tenant namespace of the harness's workload pods.
 	WorkloadNamespace = "cozy-e2e-workload"
 
-	// ClassTalos and ClassKairos are the built-in NodeGroupClasses.
-	ClassTalos  = "talos"
-	ClassKairos = "kairos"
-	// OSTalos and OSKairos are the values of a NodeGroupClass's spec.os.
-	OSTalos  = "talos"
-	OSKairos = "kairos"
+	// ClassTalos and ClassKairos are the built-in NodeGroupClasses, named after their family.
+	ClassTalos  = osfamily.Talos
+	ClassKairos = osfamily.Kairos
 
 	// maxLabelValue bounds every name that also travels as a label value (VM, VMI, Machine).
 	maxLabelValue = 63
@@ -195,19 +202,20 @@ func VMIFromProviderID(id string) (string, bool) {
 	return vmi, ok && vmi != ""
 }
 
-// IsLauncherOf reports whether pod is the virt-launcher Pod of VMI vmi.
-func IsLauncherOf(pod, vmi string) bool {
-	rest, ok := strings.CutPrefix(pod, LauncherPrefix+vmi+"-")
-	return ok && rest != "" && !strings.Contains(rest, "-")
-}
+// LauncherVMIUID is the UID of the VMI a launcher Pod runs (its LabelCreatedBy), "" when the
+// Pod is not a launcher.
+func LauncherVMIUID(labels map[string]string) string { return labels[LabelCreatedBy] }
 
-// machineSuffix is what Cluster API appends to the MachineDeployment name for a Machine:
-// -<MachineSet hash>-<rand>, at most 1+10+1+5 characters.
-const machineSuffix = 17
+// machineSuffix is what Cluster API v1.13 appends to the MachineDeployment name for a Machine:
+// the MachineSet is <md>-<5 random> (internal/controllers/machinedeployment/
+// machinedeployment_sync.go:92-108) and the Machine <machineset>-<5 random>
+// (internal/controllers/machineset/machineset_controller.go:1122), each cut to 58 characters
+// plus 5 random ones past 63 (internal/topology/names/names.go:126-151).
+const machineSuffix = 12
 
-// CheckPoolNames refuses pool names whose derived object names would not fit: a Machine,
-// VM and VMI name is R-<pool>-<hash>-<rand> and travels as a label value (63 characters at
-// most), and the system disk adds -disk-system to it for the DataVolume and PVC.
+// CheckPoolNames refuses pool names whose derived object names would not fit: a Machine, VM
+// and VMI name is R-<pool>-<5>-<5> and travels as a label value (63 characters at most); past
+// that Cluster API cuts it, and it no longer names its pool.
 func (n Names) CheckPoolNames(pools ...string) error {
 	var bad []string
 	for _, p := range pools {

@@ -3,6 +3,8 @@ package tenant
 import (
 	"strings"
 	"testing"
+
+	"github.com/cozystack/cozy-e2e/framework/lane"
 )
 
 func TestRunNamesCarryTheRunID(t *testing.T) {
@@ -89,12 +91,12 @@ func TestProviderIDRoundTrip(t *testing.T) {
 	}
 }
 
-func TestLauncherPodOfAVMI(t *testing.T) {
-	if !IsLauncherOf("virt-launcher-vm-1-x7k2p", "vm-1") {
-		t.Error("launcher of vm-1 not recognised")
+func TestLauncherPodOfAVMIIsFoundByItsUIDLabel(t *testing.T) {
+	if LauncherVMIUID(map[string]string{"kubevirt.io/created-by": "u-1", "kubevirt.io": "virt-launcher"}) != "u-1" {
+		t.Error("launcher's VMI UID not read")
 	}
-	if IsLauncherOf("virt-launcher-vm-1-2-x7k2p", "vm-1") {
-		t.Error("launcher of vm-1-2 taken for vm-1's")
+	if LauncherVMIUID(map[string]string{"app": "x"}) != "" {
+		t.Error("a Pod that is no launcher read as one")
 	}
 }
 
@@ -103,7 +105,11 @@ func TestPoolNamesThatCannotFitAreRefusedWithTheExcess(t *testing.T) {
 	if err := n.CheckPoolNames("md0", "kairos", "acme"); err != nil {
 		t.Fatal(err)
 	}
-	long := strings.Repeat("p", 40)
+	// kubernetes-pools-ab12-<pool>-<5>-<5> is 63 characters for a 29-character pool.
+	if err := n.CheckPoolNames(strings.Repeat("p", 29)); err != nil {
+		t.Fatalf("a pool whose Machine names are exactly 63 characters: %v", err)
+	}
+	long := strings.Repeat("p", 30)
 	err := n.CheckPoolNames("md0", long, "Bad_Pool")
 	if err == nil {
 		t.Fatal("no error")
@@ -115,11 +121,19 @@ func TestPoolNamesThatCannotFitAreRefusedWithTheExcess(t *testing.T) {
 	}
 }
 
-func TestBootstrapKindFollowsTheOS(t *testing.T) {
-	if BootstrapTemplateGVK(OSKairos).Kind != "KairosConfigTemplate" || BootstrapTemplateGVK(OSTalos).Kind != "TalosConfigTemplate" {
-		t.Fatal("template kinds")
+func TestClassFamilyKnowsTheBuiltInsAndRefusesAnUnknownOS(t *testing.T) {
+	l := &lane.Lane{File: "lanes/x.yaml", Classes: []lane.Class{{Name: "acme", OS: "kairos"}, {Name: "odd", OS: "plan9"}}}
+	if f, err := ClassFamily(l, "talos"); err != nil || f.BootstrapTemplate.Kind != "TalosConfigTemplate" {
+		t.Fatalf("talos: %+v %v", f, err)
 	}
-	if BootstrapConfigGVK(OSKairos).Kind != "KairosConfig" || BootstrapConfigGVK(OSTalos).Kind != "TalosConfig" {
-		t.Fatal("config kinds")
+	if f, err := ClassFamily(l, "acme"); err != nil || f.BootstrapConfig.Kind != "KairosConfig" || !f.Kubeadm {
+		t.Fatalf("acme: %+v %v", f, err)
+	}
+	// An unknown OS is an error naming the known ones, never silently Talos.
+	if _, err := ClassFamily(l, "odd"); err == nil || !strings.Contains(err.Error(), `"plan9" is not a worker OS this harness knows (known: kairos, talos)`) {
+		t.Fatalf("odd: %v", err)
+	}
+	if _, err := ClassFamily(l, "nope"); err == nil || !strings.Contains(err.Error(), `class "nope" is neither a built-in`) {
+		t.Fatalf("nope: %v", err)
 	}
 }

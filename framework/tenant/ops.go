@@ -49,7 +49,7 @@ func (p Platform) CreateTenant(ctx context.Context, r Run) error {
 	}
 	appRef := Ref{GVK: TenantGVK, Namespace: RootNamespace, Name: r.TenantName()}
 	nsRef := Ref{GVK: namespaceGVK, Name: r.Namespace()}
-	return Wait(ctx, p.Mgmt, WaitOptions{Phase: "tenant", What: "namespace " + r.Namespace() + " of Tenant " + r.TenantName(),
+	return Wait(ctx, p.Mgmt, WaitOptions{What: "namespace " + r.Namespace() + " of Tenant " + r.TenantName(),
 		Watch: []Ref{appRef, nsRef}, Log: p.log(),
 		Judge: func(objs Objects) (bool, string, error) {
 			if t := refused(objs.Get(appRef), "Tenant "+r.TenantName()); t != nil {
@@ -116,7 +116,7 @@ func (p Platform) WaitControlPlane(ctx context.Context, names Names) (*cluster.C
 	tcp := Ref{GVK: TenantControlPlaneGVK, Namespace: names.Namespace, Name: names.ControlPlane()}
 	sk := names.AdminKubeconfig()
 	sec := Ref{GVK: secretGVK, Namespace: sk.Namespace, Name: sk.Name}
-	err := Wait(ctx, p.Mgmt, WaitOptions{Phase: "tenant", What: "tenant control plane " + names.Release(),
+	err := Wait(ctx, p.Mgmt, WaitOptions{What: "tenant control plane " + names.Release(),
 		Watch: []Ref{hr, tcp, sec}, Log: p.log(),
 		Judge: func(objs Objects) (bool, string, error) {
 			if t := refused(objs.Get(hr), "HelmRelease "+hr.Name); t != nil {
@@ -139,7 +139,7 @@ func (p Platform) WaitControlPlane(ctx context.Context, names Names) (*cluster.C
 		return nil, err
 	}
 	if _, err := tc.Kube.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx); err != nil {
-		return nil, &WaitError{Phase: "tenant", What: "tenant control plane " + names.Release(), Class: verdict.Deadline,
+		return nil, &WaitError{Phase: phaseOf(ctx), What: "tenant control plane " + names.Release(), Class: verdict.Deadline,
 			Detail: fmt.Sprintf("the kubeconfig in %s is written but the apiserver does not answer /readyz: %v", sk, err)}
 	}
 	return tc, nil
@@ -368,7 +368,7 @@ func (p Platform) WaitDrained(ctx context.Context, namespace string) error {
 	for _, gvk := range Leftovers {
 		refs = append(refs, Ref{GVK: gvk, Namespace: namespace})
 	}
-	err := Wait(ctx, p.Mgmt, WaitOptions{Phase: "teardown", What: "namespace " + namespace + " drained of VMs, VMIs, DataVolumes and PVCs",
+	err := Wait(ctx, p.Mgmt, WaitOptions{What: "namespace " + namespace + " drained of VMs, VMIs, DataVolumes and PVCs",
 		Watch: refs, Log: p.log(),
 		Judge: func(objs Objects) (bool, string, error) {
 			var left []string

@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	"github.com/cozystack/cozy-e2e/framework/budget"
 	"github.com/cozystack/cozy-e2e/framework/lane"
 	"github.com/cozystack/cozy-e2e/framework/tenant"
 	"github.com/cozystack/cozy-e2e/framework/tenant/tenanttest"
@@ -190,8 +191,13 @@ func testWaitControlPlaneEndsOnARefusalAndOnTheDeadline(t *testing.T, env *tenan
 	names2 := tenant.For("tenant-y", "t2")
 	createHelmRelease(t, env, names2, "Unknown", "Progressing", "installing")
 	var log bytes.Buffer
-	short, cancel := context.WithTimeout(context.Background(), 700*time.Millisecond)
-	defer cancel()
+	// The wait names the phase its context belongs to.
+	clock := budget.New(lane.Budget{JobCap: lane.Duration(time.Hour), Phases: []lane.Phase{{Name: "tenant", Ceiling: lane.Duration(700 * time.Millisecond)}}}, budget.Options{})
+	short, span, err := clock.Phase(context.Background(), "tenant")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer span.End(nil)
 	_, err = tenant.Platform{Mgmt: env.Cluster, Log: &log}.WaitControlPlane(short, names2)
 	if !errors.As(err, &we) || we.Class != verdict.Deadline || !strings.Contains(err.Error(), "tenant: waiting for tenant control plane kubernetes-t2: still not there after") ||
 		!strings.Contains(we.Detail, "Secret kubernetes-t2-admin-kubeconfig not written yet; HelmRelease Ready=Unknown Progressing installing") {

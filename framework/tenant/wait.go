@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/cozystack/cozy-e2e/framework/budget"
 	"github.com/cozystack/cozy-e2e/framework/cluster"
 	"github.com/cozystack/cozy-e2e/framework/verdict"
 )
@@ -25,6 +26,8 @@ import (
 type WaitError struct {
 	// Phase is the lane phase the wait ran in ("tenant", "refusals", "teardown").
 	Phase string
+	// Pool is the pool the wait was about; empty when it is about none.
+	Pool string
 	// What is what was awaited ("tenant control plane kubernetes-pools-ab12").
 	What    string
 	Class   verdict.Class
@@ -36,11 +39,18 @@ type WaitError struct {
 }
 
 func (e *WaitError) Error() string {
-	if e.Class == verdict.Deadline {
-		return fmt.Sprintf("%s: waiting for %s: still not there after %s of %s: %s", e.Phase, e.What,
+	who := ""
+	if e.Pool != "" {
+		who = "pool " + e.Pool + ": "
+	}
+	switch {
+	case e.Class == verdict.Deadline && e.Budget <= 0:
+		return fmt.Sprintf("%s%s: waiting for %s: the phase's time had run out before the wait began", who, e.Phase, e.What)
+	case e.Class == verdict.Deadline:
+		return fmt.Sprintf("%s%s: waiting for %s: still not there after %s of %s: %s", who, e.Phase, e.What,
 			e.Elapsed.Round(time.Second), e.Budget.Round(time.Second), e.Detail)
 	}
-	return fmt.Sprintf("%s: %s: %s: %s", e.Phase, e.What, e.Class, e.Detail)
+	return fmt.Sprintf("%s%s: %s: %s: %s", who, e.Phase, e.What, e.Class, e.Detail)
 }
 
 // Ref names what a wait watches: one object, or with an empty Name every object of the kind
@@ -87,7 +97,11 @@ func (t *Terminal) Error() string { return string(t.Class) + ": " + t.Detail }
 
 // WaitOptions describe one watch-driven wait.
 type WaitOptions struct {
+	// Phase names the lane phase in the wait's error; empty: the phase ctx belongs to
+	// (budget.PhaseName).
 	Phase string
+	// Pool is the pool the wait is about, named in its error; empty when it is about none.
+	Pool  string
 	What  string
 	Watch []Ref
 	Judge Judge
@@ -99,10 +113,18 @@ type WaitOptions struct {
 // *WaitError of class deadline with the last detail). Every object is read through an
 // informer, so every change is judged at once and nothing polls.
 func Wait(ctx context.Context, c *cluster.Cluster, o WaitOptions) error {
+	if o.Phase == "" {
+		o.Phase = phaseOf(ctx)
+	}
 	start := time.Now()
 	budget := time.Duration(0)
 	if dl, ok := ctx.Deadline(); ok {
 		budget = dl.Sub(start)
+	}
+	if ctx.Err() != nil {
+		// Nothing was read: say so, rather than "0s of 0s: not read yet".
+		return &WaitError{Phase: o.Phase, Pool: o.Pool, What: o.What, Class: verdict.Deadline, At: start,
+			Detail: fmt.Sprintf("the phase's context had ended before the wait began (%v)", context.Cause(ctx))}
 	}
 	dyn, err := dynamic.NewForConfig(c.REST)
 	if err != nil {
@@ -143,7 +165,7 @@ func Wait(ctx context.Context, c *cluster.Cluster, o WaitOptions) error {
 	for {
 		select {
 		case <-ctx.Done():
-			return &WaitError{Phase: o.Phase, What: o.What, Class: verdict.Deadline, Detail: detail,
+			return &WaitError{Phase: o.Phase, Pool: o.Pool, What: o.What, Class: verdict.Deadline, Detail: detail,
 				Elapsed: time.Since(start), Budget: budget, At: time.Now()}
 		case <-poke:
 		case <-syncCh:
@@ -172,7 +194,7 @@ func Wait(ctx context.Context, c *cluster.Cluster, o WaitOptions) error {
 		var t *Terminal
 		switch {
 		case errors.As(err, &t):
-			return &WaitError{Phase: o.Phase, What: o.What, Class: t.Class, Detail: t.Detail,
+			return &WaitError{Phase: o.Phase, Pool: o.Pool, What: o.What, Class: t.Class, Detail: t.Detail,
 				Elapsed: time.Since(start), Budget: budget, At: time.Now()}
 		case err != nil:
 			return fmt.Errorf("%s: waiting for %s: %w", o.Phase, o.What, err)
@@ -207,4 +229,12 @@ func objectInformer(c *cluster.Cluster, dyn dynamic.Interface, ref Ref) (cache.S
 		},
 	}
 	return cache.NewSharedIndexInformer(lw, &unstructured.Unstructured{}, 0, cache.Indexers{}), nil
+}
+
+// phaseOf is the lane phase ctx belongs to, for errors; "no phase" outside any.
+func phaseOf(ctx context.Context) string {
+	if name := budget.PhaseName(ctx); name != "" {
+		return name
+	}
+	return "no phase"
 }

@@ -49,7 +49,7 @@ func describe(st *state) {
 			s.Failures.AddEvidence(r.FullText(), evidence)
 		})
 		for _, p := range st.pools {
-			labels := Label("pool:"+p.spec.Name, "class:"+p.spec.Class, "os:"+p.os)
+			labels := Label("pool:"+p.spec.Name, "class:"+p.spec.Class, "os:"+p.os.Name)
 			labels = append(labels, p.labels...)
 			It(fmt.Sprintf("pool %s on class %s joins: every worker is a Ready Node named like its VMI, with its providerID, the Cluster API annotations and a pod running on it", p.spec.Name, p.spec.Class),
 				labels, func(ctx SpecContext) {

@@ -19,6 +19,7 @@ import (
 	"github.com/cozystack/cozy-e2e/framework/budget"
 	"github.com/cozystack/cozy-e2e/framework/cluster"
 	"github.com/cozystack/cozy-e2e/framework/lane"
+	"github.com/cozystack/cozy-e2e/framework/osfamily"
 	"github.com/cozystack/cozy-e2e/framework/tenant"
 )
 
@@ -62,7 +63,9 @@ func (st *state) describeRefusals() {
 	})
 	within := func(spec context.Context) (context.Context, context.CancelFunc) {
 		dl, _ := ctx.Deadline()
-		return context.WithDeadline(spec, dl)
+		c, cancel := context.WithDeadline(spec, dl)
+		st.s.Within("refusals", c)
+		return c, cancel
 	}
 
 	It("a running pool cannot switch from a Talos to a Kairos class", func(spec SpecContext) {
@@ -215,7 +218,7 @@ func (st *state) builtInImmutable(ctx context.Context, name string) {
 	class.SetGroupVersionKind(tenant.NodeGroupClassGVK)
 	st.must(c.Get(ctx, types.NamespacedName{Name: name}, class))
 	before, _, _ := unstructured.NestedMap(class.Object, "spec")
-	changed := tenant.NodeGroupClass(lane.Class{Name: name, OS: tenant.OSKairos,
+	changed := tenant.NodeGroupClass(lane.Class{Name: name, OS: osfamily.Kairos,
 		Image: "registry.example.invalid/e2e/kairos@sha256:" + strings.Repeat("0", 63) + "2", KubernetesVersion: st.s.Lane.Kubernetes.Patch})
 	class.Object["spec"] = changed.Object["spec"]
 	err := c.Update(ctx, class)
@@ -262,7 +265,7 @@ func (st *state) tenantCannotCreateClass(ctx context.Context) {
 	Expect(err).NotTo(HaveOccurred(),
 		"a member of %s cannot list the Kubernetes apps of its own namespace %s: the impersonation or the binding is broken, so the refusal below would prove nothing", group, ns)
 	name := "e2e-tenant-class-" + st.s.Run.ID
-	err = as.Client.Create(ctx, tenant.NodeGroupClass(lane.Class{Name: name, OS: tenant.OSKairos}))
+	err = as.Client.Create(ctx, tenant.NodeGroupClass(lane.Class{Name: name, OS: osfamily.Kairos}))
 	if errors.Is(err, context.DeadlineExceeded) {
 		st.must(err)
 	}

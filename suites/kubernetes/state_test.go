@@ -16,6 +16,7 @@ import (
 	"github.com/cozystack/cozy-e2e/framework/capitree"
 	"github.com/cozystack/cozy-e2e/framework/cluster"
 	"github.com/cozystack/cozy-e2e/framework/join"
+	"github.com/cozystack/cozy-e2e/framework/osfamily"
 	"github.com/cozystack/cozy-e2e/framework/tenant"
 	"github.com/cozystack/cozy-e2e/framework/verdict"
 	"github.com/cozystack/cozy-e2e/framework/verdict/report"
@@ -51,16 +52,18 @@ type state struct {
 // poolRun is one lane pool as the suite follows it.
 type poolRun struct {
 	spec    tenant.PoolSpec
-	os      string
+	os      osfamily.Family
+	osErr   error  // why the pool's class has no known family
 	kubelet string // the kubelet version its workers must report
 	names   tenant.PoolNames
 	labels  []string // the lane's extra labels for the pool's spec
 }
 
-// joinRun is one pool's join in the background.
+// joinRun is one pool's join in the background, and the record of the pool taken the moment
+// it joined.
 type joinRun struct {
 	done chan struct{}
-	res  *join.Result
+	rec  *join.Record
 	err  error
 }
 
@@ -69,11 +72,8 @@ func newState(s *suite.Suite) *state {
 		names: s.Run.Cluster("pools"), refusals: s.Run.Cluster("refusals"), joins: map[string]*joinRun{},
 		restores: map[string]map[string]any{}}
 	for i, p := range tenant.PoolsFromLane(s.Lane) {
-		os, err := tenant.ClassOS(s.Lane, p.Class)
-		if err != nil {
-			os = "unknown" // lane validation refuses this; the pool's spec fails on it
-		}
-		st.pools = append(st.pools, poolRun{spec: p, os: os, kubelet: tenant.KubeletPatch(s.Lane, p.Class),
+		os, err := tenant.ClassFamily(s.Lane, p.Class) // lane validation refuses this; the pool's spec fails on it
+		st.pools = append(st.pools, poolRun{spec: p, os: os, osErr: err, kubelet: tenant.KubeletPatch(s.Lane, p.Class),
 			names: st.names.Pool(p.Name), labels: s.Lane.Pools[i].Labels})
 	}
 	return st
@@ -105,9 +105,8 @@ func (st *state) bringUp(spec context.Context) {
 	}
 	var specs []tenant.PoolSpec
 	for _, p := range st.pools {
-		if p.os == "unknown" {
-			_, err = tenant.ClassOS(st.s.Lane, p.spec.Class)
-			st.s.MustIn("tenant", p.spec.Name, err)
+		if p.osErr != nil {
+			st.s.Must(p.spec.Name, &suite.ConfigurationError{File: st.s.Lane.File, Err: p.osErr})
 		}
 		st.s.WatchPool(p.names)
 		specs = append(specs, p.spec)
@@ -131,7 +130,7 @@ func (st *state) bringUp(spec context.Context) {
 func (st *state) startPools(spec context.Context) {
 	ctx, span := st.phase(context.WithoutCancel(spec), "pools")
 	ctx, cancel := context.WithCancel(ctx)
-	oses := []string{}
+	oses := []osfamily.Family{}
 	replicas := map[string]int{}
 	for _, p := range st.pools {
 		oses = append(oses, p.os)
@@ -158,35 +157,28 @@ func (st *state) startPools(spec context.Context) {
 		go func() {
 			defer close(jr.done)
 			defer GinkgoRecover()
-			jr.res, jr.err = w.Join(ctx, pool)
+			res, err := w.Join(ctx, pool)
+			if err != nil {
+				jr.err = err
+				return
+			}
+			jr.rec, jr.err = join.Inspect(ctx, join.InspectOptions{Management: st.s.Mgmt, Tenant: st.tenant}, pool, res)
 		}()
 	}
 }
 
-// await is pool's join outcome; it ends early when the spec is interrupted.
-func (st *state) await(spec context.Context, pool string) (*join.Result, error) {
+// await is pool's join outcome and record; it ends early when the spec is interrupted.
+func (st *state) await(spec context.Context, pool string) (*join.Record, error) {
 	jr, ok := st.joins[pool]
 	if !ok {
 		return nil, fmt.Errorf("pool %s: its join never started (the tenant phase failed first)", pool)
 	}
 	select {
 	case <-jr.done:
-		return jr.res, jr.err
+		return jr.rec, jr.err
 	case <-spec.Done():
 		return nil, fmt.Errorf("pool %s: the spec ended (%v) while the pool was joining", pool, context.Cause(spec))
 	}
-}
-
-// poolsContext bounds a pool spec's own reads and waits by the spec and the pools phase.
-func (st *state) poolsContext(spec context.Context) (context.Context, context.CancelFunc) {
-	st.mu.Lock()
-	pctx := st.pctx
-	st.mu.Unlock()
-	if pctx == nil {
-		return context.WithCancel(spec)
-	}
-	dl, _ := pctx.Deadline()
-	return context.WithDeadline(spec, dl)
 }
 
 // endPools ends the pools phase (once): the joins are stopped, the informers closed.

@@ -1,6 +1,7 @@
 package kubernetes
 
 import (
+	"errors"
 	"os"
 	"testing"
 
@@ -20,7 +21,14 @@ func TestKubernetes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := suite.Setup("kubernetes", env)
+	s, err := suite.Setup("kubernetes", env, Phases())
+	var ce *suite.ConfigurationError
+	if errors.As(err, &ce) {
+		if ferr := s.Finish(); ferr != nil {
+			t.Error(ferr)
+		}
+		t.Fatal(err)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/cozystack/cozy-e2e/framework/budget"
 	"github.com/cozystack/cozy-e2e/framework/diag"
 	"github.com/cozystack/cozy-e2e/framework/lane"
+	"github.com/cozystack/cozy-e2e/framework/osfamily"
 	"github.com/cozystack/cozy-e2e/framework/sim/faults"
 	"github.com/cozystack/cozy-e2e/framework/verdict"
 	"github.com/cozystack/cozy-e2e/framework/verdict/report"
@@ -26,27 +27,14 @@ const (
 	runTimeout = 12 * time.Minute
 )
 
-// explains is what the evidence of each fault must show: a file among the failure's evidence
-// holding the text (any of them), or a console file with the guest's lines.
-var explains = map[faults.Name][]string{
-	faults.DiskImportRefused: {"401"},
-	faults.VMIUnschedulable:  {"Insufficient memory"},
-	faults.GuestJoinRejected: {"console"},
-	faults.HostnameMismatch:  {"MISMATCH"},
-	faults.NodeTainted:       {"NoSchedule"},
-	faults.MissingClusterDNS: {"clusterDNS: EMPTY", "clusterDNS: ABSENT"},
-	faults.DiskImportStall:   {"3.14%"},
-	faults.NodeNotReady:      {"KubeletNotReady"},
-}
-
 // scenarios are the runs, each an E2E_SIM_FAULT value: green, then the terminal faults packed
 // one to a pool (a run's pools join independently, so three faults cost one run), then the
-// faults a correct harness absorbs, together. missing-cluster-dns reaches every pool on a
+// faults a correct harness absorbs, together. cluster-dns-mismatch reaches every pool on a
 // Kairos class, so only a Talos fault shares its run.
 var scenarios = []string{
 	"green",
-	"missing-cluster-dns,disk-import-refused@md0",
-	"vmi-unschedulable@md0,hostname-mismatch@kairos,guest-join-rejected@acme",
+	"cluster-dns-mismatch,disk-import-refused@md0",
+	"vmi-unschedulable@md0,provider-id-missing@kairos,guest-join-rejected@acme",
 	"node-tainted",
 	"mhc-replacement,apiserver-transient",
 }
@@ -57,7 +45,7 @@ var scenarios = []string{
 // has to join within the shorter ceiling. A deadline failure must be decided within
 // maxDeadlineOverrun of the pools phase's deadline, and not before it.
 const (
-	deadlineScenario   = "disk-import-stall@md0,node-not-ready@kairos,node-not-ready@acme"
+	deadlineScenario   = "guest-join-rejected@md0,disk-import-stall@kairos,node-not-ready@acme"
 	deadlineCeiling    = 60 * time.Second
 	maxDeadlineOverrun = 10 * time.Second
 )
@@ -102,9 +90,9 @@ func TestSimLaneUnderEachFault(t *testing.T) {
 	}
 }
 
-// The scenarios exercise every fault the catalogue says must fail or must pass, a run's
-// terminal faults never share a pool, and the absorbed ones never share a run with a
-// terminal one (which would hide whether they pass).
+// The scenarios exercise every fault of the catalogue, a run's judged faults never share a
+// pool, the absorbed ones never share a run with one that fails (which would hide whether they
+// pass), and the faults judged at a ceiling run alone in deadlineScenario with one on each pool.
 func TestScenariosCoverTheCatalogue(t *testing.T) {
 	l, err := lane.Load(filepath.Join(projectRoot(t), "lanes", "sim.yaml"))
 	if err != nil {
@@ -116,10 +104,11 @@ func TestScenariosCoverTheCatalogue(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if deadlines(set) != (spec == deadlineScenario) {
+		targets := poolFaults(l, set)
+		if deadlines(targets) != (spec == deadlineScenario) {
 			t.Errorf("scenario %q: the faults that end at a ceiling belong in deadlineScenario, alone", spec)
 		}
-		if spec == deadlineScenario && len(poolFaults(l, set)) != len(l.Pools) {
+		if spec == deadlineScenario && len(targets) != len(l.Pools) {
 			t.Errorf("deadlineScenario %q leaves a pool without a fault; that pool would have to join within %s", spec, deadlineCeiling)
 		}
 		absorbed := 0
@@ -129,23 +118,25 @@ func TestScenariosCoverTheCatalogue(t *testing.T) {
 				absorbed++
 			}
 		}
-		if absorbed > 0 && terminal(set) {
+		if absorbed > 0 && len(targets) > 0 {
 			t.Errorf("scenario %q mixes faults that pass with faults that fail", spec)
 		}
-		hit := 0
-		for pool, fs := range poolFaults(l, set) {
-			hit += len(fs)
+		for pool, fs := range targets {
 			if len(fs) > 1 {
-				t.Errorf("scenario %q: pool %s carries %d terminal faults; one pool, one fault", spec, pool, len(fs))
+				t.Errorf("scenario %q: pool %s carries %d judged faults; one pool, one fault", spec, pool, len(fs))
 			}
 		}
-		if terminal(set) && hit == 0 {
+		if absorbed == 0 && len(targets) == 0 {
 			t.Errorf("scenario %q targets no pool of the sim lane", spec)
 		}
 	}
 	for _, f := range faults.Catalogue() {
 		if !covered[f.Name] {
 			t.Errorf("no scenario exercises %s", f.Name)
+		}
+		_, judged := expect(f.Name, osfamily.Talos)
+		if judged == f.Passes {
+			t.Errorf("%s: the catalogue says passes=%v, but test/simlane expects a verdict=%v", f.Name, f.Passes, judged)
 		}
 	}
 }
@@ -161,7 +152,7 @@ func runLane(t *testing.T, root, bin string, l *lane.Lane, short, spec string) o
 		if set, err = faults.Parse(spec); err != nil {
 			t.Fatalf("E2E_FAULTS: %v", err)
 		}
-		if deadlines(set) {
+		if deadlines(poolFaults(l, set)) {
 			laneArg = short
 		}
 	}
@@ -211,10 +202,11 @@ func runLane(t *testing.T, root, bin string, l *lane.Lane, short, spec string) o
 		t.Errorf("the run took more than %s", runTimeout)
 	}
 	out.wall = time.Since(start)
-	if kept != terminal(set) {
+	red := set != nil && len(poolFaults(l, set)) > 0
+	if kept != red {
 		t.Errorf("E2E_KEEP=on-failure: kept %v, want it kept only when the run fails", kept)
 	}
-	checkConsole(t, log.String(), spec, terminal(set))
+	checkConsole(t, log.String(), spec, red)
 	checkReports(t, l, art)
 	code := exitCode(werr)
 	v, err := verdict.ReadVerdict(filepath.Join(art, "verdict.json"))
@@ -225,8 +217,11 @@ func runLane(t *testing.T, root, bin string, l *lane.Lane, short, spec string) o
 	if v.ExitCode != code {
 		t.Errorf("verdict.json says exit %d, the run exited %d", v.ExitCode, code)
 	}
-	if terminal(set) {
-		checkFaults(t, l, set, v, art, &out)
+	if targets := poolFaults(l, set); len(targets) > 0 {
+		checkFaults(t, l, targets, v, art, &out)
+		if set.Selected(faults.DiskImportRefused) {
+			checkPreviousLog(t, art, "401")
+		}
 	} else if v.Result != verdict.Pass {
 		t.Errorf("%s: result %s, want pass: %s\n%s", spec, v.Result, v.Reason, tail(log.String(), 40))
 	}
@@ -251,48 +246,44 @@ func runLane(t *testing.T, root, bin string, l *lane.Lane, short, spec string) o
 	return out
 }
 
-// terminal reports whether a run under set must fail: some selected fault is not absorbed.
-func terminal(set *faults.Set) bool {
-	for _, n := range set.Names() {
-		if f, _ := faults.Lookup(n); !f.Passes {
-			return true
-		}
-	}
-	return false
+// judgedFault is a fault that targets a pool, with the verdict it must bring there.
+type judgedFault struct {
+	name faults.Name
+	expectation
 }
 
-// deadlines reports whether some selected fault ends at a ceiling rather than within seconds.
-func deadlines(set *faults.Set) bool {
-	for _, n := range set.Names() {
-		if f, _ := faults.Lookup(n); !f.Passes && !f.Terminal {
-			return true
-		}
-	}
-	return false
-}
-
-// poolFaults lists, for each pool of l, the terminal faults of set that target it.
-func poolFaults(l *lane.Lane, set *faults.Set) map[string][]faults.Fault {
-	osOf := map[string]string{"talos": "talos", "kairos": "kairos"}
-	for _, c := range l.Classes {
-		osOf[c.Name] = c.OS
-	}
-	out := map[string][]faults.Fault{}
+// poolFaults lists, for each pool of l, the faults of set that target it, with what each must
+// bring about on a pool of that pool's OS family.
+func poolFaults(l *lane.Lane, set *faults.Set) map[string][]judgedFault {
+	oses := osOf(l)
+	out := map[string][]judgedFault{}
 	for _, p := range l.Pools {
 		for _, n := range set.Names() {
-			if f, _ := faults.Lookup(n); !f.Passes && set.Active(n, p.Name, osOf[p.Class] == "kairos") {
-				out[p.Name] = append(out[p.Name], f)
+			e, judged := expect(n, oses[p.Class])
+			if judged && set.Active(n, p.Name, oses[p.Class] == osfamily.Kairos) {
+				out[p.Name] = append(out[p.Name], judgedFault{n, e})
 			}
 		}
 	}
 	return out
 }
 
-// checkFaults holds the verdict of a run under terminal faults to the catalogue, for every
+// deadlines reports whether some targeted pool must end at the pools phase's ceiling.
+func deadlines(targets map[string][]judgedFault) bool {
+	for _, fs := range targets {
+		for _, f := range fs {
+			if !f.terminal {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// checkFaults holds the verdict of a run under judged faults to their expectations, for every
 // pool: a targeted pool fails with its fault's class and stage, the others do not fail.
-func checkFaults(t *testing.T, l *lane.Lane, set *faults.Set, v verdict.Verdict, art string, out *outcome) {
+func checkFaults(t *testing.T, l *lane.Lane, targets map[string][]judgedFault, v verdict.Verdict, art string, out *outcome) {
 	t.Helper()
-	targets := poolFaults(l, set)
 	obs := observations(t, art)
 	if v.Result != verdict.Fail || v.ExitCode != verdict.ExitFail {
 		t.Errorf("result %s exit %d, want fail 1: %s", v.Result, v.ExitCode, v.Reason)
@@ -318,21 +309,21 @@ func checkFaults(t *testing.T, l *lane.Lane, set *faults.Set, v verdict.Verdict,
 		}
 		f := targets[p.Name][0]
 		if len(mine) == 0 {
-			t.Errorf("pool %s: no failure; want %s at %s (%s)", p.Name, f.Class, f.Stage, f.Name)
+			t.Errorf("pool %s: no failure; want %s at %s (%s)", p.Name, f.class, f.stage, f.name)
 			continue
 		}
 		got := mine[0]
-		if got.Class != f.Class || got.Stage != string(f.Stage) {
-			t.Errorf("pool %s: %s at %s, want %s at %s for %s (%s)", p.Name, got.Class, got.Stage, f.Class, f.Stage, f.Name, got.Message)
+		if got.Class != f.class || got.Stage != string(f.stage) {
+			t.Errorf("pool %s: %s at %s, want %s at %s for %s (%s)", p.Name, got.Class, got.Stage, f.class, f.stage, f.name, got.Message)
 		}
-		if !f.Terminal {
+		if !f.terminal {
 			checkAtDeadline(t, art, p.Name, got, out)
 			checkEvidence(t, f, got, art)
 			continue
 		}
-		at, ok := firstObservation(obs, f.Name, p.Name)
+		at, ok := firstObservation(obs, f.name, p.Name)
 		if !ok {
-			t.Errorf("pool %s: the sim recorded no observation of %s (faults-observed.jsonl)", p.Name, f.Name)
+			t.Errorf("pool %s: the sim recorded no observation of %s (faults-observed.jsonl)", p.Name, f.name)
 		} else {
 			d := got.At.Sub(at)
 			out.timeToVerdict = max(out.timeToVerdict, d)
@@ -343,13 +334,10 @@ func checkFaults(t *testing.T, l *lane.Lane, set *faults.Set, v verdict.Verdict,
 		}
 		checkEvidence(t, f, got, art)
 	}
-	if set.Selected(faults.DiskImportRefused) {
-		checkPreviousLog(t, art, "401")
-	}
 }
 
 // checkEvidence: every evidence path exists, and one of them shows the cause.
-func checkEvidence(t *testing.T, f faults.Fault, x verdict.Failure, art string) {
+func checkEvidence(t *testing.T, f judgedFault, x verdict.Failure, art string) {
 	t.Helper()
 	if len(x.Evidence) == 0 {
 		t.Errorf("pool %s: the failure names no evidence", x.Pool)
@@ -365,7 +353,7 @@ func checkEvidence(t *testing.T, f faults.Fault, x verdict.Failure, art string) 
 			t.Errorf("pool %s: evidence %s: %v", x.Pool, p, err)
 			continue
 		}
-		for _, want := range explains[f.Name] {
+		for _, want := range f.explains {
 			if want == "console" {
 				shown = shown || strings.Contains(p, "/consoles/") && consoleLines(data) > 0
 			} else if bytes.Contains(data, []byte(want)) {
@@ -374,7 +362,7 @@ func checkEvidence(t *testing.T, f faults.Fault, x verdict.Failure, art string) 
 		}
 	}
 	if !shown {
-		t.Errorf("pool %s: no evidence file shows %v; evidence: %v", x.Pool, explains[f.Name], x.Evidence)
+		t.Errorf("pool %s: no evidence file shows %v; evidence: %v", x.Pool, f.explains, x.Evidence)
 	}
 }
 

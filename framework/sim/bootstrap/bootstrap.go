@@ -25,8 +25,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/cozystack/cozy-e2e/framework/sim/names"
 	"github.com/cozystack/cozy-e2e/framework/sim/simenv"
-	"github.com/cozystack/cozy-e2e/framework/tenant"
 )
 
 // Condition types and reasons the providers report.
@@ -41,16 +41,26 @@ const (
 
 // Setup registers the TalosConfig and KairosConfig reconcilers on mgr.
 func Setup(mgr manager.Manager, env *simenv.Env) error {
-	if err := setup(mgr, tenant.TalosConfigGVK, &talos{base{c: mgr.GetClient(), env: env}}); err != nil {
+	if err := setup(mgr, names.TalosConfigGVK, &talos{base{c: mgr.GetClient(), env: env}}); err != nil {
 		return err
 	}
-	return setup(mgr, tenant.KairosConfigGVK, &kairos{base{c: mgr.GetClient(), env: env}})
+	return setup(mgr, names.KairosConfigGVK, &kairos{base{c: mgr.GetClient(), env: env}}, names.KubevirtMachineGVK)
 }
 
-func setup(mgr manager.Manager, gvk schema.GroupVersionKind, r reconcile.Reconciler) error {
+// setup registers r for configs of kind gvk; also are kinds whose object of the same name (the
+// Machine's infrastructure, say) wakes the config of that name.
+func setup(mgr manager.Manager, gvk schema.GroupVersionKind, r reconcile.Reconciler, also ...schema.GroupVersionKind) error {
 	obj := &unstructured.Unstructured{}
 	obj.SetGroupVersionKind(gvk)
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr)
+	for _, k := range also {
+		o := &unstructured.Unstructured{}
+		o.SetGroupVersionKind(k)
+		b = b.Watches(o, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+			return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()}}}
+		}))
+	}
+	return b.
 		Named("sim-"+gvk.Kind).
 		For(obj).
 		// The Machine controller sets the owner reference and Cluster API's Cluster turns
@@ -149,6 +159,19 @@ func (b *base) writeSecret(ctx context.Context, s *scope, name string, typ corev
 		return fmt.Errorf("%s %s/%s: bootstrap data secret %s: %w", s.config.GetKind(), s.config.GetNamespace(), s.config.GetName(), name, err)
 	}
 	return nil
+}
+
+// rewriteSecret replaces the bootstrap data in Secret name, as a provider that renders it again.
+func (b *base) rewriteSecret(ctx context.Context, s *scope, name string, data []byte) error {
+	sec := &corev1.Secret{}
+	if err := b.c.Get(ctx, client.ObjectKey{Namespace: s.config.GetNamespace(), Name: name}, sec); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if string(sec.Data["value"]) == string(data) {
+		return nil
+	}
+	sec.Data["value"] = data
+	return b.c.Update(ctx, sec)
 }
 
 // updateStatus writes the config's status, with observedGeneration.

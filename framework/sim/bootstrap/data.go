@@ -6,13 +6,17 @@ import (
 	"strings"
 
 	"sigs.k8s.io/yaml"
+)
 
-	"github.com/cozystack/cozy-e2e/framework/tenant"
+// The NodeGroupClass spec.os values the data comes from (#4911: talos and kairos).
+const (
+	osTalos  = "talos"
+	osKairos = "kairos"
 )
 
 // Data is what a guest learns from its bootstrap data.
 type Data struct {
-	// OS is tenant.OSTalos or tenant.OSKairos.
+	// OS is "talos" or "kairos".
 	OS string
 	// NodeName is the name the kubelet registers under when the data names one (kubeadm's
 	// nodeRegistration.name); empty means the host's name.
@@ -27,6 +31,8 @@ type Data struct {
 	Endpoint string
 	// Kubeadm is true when the worker joins with kubeadm (which reads kube-system/kubelet-config).
 	Kubeadm bool
+	// ProviderID is the kubelet's --provider-id when the data passes one ("" otherwise).
+	ProviderID string
 }
 
 // Parse reads bootstrap data: a Talos machine configuration or a Kairos #cloud-config.
@@ -53,7 +59,7 @@ func Parse(data []byte) (Data, error) {
 	if err := yaml.Unmarshal(data, &doc); err != nil || doc.Machine.Type == "" {
 		return Data{}, fmt.Errorf("bootstrap data is neither a #cloud-config nor a Talos machine configuration (machine.type): %v", err)
 	}
-	d := Data{OS: tenant.OSTalos, Hostname: doc.Machine.Network.Hostname, Endpoint: doc.Cluster.ControlPlane.Endpoint}
+	d := Data{OS: osTalos, Hostname: doc.Machine.Network.Hostname, Endpoint: doc.Cluster.ControlPlane.Endpoint}
 	if img := doc.Machine.Kubelet.Image; img != "" {
 		if i := strings.LastIndex(img, ":"); i > 0 && !strings.Contains(img[i:], "/") {
 			d.KubernetesVersion = img[i+1:]
@@ -84,15 +90,25 @@ func parseKairos(data []byte) (Data, error) {
 				} `json:"bootstrapToken"`
 			} `json:"discovery"`
 			NodeRegistration struct {
-				Name string `json:"name"`
+				Name             string `json:"name"`
+				KubeletExtraArgs []struct {
+					Name  string `json:"name"`
+					Value string `json:"value"`
+				} `json:"kubeletExtraArgs"`
 			} `json:"nodeRegistration"`
 		} `json:"joinConfiguration"`
 	}
 	if err := yaml.Unmarshal([]byte(doc.Cluster.Config), &opts); err != nil {
 		return Data{}, fmt.Errorf("#cloud-config cluster.config: %w", err)
 	}
+	providerID := ""
+	for _, a := range opts.JoinConfiguration.NodeRegistration.KubeletExtraArgs {
+		if a.Name == "provider-id" {
+			providerID = a.Value
+		}
+	}
 	return Data{
-		OS: tenant.OSKairos, Kubeadm: true, Hostname: doc.Hostname,
+		OS: osKairos, Kubeadm: true, Hostname: doc.Hostname, ProviderID: providerID,
 		NodeName:          opts.JoinConfiguration.NodeRegistration.Name,
 		KubernetesVersion: opts.ClusterConfiguration.KubernetesVersion,
 		Endpoint:          opts.JoinConfiguration.Discovery.BootstrapToken.APIServerEndpoint,

@@ -15,25 +15,42 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/cozystack/cozy-e2e/framework/sim/faults"
+	"github.com/cozystack/cozy-e2e/framework/sim/names"
 	"github.com/cozystack/cozy-e2e/framework/sim/standin"
-	"github.com/cozystack/cozy-e2e/framework/tenant"
 )
 
-// kairos reconciles KairosConfigs for kubeadm workers as the Kairos provider's v0.2 line does:
-// a #cloud-config with the kubeadm join (nodeRegistration.name filled with the Machine's
-// infrastructure name when the spec leaves it empty) in Secret <config name>. The provider's
-// admission refusals (the sim serves no webhook) surface as status.failureReason
-// BootstrapDataSecretGenerationFailed, which Cluster API and the harness read.
+// kairos reconciles KairosConfigs for kubeadm workers, a model of the Kairos provider release
+// cozystack/cozystack#4911 pins (v0.2.1, kubeadm workers: the seed; that release is not
+// published where it can be read). What the readable provider (kairos-io/cluster-api-provider-
+// kairos main c300236) does is followed where the kubeadm path would do the same: the host is
+// named <hostnamePrefix><machine id> with the default prefix metal-
+// (api/bootstrap/v1beta2/kairosconfig_types.go:297-303), and once the KubevirtMachine carries
+// a providerID the bootstrap data is rendered again with it as the kubelet's --provider-id
+// (internal/controllers/bootstrap/kairosconfig_controller.go:387-431), so the Node is linked by
+// providerID, not by name. A spec the provider would refuse gets status.failureReason
+// BootstrapDataSecretGenerationFailed (kairosconfig_controller.go:214-215).
 type kairos struct{ base }
 
 func (r *kairos) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	s, err := r.load(ctx, tenant.KairosConfigGVK, req.NamespacedName)
+	s, err := r.load(ctx, names.KairosConfigGVK, req.NamespacedName)
 	if err != nil || s == nil {
 		return ctrl.Result{}, err
 	}
 	cfg := s.config
+	providerID, err := r.providerID(ctx, s)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
 	if created, _, _ := unstructured.NestedBool(cfg.Object, "status", "initialization", "dataSecretCreated"); created {
-		return ctrl.Result{}, nil
+		if providerID == "" {
+			return ctrl.Result{}, nil
+		}
+		// The KubevirtMachine got its providerID: render the data again with it.
+		data, err := r.cloudConfig(ctx, s, providerID)
+		if err != nil {
+			return ctrl.Result{}, nil // refused at the first render already, or the spec changed
+		}
+		return ctrl.Result{}, r.rewriteSecret(ctx, s, cfg.GetName(), data)
 	}
 	wait := func(reason string) (ctrl.Result, error) {
 		standin.SetConditions(cfg, r.now(), standin.False("Ready", "Info", reason, ""),
@@ -46,7 +63,7 @@ func (r *kairos) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, 
 	if !controlPlaneInitialized(s.cluster) || s.cluster.Spec.ControlPlaneEndpoint.Host == "" {
 		return wait(WaitingForControlPlaneInit)
 	}
-	data, err := r.cloudConfig(ctx, s)
+	data, err := r.cloudConfig(ctx, s, providerID)
 	if err != nil {
 		msg := err.Error()
 		standin.SetConditions(cfg, r.now(), standin.False("Ready", "Warning", KairosGenerationFailed, msg),
@@ -93,8 +110,23 @@ type kairosSpec struct {
 	} `json:"kubeadm"`
 }
 
+// providerID is the providerID of the config's KubevirtMachine (the Machine's infrastructure),
+// "" while it has none; under the provider-id-missing fault the provider never learns it.
+func (r *kairos) providerID(ctx context.Context, s *scope) (string, error) {
+	if standin.PoolOfMachine(s.machine).Active(r.env, faults.ProviderIDMissing) {
+		return "", nil
+	}
+	km := &unstructured.Unstructured{}
+	km.SetGroupVersionKind(names.KubevirtMachineGVK)
+	if err := r.c.Get(ctx, client.ObjectKey{Namespace: s.machine.Namespace, Name: s.machine.Spec.InfrastructureRef.Name}, km); err != nil {
+		return "", client.IgnoreNotFound(err)
+	}
+	id, _, _ := unstructured.NestedString(km.Object, "spec", "providerID")
+	return id, nil
+}
+
 // cloudConfig renders the worker's #cloud-config, or says why the provider refuses the spec.
-func (r *kairos) cloudConfig(ctx context.Context, s *scope) ([]byte, error) {
+func (r *kairos) cloudConfig(ctx context.Context, s *scope, providerID string) ([]byte, error) {
 	raw, _, _ := unstructured.NestedMap(s.config.Object, "spec")
 	js, _ := yaml.Marshal(raw)
 	var spec kairosSpec
@@ -126,9 +158,6 @@ func (r *kairos) cloudConfig(ctx context.Context, s *scope) ([]byte, error) {
 		}
 		password = string(sec.Data[key])
 	}
-	pool := standin.PoolOfMachine(s.machine)
-	mismatch := pool.Active(r.env, faults.HostnameMismatch)
-
 	ep := s.cluster.Spec.ControlPlaneEndpoint
 	server := ep.Host + ":" + strconv.Itoa(int(ep.Port))
 	discovery, _ := join["discovery"].(map[string]any)
@@ -146,23 +175,21 @@ func (r *kairos) cloudConfig(ctx context.Context, s *scope) ([]byte, error) {
 	if reg == nil {
 		reg = map[string]any{}
 	}
-	if name, _ := reg["name"].(string); name == "" && !mismatch {
-		reg["name"] = s.machine.Spec.InfrastructureRef.Name
-	}
-	if mismatch {
-		delete(reg, "name") // kubeadm registers the Node under the host's own name
+	if providerID != "" {
+		// kubeadm v1beta4: kubeletExtraArgs is a list of name/value pairs.
+		args, _ := reg["kubeletExtraArgs"].([]any)
+		reg["kubeletExtraArgs"] = append(args, map[string]any{"name": "provider-id", "value": providerID})
 	}
 	join["nodeRegistration"] = reg
 
 	hostname := spec.Hostname
 	prefix := "metal-"
-	if spec.HostnamePrefix != nil {
+	if spec.HostnamePrefix != nil && !standin.PoolOfMachine(s.machine).Active(r.env, faults.ProviderIDMissing) {
+		// Under provider-id-missing the provider's default prefix stands, as for a class that
+		// leaves hostnamePrefix unset, and (providerID above) no --provider-id is passed.
 		prefix = *spec.HostnamePrefix
 	}
-	if hostname == "" && (prefix != "" || mismatch) {
-		if prefix == "" {
-			prefix = "metal-"
-		}
+	if hostname == "" && prefix != "" {
 		hostname = prefix + "{{ trunc 4 .MachineID }}"
 	}
 	user := map[string]any{"name": or(spec.UserName, "kairos"), "groups": spec.UserGroups}

@@ -13,8 +13,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/cozystack/cozy-e2e/framework/sim/faults"
+	"github.com/cozystack/cozy-e2e/framework/sim/names"
 	"github.com/cozystack/cozy-e2e/framework/sim/standin"
-	"github.com/cozystack/cozy-e2e/framework/tenant"
 )
 
 // TalosKubeletImage is the kubelet image repository a Talos worker runs.
@@ -27,7 +27,7 @@ const TalosKubeletImage = "ghcr.io/siderolabs/kubelet"
 type talos struct{ base }
 
 func (r *talos) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	s, err := r.load(ctx, tenant.TalosConfigGVK, req.NamespacedName)
+	s, err := r.load(ctx, names.TalosConfigGVK, req.NamespacedName)
 	if err != nil || s == nil {
 		return ctrl.Result{}, err
 	}
@@ -99,7 +99,7 @@ func (r *talos) machineConfig(s *scope) ([]byte, error) {
 	case "InfrastructureName":
 		hostname = s.machine.Spec.InfrastructureRef.Name
 	}
-	if standin.PoolOfMachine(s.machine).Active(r.env, faults.HostnameMismatch) {
+	if standin.PoolOfMachine(s.machine).Active(r.env, faults.ProviderIDMissing) {
 		// The machine configuration names a host of its own (Talos' talos-xxx-yyy scheme), so
 		// the Node will not be named like the VMI.
 		hostname = "talos-" + randHex(3) + "-" + randHex(3)

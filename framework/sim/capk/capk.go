@@ -14,9 +14,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	"github.com/cozystack/cozy-e2e/framework/sim/names"
 	"github.com/cozystack/cozy-e2e/framework/sim/simenv"
 	"github.com/cozystack/cozy-e2e/framework/sim/standin"
-	"github.com/cozystack/cozy-e2e/framework/tenant"
 )
 
 // Names CAPK uses.
@@ -45,10 +45,10 @@ func Setup(mgr manager.Manager, env *simenv.Env) error {
 func newObj(kind string) *unstructured.Unstructured {
 	u := &unstructured.Unstructured{}
 	switch kind {
-	case tenant.KubevirtClusterGVK.Kind:
-		u.SetGroupVersionKind(tenant.KubevirtClusterGVK)
+	case names.KubevirtClusterGVK.Kind:
+		u.SetGroupVersionKind(names.KubevirtClusterGVK)
 	default:
-		u.SetGroupVersionKind(tenant.KubevirtMachineGVK)
+		u.SetGroupVersionKind(names.KubevirtMachineGVK)
 	}
 	return u
 }

@@ -9,14 +9,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	"github.com/cozystack/cozy-e2e/framework/sim/names"
 	"github.com/cozystack/cozy-e2e/framework/sim/simenv"
 	"github.com/cozystack/cozy-e2e/framework/sim/standin"
-	"github.com/cozystack/cozy-e2e/framework/tenant"
 )
 
 func setupCluster(mgr manager.Manager, env *simenv.Env) error {
 	return ctrl.NewControllerManagedBy(mgr).Named("sim-capk-cluster").
-		For(newObj(tenant.KubevirtClusterGVK.Kind)).
+		For(newObj(names.KubevirtClusterGVK.Kind)).
 		Complete(&clusterReconciler{c: mgr.GetClient(), env: env})
 }
 
@@ -28,7 +28,7 @@ type clusterReconciler struct {
 // Reconcile marks a KubevirtCluster ready. The sim runs no control-plane load balancer: the
 // endpoint is the one in spec.controlPlaneEndpoint.
 func (r *clusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	kc := newObj(tenant.KubevirtClusterGVK.Kind)
+	kc := newObj(names.KubevirtClusterGVK.Kind)
 	if err := r.c.Get(ctx, req.NamespacedName, kc); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}

@@ -20,9 +20,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/cozystack/cozy-e2e/framework/sim/names"
 	"github.com/cozystack/cozy-e2e/framework/sim/simenv"
 	"github.com/cozystack/cozy-e2e/framework/sim/standin"
-	"github.com/cozystack/cozy-e2e/framework/tenant"
 )
 
 // nodePoll is how often CAPK looks for the tenant Node of a ready machine (the real one every
@@ -40,16 +40,16 @@ func setupMachine(mgr manager.Manager, env *simenv.Env, tenants *standin.Tenants
 	}
 	byLabel := func(o client.Object) string { return o.GetLabels()[LabelMachineName] }
 	return ctrl.NewControllerManagedBy(mgr).Named("sim-capk-machine").
-		For(newObj(tenant.KubevirtMachineGVK.Kind)).
+		For(newObj(names.KubevirtMachineGVK.Kind)).
 		Watches(&clusterv1.Machine{}, toKM(func(o client.Object) string {
-			if ref := o.(*clusterv1.Machine).Spec.InfrastructureRef; ref.Kind == tenant.KubevirtMachineGVK.Kind {
+			if ref := o.(*clusterv1.Machine).Spec.InfrastructureRef; ref.Kind == names.KubevirtMachineGVK.Kind {
 				return ref.Name
 			}
 			return ""
 		})).
 		Watches(&clusterv1.Cluster{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 			list := &unstructured.UnstructuredList{}
-			list.SetGroupVersionKind(tenant.KubevirtMachineGVK.GroupVersion().WithKind("KubevirtMachineList"))
+			list.SetGroupVersionKind(names.KubevirtMachineGVK.GroupVersion().WithKind("KubevirtMachineList"))
 			if err := mgr.GetClient().List(ctx, list, client.InNamespace(o.GetNamespace()), client.MatchingLabels{clusterv1.ClusterNameLabel: o.GetName()}); err != nil {
 				return nil
 			}
@@ -79,7 +79,7 @@ type machineReconciler struct {
 }
 
 func (r *machineReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	km := newObj(tenant.KubevirtMachineGVK.Kind)
+	km := newObj(names.KubevirtMachineGVK.Kind)
 	if err := r.c.Get(ctx, req.NamespacedName, km); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -189,7 +189,7 @@ func (r *machineReconciler) reconcileNormal(ctx context.Context, km *unstructure
 	if id, _, _ := unstructured.NestedString(km.Object, "spec", "providerID"); id == "" {
 		// Set ProviderID so the Cluster API Machine controller can pull it.
 		status := km.Object["status"]
-		_ = unstructured.SetNestedField(km.Object, tenant.ProviderID(km.GetName()), "spec", "providerID")
+		_ = unstructured.SetNestedField(km.Object, names.ProviderID(km.GetName()), "spec", "providerID")
 		if err := r.c.Update(ctx, km); err != nil {
 			return ctrl.Result{}, err
 		}

@@ -24,15 +24,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/cozystack/cozy-e2e/framework/sim/names"
 	"github.com/cozystack/cozy-e2e/framework/sim/simenv"
 	"github.com/cozystack/cozy-e2e/framework/sim/standin"
-	"github.com/cozystack/cozy-e2e/framework/tenant"
 )
 
 func setupDataVolume(mgr manager.Manager, env *simenv.Env) error {
 	// The importer Pod is owned by the PVC, which the DataVolume owns and names alike.
 	podToDV := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
-		dv, ok := strings.CutPrefix(o.GetName(), tenant.ImporterPrefix)
+		dv, ok := strings.CutPrefix(o.GetName(), names.ImporterPrefix)
 		if !ok || o.GetLabels()["app"] != "containerized-data-importer" {
 			return nil
 		}
@@ -70,7 +70,7 @@ func (r *dvReconciler) dropImporter(ctx context.Context, namespace, name string)
 func (r *dvReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	dv := &cdiv1.DataVolume{}
 	if err := r.c.Get(ctx, req.NamespacedName, dv); (err != nil && apierrors.IsNotFound(err)) || (err == nil && dv.DeletionTimestamp != nil) {
-		return ctrl.Result{}, r.dropImporter(ctx, req.Namespace, tenant.ImporterPod(req.Name))
+		return ctrl.Result{}, r.dropImporter(ctx, req.Namespace, names.ImporterPod(req.Name))
 	} else if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -96,7 +96,7 @@ func (r *dvReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 	}
 	bound := cond(cdiv1.DataVolumeBound, corev1.ConditionTrue, "Bound", "PVC "+pvc.Name+" Bound")
 	pod := &corev1.Pod{}
-	if err := r.c.Get(ctx, client.ObjectKey{Namespace: dv.Namespace, Name: tenant.ImporterPod(dv.Name)}, pod); apierrors.IsNotFound(err) {
+	if err := r.c.Get(ctx, client.ObjectKey{Namespace: dv.Namespace, Name: names.ImporterPod(dv.Name)}, pod); apierrors.IsNotFound(err) {
 		pod = nil
 	} else if err != nil {
 		return ctrl.Result{}, err
@@ -166,7 +166,7 @@ func (r *dvReconciler) createPVC(ctx context.Context, dv *cdiv1.DataVolume, src 
 		Namespace: dv.Namespace, Name: dv.Name,
 		Labels: map[string]string{"app": "containerized-data-importer", "app.kubernetes.io/component": "storage", "app.kubernetes.io/managed-by": "cdi-controller"},
 		Annotations: map[string]string{
-			AnnEndpoint: src.url, AnnSource: src.kind, AnnContentType: "kubevirt", AnnImportPod: tenant.ImporterPod(dv.Name),
+			AnnEndpoint: src.url, AnnSource: src.kind, AnnContentType: "kubevirt", AnnImportPod: names.ImporterPod(dv.Name),
 			AnnCreatedForDV: string(dv.UID), AnnPodRestarts: "0", "cdi.kubevirt.io/storage.usePopulator": "false",
 		},
 	}}

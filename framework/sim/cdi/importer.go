@@ -14,9 +14,9 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/cozystack/cozy-e2e/framework/sim/faults"
+	"github.com/cozystack/cozy-e2e/framework/sim/names"
 	"github.com/cozystack/cozy-e2e/framework/sim/simenv"
 	"github.com/cozystack/cozy-e2e/framework/sim/standin"
-	"github.com/cozystack/cozy-e2e/framework/tenant"
 )
 
 const (
@@ -33,7 +33,7 @@ func newImporter(dv *cdiv1.DataVolume, pvc *corev1.PersistentVolumeClaim, src so
 	ctl := true
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
-			Namespace: dv.Namespace, Name: tenant.ImporterPod(dv.Name),
+			Namespace: dv.Namespace, Name: names.ImporterPod(dv.Name),
 			Labels: map[string]string{"app": "containerized-data-importer", "app.kubernetes.io/component": "storage",
 				"app.kubernetes.io/managed-by": "cdi-controller", "cdi.kubevirt.io": "importer", "prometheus.cdi.kubevirt.io": "true"},
 			Annotations:     map[string]string{"cdi.kubevirt.io/storage.createdByController": "yes"},

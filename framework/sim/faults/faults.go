@@ -1,14 +1,11 @@
 // Package faults is the sim substrate's fault catalogue: each fault a stand-in can inject, the
-// verdict a correct harness must reach under it, and the parsing of E2E_SIM_FAULT.
+// upstream signal its effect imitates, and the parsing of E2E_SIM_FAULT.
 package faults
 
 import (
 	"fmt"
 	"sort"
 	"strings"
-
-	"github.com/cozystack/cozy-e2e/framework/join"
-	"github.com/cozystack/cozy-e2e/framework/verdict"
 )
 
 // Name is a fault's name as E2E_SIM_FAULT spells it.
@@ -19,42 +16,50 @@ const (
 	DiskImportStall    Name = "disk-import-stall"
 	VMIUnschedulable   Name = "vmi-unschedulable"
 	GuestJoinRejected  Name = "guest-join-rejected"
-	HostnameMismatch   Name = "hostname-mismatch"
+	ProviderIDMissing  Name = "provider-id-missing"
 	NodeNotReady       Name = "node-not-ready"
 	NodeTainted        Name = "node-tainted"
-	MissingClusterDNS  Name = "missing-cluster-dns"
+	ClusterDNSMismatch Name = "cluster-dns-mismatch"
 	MHCReplacement     Name = "mhc-replacement"
 	APIServerTransient Name = "apiserver-transient"
 )
 
-// Fault is one catalogue entry.
+// Fault is one catalogue entry. The verdict a correct harness reaches under each fault is not
+// the sim's to say: test/simlane holds those expectations.
 type Fault struct {
 	Name Name
-	// What the stand-ins do.
+	// Effect is what the stand-ins do.
 	Effect string
+	// Imitates is the upstream signal the effect shows through (repository, tag, path), or
+	// "sim only" when no upstream component is known to show it so.
+	Imitates string
 	// Passes is true for faults a correct harness absorbs (the run stays green).
 	Passes bool
-	// Class and Stage are the verdict a correct harness reaches on each targeted pool.
-	Class verdict.Class
-	Stage join.Stage
-	// Terminal faults must be reported within seconds of becoming observable; the others end at
-	// the pools phase deadline.
-	Terminal bool
 	// KairosOnly faults target only pools on a Kairos class by default (kubeadm join specifics).
 	KairosOnly bool
 }
 
 var catalogue = []Fault{
-	{DiskImportRefused, "the registry answers 401 to the importer: it exits with CDI's termination message and restarts (CrashLoopBackOff); the DataVolume's Running condition turns False, reason Error, message quoting the 401, and its restartCount climbs (CDI v1.64 keeps the phase ImportInProgress)", false, verdict.DiskImport, join.StageDiskImport, true, false},
-	{DiskImportStall, "the import stops at 3.14% and never progresses", false, verdict.Deadline, join.StageDiskImport, false, false},
-	{VMIUnschedulable, "the virt-launcher pod asks for more memory than any node has: Pending, Insufficient memory", false, verdict.VMUnschedulable, join.StageVMIRunning, true, false},
-	{GuestJoinRejected, "the guest console shows the join refused (kubeadm: error execution phase preflight: couldn't validate the identity of the API Server; Talos: kubelet \"Unable to register node with API server\" err=\"Unauthorized\"); no Node registers", false, verdict.JoinRejected, join.StageJoin, true, false},
-	{HostnameMismatch, "the Node registers under another name than the VMI, so it never gets a providerID", false, verdict.Identity, join.StageProviderID, true, true},
-	{NodeNotReady, "the Node registers and reports Ready=False (KubeletNotReady, CNI not initialized), its Lease renewed", false, verdict.Deadline, join.StageReady, false, false},
-	{NodeTainted, "the Node is Ready but carries the operator taint dedicated=infra:NoSchedule, which never goes away", false, verdict.NotSchedulable, join.StageSchedulable, true, false},
-	{MissingClusterDNS, "the platform renders no dnsServiceIPs: the tenant kubelet-config carries no clusterDNS", false, verdict.ClusterDNS, join.StageJoin, true, true},
-	{MHCReplacement, "the first Machine of each targeted pool stalls at boot (console: waiting for the network); its MachineHealthCheck replaces it and the replacement joins; the stalled VMI's console stays served by its launcher until the VMI is deleted, then ends with the guest powering down", true, "", "", false, false},
-	{APIServerTransient, "some API requests of the harness answer 500 etcdserver: leader changed", true, "", "", false, false},
+	{DiskImportRefused, "the registry answers 401 to the importer: it exits with CDI's termination message and restarts (CrashLoopBackOff); the DataVolume's Running condition turns False, reason Error, message quoting the 401, and its restartCount climbs (CDI v1.64 keeps the phase ImportInProgress)",
+		"CDI v1.64.0 pkg/controller/datavolume/conditions.go:68-81 and pkg/controller/util.go:308-380 (Running=False with the importer's termination reason and message); restartCount from the PVC annotation cdi.kubevirt.io/storage.pod.restarts", false, false},
+	{DiskImportStall, "the import stops at 3.14% and never progresses",
+		"CDI v1.64.0 status.progress %.2f%% (pkg/controller/datavolume/controller-base.go:1125) that stops moving", false, false},
+	{VMIUnschedulable, "the virt-launcher pod asks for more memory than any node has: Pending, Insufficient memory",
+		"kube-scheduler's PodScheduled=False reason Unschedulable on the launcher (the real scheduler in the sim); KubeVirt v1.8.4 copies it onto the VMI", false, false},
+	{GuestJoinRejected, "the control plane refuses the kubelet's bootstrap credentials: no CSR and no Node; a kubeadm join prints its error on the console (error execution phase preflight: couldn't validate the identity of the API Server), a Talos guest prints nothing of it",
+		"kubeadm's error text (k8s.io/kubernetes v1.35.4 cmd/kubeadm/app/cmd/phases/workflow/runner.go:262, cmd/kubeadm/app/discovery/discovery.go:46); that it reaches a Kairos serial console: the seed (#4911), not readable upstream", false, false},
+	{ProviderIDMissing, "the Node registers under a name of its own without a providerID, so none ever comes (CAPK patches only the Node named like the VMI): a Talos machine configuration naming its own host, a Kairos bootstrap data without --provider-id",
+		"CAPK v0.1.10 controllers/kubevirtmachine_controller.go:389-434 (providerID patched onto the Node of the KubevirtMachine's name only); kubelet sets spec.providerID only when it registers", false, false},
+	{NodeNotReady, "the Node registers and reports Ready=False (KubeletNotReady, CNI not initialized), its Lease renewed",
+		"kubelet Ready=False reason KubeletNotReady with the runtime's network message (kubelet's node status)", false, false},
+	{NodeTainted, "the Node is Ready but carries the operator taint dedicated=infra:NoSchedule, which never goes away",
+		"a Node taint (core/v1); the startup taints that go away are named in docs/signals.md", false, false},
+	{ClusterDNSMismatch, "the platform renders a dnsServiceIPs address no CoreDNS Service holds (base+53 of the Service CIDR; CoreDNS stays at base+10): the tenant kubelet-config's clusterDNS points nowhere",
+		"Kamaji writes the tenant kube-system/kubelet-config clusterDNS from dnsServiceIPs (clastix/kamaji internal/kubeadm/uploadconfig.go:84); the mismatch itself is a product misconfiguration, sim only", false, true},
+	{MHCReplacement, "the first Machine of each targeted pool stalls at boot (console: waiting for the network); its MachineHealthCheck replaces it and the replacement joins; the stalled VMI's console stays served by its launcher until the VMI is deleted, then ends with the guest powering down",
+		"the real Cluster API MachineHealthCheck and MachineSet controllers (v1.13.6 in process) replace the Machine", true, false},
+	{APIServerTransient, "some API requests of the harness answer 500 etcdserver: leader changed",
+		"kube-apiserver's answer during an etcd leader election (the etcd error text); injected by the sim's proxy, sim only as a timing", true, false},
 }
 
 // Catalogue lists every fault, in documentation order.

@@ -6,7 +6,7 @@ import (
 )
 
 func TestParseSelectsFaultsAndTargets(t *testing.T) {
-	s, err := Parse("disk-import-refused@md0, hostname-mismatch,apiserver-transient")
+	s, err := Parse("disk-import-refused@md0, cluster-dns-mismatch,apiserver-transient")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -18,8 +18,8 @@ func TestParseSelectsFaultsAndTargets(t *testing.T) {
 	}{
 		{DiskImportRefused, "md0", false, true},
 		{DiskImportRefused, "kairos", true, false}, // narrowed to md0
-		{HostnameMismatch, "md0", false, false},    // Kairos-only by default
-		{HostnameMismatch, "kairos", true, true},
+		{ClusterDNSMismatch, "md0", false, false},  // Kairos-only by default
+		{ClusterDNSMismatch, "kairos", true, true},
 		{NodeTainted, "md0", false, false}, // not selected
 	}
 	for _, c := range cases {
@@ -27,7 +27,7 @@ func TestParseSelectsFaultsAndTargets(t *testing.T) {
 			t.Errorf("Active(%s, %s, kairos=%v) = %v", c.fault, c.pool, c.kairos, got)
 		}
 	}
-	if !s.Selected(APIServerTransient) || s.String() != "apiserver-transient,disk-import-refused@md0,hostname-mismatch" {
+	if !s.Selected(APIServerTransient) || s.String() != "apiserver-transient,cluster-dns-mismatch,disk-import-refused@md0" {
 		t.Fatalf("set %q", s.String())
 	}
 }
@@ -39,14 +39,11 @@ func TestParseRefusesUnknownFaults(t *testing.T) {
 	}
 }
 
-// Every failing fault names a known class and a join stage; passing faults name neither.
-func TestCatalogueIsConsistent(t *testing.T) {
+// Every fault says what it does and which upstream signal it imitates (or that it is sim only).
+func TestCatalogueSaysWhatEachFaultImitates(t *testing.T) {
 	for _, f := range Catalogue() {
-		if f.Passes != (f.Class == "") || f.Passes != (f.Stage == "") {
-			t.Errorf("%s: passes=%v but class %q stage %q", f.Name, f.Passes, f.Class, f.Stage)
-		}
-		if !f.Passes && (!f.Class.Known() || f.Stage.Index() < 0) {
-			t.Errorf("%s: unknown class %q or stage %q", f.Name, f.Class, f.Stage)
+		if f.Effect == "" || f.Imitates == "" {
+			t.Errorf("%s: effect %q, imitates %q", f.Name, f.Effect, f.Imitates)
 		}
 	}
 }

@@ -24,9 +24,9 @@ import (
 	"github.com/cozystack/cozy-e2e/framework/sim/cdi"
 	"github.com/cozystack/cozy-e2e/framework/sim/guest"
 	"github.com/cozystack/cozy-e2e/framework/sim/kubevirt"
+	"github.com/cozystack/cozy-e2e/framework/sim/names"
 	"github.com/cozystack/cozy-e2e/framework/sim/simenv"
 	"github.com/cozystack/cozy-e2e/framework/sim/simtest"
-	"github.com/cozystack/cozy-e2e/framework/tenant"
 )
 
 const (
@@ -62,10 +62,10 @@ func start(t *testing.T, fault string) *world {
 	kc, err := clientcmd.Write(*kubeconfig(tapi.Admin().Host, tapi.Admin().CAData, tapi.Admin().CertData, tapi.Admin().KeyData))
 	must(t, err)
 	must(t, w.c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: release + "-kubeconfig"},
-		Data: map[string][]byte{tenant.KubeconfigKey: kc}}))
+		Data: map[string][]byte{names.KubeconfigKey: kc}}))
 	cl := &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: release},
 		Spec: clusterv1.ClusterSpec{
-			InfrastructureRef:    clusterv1.ContractVersionedObjectReference{APIGroup: tenant.KubevirtClusterGVK.Group, Kind: "KubevirtCluster", Name: release},
+			InfrastructureRef:    clusterv1.ContractVersionedObjectReference{APIGroup: names.KubevirtClusterGVK.Group, Kind: "KubevirtCluster", Name: release},
 			ControlPlaneEndpoint: clusterv1.APIEndpoint{Host: release + "." + ns + ".svc", Port: 6443},
 		}}
 	must(t, w.c.Create(ctx, cl))
@@ -80,19 +80,19 @@ func start(t *testing.T, fault string) *world {
 func (w *world) machine(t *testing.T, pool, name string, kairos bool) {
 	t.Helper()
 	ctx := t.Context()
-	kind, gvk := "TalosConfig", tenant.TalosConfigGVK
+	kind, gvk := "TalosConfig", names.TalosConfigGVK
 	spec := map[string]any{"generateType": "none", "data": "version: v1alpha1\nmachine:\n  type: worker\n  kubelet:\n    image: ghcr.io/siderolabs/kubelet:v1.35.4\ncluster:\n  controlPlane:\n    endpoint: https://" + release + "." + ns + ".svc:6443\n"}
 	if kairos {
-		kind, gvk = "KairosConfig", tenant.KairosConfigGVK
+		kind, gvk = "KairosConfig", names.KairosConfigGVK
 		spec = map[string]any{"role": "worker", "distribution": "kubeadm", "kubernetesVersion": "v1.35.4", "userName": "kairos",
-			"userPassword": "!", "hostnamePrefix": ""}
+			"userPassword": "!"}
 	}
 	m := &clusterv1.Machine{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{
 			clusterv1.ClusterNameLabel: release, clusterv1.MachineDeploymentNameLabel: release + "-" + pool}},
 		Spec: clusterv1.MachineSpec{ClusterName: release, Version: "v1.35.4",
 			Bootstrap:         clusterv1.Bootstrap{ConfigRef: clusterv1.ContractVersionedObjectReference{APIGroup: gvk.Group, Kind: kind, Name: name}},
-			InfrastructureRef: clusterv1.ContractVersionedObjectReference{APIGroup: tenant.KubevirtMachineGVK.Group, Kind: "KubevirtMachine", Name: name}},
+			InfrastructureRef: clusterv1.ContractVersionedObjectReference{APIGroup: names.KubevirtMachineGVK.Group, Kind: "KubevirtMachine", Name: name}},
 	}
 	must(t, w.c.Create(ctx, m))
 	owner := []metav1.OwnerReference{{APIVersion: clusterv1.GroupVersion.String(), Kind: "Machine", Name: name, UID: m.UID}}
@@ -132,7 +132,7 @@ func (w *world) machine(t *testing.T, pool, name string, kairos bool) {
 					"networks": []any{map[string]any{"name": "default", "pod": map[string]any{}}},
 					"volumes":  []any{map[string]any{"name": "system", "dataVolume": map[string]any{"name": "disk-system"}}}}}}},
 	}}}
-	km.SetGroupVersionKind(tenant.KubevirtMachineGVK)
+	km.SetGroupVersionKind(names.KubevirtMachineGVK)
 	km.SetNamespace(ns)
 	km.SetName(name)
 	km.SetLabels(map[string]string{clusterv1.ClusterNameLabel: release})
@@ -164,7 +164,7 @@ func TestTalosMachineJoinsAndGoesAway(t *testing.T) {
 
 	dv := &cdiv1.DataVolume{}
 	w.until(t, "DataVolume imported", func(ctx context.Context) (bool, error) {
-		err := w.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: tenant.DataVolume(name)}, dv)
+		err := w.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: names.DataVolume(name)}, dv)
 		return err == nil && dv.Status.Phase == cdiv1.Succeeded, client.IgnoreNotFound(err)
 	})
 	stamp("disk imported")
@@ -178,13 +178,13 @@ func TestTalosMachineJoinsAndGoesAway(t *testing.T) {
 	})
 	stamp("VMI running")
 	pod, err := kubevirt.Launcher(ctx, w.c, vmi)
-	if err != nil || pod == nil || !tenant.IsLauncherOf(pod.Name, name) || len(pod.Spec.InitContainers) != 1 || pod.Spec.InitContainers[0].Name != "guest-console-log" {
+	if err != nil || pod == nil || pod.Labels[names.LabelCreatedBy] != string(vmi.UID) || len(pod.Spec.InitContainers) != 1 || pod.Spec.InitContainers[0].Name != "guest-console-log" {
 		t.Fatalf("launcher %v %v", pod, err)
 	}
 	node := &corev1.Node{}
 	w.until(t, "Node with providerID", func(ctx context.Context) (bool, error) {
 		err := w.tenant.Client.Get(ctx, client.ObjectKey{Name: name}, node)
-		return err == nil && node.Spec.ProviderID == tenant.ProviderID(name), client.IgnoreNotFound(err)
+		return err == nil && node.Spec.ProviderID == names.ProviderID(name), client.IgnoreNotFound(err)
 	})
 	stamp("providerID on Node")
 	w.until(t, "Node Ready", func(ctx context.Context) (bool, error) {
@@ -202,15 +202,15 @@ func TestTalosMachineJoinsAndGoesAway(t *testing.T) {
 	}
 	path, _ := w.env.Logs.ContainerLog(ns, pod.Name, "guest-console-log")
 	consoleText, _ := os.ReadFile(path)
-	for _, want := range []string{"stdout F [", "[talos] [initramfs] booting Talos", "registered with the Kubernetes API server"} {
+	for _, want := range []string{"stdout F [", "[talos] [initramfs] booting Talos", "[talos] service[kubelet](Running): Health check successful"} {
 		if !strings.Contains(string(consoleText), want) {
 			t.Errorf("console lacks %q:\n%s", want, consoleText)
 		}
 	}
 	km := &unstructured.Unstructured{}
-	km.SetGroupVersionKind(tenant.KubevirtMachineGVK)
+	km.SetGroupVersionKind(names.KubevirtMachineGVK)
 	must(t, w.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, km))
-	if id, _, _ := unstructured.NestedString(km.Object, "spec", "providerID"); id != tenant.ProviderID(name) {
+	if id, _, _ := unstructured.NestedString(km.Object, "spec", "providerID"); id != names.ProviderID(name) {
 		t.Errorf("KubevirtMachine providerID %q", id)
 	}
 

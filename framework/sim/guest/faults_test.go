@@ -16,19 +16,19 @@ import (
 
 	"github.com/cozystack/cozy-e2e/framework/sim/faults"
 	"github.com/cozystack/cozy-e2e/framework/sim/kubevirt"
+	"github.com/cozystack/cozy-e2e/framework/sim/names"
 	"github.com/cozystack/cozy-e2e/framework/sim/simenv"
-	"github.com/cozystack/cozy-e2e/framework/tenant"
 )
 
 // Each pool-scoped fault shows exactly its catalogue effect through the API, and the sim records
 // the moment it became observable.
 func TestFaultsShowTheirEffectThroughTheAPI(t *testing.T) {
-	w := start(t, "disk-import-refused@refused,vmi-unschedulable@big,hostname-mismatch@kairos,missing-cluster-dns,"+
+	w := start(t, "disk-import-refused@refused,vmi-unschedulable@big,provider-id-missing@kairos,cluster-dns-mismatch,"+
 		"node-tainted@taint,guest-join-rejected@rejected,node-not-ready@notready")
 	ctx := t.Context()
-	// Kamaji's kubelet configuration without clusterDNS (the platform rendered no dnsServiceIPs).
-	must(t, w.tenant.Client.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: tenant.KubeletConfigNamespace, Name: tenant.KubeletConfigName},
-		Data: map[string]string{tenant.KubeletConfigKey: "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nclusterDomain: cluster.local\n"}}))
+	// A kubelet configuration whose clusterDNS names no CoreDNS Service (here: none at all).
+	must(t, w.tenant.Client.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: names.KubeletConfigNamespace, Name: names.KubeletConfigName},
+		Data: map[string]string{names.KubeletConfigKey: "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nclusterDomain: cluster.local\n"}}))
 	m := func(pool string) string { return release + "-" + pool + "-abcde-x7k2p" }
 	for _, p := range []string{"refused", "big", "taint", "rejected", "notready"} {
 		w.machine(t, p, m(p), false)
@@ -39,14 +39,14 @@ func TestFaultsShowTheirEffectThroughTheAPI(t *testing.T) {
 	defer func() {
 		if t.Failed() && lastDV != nil {
 			imp := &corev1.Pod{}
-			_ = w.c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: tenant.ImporterPod(lastDV.Name)}, imp)
+			_ = w.c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: names.ImporterPod(lastDV.Name)}, imp)
 			t.Logf("DataVolume status: %+v\nimporter: %s %+v", lastDV.Status, imp.Status.Phase, imp.Status.ContainerStatuses)
 		}
 	}()
 	// disk-import-refused: Running=False Error quoting the 401, restarts climbing, phase not Succeeded.
 	w.until(t, "refused import restarting", func(ctx context.Context) (bool, error) {
 		dv := &cdiv1.DataVolume{}
-		if err := w.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: tenant.DataVolume(m("refused"))}, dv); err != nil {
+		if err := w.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: names.DataVolume(m("refused"))}, dv); err != nil {
 			return false, client.IgnoreNotFound(err)
 		}
 		lastDV = dv
@@ -58,7 +58,7 @@ func TestFaultsShowTheirEffectThroughTheAPI(t *testing.T) {
 		return false, nil
 	})
 	imp := &corev1.Pod{}
-	must(t, w.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: tenant.ImporterPod(tenant.DataVolume(m("refused")))}, imp))
+	must(t, w.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: names.ImporterPod(names.DataVolume(m("refused")))}, imp))
 	if cs := imp.Status.ContainerStatuses; len(cs) != 1 || cs[0].RestartCount < 2 || cs[0].LastTerminationState.Terminated == nil || cs[0].LastTerminationState.Terminated.ExitCode != 1 {
 		t.Errorf("importer container status %+v", imp.Status.ContainerStatuses)
 	}
@@ -75,7 +75,7 @@ func TestFaultsShowTheirEffectThroughTheAPI(t *testing.T) {
 		}
 		return false, nil
 	})
-	// hostname-mismatch: the Kairos Node carries the host's metal- name and never a providerID.
+	// provider-id-missing: the Kairos Node carries the host's metal- name and never a providerID.
 	var kairosNode corev1.Node
 	w.until(t, "Kairos node under another name", func(ctx context.Context) (bool, error) {
 		var nodes corev1.NodeList
@@ -110,18 +110,22 @@ func TestFaultsShowTheirEffectThroughTheAPI(t *testing.T) {
 		return len(taint.Spec.Taints) > 0 && taint.Spec.Taints[0].Effect == corev1.TaintEffectNoSchedule && ready(taint) == corev1.ConditionTrue &&
 			ready(notReady) == corev1.ConditionFalse, nil
 	})
-	// guest-join-rejected: the console shows the refusal and no Node registers.
+	// guest-join-rejected on a Talos guest: the kubelet never registers, and the console, which
+	// carries no kubelet output on Talos, says nothing of it.
 	vmi := &kubevirtv1.VirtualMachineInstance{}
 	must(t, w.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: m("rejected")}, vmi))
 	pod, err := kubevirt.Launcher(ctx, w.c, vmi)
 	if err != nil || pod == nil {
 		t.Fatalf("launcher of %s: %v", vmi.Name, err)
 	}
-	path, _ := w.env.Logs.ContainerLog(ns, pod.Name, kubevirt.ConsoleContainer)
-	w.until(t, "join refused on the console", func(context.Context) (bool, error) {
-		data, _ := os.ReadFile(path)
-		return strings.Contains(string(data), `"Unable to register node with API server" err="Unauthorized"`), nil
+	w.until(t, "the join refused", func(context.Context) (bool, error) {
+		data, _ := os.ReadFile(w.env.ObservationsPath())
+		return strings.Contains(string(data), `"fault":"guest-join-rejected"`), nil
 	})
+	path, _ := w.env.Logs.ContainerLog(ns, pod.Name, kubevirt.ConsoleContainer)
+	if data, _ := os.ReadFile(path); strings.Contains(string(data), "register") || !strings.Contains(string(data), "[talos]") {
+		t.Errorf("a Talos console shows machined's lines and nothing of the kubelet's registration:\n%s", data)
+	}
 	if err := w.tenant.Client.Get(ctx, client.ObjectKey{Name: m("rejected")}, &corev1.Node{}); err == nil {
 		t.Error("a Node registered although the join was refused")
 	}
@@ -140,7 +144,7 @@ func TestFaultsShowTheirEffectThroughTheAPI(t *testing.T) {
 			seen[o.Fault] = o
 		}
 	}
-	for _, n := range []faults.Name{faults.DiskImportRefused, faults.VMIUnschedulable, faults.HostnameMismatch, faults.MissingClusterDNS,
+	for _, n := range []faults.Name{faults.DiskImportRefused, faults.VMIUnschedulable, faults.ProviderIDMissing, faults.ClusterDNSMismatch,
 		faults.NodeTainted, faults.GuestJoinRejected, faults.NodeNotReady} {
 		o, ok := seen[n]
 		if !ok {

@@ -6,11 +6,12 @@
 // goes Ready. A kubeadm (Kairos) join reads the tenant's kube-system/kubelet-config first. A VMI
 // being deleted powers its guest down on the console.
 //
-// Faults: guest-join-rejected (the console shows the join refused, no Node), hostname-mismatch
-// (the Node carries the host's own name, set by the bootstrap data), node-not-ready (the kubelet
-// reports Ready=False), node-tainted (a NoSchedule taint that stays), missing-cluster-dns (the
-// kubeadm join finds no clusterDNS and says so), mhc-replacement (the first Machine of a pool
-// stalls at boot, so its MachineHealthCheck replaces it; the replacement boots).
+// Faults: guest-join-rejected (the control plane refuses the kubelet's bootstrap credentials: no
+// Node; a kubeadm join says so on the console, a Talos guest does not), provider-id-missing (the
+// Node carries a name of its own and no providerID), node-not-ready (the kubelet reports
+// Ready=False), node-tainted (a NoSchedule taint that stays), cluster-dns-mismatch (observed
+// when the kubeadm join reads a clusterDNS no CoreDNS holds), mhc-replacement (the first Machine
+// of a pool stalls at boot, so its MachineHealthCheck replaces it; the replacement boots).
 package guest
 
 import (

@@ -1,12 +1,10 @@
 package guest
 
 import (
-	"fmt"
-
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/cozystack/cozy-e2e/framework/sim/bootstrap"
-	"github.com/cozystack/cozy-e2e/framework/tenant"
+	"github.com/cozystack/cozy-e2e/framework/sim/names"
 )
 
 // bootLines are what the guest's console shows from power-on to the join.
@@ -15,7 +13,7 @@ func bootLines(d bootstrap.Data, vmi *kubevirtv1.VirtualMachineInstance) []strin
 	if f := vmi.Spec.Domain.Firmware; f != nil && f.Bootloader != nil && f.Bootloader.EFI != nil {
 		fw = "BdsDxe: loading Boot0001 \"UEFI Misc Device\" from PciRoot(0x0)/Pci(0x7,0x0)"
 	}
-	if d.OS == tenant.OSKairos {
+	if d.OS == names.OSKairos {
 		return []string{
 			fw,
 			"Linux version 6.8.0-60-generic (buildd@lcy02-amd64-017) #63-Ubuntu SMP PREEMPT_DYNAMIC",
@@ -35,11 +33,14 @@ func bootLines(d bootstrap.Data, vmi *kubevirtv1.VirtualMachineInstance) []strin
 	return []string{
 		fw,
 		"Linux version 6.18.2-talos (@buildkitsandbox) (gcc (GCC) 14.2.0) #1 SMP",
-		"Command line: talos.platform=nocloud console=tty1 console=ttyS0 talos.halt_if_installed=1",
+		// The platform boots Talos' openstack image (cozystack/cozystack packages/apps/kubernetes
+		// templates/cluster.yaml:97-104), whose kernel arguments send the console to ttyS0
+		// (siderolabs/talos v1.13.6 internal/app/machined/pkg/runtime/v1alpha1/platform/openstack/openstack.go:443-447).
+		"Command line: talos.platform=openstack console=tty1 console=ttyS0 talos.halt_if_installed=1",
 		"[talos] [initramfs] booting Talos v1.13.6",
 		"[talos] [initramfs] entering the rootfs",
 		"[talos] task setupLogger (1/1): done",
-		"[talos] fetching machine config from: nocloud (ConfigDrive /dev/vdb)",
+		"[talos] fetching machine config from: openstack (config drive /dev/vdb)",
 		"[talos] machine config loaded successfully",
 		"[talos] setting hostname {\"hostname\": \"" + nodeName(d, vmi) + "\"}",
 		"[talos] service[machined](Running): Health check successful",
@@ -51,44 +52,50 @@ func bootLines(d bootstrap.Data, vmi *kubevirtv1.VirtualMachineInstance) []strin
 
 // stallLine is where a stalled boot stops.
 func stallLine(d bootstrap.Data) string {
-	if d.OS == tenant.OSKairos {
+	if d.OS == names.OSKairos {
 		return "kairos-agent[733]: waiting for network-online.target (no carrier on eth0)"
 	}
 	return "[talos] task waitForNetwork (1/1): waiting for addresses to be ready"
 }
 
-// joinLines are the join's console lines, Node name included.
-func joinLines(d bootstrap.Data, name string) []string {
+// joinLines are the join's console lines: kubeadm's own (k8s.io/kubernetes v1.35.4
+// cmd/kubeadm/app/cmd/phases/join/kubelet.go:316, util/apiclient/wait.go:373,412); a Talos
+// guest shows only machined's service lines, never the kubelet's own output (siderolabs/talos
+// v1.13.6 internal/app/machined/pkg/system/services/kubelet.go:191,
+// internal/app/machined/pkg/system/service_runner.go:125).
+func joinLines(d bootstrap.Data) []string {
 	if d.Kubeadm {
 		return []string{
 			"[preflight] Running pre-flight checks",
 			"[preflight] Reading configuration from the \"kubeadm-config\" ConfigMap in namespace \"kube-system\"...",
 			"[kubelet-start] Writing kubelet environment file with flags to file \"/var/lib/kubelet/kubeadm-flags.env\"",
 			"[kubelet-start] Starting the kubelet",
+			"[kubelet-check] Waiting for a healthy kubelet at http://127.0.0.1:10248/healthz. This can take up to 4m0s",
+			"[kubelet-check] The kubelet is healthy after 1.001s",
 			"[kubelet-start] Waiting for the kubelet to perform the TLS Bootstrap",
-			fmt.Sprintf("[kubelet-check] node %q: kubelet %s is healthy", name, d.KubernetesVersion),
 		}
 	}
 	return []string{
 		"[talos] service[kubelet](Running): Started task kubelet (PID 1869) for container kubelet",
-		"[talos] kubernetes endpoint watch: " + d.Endpoint,
-		"[talos] kubelet: performing TLS bootstrap",
-		fmt.Sprintf("[talos] service[kubelet](Running): Health check successful (node %q, kubelet %s)", name, d.KubernetesVersion),
+		"[talos] service[kubelet](Running): Health check successful",
 	}
 }
 
-// joined is the console after the Node registered.
-func joined(d bootstrap.Data, name string) []string {
+// joined is the console after the Node registered: kubeadm's closing words
+// (cmd/kubeadm/app/cmd/join.go:58); a Talos guest says nothing of it.
+func joined(d bootstrap.Data) []string {
 	if d.Kubeadm {
 		return []string{"This node has joined the cluster:",
 			"* Certificate signing request was sent to apiserver and a response was received.",
 			"* The Kubelet was informed of the new secure connection details.",
-			"Run 'kubectl get nodes' on the control-plane to see this node join the cluster. (" + name + ")"}
+			"Run 'kubectl get nodes' on the control-plane to see this node join the cluster."}
 	}
-	return []string{fmt.Sprintf("[talos] node %q registered with the Kubernetes API server", name)}
+	return nil
 }
 
-// joinRefused is the control plane refusing the join.
+// joinRefused is what the console shows when the control plane refuses the join: kubeadm's
+// error (cmd/kubeadm/app/cmd/phases/workflow/runner.go:262, cmd/kubeadm/app/discovery/discovery.go:46);
+// nothing on a Talos console, whose kubelet simply never registers.
 func joinRefused(d bootstrap.Data) []string {
 	if d.Kubeadm {
 		return []string{
@@ -96,10 +103,7 @@ func joinRefused(d bootstrap.Data) []string {
 			"To see the stack trace of this error execute with --v=5 or higher",
 		}
 	}
-	return []string{
-		"[talos] kubelet: E0000 \"Unable to register node with API server\" err=\"Unauthorized\": the control plane refused the node's bootstrap credentials",
-		"[talos] service[kubelet](Running): Health check failed: node not registered",
-	}
+	return nil
 }
 
 func joinFailed(d bootstrap.Data, why string) []string {
@@ -110,7 +114,7 @@ func joinFailed(d bootstrap.Data, why string) []string {
 }
 
 func shutdownLines(os string) []string {
-	if os == tenant.OSKairos {
+	if os == names.OSKairos {
 		return []string{"systemd[1]: Received SIGRTMIN+4 (ACPI power button).", "systemd-shutdown[1]: Syncing filesystems and block devices.", "reboot: Power down"}
 	}
 	return []string{"[talos] shutdown via ACPI power button", "[talos] task stopAllServices (1/1): done", "reboot: Power down"}

@@ -14,7 +14,7 @@ import (
 
 	"github.com/cozystack/cozy-e2e/framework/sim/bootstrap"
 	"github.com/cozystack/cozy-e2e/framework/sim/kubevirt"
-	"github.com/cozystack/cozy-e2e/framework/tenant"
+	"github.com/cozystack/cozy-e2e/framework/sim/names"
 )
 
 // KwokNodeAnnotation marks a Node for the tenant's kwok, which plays its kubelet.
@@ -43,7 +43,7 @@ func newNode(name string, d bootstrap.Data, vmi *kubevirtv1.VirtualMachineInstan
 	res := corev1.ResourceList{corev1.ResourceCPU: *resource.NewQuantity(cpus, resource.DecimalSI), corev1.ResourceMemory: mem,
 		corev1.ResourcePods: resource.MustParse("110"), corev1.ResourceEphemeralStorage: resource.MustParse("20Gi")}
 	osImage, kernel := "Talos (v1.13.6)", "6.18.2-talos"
-	if d.OS == tenant.OSKairos {
+	if d.OS == names.OSKairos {
 		osImage, kernel = "Ubuntu 24.04.2 LTS (Kairos)", "6.8.0-60-generic"
 	}
 	ip := ""

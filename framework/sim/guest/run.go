@@ -18,9 +18,9 @@ import (
 	"github.com/cozystack/cozy-e2e/framework/sim/bootstrap"
 	"github.com/cozystack/cozy-e2e/framework/sim/faults"
 	"github.com/cozystack/cozy-e2e/framework/sim/kubevirt"
+	"github.com/cozystack/cozy-e2e/framework/sim/names"
 	"github.com/cozystack/cozy-e2e/framework/sim/simenv"
 	"github.com/cozystack/cozy-e2e/framework/sim/standin"
-	"github.com/cozystack/cozy-e2e/framework/tenant"
 )
 
 // guest is one VMI's operating system.
@@ -93,8 +93,13 @@ func (gu *guest) join(ctx context.Context, pool standin.Pool, known bool, data b
 		gu.con.say(joinFailed(data, "cannot reach the control plane: "+err.Error())...)
 		return
 	}
+	// The data is read again as the join starts: a provider that renders it again once the
+	// KubevirtMachine has its providerID (Kairos) has done so by then.
+	if again, err := gu.userdata(ctx); err == nil {
+		data = again
+	}
 	name := nodeName(data, vmi)
-	steps := joinLines(data, name)
+	steps := joinLines(data)
 	step := gu.env().Latency(LatencyJoin) / time.Duration(len(steps)+1)
 	for i, l := range steps {
 		if !sleep(ctx, step) {
@@ -108,23 +113,28 @@ func (gu *guest) join(ctx context.Context, pool standin.Pool, known bool, data b
 		if i == len(steps)/2 && active(faults.GuestJoinRejected) {
 			lines := joinRefused(data)
 			gu.con.say(lines...)
+			detail := "the control plane refused the kubelet's bootstrap credentials: no CSR, no Node"
+			if len(lines) > 0 {
+				detail = lines[0]
+			}
 			_ = gu.env().Observe(simenv.Observation{Fault: faults.GuestJoinRejected, Pool: pool.Name,
-				Object: "VirtualMachineInstance/" + vmi.Namespace + "/" + vmi.Name, Detail: lines[0]})
+				Object: "VirtualMachineInstance/" + vmi.Namespace + "/" + vmi.Name, Detail: detail})
 			return
 		}
 		gu.con.say(l)
 	}
 	node := newNode(name, data, vmi, active(faults.NodeNotReady), active(faults.NodeTainted))
+	node.Spec.ProviderID = data.ProviderID // the kubelet's --provider-id, when the data passes one
 	if err := wc.Create(ctx, node); err != nil && !apierrors.IsAlreadyExists(err) {
 		gu.con.say(joinFailed(data, "registering node "+name+": "+err.Error())...)
 		return
 	}
-	gu.con.say(joined(data, name)...)
+	gu.con.say(joined(data)...)
 	obj := "Node/" + name
 	switch {
-	case name != vmi.Name && active(faults.HostnameMismatch):
-		_ = gu.env().Observe(simenv.Observation{Fault: faults.HostnameMismatch, Pool: pool.Name, Object: obj,
-			Detail: fmt.Sprintf("Node %s registered for VMI %s", name, vmi.Name)})
+	case name != vmi.Name && node.Spec.ProviderID == "" && active(faults.ProviderIDMissing):
+		_ = gu.env().Observe(simenv.Observation{Fault: faults.ProviderIDMissing, Pool: pool.Name, Object: obj,
+			Detail: fmt.Sprintf("Node %s registered for VMI %s without a providerID", name, vmi.Name)})
 	case active(faults.NodeTainted):
 		_ = gu.env().Observe(simenv.Observation{Fault: faults.NodeTainted, Pool: pool.Name, Object: obj, Detail: "taint " + stuckTaint.ToString()})
 	case active(faults.NodeNotReady):
@@ -137,17 +147,22 @@ func (gu *guest) join(ctx context.Context, pool standin.Pool, known bool, data b
 // goes on, and the kubelet will give pods no cluster DNS.
 func (gu *guest) readKubeletConfig(ctx context.Context, wc client.Client, pool standin.Pool) bool {
 	var cm corev1.ConfigMap
-	key := client.ObjectKey{Namespace: tenant.KubeletConfigNamespace, Name: tenant.KubeletConfigName}
+	key := client.ObjectKey{Namespace: names.KubeletConfigNamespace, Name: names.KubeletConfigName}
 	if err := wc.Get(ctx, key, &cm); err != nil {
-		gu.con.say(joinFailed(bootstrap.Data{Kubeadm: true}, fmt.Sprintf("error execution phase kubelet-start: failed to get config map %s: %v", tenant.KubeletConfigName, err))...)
+		gu.con.say(joinFailed(bootstrap.Data{Kubeadm: true}, fmt.Sprintf("error execution phase kubelet-start: failed to get config map %s: %v", names.KubeletConfigName, err))...)
 		return false
 	}
 	gu.con.say(`[kubelet-start] Writing kubelet configuration to file "/var/lib/kubelet/config.yaml"`)
-	if !strings.Contains(cm.Data[tenant.KubeletConfigKey], "clusterDNS:") {
-		gu.con.say(`[kubelet-start] WARNING: the KubeletConfiguration from ConfigMap kube-system/kubelet-config sets no clusterDNS; pods on this node will get no cluster DNS`)
-		if gu.env().Faults.Selected(faults.MissingClusterDNS) {
-			_ = gu.env().Observe(simenv.Observation{Fault: faults.MissingClusterDNS, Pool: pool.Name,
-				Object: "ConfigMap/" + key.Namespace + "/" + key.Name + " (tenant " + pool.Cluster + ")", Detail: "no clusterDNS in the kubelet configuration the join read"})
+	var svc corev1.Service
+	dnsIP := ""
+	if err := wc.Get(ctx, client.ObjectKey{Namespace: names.CoreDNSNamespace, Name: names.CoreDNSService}, &svc); err == nil {
+		dnsIP = svc.Spec.ClusterIP
+	}
+	if !strings.Contains(cm.Data[names.KubeletConfigKey], "- "+dnsIP+"\n") {
+		if gu.env().Faults.Selected(faults.ClusterDNSMismatch) {
+			_ = gu.env().Observe(simenv.Observation{Fault: faults.ClusterDNSMismatch, Pool: pool.Name,
+				Object: "ConfigMap/" + key.Namespace + "/" + key.Name + " (tenant " + pool.Cluster + ")",
+				Detail: "the kubelet configuration the join read names no clusterDNS at the CoreDNS Service's " + dnsIP})
 		}
 	}
 	return true

@@ -120,6 +120,13 @@ func (k *Kamaji) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, 
 	version, _, _ := unstructured.NestedString(kcp.Object, "spec", "version")
 	dnsIPs, _, _ := unstructured.NestedStringSlice(kcp.Object, "spec", "network", "dnsServiceIPs")
 	serviceCIDR := k.serviceCIDR(ctx, req.Namespace, req.Name)
+	if len(dnsIPs) == 0 {
+		// Kamaji's defaulting webhook fills an empty dnsServiceIPs with the Service CIDR's
+		// base+10 (clastix/kamaji internal/webhook/handlers/tcp_defaults.go:31-43).
+		if ip, err := DNSServiceIP(serviceCIDR); err == nil {
+			dnsIPs = []string{ip}
+		}
+	}
 
 	tcp, err := k.ensureTCP(ctx, kcp, version, serviceCIDR, dnsIPs)
 	if err != nil {

@@ -41,17 +41,20 @@ func KubeconfigSecret(r string) string      { return r + "-kubeconfig" }
 
 // DNSServiceIP is the tenant CoreDNS ClusterIP derived from the Service CIDR, the tenth address
 // (10.95.0.0/16 gives 10.95.0.10), as Kamaji and the chart's helper derive it.
-func DNSServiceIP(serviceCIDR string) (string, error) {
+func DNSServiceIP(serviceCIDR string) (string, error) { return NthServiceIP(serviceCIDR, 10) }
+
+// NthServiceIP is the n-th address of serviceCIDR after its base.
+func NthServiceIP(serviceCIDR string, n int) (string, error) {
 	p, err := netip.ParsePrefix(serviceCIDR)
 	if err != nil {
 		return "", fmt.Errorf("service CIDR %q: %w", serviceCIDR, err)
 	}
 	a := p.Masked().Addr()
-	for range 10 {
+	for range n {
 		a = a.Next()
 	}
 	if !p.Contains(a) {
-		return "", fmt.Errorf("service CIDR %q is too small for a DNS address", serviceCIDR)
+		return "", fmt.Errorf("service CIDR %q is too small for address %d", serviceCIDR, n)
 	}
 	return a.String(), nil
 }

@@ -13,7 +13,7 @@ type Options struct {
 	Versions map[string]string
 	// Canary is the value of the canary Secret planted in every tenant namespace.
 	Canary string
-	// Faults selected for the run (missing-cluster-dns renders no dnsServiceIPs).
+	// Faults selected for the run (cluster-dns-mismatch renders a dnsServiceIPs address no CoreDNS holds).
 	Faults *faults.Set
 	// Health are the MachineHealthCheck timers rendered on every pool; short in the sim so the
 	// real MachineHealthCheck controller remediates within a run.

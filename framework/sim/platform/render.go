@@ -57,7 +57,7 @@ type renderer struct {
 	classes  func(name string) (Class, bool)
 	live     Live
 	o        Options
-	noDNS    bool
+	wrongDNS bool
 	pools    []string
 	poolSpec map[string]map[string]any
 }
@@ -84,7 +84,7 @@ func Render(app App, classes func(name string) (Class, bool), live Live, o Optio
 		r.poolSpec[name] = spec
 	}
 	sort.Strings(r.pools)
-	r.noDNS = o.Faults != nil && o.Faults.Selected("missing-cluster-dns")
+	r.wrongDNS = o.Faults != nil && o.Faults.Selected("cluster-dns-mismatch")
 	out := &Rendered{Version: r.version}
 	out.Objects = append(out.Objects, r.cluster(), r.controlPlane(), r.kubevirtCluster())
 	for _, p := range r.pools {
@@ -116,13 +116,14 @@ func (r *renderer) cluster() *unstructured.Unstructured {
 func (r *renderer) controlPlane() *unstructured.Unstructured {
 	kcp := object(KamajiControlPlaneGVK, r.app.Namespace, r.release, merge(r.labels(), map[string]string{"cluster.x-k8s.io/role": "control-plane"}))
 	kcp.SetAnnotations(map[string]string{"kamaji.clastix.io/kubeconfig-secret-key": "super-admin.svc"})
-	// The tenant CoreDNS address, derived from the Service CIDR the Cluster declares; left out
-	// under the missing-cluster-dns fault, as the chart rendered it before the fix.
-	dns := []any{}
-	if !r.noDNS {
-		ip, _ := kamaji.DNSServiceIP(ServiceCIDR)
-		dns = append(dns, ip)
+	// The tenant CoreDNS address, derived from the Service CIDR the Cluster declares (the
+	// seed's #4911 commit 1: the KamajiControlPlane publishes it); under the
+	// cluster-dns-mismatch fault an address no CoreDNS Service holds.
+	ip, _ := kamaji.DNSServiceIP(ServiceCIDR)
+	if r.wrongDNS {
+		ip, _ = kamaji.NthServiceIP(ServiceCIDR, 53)
 	}
+	dns := []any{ip}
 	replicas := int64(2)
 	if cp, ok := r.app.Spec["controlPlane"].(map[string]any); ok {
 		if n, ok := cp["replicas"].(int64); ok {

@@ -140,8 +140,8 @@ func TestRenderPoolsByClass(t *testing.T) {
 	}
 }
 
-func TestMissingClusterDNSFaultRendersNoDNSServiceIPs(t *testing.T) {
-	set, err := faults.Parse("missing-cluster-dns")
+func TestClusterDNSMismatchFaultRendersAnAddressNoCoreDNSHolds(t *testing.T) {
+	set, err := faults.Parse("cluster-dns-mismatch")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,8 +152,8 @@ func TestMissingClusterDNSFaultRendersNoDNSServiceIPs(t *testing.T) {
 		t.Fatal(err)
 	}
 	dns, found, _ := unstructured.NestedSlice(find(r.Objects, "KamajiControlPlane", "kubernetes-t1").Object, "spec", "network", "dnsServiceIPs")
-	if !found || len(dns) != 0 {
-		t.Fatalf("dnsServiceIPs %v under missing-cluster-dns, want an empty list", dns)
+	if !found || len(dns) != 1 || dns[0] != "10.95.0.53" {
+		t.Fatalf("dnsServiceIPs %v under cluster-dns-mismatch, want [10.95.0.53] (CoreDNS is at 10.95.0.10)", dns)
 	}
 }
 

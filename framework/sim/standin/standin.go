@@ -13,8 +13,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cozystack/cozy-e2e/framework/sim/faults"
+	"github.com/cozystack/cozy-e2e/framework/sim/names"
 	"github.com/cozystack/cozy-e2e/framework/sim/simenv"
-	"github.com/cozystack/cozy-e2e/framework/tenant"
 )
 
 // Pool is the worker pool an object of a Machine belongs to.
@@ -42,7 +42,7 @@ func PoolOf(ctx context.Context, c client.Reader, namespace, machine string) (Po
 // PoolOfMachine says which pool m belongs to.
 func PoolOfMachine(m *clusterv1.Machine) Pool {
 	p := Pool{Namespace: m.Namespace, Cluster: m.Spec.ClusterName, Machine: m.Name, Name: m.Name,
-		Kairos: m.Spec.Bootstrap.ConfigRef.Kind == tenant.KairosConfigGVK.Kind}
+		Kairos: m.Spec.Bootstrap.ConfigRef.Kind == names.KairosConfigGVK.Kind}
 	if md := m.Labels[clusterv1.MachineDeploymentNameLabel]; md != "" {
 		p.Name = strings.TrimPrefix(md, p.Cluster+"-")
 	}

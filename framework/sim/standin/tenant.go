@@ -10,7 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cozystack/cozy-e2e/framework/cluster"
-	"github.com/cozystack/cozy-e2e/framework/tenant"
+	"github.com/cozystack/cozy-e2e/framework/sim/names"
 )
 
 // Tenants hands out clients for tenant clusters, built from the Cluster API kubeconfig Secret
@@ -39,13 +39,13 @@ func (t *Tenants) Client(ctx context.Context, c client.Reader, namespace, cluste
 	if got, ok := t.clients[key]; ok && got.version == sec.ResourceVersion {
 		return got.c, nil
 	}
-	data := sec.Data[tenant.KubeconfigKey]
+	data := sec.Data[names.KubeconfigKey]
 	if len(data) == 0 {
-		return nil, fmt.Errorf("workload cluster %s/%s: secret %s has no key %q", namespace, clusterName, name, tenant.KubeconfigKey)
+		return nil, fmt.Errorf("workload cluster %s/%s: secret %s has no key %q", namespace, clusterName, name, names.KubeconfigKey)
 	}
 	cfg, err := clientcmd.RESTConfigFromKubeConfig(data)
 	if err != nil {
-		return nil, fmt.Errorf("workload cluster %s/%s: secret %s key %s: %w", namespace, clusterName, name, tenant.KubeconfigKey, err)
+		return nil, fmt.Errorf("workload cluster %s/%s: secret %s key %s: %w", namespace, clusterName, name, names.KubeconfigKey, err)
 	}
 	wc, err := cluster.New("tenant "+key, cfg)
 	if err != nil {

@@ -3,10 +3,11 @@ package world
 import (
 	"context"
 	"fmt"
-	"github.com/go-logr/logr"
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/go-logr/logr"
 
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"

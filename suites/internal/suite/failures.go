@@ -1,6 +1,7 @@
 package suite
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"sync"
@@ -19,11 +20,15 @@ const PoolEntry = "pool"
 
 // Failures turns failed specs into verdict.Failure records. A spec that fails on a typed
 // error notes it first (Note), so its record carries the error's class and stage rather than
-// a guess from its text; any other failure is a product assertion. Safe for concurrent use.
+// a guess from its text; any other failure is judged from the phase the spec ran in (a phase
+// whose time had run out makes it a deadline) or is a product assertion. Every record is kept
+// by spec and pool, never by its message: two pools stuck at the same stage with the same
+// words keep their own failures and evidence. Safe for concurrent use.
 type Failures struct {
 	mu       sync.Mutex
-	noted    map[string]noted // by failure message
-	evidence map[string][]string
+	noted    map[string][]noted      // by spec (full text)
+	within   map[string]phaseContext // by spec: the phase its steps ran in
+	evidence map[string][]string     // by spec
 	list     []verdict.Failure
 	// Decided, when set, hears each failure as soon as it is decided (a person's console).
 	Decided func(verdict.Failure)
@@ -35,25 +40,37 @@ type noted struct {
 	at   time.Time
 }
 
-// NewFailures is an empty record.
-func NewFailures() *Failures {
-	return &Failures{noted: map[string]noted{}, evidence: map[string][]string{}}
+type phaseContext struct {
+	phase string
+	ctx   context.Context
 }
 
-// Note remembers err, about pool, as the cause of the spec failure whose message is
-// err.Error(), decided now.
-func (f *Failures) Note(pool string, err error) {
+// NewFailures is an empty record.
+func NewFailures() *Failures {
+	return &Failures{noted: map[string][]noted{}, within: map[string]phaseContext{}, evidence: map[string][]string{}}
+}
+
+// Note remembers err, about pool, as the cause of spec's failure, decided now.
+func (f *Failures) Note(spec, pool string, err error) {
 	f.mu.Lock()
-	f.noted[err.Error()] = noted{pool: pool, err: err, at: time.Now()}
+	f.noted[spec] = append(f.noted[spec], noted{pool: pool, err: err, at: time.Now()})
 	f.mu.Unlock()
 	j := classify(err)
-	f.decided(verdict.Failure{Pool: pool, Class: j.class, Stage: j.stage, Message: err.Error(), At: time.Now()})
+	f.decided(verdict.Failure{Spec: spec, Pool: pool, Class: j.class, Stage: j.stage, Message: err.Error(), At: time.Now()})
 }
 
 func (f *Failures) decided(v verdict.Failure) {
 	if f.Decided != nil {
 		f.Decided(v)
 	}
+}
+
+// Within records that spec's steps run inside lane phase phase, bounded by ctx: a failure of
+// the spec that no typed error explains is a deadline at that phase when ctx's time ran out.
+func (f *Failures) Within(spec, phase string, ctx context.Context) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.within[spec] = phaseContext{phase: phase, ctx: ctx}
 }
 
 // AddEvidence attaches artifact paths (relative to the artifacts folder) to spec's failure.
@@ -87,32 +104,58 @@ func (f *Failures) All() []verdict.Failure {
 
 // Judge is what a failed spec becomes, before its evidence: its class, stage and pool.
 func (f *Failures) Judge(r types.SpecReport) verdict.Failure {
+	spec := r.FullText()
 	f.mu.Lock()
-	n, ok := f.noted[r.Failure.Message]
+	n, ok := pick(f.noted[spec], r.Failure.Message)
+	pc, bounded := f.within[spec]
 	f.mu.Unlock()
-	v := verdict.Failure{Spec: r.FullText(), Pool: PoolOf(r), Message: r.Failure.Message, At: r.EndTime}
+	v := verdict.Failure{Spec: spec, Pool: PoolOf(r), Message: r.Failure.Message, At: r.EndTime}
+	var j judged
 	switch {
 	case ok:
-		j := classify(n.err)
-		v.Class, v.Stage, v.Evidence, v.At = j.class, j.stage, j.evidence, n.at
-		if !j.at.IsZero() {
-			v.At = j.at // decided by the wait itself, maybe before the spec reported it
-		}
+		j = classify(n.err)
+		v.At = n.at
 		if n.pool != "" {
 			v.Pool = n.pool
 		}
 	case r.State == types.SpecStatePanicked:
-		v.Class = verdict.Harness
+		j = judged{class: verdict.Harness}
 	case r.State == types.SpecStateTimedout || r.State == types.SpecStateInterrupted || r.State == types.SpecStateAborted:
-		v.Class = verdict.Deadline
-		v.Stage = "spec " + r.State.String()
+		j = judged{class: verdict.Deadline, stage: "spec " + r.State.String()}
+	case bounded && ranOut(pc.ctx):
+		// An assertion on a read that the phase's deadline cut short says nothing about the
+		// product: the phase ran out of time.
+		dl, _ := pc.ctx.Deadline()
+		j = judged{class: verdict.Deadline, stage: pc.phase, at: dl}
 	default:
-		v.Class = verdict.ProductAssertion
+		j = judged{class: verdict.ProductAssertion}
+	}
+	v.Class, v.Stage, v.Evidence = j.class, j.stage, j.evidence
+	if !j.at.IsZero() {
+		v.At = j.at // decided by the wait itself, maybe before the spec reported it
 	}
 	if v.Message == "" {
 		v.Message = r.State.String()
 	}
 	return v
+}
+
+// pick is the note whose error the spec failed with, else the first note of the spec.
+func pick(notes []noted, message string) (noted, bool) {
+	for _, n := range notes {
+		if n.err.Error() == message {
+			return n, true
+		}
+	}
+	if len(notes) > 0 {
+		return notes[0], true
+	}
+	return noted{}, false
+}
+
+// ranOut reports whether ctx ended because its deadline passed.
+func ranOut(ctx context.Context) bool {
+	return ctx != nil && errors.Is(ctx.Err(), context.DeadlineExceeded)
 }
 
 // Spec records the failure of a finished spec (ReportAfterEach); a spec that passed or was
@@ -124,7 +167,7 @@ func (f *Failures) Spec(r types.SpecReport) {
 	v := f.Judge(r)
 	f.mu.Lock()
 	v.Evidence = append(v.Evidence, f.evidence[v.Spec]...)
-	_, wasNoted := f.noted[r.Failure.Message]
+	wasNoted := len(f.noted[v.Spec]) > 0
 	f.mu.Unlock()
 	f.add(v)
 	if !wasNoted {
@@ -142,13 +185,17 @@ type judged struct {
 
 // classify is the class, stage and evidence of an error: a join.StageError's own; a
 // tenant.WaitError's class and phase; an exhausted budget or a DeadlineError a deadline at
-// its phase; anything else a product assertion.
+// its phase; a ConfigurationError a configuration failure; anything else a product assertion.
 func classify(err error) judged {
 	var se *join.StageError
 	var we *tenant.WaitError
 	var ex *budget.ExhaustedError
 	var de *DeadlineError
+	var ce *ConfigurationError
+	var up *budget.UnknownPhaseError
 	switch {
+	case errors.As(err, &up):
+		return judged{verdict.Configuration, "", nil, time.Time{}}
 	case errors.As(err, &se):
 		return judged{se.Class, string(se.Stage), se.Evidence, se.At}
 	case errors.As(err, &we):
@@ -156,7 +203,9 @@ func classify(err error) judged {
 	case errors.As(err, &ex):
 		return judged{verdict.Deadline, ex.Phase, nil, ex.Now}
 	case errors.As(err, &de):
-		return judged{verdict.Deadline, de.Phase, nil, time.Time{}}
+		return judged{verdict.Deadline, de.Phase, nil, de.At}
+	case errors.As(err, &ce):
+		return judged{verdict.Configuration, "", nil, time.Time{}}
 	}
 	return judged{verdict.ProductAssertion, "", nil, time.Time{}}
 }
@@ -167,7 +216,9 @@ func typed(err error) bool {
 	var we *tenant.WaitError
 	var ex *budget.ExhaustedError
 	var de *DeadlineError
-	return errors.As(err, &se) || errors.As(err, &we) || errors.As(err, &ex) || errors.As(err, &de)
+	var ce *ConfigurationError
+	var up *budget.UnknownPhaseError
+	return errors.As(err, &se) || errors.As(err, &we) || errors.As(err, &ex) || errors.As(err, &de) || errors.As(err, &ce) || errors.As(err, &up)
 }
 
 // PoolOf is the pool a spec reported with AddReportEntry(PoolEntry, name), or "".

@@ -7,6 +7,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
+	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/onsi/ginkgo/v2"
@@ -42,8 +44,10 @@ type Suite struct {
 }
 
 // Setup reads the lane, starts the clock at the job's start and connects to the management
-// cluster. name is the suite's name (suites/<name>).
-func Setup(name string, env Env) (*Suite, error) {
+// cluster. name is the suite's name (suites/<name>), phases the lane phases it runs in. A lane
+// without one of them gives a Suite whose only failure is of class configuration, and a
+// *ConfigurationError: the suite writes its reports (Finish) and runs nothing.
+func Setup(name string, env Env, phases []lane.PhaseNeed) (*Suite, error) {
 	// The suite reports through Ginkgo and its evidence; controller-runtime's own log (client
 	// caches) is set explicitly so it does not print a stack trace into the output after 30 s.
 	ctrllog.SetLogger(logr.Discard())
@@ -75,6 +79,11 @@ func Setup(name string, env Env) (*Suite, error) {
 		}
 	}
 	s.Clock = budget.New(l.Budget, opts)
+	if errs := l.CheckSuites(lane.SuiteCatalog{name: phases}); len(errs) > 0 {
+		ce := &ConfigurationError{File: l.File, Err: fmt.Errorf("suite %s cannot run on this lane: %w", name, errs)}
+		s.Failures.Add(verdict.Failure{Spec: "suite " + name, Class: verdict.Configuration, Message: ce.Error()})
+		return s, ce
+	}
 	return s, nil
 }
 
@@ -112,7 +121,7 @@ func (s *Suite) Must(pool string, err error) {
 	if err == nil {
 		return
 	}
-	s.Failures.Note(pool, err)
+	s.Failures.Note(ginkgo.CurrentSpecReport().FullText(), pool, err)
 	ginkgo.Fail(err.Error(), 1)
 }
 
@@ -123,22 +132,51 @@ func (s *Suite) MustIn(phase, pool string, err error) {
 		return
 	}
 	if errors.Is(err, context.DeadlineExceeded) && !typed(err) {
-		err = &DeadlineError{Phase: phase, Err: err}
+		err = &DeadlineError{Phase: phase, Pool: pool, Err: err, At: time.Now()}
 	}
 	s.Must(pool, err)
+}
+
+// Within bounds the current spec's steps by ctx, the context of lane phase phase: a failed
+// assertion of the spec after ctx's deadline passed is judged a deadline at that phase.
+func (s *Suite) Within(phase string, ctx context.Context) {
+	s.Failures.Within(ginkgo.CurrentSpecReport().FullText(), phase, ctx)
 }
 
 // DeadlineError is a step that ran out of its phase's time.
 type DeadlineError struct {
 	Phase string
-	Err   error
+	// Pool is the pool the step was about ("" for none).
+	Pool string
+	Err  error
+	At   time.Time
 }
 
 func (e *DeadlineError) Error() string {
+	if e.Pool != "" {
+		return fmt.Sprintf("pool %s: %s: the phase's time ran out: %v", e.Pool, e.Phase, e.Err)
+	}
 	return fmt.Sprintf("%s: the phase's time ran out: %v", e.Phase, e.Err)
 }
 
 func (e *DeadlineError) Unwrap() error { return e.Err }
+
+// ConfigurationError is a suite that cannot run its specs on this lane: the lane lacks a phase
+// the suite needs, or names something the suite does not know. It is never the product's fault.
+type ConfigurationError struct {
+	// File is the lane file.
+	File string
+	Err  error
+}
+
+func (e *ConfigurationError) Error() string {
+	if strings.Contains(e.Err.Error(), e.File) {
+		return e.Err.Error()
+	}
+	return e.File + ": " + e.Err.Error()
+}
+
+func (e *ConfigurationError) Unwrap() error { return e.Err }
 
 // StartDiagnostics starts streaming the evidence of the tenant namespace: events, the
 // condition timeline and, for each pool given to WatchPool, its consoles.

@@ -56,7 +56,7 @@ func TestFailedSpecsBecomeFailuresWithTheirClass(t *testing.T) {
 	decided := time.Now().Add(-5 * time.Second) // the join decided before the spec reported it
 	se := &join.StageError{Pool: "kairos", Stage: join.StageDiskImport, Class: verdict.DiskImport, Detail: "401",
 		Evidence: []string{"pools/kairos/dv.yaml"}, At: decided}
-	f.Note("kairos", se)
+	f.Note("kubernetes pool kairos joins", "kairos", se)
 	f.Spec(report(types.SpecStateFailed, se.Error(), "kairos"))
 	f.AddEvidence("kubernetes pool md0 joins", []string{"pools/md0/events.jsonl"})
 	f.Spec(report(types.SpecStateFailed, "Expected\n    <string>: a\nto equal\n    <string>: b", "md0"))
@@ -107,6 +107,60 @@ func TestClassify(t *testing.T) {
 	}
 }
 
+// Two pools stuck at the same stage with the same words keep their own failures: a record is
+// found by its spec, never by its message.
+func TestFailuresAreKeptBySpecNotByMessage(t *testing.T) {
+	f := NewFailures()
+	same := "stuck at ready for 1m0s of 1m0s: Node not Ready"
+	early, late := time.Now().Add(-time.Minute), time.Now().Add(-time.Second)
+	f.Note("kubernetes pool md0 joins", "md0", &join.StageError{Pool: "md0", Stage: join.StageReady, Class: verdict.Deadline, Detail: same,
+		Evidence: []string{"pools/md0/nodes.yaml"}, At: early})
+	f.Note("kubernetes pool kairos joins", "kairos", &join.StageError{Pool: "kairos", Stage: join.StageReady, Class: verdict.Deadline, Detail: same,
+		Evidence: []string{"pools/kairos/nodes.yaml"}, At: late})
+	// Both specs report the same message text (a pool-less wording would do the same).
+	a := f.Judge(report(types.SpecStateFailed, same, "md0"))
+	b := f.Judge(report(types.SpecStateFailed, same, "kairos"))
+	if a.Pool != "md0" || a.Evidence[0] != "pools/md0/nodes.yaml" || !a.At.Equal(early) {
+		t.Errorf("md0: %+v", a)
+	}
+	if b.Pool != "kairos" || b.Evidence[0] != "pools/kairos/nodes.yaml" || !b.At.Equal(late) {
+		t.Errorf("kairos: %+v", b)
+	}
+}
+
+// A plain assertion that failed after its phase's deadline is a deadline at that phase, not a
+// product failure; the same assertion inside the phase's time is a product assertion.
+func TestAnAssertionAfterThePhaseRanOutIsADeadline(t *testing.T) {
+	f := NewFailures()
+	expired, cancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
+	defer cancel()
+	live, cancel2 := context.WithTimeout(context.Background(), time.Hour)
+	defer cancel2()
+	f.Within("kubernetes pool md0 joins", "pools", expired)
+	f.Within("kubernetes pool kairos joins", "pools", live)
+	msg := "reading MachineHealthCheck: client rate limiter Wait returned an error: context deadline exceeded"
+	if v := f.Judge(report(types.SpecStateFailed, msg, "md0")); v.Class != verdict.Deadline || v.Stage != "pools" || v.Pool != "md0" {
+		t.Errorf("after the deadline: %s at %q pool %q", v.Class, v.Stage, v.Pool)
+	}
+	if v := f.Judge(report(types.SpecStateFailed, "Expected 2 to equal 1", "kairos")); v.Class != verdict.ProductAssertion {
+		t.Errorf("inside the phase: %s", v.Class)
+	}
+}
+
+// A deadline error of a pool's step names its pool.
+func TestDeadlineErrorNamesItsPool(t *testing.T) {
+	e := &DeadlineError{Phase: "pools", Pool: "kairos", Err: context.DeadlineExceeded}
+	if !strings.HasPrefix(e.Error(), "pool kairos: pools:") {
+		t.Errorf("%q", e.Error())
+	}
+	if j := classify(e); j.class != verdict.Deadline || j.stage != "pools" {
+		t.Errorf("%+v", j)
+	}
+	if j := classify(&ConfigurationError{File: "lanes/x.yaml", Err: errors.New("no phase")}); j.class != verdict.Configuration {
+		t.Errorf("configuration: %+v", j)
+	}
+}
+
 // Each failure is told once, when it is decided: a typed one when it is noted (not again when
 // its spec reports), an assertion when its spec reports, a teardown leak when it is added.
 func TestEachFailureIsToldOnceWhenDecided(t *testing.T) {
@@ -114,7 +168,7 @@ func TestEachFailureIsToldOnceWhenDecided(t *testing.T) {
 	var told []string
 	f.Decided = func(v verdict.Failure) { told = append(told, v.Line()) }
 	se := &join.StageError{Pool: "md0", Stage: join.StageJoin, Class: verdict.JoinRejected, Detail: "refused"}
-	f.Note("md0", se)
+	f.Note("kubernetes pool md0 joins", "md0", se)
 	if len(told) != 1 || told[0] != "pool md0: join-rejected at join: refused" {
 		t.Fatalf("told %q", told)
 	}
