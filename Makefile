@@ -8,6 +8,7 @@
 # make workflows      regenerate .github/workflows/e2e.yaml from the lanes
 # make e2e-plan       print a lane's whole plan without a cluster
 # make repro          rerun a downloaded CI run's lane with its pins (ARTIFACTS=<dir>)
+# make e2e-down       tear down what a kept kind run left (LANE=<lane>, WORK=<the folder it printed>)
 
 SHELL       := /bin/bash
 GO          ?= go
@@ -20,7 +21,7 @@ BIN         := bin
 E2E_TOOLS_DIR ?= $(shell hack/tools/build.sh --print)
 export E2E_TOOLS_DIR
 
-.PHONY: all e2e e2e-plan repro test unit lanes-check workflows workflows-check tools vet fmt-check clean
+.PHONY: all e2e e2e-down e2e-plan repro test unit lanes-check workflows workflows-check tools vet fmt-check clean
 
 all: test
 
@@ -35,11 +36,17 @@ $(BIN)/lanes: FORCE
 
 FORCE:
 
-# A sim lane runs on the local control plane: build it first (seconds when it is built).
+# A sim lane runs on the local control plane: build it first (seconds when it is built), once
+# the flags and knobs are known to be good (a bad one is refused in under a second).
 E2E_NEEDS := $(shell grep -qs '^substrate: *sim' $(LANES_DIR)/$(LANE).yaml && echo tools)
 
-e2e: $(E2E_NEEDS) $(BIN)/e2e
+e2e: $(BIN)/e2e
+	@$(BIN)/e2e run --check --lane $(LANE) --lanes-dir $(LANES_DIR)
+	@$(if $(E2E_NEEDS),hack/tools/build.sh,true)
 	@$(BIN)/e2e run --lane $(LANE) --lanes-dir $(LANES_DIR)
+
+e2e-down: $(BIN)/e2e
+	@$(BIN)/e2e down --lane $(LANE) --lanes-dir $(LANES_DIR) $(if $(WORK),--work $(WORK))
 
 e2e-plan: $(BIN)/lanes
 	@$(BIN)/lanes plan --lane $(LANE) --dir $(LANES_DIR)

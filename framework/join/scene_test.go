@@ -95,6 +95,9 @@ type joinRun struct {
 	err  error
 	at   time.Time
 	cl   *budget.Clock
+	// heard are the stages OnProgress reported, in order, each once.
+	mu    sync.Mutex
+	heard []join.Stage
 }
 
 // start starts a Watcher and Join for the scene's pool, inside budget.
@@ -106,7 +109,13 @@ func (s *scene) start(budgetFor time.Duration) *joinRun {
 	s.t.Cleanup(func() { span.End(nil) })
 	r := &joinRun{log: &syncBuffer{}, done: make(chan struct{}), cl: cl}
 	r.w, err = join.Start(s.ctx, join.Options{Management: s.w.Cluster, Tenant: s.w.Cluster, Namespace: s.ns(),
-		OSes: []osfamily.Family{s.pool.OS}, Clock: cl, Log: r.log})
+		OSes: []osfamily.Family{s.pool.OS}, Clock: cl, Log: r.log, OnProgress: func(p join.Progress) {
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			if n := len(r.heard); n == 0 || r.heard[n-1] != p.Stage {
+				r.heard = append(r.heard, p.Stage)
+			}
+		}})
 	s.must(err)
 	s.t.Cleanup(r.w.Close)
 	go func() {

@@ -42,6 +42,9 @@ type Options struct {
 	Clock *budget.Clock
 	// Log receives one progress line per change of a pool's stage or detail; nil: none.
 	Log io.Writer
+	// OnProgress, when set, hears each change of a pool's stage or detail (progress for a
+	// person's console); it must not block.
+	OnProgress func(Progress)
 }
 
 // Watcher holds informers on the management namespace and the tenant cluster, shared by the
@@ -178,8 +181,11 @@ func (w *Watcher) Progress(pool string) (Progress, bool) {
 
 func (w *Watcher) setProgress(p Progress) {
 	w.mu.Lock()
-	defer w.mu.Unlock()
 	w.progress[p.Pool] = p
+	w.mu.Unlock()
+	if w.o.OnProgress != nil {
+		w.o.OnProgress(p)
+	}
 }
 
 // subscribe returns a channel that receives a token after any watched change.

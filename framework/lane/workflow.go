@@ -61,8 +61,10 @@ jobs:
       - uses: actions/setup-go@v5
         with:
           go-version-file: go.mod
-      - name: make e2e LANE=${{ "{{" }} matrix.lane {{ "}}" }}
-        run: make e2e LANE=${{ "{{" }} matrix.lane {{ "}}" }}
+      # bin/e2e carries the exit code contract (0 pass, 1 hard failure, 2 configuration or
+      # preflight, 3 soft failures only, 130 interrupted); make would turn every failure into 2.
+      - name: bin/e2e run --lane ${{ "{{" }} matrix.lane {{ "}}" }}
+        run: make bin/e2e && bin/e2e run --lane ${{ "{{" }} matrix.lane {{ "}}" }}
       - name: Upload the artifacts
         if: always()
         uses: actions/upload-artifact@v4

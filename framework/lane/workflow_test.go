@@ -3,6 +3,7 @@ package lane
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"sigs.k8s.io/yaml"
@@ -59,5 +60,38 @@ func TestCommittedWorkflowMatchesTheLanes(t *testing.T) {
 		if caps[e.Lane] == 0 || e.Timeout != caps[e.Lane] {
 			t.Errorf("lane %s: timeout %d, job cap %d", e.Lane, e.Timeout, caps[e.Lane])
 		}
+	}
+}
+
+// The workflow runs the lane through bin/e2e, whose exit code is the run's (README's exit code
+// table); `make e2e` would turn every failure into make's own 2.
+func TestWorkflowRunsTheHarnessThatCarriesTheExitCode(t *testing.T) {
+	lanes, err := LoadDir(filepath.Join("..", "..", "lanes"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wf, err := Workflow(lanes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Jobs map[string]struct {
+			Steps []struct {
+				Run string `json:"run"`
+			} `json:"steps"`
+		} `json:"jobs"`
+	}
+	if err := yaml.Unmarshal(wf, &doc); err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, s := range doc.Jobs["e2e"].Steps {
+		if strings.Contains(s.Run, "make e2e") {
+			t.Errorf("step %q runs make e2e, which exits 2 on every failure", s.Run)
+		}
+		found = found || strings.Contains(s.Run, "bin/e2e run --lane ${{ matrix.lane }}")
+	}
+	if !found {
+		t.Error("no step runs bin/e2e run --lane ${{ matrix.lane }}")
 	}
 }

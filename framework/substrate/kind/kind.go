@@ -167,7 +167,7 @@ func (s *Substrate) bringUp(ctx context.Context) (*cluster.Cluster, error) {
 		fmt.Fprintf(s.opts.Log, "kind: reusing cluster %s (E2E_REUSE=1)\n", s.lane.Name)
 		return s.attach(ctx)
 	case exists:
-		return nil, fmt.Errorf("a kind cluster named %s exists already: E2E_REUSE=1 reuses it, or remove it (docker rm -f %s-control-plane)", s.lane.Name, s.lane.Name)
+		return nil, fmt.Errorf("a kind cluster named %s exists already: E2E_REUSE=1 reuses it, or remove it (bin/e2e down --lane %s)", s.lane.Name, s.lane.Name)
 	}
 	hostsDir := filepath.Join(s.opts.WorkDir, "containerd-hosts")
 	cfg, err := Config(s.lane, ConfigOptions{CgroupV1: s.report.CgroupV1, HostsDir: hostsDir})
@@ -332,7 +332,7 @@ func (s *Substrate) Describe() []string {
 		"  kubectl --kubeconfig " + s.kubeconfig + " get helmreleases -A",
 		"  tenant apiservers: LoadBalancer Services labelled " + TenantLBLabel + " in the tenant namespaces",
 		fmt.Sprintf("  rerun against it: E2E_REUSE=1 make e2e LANE=%s (E2E_FROM_PHASE=tenant to skip the install)", s.lane.Name),
-		fmt.Sprintf("  remove it: docker rm -f %s-control-plane (and %s-worker*)", s.lane.Name, s.lane.Name),
+		fmt.Sprintf("  remove it: bin/e2e down --lane %s", s.lane.Name),
 	}
 }
 
