@@ -9,7 +9,9 @@ import (
 
 	"github.com/go-logr/logr"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -112,7 +114,12 @@ func setupClusterAPI(ctx context.Context, mgr ctrl.Manager) error {
 		},
 		Client: clustercache.ClientOptions{
 			QPS: 50, Burst: 100, UserAgent: "sim-cluster-api",
-			Cache: clustercache.ClientCacheOptions{DisableFor: []client.Object{&corev1.ConfigMap{}, &corev1.Secret{}, &corev1.Pod{}}},
+			// As Cluster API's own manager reads the workload clusters (v1.13.6
+			// internal/setup/setup.go:103-122): the Machine controller pages through
+			// VolumeAttachments while it waits for a deleted Machine's volumes to detach, which
+			// a cached list cannot do.
+			Cache: clustercache.ClientCacheOptions{DisableFor: []client.Object{&corev1.ConfigMap{}, &corev1.Secret{}, &corev1.Pod{},
+				&appsv1.DaemonSet{}, &storagev1.VolumeAttachment{}, &corev1.PersistentVolume{}}},
 		},
 	}, controller.Options{MaxConcurrentReconciles: 4})
 	if err != nil {
