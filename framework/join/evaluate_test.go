@@ -321,6 +321,23 @@ func TestANodeIsFoundByTheVMIAddressWhenNamedOtherwise(t *testing.T) {
 	}
 }
 
+// A pod address is reused once its pod is gone; a Node whose guest went away (a stopped worker,
+// not replaced yet) keeps the address. That Node is its own VMI's, not the new one's.
+func TestAReusedAddressDoesNotMakeAnotherVMIsNodeOurs(t *testing.T) {
+	vmi := &kubevirtv1.VirtualMachineInstance{}
+	vmi.Status.Interfaces = []kubevirtv1.VirtualMachineInstanceNetworkInterface{{IPs: []string{"10.0.0.9"}}}
+	stale := corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "vm-old"}, Spec: corev1.NodeSpec{ProviderID: tenant.ProviderID("vm-old")},
+		Status: corev1.NodeStatus{Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "10.0.0.9"}}}}
+	if n := attributeNode("vm-new", vmi, []corev1.Node{stale}); n != nil {
+		t.Fatalf("the stopped worker's Node %s was taken for the new VMI's", n.Name)
+	}
+	wrong := stale
+	wrong.Name = "metal-9" // a Node named otherwise carrying another VMI's providerID is still ours, and wrong
+	if n := attributeNode("vm-new", vmi, []corev1.Node{wrong}); n == nil || n.Name != "metal-9" {
+		t.Fatalf("%v", n)
+	}
+}
+
 func kubeletConfig(body string) *corev1.ConfigMap {
 	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: tenant.KubeletConfigNamespace, Name: tenant.KubeletConfigName},
 		Data: map[string]string{tenant.KubeletConfigKey: body}}

@@ -154,7 +154,10 @@ func (w *Watcher) readMachine(ctx context.Context, p Pool, v *machineView, pods 
 
 // attributeNode finds the tenant Node VMI vm registered as: the Node of its name, else the Node
 // carrying its providerID (a kubelet that set --provider-id under a name of its own), else the
-// Node whose InternalIP is one of the VMI's addresses (the guest's NIC is the VMI's).
+// Node whose InternalIP is one of the VMI's addresses (the guest's NIC is the VMI's) and that is
+// not another VMI's own (named like it, with its providerID): a pod address is reused once its
+// pod is gone, and a Node whose guest went away keeps the address it had (a stopped worker's,
+// until it is replaced).
 func attributeNode(vm string, vmi *kubevirtv1.VirtualMachineInstance, nodes []corev1.Node) *corev1.Node {
 	for i := range nodes {
 		if nodes[i].Name == vm {
@@ -179,6 +182,9 @@ func attributeNode(vm string, vmi *kubevirtv1.VirtualMachineInstance, nodes []co
 		}
 	}
 	for i := range nodes {
+		if other, ok := tenant.VMIFromProviderID(nodes[i].Spec.ProviderID); ok && other != vm && other == nodes[i].Name {
+			continue
+		}
 		for _, a := range nodes[i].Status.Addresses {
 			if a.Type == corev1.NodeInternalIP && ips[a.Address] {
 				return &nodes[i]
