@@ -120,7 +120,10 @@ func (p *Platform) reconcileTenant(ctx context.Context, req reconcile.Request) (
 	hr := &unstructured.Unstructured{}
 	hr.SetGroupVersionKind(HelmReleaseGVK)
 	if err := p.c.Get(ctx, req.NamespacedName, hr); err != nil {
-		return reconcile.Result{}, client.IgnoreNotFound(err)
+		if apierrors.IsNotFound(err) {
+			return reconcile.Result{}, p.uninstallTenant(ctx, req.Name)
+		}
+		return reconcile.Result{}, err
 	}
 	if hr.GetDeletionTimestamp() != nil {
 		return reconcile.Result{}, nil
@@ -144,4 +147,19 @@ func (p *Platform) reconcileTenant(ctx context.Context, req reconcile.Request) (
 		}
 	}
 	return reconcile.Result{}, p.released(ctx, hr, "tenant", "")
+}
+
+// uninstallTenant is Flux uninstalling a Tenant's release tenant-<t>: the tenant chart rendered
+// namespace tenant-<t> (cozystack v1.6.1 packages/apps/tenant/templates/namespace.yaml:78-105),
+// so the uninstall deletes it, and the namespace controller deletes what is in it.
+func (p *Platform) uninstallTenant(ctx context.Context, release string) error {
+	ns := &corev1.Namespace{}
+	if err := p.r.Get(ctx, client.ObjectKey{Name: release}, ns); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	tenant := strings.TrimPrefix(release, NamespacePrefix)
+	if _, ok := ns.Labels["apps.cozystack.io/tenant"]; !ok || ns.Labels["apps.cozystack.io/tenant"] != tenant || ns.DeletionTimestamp != nil {
+		return nil
+	}
+	return client.IgnoreNotFound(p.c.Delete(ctx, ns))
 }

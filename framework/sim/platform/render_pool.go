@@ -5,8 +5,11 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"regexp"
+	"strconv"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
@@ -94,10 +97,14 @@ func (r *renderer) pool(p string) ([]*unstructured.Unstructured, *unstructured.U
 	}
 	mhc := object(MachineHealthCheckGVK, r.app.Namespace, md, r.labels())
 	h := r.o.Health
+	maxUnhealthy, err := r.maxUnhealthy(p, spec)
+	if err != nil {
+		return nil, nil, err
+	}
 	mhc.Object["spec"] = map[string]any{
 		"clusterName":        r.release,
-		"maxUnhealthy":       h.MaxUnhealthy,
-		"nodeStartupTimeout": h.NodeStartupTimeout.String(),
+		"maxUnhealthy":       maxUnhealthy,
+		"nodeStartupTimeout": str(spec["nodeStartupTimeout"], h.NodeStartupTimeout.String()),
 		"selector":           map[string]any{"matchLabels": map[string]any{"cluster.x-k8s.io/cluster-name": r.release, "cluster.x-k8s.io/deployment-name": md}},
 		"unhealthyConditions": []any{
 			map[string]any{"type": "Ready", "status": "Unknown", "timeout": h.ReadyUnknownTimeout.String()},
@@ -105,6 +112,34 @@ func (r *renderer) pool(p string) ([]*unstructured.Unstructured, *unstructured.U
 		},
 	}
 	return []*unstructured.Unstructured{kmt, mdObj, mhc}, bootstrap, nil
+}
+
+var (
+	bareInt    = regexp.MustCompile(`^[0-9]+$`)
+	percentage = regexp.MustCompile(`^[0-9]+%$`)
+)
+
+// maxUnhealthy is the pool's MachineHealthCheck maxUnhealthy: nodeGroups.<pool>.maxUnhealthy
+// when the pool sets it, else the sim's; a percentage is rendered quoted and a bare integer as
+// a number, anything else refused, as the chart does (cozystack v1.6.1
+// packages/apps/kubernetes/templates/cluster.yaml:821-836).
+func (r *renderer) maxUnhealthy(p string, spec map[string]any) (any, error) {
+	v, ok := spec["maxUnhealthy"]
+	if !ok || v == nil {
+		return r.o.Health.MaxUnhealthy, nil
+	}
+	s := fmt.Sprint(v)
+	switch {
+	case percentage.MatchString(s):
+		return s, nil
+	case bareInt.MatchString(s):
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err == nil {
+			return n, nil
+		}
+	}
+	return nil, &Refusal{Pool: p, Field: "maxUnhealthy", Message: fmt.Sprintf(
+		"nodeGroups.%s.maxUnhealthy must be a bare integer (e.g. 0, 1) or an integer percentage (e.g. 50%%), got %q", p, s)}
 }
 
 func kairosRefusalReason(field string) string {
@@ -127,7 +162,7 @@ func (r *renderer) machineTemplate(p string, spec map[string]any, class Class, v
 		disk = map[string]any{"registry": map[string]any{"url": "docker://" + image}}
 	}
 	domain := map[string]any{
-		"cpu":    map[string]any{"cores": num(resourceNum(spec, "cpu"), 2)},
+		"cpu":    map[string]any{"cores": cores(resourceNum(spec, "cpu"), 2)},
 		"memory": map[string]any{"guest": resourceOf(spec, "memory", "4Gi")},
 		"devices": map[string]any{
 			"disks":            []any{map[string]any{"name": "system", "disk": map[string]any{"bus": "virtio"}}},
@@ -281,4 +316,18 @@ func anyMap(m map[string]string) map[string]any {
 		out[k] = v
 	}
 	return out
+}
+
+// cores is domain.cpu.cores of a resources.cpu value, a number or a string ("2"): the chart
+// writes the value there as it is (cozystack v1.6.1 packages/apps/kubernetes/templates/
+// cluster.yaml:152); def when it is unset or unreadable.
+func cores(v any, def int64) int64 {
+	if s, ok := v.(string); ok {
+		q, err := resource.ParseQuantity(s)
+		if err != nil {
+			return def
+		}
+		return max(q.Value(), 1)
+	}
+	return num(v, def)
 }
