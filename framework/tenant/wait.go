@@ -54,11 +54,14 @@ func (e *WaitError) Error() string {
 }
 
 // Ref names what a wait watches: one object, or with an empty Name every object of the kind
-// in the namespace.
+// in the namespace (with empty Namespace too, of a cluster-scoped kind, every one).
 type Ref struct {
 	GVK schema.GroupVersionKind
 	// Namespace is empty for cluster-scoped kinds.
 	Namespace, Name string
+	// In is the cluster the object lives in; nil: the wait's own cluster. One wait can so
+	// watch the management and the tenant cluster at once.
+	In *cluster.Cluster
 }
 
 func (r Ref) String() string {
@@ -107,6 +110,9 @@ type WaitOptions struct {
 	Judge Judge
 	// Log receives one line each time the detail changes; nil: no progress lines.
 	Log io.Writer
+	// OnDetail, when set, hears each change of the detail (a person's console); it must not
+	// block.
+	OnDetail func(detail string)
 }
 
 // Wait watches the objects until Judge says done, Judge returns a *Terminal, or ctx ends (a
@@ -126,10 +132,7 @@ func Wait(ctx context.Context, c *cluster.Cluster, o WaitOptions) error {
 		return &WaitError{Phase: o.Phase, Pool: o.Pool, What: o.What, Class: verdict.Deadline, At: start,
 			Detail: fmt.Sprintf("the phase's context had ended before the wait began (%v)", context.Cause(ctx))}
 	}
-	dyn, err := dynamic.NewForConfig(c.REST)
-	if err != nil {
-		return err
-	}
+	dyns := map[*cluster.Cluster]dynamic.Interface{}
 	ictx, stop := context.WithCancel(ctx)
 	defer stop()
 	poke := make(chan struct{}, 1)
@@ -141,7 +144,19 @@ func Wait(ctx context.Context, c *cluster.Cluster, o WaitOptions) error {
 	}
 	informers := map[Ref]cache.SharedIndexInformer{}
 	for _, ref := range o.Watch {
-		inf, err := objectInformer(c, dyn, ref)
+		in := c
+		if ref.In != nil {
+			in = ref.In
+		}
+		dyn, ok := dyns[in]
+		if !ok {
+			var err error
+			if dyn, err = dynamic.NewForConfig(in.REST); err != nil {
+				return err
+			}
+			dyns[in] = dyn
+		}
+		inf, err := objectInformer(in, dyn, ref)
 		if err != nil {
 			return fmt.Errorf("%s: waiting for %s: %w", o.Phase, o.What, err)
 		}
@@ -189,6 +204,9 @@ func Wait(ctx context.Context, c *cluster.Cluster, o WaitOptions) error {
 			}
 			fmt.Fprintf(o.Log, "%s %s: %s: %s (%s of %s)\n", time.Now().UTC().Format("15:04:05.000"), o.Phase, o.What, d,
 				time.Since(start).Round(100*time.Millisecond), ceiling)
+		}
+		if d != detail && o.OnDetail != nil {
+			o.OnDetail(d)
 		}
 		detail = d
 		var t *Terminal
