@@ -16,13 +16,50 @@ type PhaseNeed struct {
 	Min time.Duration
 	// Why says where Min comes from.
 	Why string
+	// Waits are the product timeouts the phase waits on one after another, each a named
+	// timeout the lane must declare for the phase (budget.phases[].timeouts.<name>: the value
+	// its platform runs with); the ceiling must hold their sum plus Margin.
+	Waits []string
+	// Margin is what the phase needs beyond its Waits (the harness's own steps, a worker's
+	// boot after the last timeout); it counts only with Waits.
+	Margin time.Duration
+	// Err, set on a need of its own, says the suite cannot tell what it needs of the lane (its
+	// label filter does not parse); CheckSuites names it.
+	Err error
+}
+
+// Floor is the least ceiling phase p can hold for the need: Min, or the sum of its Waits as p
+// declares them plus Margin when that is more, with the arithmetic in words. A Wait p does not
+// declare counts nothing (CheckSuites names it).
+func (n PhaseNeed) Floor(p Phase) (time.Duration, string) {
+	floor, why := n.Min, n.Why
+	if len(n.Waits) == 0 {
+		return floor, why
+	}
+	sum := n.Margin
+	var terms []string
+	for _, w := range n.Waits {
+		d := p.Timeouts[w].D()
+		sum += d
+		terms = append(terms, fmt.Sprintf("%s %s", w, d))
+	}
+	terms = append(terms, fmt.Sprintf("margin %s", n.Margin))
+	if sum > floor {
+		floor = sum
+		why = strings.Join(terms, " + ")
+		if n.Why != "" {
+			why += ": " + n.Why
+		}
+	}
+	return floor, why
 }
 
 // SuiteCatalog is what each suite needs of a lane, by suite name (suites/<name>).
 type SuiteCatalog map[string][]PhaseNeed
 
 // CheckSuites holds the lane's suites to the catalogue: every suite must be known, and every
-// phase a suite runs in must be in the lane's budget with a ceiling at least its floor.
+// phase a suite runs in must be in the lane's budget, declare the timeouts the suite waits on
+// there, and have a ceiling at least its floor.
 func (l *Lane) CheckSuites(cat SuiteCatalog) Errors {
 	v := &validator{file: l.File, lines: l.lines}
 	known := make([]string, 0, len(cat))
@@ -37,14 +74,30 @@ func (l *Lane) CheckSuites(cat SuiteCatalog) Errors {
 			continue
 		}
 		for _, n := range needs {
+			if n.Err != nil {
+				v.fail(fmt.Sprintf("suites[%d].labelFilter", i), "%v", n.Err)
+				continue
+			}
 			p, ok := l.Budget.Phase(n.Name)
 			if !ok {
 				v.fail("budget.phases", "has no phase %q, which suite %s runs in (add it with a ceiling%s)", n.Name, s.Name, floorHint(n))
 				continue
 			}
-			if n.Min > 0 && p.Ceiling.D() < n.Min {
-				v.fail(fmt.Sprintf("budget.phases[%d].ceiling", l.phaseIndex(n.Name)), "%s is shorter than %s, the least phase %s of suite %s can hold (%s)",
-					p.Ceiling, n.Min, n.Name, s.Name, n.Why)
+			idx := l.phaseIndex(n.Name)
+			missing := false
+			for _, w := range n.Waits {
+				if _, ok := p.Timeouts[w]; !ok {
+					missing = true
+					v.fail(fmt.Sprintf("budget.phases[%d].timeouts", idx), "has no %q, a product timeout suite %s waits on in phase %s (declare the value the lane's platform runs with)",
+						w, s.Name, n.Name)
+				}
+			}
+			if missing {
+				continue
+			}
+			if floor, why := n.Floor(p); floor > 0 && p.Ceiling.D() < floor {
+				v.fail(fmt.Sprintf("budget.phases[%d].ceiling", idx), "%s is shorter than %s, the least phase %s of suite %s can hold (%s)",
+					p.Ceiling, floor, n.Name, s.Name, why)
 			}
 		}
 	}
@@ -52,10 +105,13 @@ func (l *Lane) CheckSuites(cat SuiteCatalog) Errors {
 }
 
 func floorHint(n PhaseNeed) string {
-	if n.Min <= 0 {
-		return ""
+	switch {
+	case len(n.Waits) > 0:
+		return fmt.Sprintf(" and the timeouts %s it waits on, the ceiling at least their sum plus %s", strings.Join(n.Waits, ", "), n.Margin)
+	case n.Min > 0:
+		return fmt.Sprintf(" of at least %s: %s", n.Min, n.Why)
 	}
-	return fmt.Sprintf(" of at least %s: %s", n.Min, n.Why)
+	return ""
 }
 
 func (l *Lane) phaseIndex(name string) int {

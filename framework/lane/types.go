@@ -77,7 +77,13 @@ type Pool struct {
 	Replicas int    `json:"replicas" lane:"required"`
 	// Labels are extra Ginkgo labels for this pool's spec.
 	Labels []string `json:"labels,omitempty"`
+	// Lifecycle names the lifecycle spec that acts on this pool once it joined (one of
+	// LifecycleSpecs); a spec that no pool names picks a pool by its own rule.
+	Lifecycle string `json:"lifecycle,omitempty"`
 }
+
+// LifecycleSpecs are the specs a pool can be given to (Pool.Lifecycle).
+var LifecycleSpecs = []string{"remediation", "scaling", "rollout"}
 
 // Workload is the pod pinned to each Node.
 type Workload struct {

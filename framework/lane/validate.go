@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/cozystack/cozy-e2e/framework/osfamily"
@@ -140,6 +141,7 @@ func (l *Lane) validateClasses(v *validator) map[string]bool {
 
 func (l *Lane) validatePools(v *validator, classes map[string]bool) {
 	seen := map[string]bool{}
+	given := map[string]string{} // lifecycle spec -> pool
 	if len(l.Pools) == 0 {
 		v.fail("pools", "names no pool")
 	}
@@ -157,6 +159,17 @@ func (l *Lane) validatePools(v *validator, classes map[string]bool) {
 		}
 		if p.Replicas < 1 {
 			v.fail(path+".replicas", "%d: a pool under test needs at least one worker", p.Replicas)
+		}
+		if p.Lifecycle == "" {
+			continue
+		}
+		switch other, dup := given[p.Lifecycle]; {
+		case !slices.Contains(LifecycleSpecs, p.Lifecycle):
+			v.fail(path+".lifecycle", "%q is not a lifecycle spec (%s)", p.Lifecycle, strings.Join(LifecycleSpecs, ", "))
+		case dup:
+			v.fail(path+".lifecycle", "%q is given to pool %s already; a spec acts on one pool", p.Lifecycle, other)
+		default:
+			given[p.Lifecycle] = p.Name
 		}
 	}
 }
