@@ -186,7 +186,7 @@ func newRun(o runOptions, stdout io.Writer) (*run, error) {
 			return nil, err
 		}
 	}
-	if errs := l.CheckSuites(registry.Catalog()); len(errs) > 0 {
+	if errs := l.CheckSuites(registry.Catalog(l)); len(errs) > 0 {
 		return nil, errs
 	}
 	started := time.Now()

@@ -63,7 +63,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 func check(dir string, stdout, stderr io.Writer) int {
 	lanes, err := lane.LoadDir(dir)
 	for _, l := range lanes {
-		if errs := l.CheckSuites(registry.Catalog()); len(errs) > 0 {
+		if errs := l.CheckSuites(registry.Catalog(l)); len(errs) > 0 {
 			err = errors.Join(err, errs)
 			continue
 		}

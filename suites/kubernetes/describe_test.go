@@ -1,29 +1,33 @@
 package kubernetes
 
 import (
+	"context"
 	"fmt"
 
 	. "github.com/onsi/ginkgo/v2"
 
 	"github.com/cozystack/cozy-e2e/framework/tenant"
-	"github.com/cozystack/cozy-e2e/suites/internal/suite"
+	"github.com/cozystack/cozy-e2e/specs"
 )
 
-// describe builds the spec tree from the lane: one spec per pool (labelled with its class,
-// OS and the lane), the API-version agreement spec, and the refusal specs; teardown runs
-// after them whatever happened.
-func describe(st *state) {
+// describe wires the specs into the suite's tree: one join spec per pool (labelled with its
+// class, OS and the lane), the API-version agreement spec and the refusal specs; the teardown
+// runs after them whatever happened.
+func describe(st *state, sel Selection) {
 	s := st.s
+	ctx := context.Background()
 	ReportAfterEach(func(r SpecReport) { s.Failures.Spec(r) })
 	ReportAfterSuite("failures, timings and manifest", func(Report) {
 		if err := s.Finish(); err != nil {
 			fmt.Fprintf(s.Log, "kubernetes suite: writing its reports: %v\n", err)
 		}
 	})
-	Describe("kubernetes", Ordered, ContinueOnFailure, Label("lane:"+s.Lane.Name), func() {
+	t := st.tenant
+	image := s.Lane.Workload.Ref()
+	Describe(Name, Ordered, ContinueOnFailure, Label("lane:"+s.Lane.Name), func() {
 		BeforeAll(func(ctx SpecContext) {
 			DeferCleanup(func(ctx SpecContext) { st.teardown(ctx) })
-			st.bringUp(ctx)
+			st.bringUp(ctx, sel.Refusals)
 		})
 		// The evidence of a failed spec is collected right after it, inside the diagnostics
 		// reserve, and attached to its failure record.
@@ -36,7 +40,7 @@ func describe(st *state) {
 			var pools []tenant.PoolNames
 			switch {
 			case v.Pool != "":
-				pools = append(pools, st.names.Pool(v.Pool))
+				pools = append(pools, t.Names.Pool(v.Pool))
 			case v.Stage != "tenant" && v.Stage != "pools":
 				// A refusal or an API-version disagreement says all in its message; the
 				// reserve is kept for the pools.
@@ -48,21 +52,23 @@ func describe(st *state) {
 			}
 			s.Failures.AddEvidence(r.FullText(), evidence)
 		})
-		for _, p := range st.pools {
-			labels := Label("pool:"+p.spec.Name, "class:"+p.spec.Class, "os:"+p.os.Name)
-			labels = append(labels, p.labels...)
-			It(fmt.Sprintf("pool %s on class %s joins: every worker is a Ready Node named like its VMI, with its providerID, the Cluster API annotations and a pod running on it", p.spec.Name, p.spec.Class),
-				labels, func(ctx SpecContext) {
-					AddReportEntry(suite.PoolEntry, p.spec.Name)
-					st.poolSpec(ctx, p)
+		for _, p := range t.Pools {
+			labels := Label("pool:"+p.Name(), "class:"+p.Spec.Class, "os:"+p.OS.Name)
+			labels = append(labels, p.Labels...)
+			Describe(fmt.Sprintf("pool %s on class %s", p.Name(), p.Spec.Class), labels, func() {
+				specs.PoolJoinSpec(ctx, func() specs.PoolJoinSpecInput {
+					return specs.PoolJoinSpecInput{Pools: st.joins(), Pool: p, WorkloadImage: image, Failures: s.Failures, Log: s.Log}
 				})
+			})
 		}
-		It("a MachineDeployment reads the same at v1beta1 and v1beta2", Label("api-versions"), func(ctx SpecContext) {
-			st.endPools()
-			st.versionsSpec(ctx)
+		specs.MachineDeploymentVersionsSpec(ctx, func() specs.MachineDeploymentVersionsSpecInput {
+			return specs.MachineDeploymentVersionsSpecInput{Management: s.Mgmt, Pool: t.Pools[0].Names, Before: st.endPools}
 		})
-		Describe("refusals", Ordered, Label("refusals"), func() {
-			st.describeRefusals()
+		Describe("refusals", Ordered, Label(LabelRefusals), func() {
+			specs.RefusalsSpec(ctx, func() specs.RefusalsSpecInput {
+				return specs.RefusalsSpecInput{Management: s.Mgmt, Platform: t.Platform, Clock: s.Clock, Lane: s.Lane, Run: s.Run,
+					Cluster: st.refusals, Created: st.refusalsCreated, Before: st.endPools, Failures: s.Failures}
+			})
 		})
 	})
 }

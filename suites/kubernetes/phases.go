@@ -1,10 +1,53 @@
 package kubernetes
 
-import "github.com/cozystack/cozy-e2e/framework/lane"
+import (
+	"fmt"
 
-// Phases are the lane phases the suite runs in, in order: a lane running the suite must give
-// each a ceiling (lanes-check refuses one that does not, and the suite judges it a
-// configuration failure rather than the product's).
-func Phases() []lane.PhaseNeed {
-	return []lane.PhaseNeed{{Name: "tenant"}, {Name: "pools"}, {Name: "refusals"}, {Name: "teardown"}}
+	"github.com/onsi/ginkgo/v2/types"
+
+	"github.com/cozystack/cozy-e2e/framework/lane"
+	"github.com/cozystack/cozy-e2e/specs"
+)
+
+// Name is the suite's name (suites/<name>, lanes' suites[].name).
+const Name = "kubernetes"
+
+// LabelRefusals labels the refusal specs; a lane's label filter selects by it.
+const LabelRefusals = "refusals"
+
+// Selection is which of the suite's specs a lane's label filter runs.
+type Selection struct {
+	Refusals bool
+}
+
+// Select evaluates the lane's label filter for this suite on the labels the specs carry.
+func Select(l *lane.Lane) (Selection, error) {
+	filter := ""
+	for _, s := range l.Suites {
+		if s.Name == Name {
+			filter = s.LabelFilter
+		}
+	}
+	match, err := types.ParseLabelFilter(filter)
+	if err != nil {
+		return Selection{}, fmt.Errorf("suites[%s].labelFilter %q: %w", Name, filter, err)
+	}
+	on := func(labels ...string) bool { return match(append([]string{"lane:" + l.Name}, labels...)) }
+	return Selection{Refusals: on(LabelRefusals)}, nil
+}
+
+// Phases are the lane phases the suite runs in on lane l, in order: the tenant and its pools,
+// then what the lane's label filter selects (the refusals), then the teardown. A lane without
+// one of them is refused by lanes-check, and the suite judges it a configuration failure
+// rather than the product's.
+func Phases(l *lane.Lane) ([]lane.PhaseNeed, error) {
+	sel, err := Select(l)
+	if err != nil {
+		return nil, err
+	}
+	out := []lane.PhaseNeed{{Name: "tenant"}, {Name: "pools"}}
+	if sel.Refusals {
+		out = append(out, lane.PhaseNeed{Name: specs.PhaseRefusals})
+	}
+	return append(out, lane.PhaseNeed{Name: "teardown"}), nil
 }

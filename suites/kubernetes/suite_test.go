@@ -21,7 +21,7 @@ func TestKubernetes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := suite.Setup("kubernetes", env, Phases())
+	s, err := suite.Setup(Name, env, Phases)
 	var ce *suite.ConfigurationError
 	if errors.As(err, &ce) {
 		if ferr := s.Finish(); ferr != nil {
@@ -32,7 +32,11 @@ func TestKubernetes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	sel, err := Select(s.Lane)
+	if err != nil {
+		t.Fatal(err)
+	}
 	RegisterFailHandler(Fail)
-	describe(newState(s))
-	RunSpecs(t, "kubernetes")
+	describe(newState(s), sel)
+	RunSpecs(t, Name)
 }

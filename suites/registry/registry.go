@@ -7,7 +7,13 @@ import (
 	"github.com/cozystack/cozy-e2e/suites/kubernetes"
 )
 
-// Catalog is every suite by name (suites/<name>) with the phases it runs in.
-func Catalog() lane.SuiteCatalog {
-	return lane.SuiteCatalog{"kubernetes": kubernetes.Phases()}
+// Catalog is every suite by name (suites/<name>) with the phases it runs in on lane l: its
+// label filter there decides which specs run, and so which phases it needs. A filter that
+// does not parse is a need CheckSuites refuses, naming it.
+func Catalog(l *lane.Lane) lane.SuiteCatalog {
+	needs, err := kubernetes.Phases(l)
+	if err != nil {
+		needs = []lane.PhaseNeed{{Err: err}}
+	}
+	return lane.SuiteCatalog{kubernetes.Name: needs}
 }

@@ -13,10 +13,11 @@ import (
 	"github.com/cozystack/cozy-e2e/framework/join"
 	"github.com/cozystack/cozy-e2e/framework/tenant"
 	"github.com/cozystack/cozy-e2e/framework/verdict"
+	"github.com/cozystack/cozy-e2e/specs"
 )
 
 // PoolEntry is the report entry naming the pool a spec is about.
-const PoolEntry = "pool"
+const PoolEntry = specs.PoolEntry
 
 // Failures turns failed specs into verdict.Failure records. A spec that fails on a typed
 // error notes it first (Note), so its record carries the error's class and stage rather than
@@ -208,17 +209,6 @@ func classify(err error) judged {
 		return judged{verdict.Configuration, "", nil, time.Time{}}
 	}
 	return judged{verdict.ProductAssertion, "", nil, time.Time{}}
-}
-
-// typed reports whether err already carries a class (classify knows it).
-func typed(err error) bool {
-	var se *join.StageError
-	var we *tenant.WaitError
-	var ex *budget.ExhaustedError
-	var de *DeadlineError
-	var ce *ConfigurationError
-	var up *budget.UnknownPhaseError
-	return errors.As(err, &se) || errors.As(err, &we) || errors.As(err, &ex) || errors.As(err, &de) || errors.As(err, &ce) || errors.As(err, &up)
 }
 
 // PoolOf is the pool a spec reported with AddReportEntry(PoolEntry, name), or "".

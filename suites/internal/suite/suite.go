@@ -2,13 +2,10 @@ package suite
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
-	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/onsi/ginkgo/v2"
@@ -17,6 +14,7 @@ import (
 	"github.com/cozystack/cozy-e2e/framework/budget"
 	"github.com/cozystack/cozy-e2e/framework/cluster"
 	"github.com/cozystack/cozy-e2e/framework/diag"
+	"github.com/cozystack/cozy-e2e/framework/fixture"
 	"github.com/cozystack/cozy-e2e/framework/join"
 	"github.com/cozystack/cozy-e2e/framework/lane"
 	"github.com/cozystack/cozy-e2e/framework/progress"
@@ -44,10 +42,11 @@ type Suite struct {
 }
 
 // Setup reads the lane, starts the clock at the job's start and connects to the management
-// cluster. name is the suite's name (suites/<name>), phases the lane phases it runs in. A lane
-// without one of them gives a Suite whose only failure is of class configuration, and a
+// cluster. name is the suite's name (suites/<name>), phases the lane phases it runs in on a
+// lane (its label filter decides which specs run). A lane without one of them, or with too
+// short a ceiling, gives a Suite whose only failure is of class configuration, and a
 // *ConfigurationError: the suite writes its reports (Finish) and runs nothing.
-func Setup(name string, env Env, phases []lane.PhaseNeed) (*Suite, error) {
+func Setup(name string, env Env, phases func(*lane.Lane) ([]lane.PhaseNeed, error)) (*Suite, error) {
 	// The suite reports through Ginkgo and its evidence; controller-runtime's own log (client
 	// caches) is set explicitly so it does not print a stack trace into the output after 30 s.
 	ctrllog.SetLogger(logr.Discard())
@@ -79,7 +78,13 @@ func Setup(name string, env Env, phases []lane.PhaseNeed) (*Suite, error) {
 		}
 	}
 	s.Clock = budget.New(l.Budget, opts)
-	if errs := l.CheckSuites(lane.SuiteCatalog{name: phases}); len(errs) > 0 {
+	needs, err := phases(l)
+	if err != nil {
+		ce := &ConfigurationError{File: l.File, Err: fmt.Errorf("suite %s cannot run on this lane: %w", name, err)}
+		s.Failures.Add(verdict.Failure{Spec: "suite " + name, Class: verdict.Configuration, Message: ce.Error()})
+		return s, ce
+	}
+	if errs := l.CheckSuites(lane.SuiteCatalog{name: needs}); len(errs) > 0 {
 		ce := &ConfigurationError{File: l.File, Err: fmt.Errorf("suite %s cannot run on this lane: %w", name, errs)}
 		s.Failures.Add(verdict.Failure{Spec: "suite " + name, Class: verdict.Configuration, Message: ce.Error()})
 		return s, ce
@@ -128,13 +133,7 @@ func (s *Suite) Must(pool string, err error) {
 // MustIn is Must for a step of lane phase phase: an API call that ran out of the phase's time
 // (context deadline) is a deadline failure at that phase, not a product assertion.
 func (s *Suite) MustIn(phase, pool string, err error) {
-	if err == nil {
-		return
-	}
-	if errors.Is(err, context.DeadlineExceeded) && !typed(err) {
-		err = &DeadlineError{Phase: phase, Pool: pool, Err: err, At: time.Now()}
-	}
-	s.Must(pool, err)
+	s.Must(pool, fixture.InPhase(phase, pool, err))
 }
 
 // Within bounds the current spec's steps by ctx, the context of lane phase phase: a failed
@@ -143,40 +142,12 @@ func (s *Suite) Within(phase string, ctx context.Context) {
 	s.Failures.Within(ginkgo.CurrentSpecReport().FullText(), phase, ctx)
 }
 
-// DeadlineError is a step that ran out of its phase's time.
-type DeadlineError struct {
-	Phase string
-	// Pool is the pool the step was about ("" for none).
-	Pool string
-	Err  error
-	At   time.Time
-}
-
-func (e *DeadlineError) Error() string {
-	if e.Pool != "" {
-		return fmt.Sprintf("pool %s: %s: the phase's time ran out: %v", e.Pool, e.Phase, e.Err)
-	}
-	return fmt.Sprintf("%s: the phase's time ran out: %v", e.Phase, e.Err)
-}
-
-func (e *DeadlineError) Unwrap() error { return e.Err }
+// DeadlineError is a step that ran out of its phase's time (fixture.DeadlineError).
+type DeadlineError = fixture.DeadlineError
 
 // ConfigurationError is a suite that cannot run its specs on this lane: the lane lacks a phase
-// the suite needs, or names something the suite does not know. It is never the product's fault.
-type ConfigurationError struct {
-	// File is the lane file.
-	File string
-	Err  error
-}
-
-func (e *ConfigurationError) Error() string {
-	if strings.Contains(e.Err.Error(), e.File) {
-		return e.Err.Error()
-	}
-	return e.File + ": " + e.Err.Error()
-}
-
-func (e *ConfigurationError) Unwrap() error { return e.Err }
+// the suite needs, or names something the suite does not know (fixture.ConfigurationError).
+type ConfigurationError = fixture.ConfigurationError
 
 // StartDiagnostics starts streaming the evidence of the tenant namespace: events, the
 // condition timeline and, for each pool given to WatchPool, its consoles.

@@ -1,0 +1,47 @@
+package specs
+
+import (
+	"context"
+
+	. "github.com/onsi/ginkgo/v2"
+
+	"github.com/cozystack/cozy-e2e/framework/fixture"
+)
+
+// PoolEntry is the report entry naming the pool a spec is about.
+const PoolEntry = "pool"
+
+// Failures is where a spec notes the typed error it is about to fail with, so the failure
+// record carries that error's class, stage and the moment it was decided (the suite's
+// failures.json); suites/internal/suite's Failures is one.
+type Failures interface {
+	// Note remembers err, about pool, as the cause of spec's failure.
+	Note(spec, pool string, err error)
+	// Within records that spec's steps run inside lane phase phase, bounded by ctx: an
+	// assertion that fails after ctx's deadline passed is a deadline at that phase.
+	Within(spec, phase string, ctx context.Context)
+}
+
+// must fails the current spec with err when it is not nil, noting it first.
+func must(f Failures, pool string, err error) {
+	if err == nil {
+		return
+	}
+	if f != nil {
+		f.Note(CurrentSpecReport().FullText(), pool, err)
+	}
+	Fail(err.Error(), 1)
+}
+
+// mustIn is must for a step of lane phase phase: an API call that ran out of the phase's time
+// is a deadline at that phase, not a product assertion.
+func mustIn(f Failures, phase, pool string, err error) {
+	must(f, pool, fixture.InPhase(phase, pool, err))
+}
+
+// within bounds the current spec's assertions by ctx, the context of phase.
+func within(f Failures, phase string, ctx context.Context) {
+	if f != nil {
+		f.Within(CurrentSpecReport().FullText(), phase, ctx)
+	}
+}
