@@ -111,6 +111,10 @@ var telling = map[verdict.Class][]string{
 	verdict.NodeNotReady:    {"identity", "events"},
 	verdict.NotSchedulable:  {"identity", "events"},
 	verdict.ClusterDNS:      {"tenant-join", "consoles"},
+	// The lifecycle specs: a MachineHealthCheck's marks and remediations show on the Machines
+	// and in the events; what a deletion left, in the events and the resource dumps.
+	verdict.Remediation: {"machines", "events"},
+	verdict.Leak:        {"events", "machines", "resources"},
 }
 
 // tellingAt lists them per stage, for a deadline (the stage says where it was stuck).

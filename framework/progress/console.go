@@ -68,6 +68,7 @@ type unit struct {
 	past         int
 	passed       int
 	over         bool      // joined, failed, or (phase) ended
+	lifecycle    bool      // a pool followed again after it joined, through a lifecycle spec's stages
 	lastLine     time.Time // the last line a person saw about it
 	bar          *mpb.Bar  // touched by the writer only
 }
@@ -75,6 +76,7 @@ type unit struct {
 type passed struct {
 	at     time.Time
 	stages []string
+	joined bool // the line holds the join's last stage
 }
 
 // NewConsole starts a console; Close ends it.
@@ -208,6 +210,7 @@ func (c *Console) detail(ev Event) {
 		return
 	}
 	u := c.pool(ev.Pool, ev.At)
+	c.reopen(u, ev)
 	if ev.Stage != u.stage {
 		u.stage = ev.Stage
 	}
@@ -228,6 +231,7 @@ func (c *Console) detail(ev Event) {
 
 func (c *Console) stagePassed(ev Event) {
 	u := c.pool(ev.Pool, ev.Since)
+	c.reopen(u, ev)
 	u.passed++
 	p := c.pass[ev.Pool]
 	if p == nil {
@@ -236,10 +240,26 @@ func (c *Console) stagePassed(ev Event) {
 	}
 	p.stages = append(p.stages, fmt.Sprintf("%s %s", ev.Stage, secs(ev.At.Sub(ev.Since))))
 	if ev.Stage == string(last()) {
+		p.joined = true
 		u.over = true
 		c.flushPass(ev.Pool, false, time.Time{})
 		c.dropBar(u)
 	}
+}
+
+// reopen follows a pool again once it joined, when a lifecycle spec reports a stage of its own
+// (one that is not a join stage) on it: its live line and heartbeat come back until the phase
+// the spec runs in ends.
+func (c *Console) reopen(u *unit, ev Event) {
+	if !u.over || u.lifecycle || ev.Stage == "" || join.Stage(ev.Stage).Index() >= 0 {
+		return
+	}
+	u.over, u.lifecycle = false, true
+	u.first, u.since, u.passed, u.replicas, u.past = ev.At, ev.At, 0, 0, 0
+	if !ev.Since.IsZero() {
+		u.since = ev.Since
+	}
+	c.addBar(u)
 }
 
 // flushPass prints the stages pool passed at one instant, unless the next stage passed at
@@ -251,7 +271,7 @@ func (c *Console) flushPass(pool string, stagePassed bool, at time.Time) {
 	}
 	delete(c.pass, pool)
 	line := fmt.Sprintf("pool %s: passed %s", pool, strings.Join(p.stages, ", "))
-	if u := c.pools[pool]; u != nil && u.over && u.passed >= len(join.Stages()) {
+	if u := c.pools[pool]; u != nil && p.joined && u.over && u.passed >= len(join.Stages()) {
 		line += fmt.Sprintf("; joined in %s", secs(p.at.Sub(u.first)))
 	}
 	c.permanent(p.at, line)
@@ -284,6 +304,14 @@ func (c *Console) phaseEnd(ev Event) {
 		c.phase.over = true
 		c.dropBar(c.phase)
 		c.phase = nil
+	}
+	// A lifecycle spec ends with its phase.
+	for _, u := range c.pools {
+		if u.lifecycle && !u.over {
+			c.flushPass(u.name, false, time.Time{})
+			u.over, u.lifecycle = true, false
+			c.dropBar(u)
+		}
 	}
 	line := fmt.Sprintf("phase %s %s", ev.Phase, ev.Outcome)
 	switch ev.Outcome {

@@ -167,3 +167,45 @@ func TestAPoolThatJoinedSaysHowLongItTook(t *testing.T) {
 		t.Fatalf("printed:\n%s", out.String())
 	}
 }
+
+// A pool that joined is followed again through a lifecycle spec's stages: its stages passed are
+// printed without "joined in", it has a heartbeat while it waits, and it rests again when the
+// spec's phase ends.
+func TestAJoinedPoolIsFollowedThroughItsLifecycle(t *testing.T) {
+	now := &fakeNow{t: t0}
+	var out syncBuffer
+	c := NewConsole(Options{Out: &out, Now: now.Now, Heartbeat: time.Second})
+	stages := []string{"bootstrap-template", "bootstrap-data", "disk-import", "vmi-running", "guest-boot", "join",
+		"node-registered", "provider-id", "node-ref", "ready", "schedulable", "workload-pod"}
+	for _, s := range stages {
+		c.Event(Event{At: t0, Kind: StagePassed, Pool: "remed", Stage: s, Since: t0})
+	}
+	at := t0.Add(10 * time.Second)
+	now.Add(10 * time.Second)
+	c.Event(Event{At: at, Kind: PhaseStart, Phase: "remediation", Ceiling: 4 * time.Minute})
+	c.Event(Event{At: at, Kind: StagePassed, Pool: "remed", Stage: "broken", Since: at.Add(-time.Second)})
+	c.Event(Event{At: at, Kind: Detail, Pool: "remed", Stage: "marked-unhealthy", Detail: "Node remed-a Ready=True", Since: at})
+	now.Add(2 * time.Second)
+	eventually(t, "a heartbeat of the pool at its lifecycle stage", func() bool {
+		return strings.Contains(out.String(), "pool remed: at marked-unhealthy 2.0s: Node remed-a Ready=True")
+	})
+	end := at.Add(80 * time.Second)
+	c.Event(Event{At: end, Kind: StagePassed, Pool: "remed", Stage: "marked-unhealthy", Since: at})
+	c.Event(Event{At: end, Kind: PhaseEnd, Phase: "remediation", Since: at, Outcome: "ok", Ceiling: 4 * time.Minute})
+	beats := strings.Count(out.String(), "pool remed: at")
+	now.Add(5 * time.Second)
+	time.Sleep(300 * time.Millisecond)
+	c.Close()
+	got := out.String()
+	for _, w := range []string{"10:00:10 pool remed: passed broken 1.0s\n", "10:01:30 pool remed: passed marked-unhealthy 1m20s\n"} {
+		if !strings.Contains(got, w) {
+			t.Errorf("missing %q in:\n%s", w, got)
+		}
+	}
+	if strings.Count(got, "joined in") != 1 {
+		t.Errorf("only the join says how long it took:\n%s", got)
+	}
+	if strings.Count(got, "pool remed: at") != beats {
+		t.Errorf("the pool still had a heartbeat after its phase ended:\n%s", got)
+	}
+}

@@ -136,7 +136,9 @@ var machinePrefix = regexp.MustCompile(`^Machine \S+: `)
 // time there, workers past it and what it waits for; the phase's time and latest detail.
 func (c *Console) liveLine(u *unit, now time.Time, width int) string {
 	var s string
-	if u.pool {
+	if u.pool && u.lifecycle {
+		s = fmt.Sprintf("  %-8s %s %s", u.name, orWord(u.stage, "starting"), secs(now.Sub(u.since)))
+	} else if u.pool {
 		n := len(join.Stages())
 		done := min(u.passed, n)
 		bar := strings.Repeat("=", done) + strings.Repeat(" ", n-done)

@@ -47,6 +47,12 @@ const (
 	Configuration Class = "configuration"
 	// Teardown: the run could not remove what it created (leaked VMs, PVCs).
 	Teardown Class = "teardown"
+	// Remediation: a worker's MachineHealthCheck did not get it replaced (it was never marked,
+	// or marked and never remediated).
+	Remediation Class = "remediation"
+	// Leak: something a removed worker or a deleted tenant was made of stays on the management
+	// cluster (held by a finalizer no controller removes, or never deleted).
+	Leak Class = "leak"
 	// Harness: the harness itself failed (a bug here, not in the product).
 	Harness Class = "harness"
 )
@@ -69,6 +75,8 @@ var known = map[Class]string{
 	Preflight:              "the machine lacks something the lane needs",
 	Configuration:          "the lane file or the invocation is wrong",
 	Teardown:               "the run could not remove what it created",
+	Remediation:            "an unhealthy worker was not replaced by its MachineHealthCheck",
+	Leak:                   "a removed worker or a deleted tenant left objects behind",
 	Harness:                "the harness itself failed",
 }
 
