@@ -11,6 +11,7 @@ import (
 	"github.com/cozystack/cozy-e2e/framework/sim/cdi"
 	"github.com/cozystack/cozy-e2e/framework/sim/guest"
 	"github.com/cozystack/cozy-e2e/framework/sim/kubevirt"
+	"github.com/cozystack/cozy-e2e/framework/sim/lifecycle"
 	"github.com/cozystack/cozy-e2e/framework/sim/simenv"
 	"github.com/cozystack/cozy-e2e/framework/sim/world"
 	"github.com/cozystack/cozy-e2e/framework/substrate"
@@ -27,8 +28,10 @@ func newSubstrate(l *lane.Lane, o substrate.Options) (substrate.Substrate, error
 		if err != nil {
 			return nil, err
 		}
-		// The machines' stand-ins: CAPK, the bootstrap providers, KubeVirt, CDI, the guest.
-		for _, setup := range []func(ctrl.Manager, *simenv.Env) error{capk.Setup, bootstrap.Setup, kubevirt.Setup, cdi.Setup, guest.Setup} {
+		// The machines' stand-ins: CAPK, the bootstrap providers, KubeVirt, CDI, the guest, and
+		// what happens to a worker after it joined (a powered-off guest's silent kubelet, the
+		// lifecycle faults).
+		for _, setup := range []func(ctrl.Manager, *simenv.Env) error{capk.Setup, bootstrap.Setup, kubevirt.Setup, cdi.Setup, guest.Setup, lifecycle.Setup} {
 			s.AddStandIn(func(mgr ctrl.Manager, _ *world.World, env *simenv.Env) error { return setup(mgr, env) })
 		}
 		return s, nil
