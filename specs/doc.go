@@ -5,5 +5,8 @@
 // noting the typed error it fails on first, so its failure carries a class and a stage.
 //
 // The specs: PoolJoinSpec (a pool's workers joined, every per-worker assertion),
-// MachineDeploymentVersionsSpec and RefusalsSpec (the platform's refusals of invalid pools).
+// MachineDeploymentVersionsSpec, RefusalsSpec (the platform's refusals of invalid pools), and
+// the pool lifecycle: RemediationSpec, ScalingSpec, RolloutSpec and DeletionSpec. Each
+// lifecycle spec runs in a lane phase of its own with a floor derived from the product
+// timeouts it waits on (Phases), and reports its stages as the join does.
 package specs

@@ -11,8 +11,9 @@ import (
 )
 
 // describe wires the specs into the suite's tree: one join spec per pool (labelled with its
-// class, OS and the lane), the API-version agreement spec and the refusal specs; the teardown
-// runs after them whatever happened.
+// class, OS and the lane), the API-version agreement spec, the refusal specs, and the pool
+// lifecycle (remediation, scaling, rollout, then the deletion of the whole tenant), each on
+// the pool the lane gives it; the teardown runs after them whatever happened.
 func describe(st *state, sel Selection) {
 	s := st.s
 	ctx := context.Background()
@@ -24,6 +25,10 @@ func describe(st *state, sel Selection) {
 	})
 	t := st.tenant
 	image := s.Lane.Workload.Ref()
+	lifecycle := func() specs.Lifecycle {
+		return specs.Lifecycle{Tenant: t, Pools: st.joins(), Clock: s.Clock, Failures: s.Failures,
+			OnProgress: s.JoinProgress(replicas(s)), Log: s.Log, Before: st.endPools}
+	}
 	Describe(Name, Ordered, ContinueOnFailure, Label("lane:"+s.Lane.Name), func() {
 		BeforeAll(func(ctx SpecContext) {
 			DeferCleanup(func(ctx SpecContext) { st.teardown(ctx) })
@@ -41,7 +46,7 @@ func describe(st *state, sel Selection) {
 			switch {
 			case v.Pool != "":
 				pools = append(pools, t.Names.Pool(v.Pool))
-			case v.Stage != "tenant" && v.Stage != "pools":
+			case v.Stage != "tenant" && v.Stage != "pools" && v.Class != "leak":
 				// A refusal or an API-version disagreement says all in its message; the
 				// reserve is kept for the pools.
 				return
@@ -68,6 +73,31 @@ func describe(st *state, sel Selection) {
 			specs.RefusalsSpec(ctx, func() specs.RefusalsSpecInput {
 				return specs.RefusalsSpecInput{Management: s.Mgmt, Platform: t.Platform, Clock: s.Clock, Lane: s.Lane, Run: s.Run,
 					Cluster: st.refusals, Created: st.refusalsCreated, Before: st.endPools, Failures: s.Failures}
+			})
+		})
+		Describe("lifecycle", Label(LabelLifecycle), func() {
+			remediation, scaling, rollout := specs.PoolFor(t.Pools, specs.PhaseRemediation), specs.PoolFor(t.Pools, specs.PhaseScaling),
+				specs.PoolFor(t.Pools, specs.PhaseRollout)
+			Describe(fmt.Sprintf("pool %s", remediation.Name()), Label(specs.PhaseRemediation), func() {
+				specs.RemediationSpec(ctx, func() specs.RemediationSpecInput {
+					return specs.RemediationSpecInput{Lifecycle: lifecycle(), Pool: remediation, MaxUnhealthy: "100%"}
+				})
+			})
+			Describe(fmt.Sprintf("pool %s", scaling.Name()), Label(specs.PhaseScaling), func() {
+				specs.ScalingSpec(ctx, func() specs.ScalingSpecInput {
+					return specs.ScalingSpecInput{Lifecycle: lifecycle(), Pool: scaling, To: specs.ScaleTo(scaling)}
+				})
+			})
+			Describe(fmt.Sprintf("pool %s", rollout.Name()), Label(specs.PhaseRollout), func() {
+				specs.RolloutSpec(ctx, func() specs.RolloutSpecInput {
+					return specs.RolloutSpecInput{Lifecycle: lifecycle(), Pool: rollout, Change: specs.CPUChange()}
+				})
+			})
+			Describe("the tenant", Label(specs.PhaseDeletion), func() {
+				specs.DeletionSpec(ctx, func() specs.DeletionSpecInput {
+					return specs.DeletionSpecInput{Lifecycle: lifecycle(), Keep: func() (bool, string) { return s.Keeps(false) },
+						BeforeDelete: st.clusterTree}
+				})
 			})
 		})
 	})

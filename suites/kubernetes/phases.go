@@ -12,12 +12,19 @@ import (
 // Name is the suite's name (suites/<name>, lanes' suites[].name).
 const Name = "kubernetes"
 
-// LabelRefusals labels the refusal specs; a lane's label filter selects by it.
-const LabelRefusals = "refusals"
+// Labels of the suite's specs a lane's label filter selects by.
+const (
+	LabelRefusals  = "refusals"
+	LabelLifecycle = "lifecycle"
+)
 
 // Selection is which of the suite's specs a lane's label filter runs.
 type Selection struct {
-	Refusals bool
+	Refusals    bool
+	Remediation bool
+	Scaling     bool
+	Rollout     bool
+	Deletion    bool
 }
 
 // Select evaluates the lane's label filter for this suite on the labels the specs carry.
@@ -33,13 +40,19 @@ func Select(l *lane.Lane) (Selection, error) {
 		return Selection{}, fmt.Errorf("suites[%s].labelFilter %q: %w", Name, filter, err)
 	}
 	on := func(labels ...string) bool { return match(append([]string{"lane:" + l.Name}, labels...)) }
-	return Selection{Refusals: on(LabelRefusals)}, nil
+	return Selection{
+		Refusals:    on(LabelRefusals),
+		Remediation: on(LabelLifecycle, specs.PhaseRemediation),
+		Scaling:     on(LabelLifecycle, specs.PhaseScaling),
+		Rollout:     on(LabelLifecycle, specs.PhaseRollout),
+		Deletion:    on(LabelLifecycle, specs.PhaseDeletion),
+	}, nil
 }
 
 // Phases are the lane phases the suite runs in on lane l, in order: the tenant and its pools,
-// then what the lane's label filter selects (the refusals), then the teardown. A lane without
-// one of them is refused by lanes-check, and the suite judges it a configuration failure
-// rather than the product's.
+// then what the lane's label filter selects (the refusals, each lifecycle spec with the floor
+// its product timeouts set), then the teardown. A lane without one of them is refused by
+// lanes-check, and the suite judges it a configuration failure rather than the product's.
 func Phases(l *lane.Lane) ([]lane.PhaseNeed, error) {
 	sel, err := Select(l)
 	if err != nil {
@@ -48,6 +61,18 @@ func Phases(l *lane.Lane) ([]lane.PhaseNeed, error) {
 	out := []lane.PhaseNeed{{Name: "tenant"}, {Name: "pools"}}
 	if sel.Refusals {
 		out = append(out, lane.PhaseNeed{Name: specs.PhaseRefusals})
+	}
+	if sel.Remediation {
+		out = append(out, specs.RemediationPhase())
+	}
+	if sel.Scaling {
+		out = append(out, specs.ScalingPhase())
+	}
+	if sel.Rollout {
+		out = append(out, specs.RolloutPhase())
+	}
+	if sel.Deletion {
+		out = append(out, specs.DeletionPhase())
 	}
 	return append(out, lane.PhaseNeed{Name: "teardown"}), nil
 }

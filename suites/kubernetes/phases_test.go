@@ -25,9 +25,11 @@ func TestTheLabelFilterDecidesThePhases(t *testing.T) {
 		return strings.Join(out, " ")
 	}
 	for filter, want := range map[string]string{
-		"":          "tenant pools refusals teardown",
-		"!refusals": "tenant pools teardown",
-		"lane:sim":  "tenant pools refusals teardown",
+		"":                          "tenant pools refusals remediation scaling rollout deletion teardown",
+		"!lifecycle":                "tenant pools refusals teardown",
+		"!refusals":                 "tenant pools remediation scaling rollout deletion teardown",
+		"!refusals && !rollout":     "tenant pools remediation scaling deletion teardown",
+		"lane:other || remediation": "tenant pools remediation teardown",
 	} {
 		if got := names(laneWith("sim", filter)); got != want {
 			t.Errorf("filter %q: %s, want %s", filter, got, want)

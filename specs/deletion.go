@@ -1,0 +1,125 @@
+package specs
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/cozystack/cozy-e2e/framework/fixture"
+	"github.com/cozystack/cozy-e2e/framework/join"
+	"github.com/cozystack/cozy-e2e/framework/tenant"
+	"github.com/cozystack/cozy-e2e/framework/verdict"
+)
+
+// The deletion spec's stages, in order; they are reported under the row DeletionRow.
+const (
+	StageAppGone    join.Stage = "app-gone"    // nothing of the Kubernetes apps is left
+	StageTenantGone join.Stage = "tenant-gone" // the Tenant app and its namespace are gone
+	DeletionRow                = "tenant"
+)
+
+// DeletionSpecInput is the tenant to delete.
+type DeletionSpecInput struct {
+	Lifecycle
+	// Keep says whether the run keeps what it made (E2E_KEEP), and why: the spec then deletes
+	// nothing and is skipped. Nil: never.
+	Keep func() (bool, string)
+	// BeforeDelete runs once the spec is about to delete (the suite writes the cluster's
+	// Cluster API tree there); nil: nothing.
+	BeforeDelete func(ctx context.Context)
+}
+
+// DeletionSpec registers one spec in lane phase deletion, the last of a suite: it deletes the
+// tenant's Kubernetes apps, then the Tenant, and within the lane's bound for each (timeout
+// gone) nothing of theirs remains on the management cluster: no Cluster API object, KubeVirt
+// VM or VMI, DataVolume, PVC, Secret or Service of an app, then no Tenant app and no tenant
+// namespace. A leak is a failure of class leak naming each leftover object, how long it has
+// been deleting and its finalizers; it is decided at once when only finalizers no controller
+// of the platform removes hold an object, else at the bound. The suite's teardown has nothing
+// left to delete afterwards but the classes.
+func DeletionSpec(_ context.Context, inputGetter func() DeletionSpecInput) {
+	It("deleting the Kubernetes app, then the tenant, leaves nothing of theirs on the management cluster", func(spec SpecContext) {
+		in := inputGetter()
+		if in.Keep != nil {
+			if keep, why := in.Keep(); keep {
+				_ = in.Clock.Skip(PhaseDeletion, why+": kept for inspection")
+				Skip("the run keeps what it made (" + why + "): nothing is deleted")
+			}
+		}
+		r := in.start(spec, PhaseDeletion, "", DeletionRow)
+		t := in.Tenant
+		timers, err := fixture.Timeouts(in.Clock, t.Options().Lane.File, PhaseDeletion, Gone)
+		r.must(err)
+		bound := timers[Gone]
+		r.stages.Bound(bound)
+		ns := t.Options().Run.Namespace()
+		kinds := t.Served(fixture.AppKinds)
+
+		if in.BeforeDelete != nil {
+			in.BeforeDelete(r.ctx)
+		}
+		apps := t.Clusters()
+		By(fmt.Sprintf("deleting the Kubernetes apps %s", appList(apps)))
+		start := time.Now()
+		for _, a := range apps {
+			r.must(t.DeleteApp(r.ctx, a))
+		}
+		var refs []tenant.Ref
+		for _, k := range kinds {
+			refs = append(refs, tenant.Ref{GVK: k, Namespace: ns})
+		}
+		actx, cancel := context.WithTimeout(r.ctx, bound)
+		defer cancel()
+		r.must(r.gone(actx, StageAppGone, "nothing left of "+appList(apps), refs, fixture.Gone(refs, func(o *unstructured.Unstructured) bool {
+			for _, a := range apps {
+				if fixture.OfApp(a)(o) {
+					return true
+				}
+			}
+			return false
+		})))
+		appTook := time.Since(start)
+
+		By("deleting the Tenant " + t.Options().Run.TenantName())
+		start = time.Now()
+		r.must(t.DeleteTenant(r.ctx))
+		tenantRefs := []tenant.Ref{
+			{GVK: tenant.TenantGVK, Namespace: tenant.RootNamespace, Name: t.Options().Run.TenantName()},
+			{GVK: fixture.NamespaceGVK, Name: ns},
+		}
+		tenantRefs = append(tenantRefs, refs...)
+		tctx, cancel2 := context.WithTimeout(r.ctx, bound)
+		defer cancel2()
+		r.must(r.gone(tctx, StageTenantGone, "Tenant "+t.Options().Run.TenantName()+" and namespace "+ns+" gone", tenantRefs, fixture.Gone(tenantRefs, nil)))
+		tenantTook := time.Since(start)
+		AddReportEntry("deletion", fmt.Sprintf("apps gone in %s, tenant gone in %s (bound %s each)", since(appTook), since(tenantTook), bound))
+		r.logf("deletion: %s gone in %s, Tenant %s and namespace %s gone in %s (bound %s each)", appList(apps), since(appTook),
+			t.Options().Run.TenantName(), ns, since(tenantTook), bound)
+	})
+}
+
+// gone waits for a deletion stage; running out of the bound with objects left is a leak (not a
+// deadline): the wait's detail names each leftover and its finalizers.
+func (r *run) gone(ctx context.Context, stage join.Stage, what string, refs []tenant.Ref, judge tenant.Judge) error {
+	err := r.stages.Wait(ctx, r.lc.Tenant.Options().Management, stage, what, refs, judge)
+	if se, ok := err.(*join.StageError); ok && se.Class == verdict.Deadline {
+		se.Class = verdict.Leak
+		se.Detail = fmt.Sprintf("not gone within the bound %s: %s", se.Budget, strings.TrimPrefix(se.Detail, what+": "))
+	}
+	return err
+}
+
+func appList(apps []tenant.Names) string {
+	var out []string
+	for _, a := range apps {
+		out = append(out, a.String())
+	}
+	if len(out) == 0 {
+		return "(none)"
+	}
+	return strings.Join(out, ", ")
+}

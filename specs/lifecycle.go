@@ -1,0 +1,145 @@
+package specs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+
+	"github.com/cozystack/cozy-e2e/framework/budget"
+	"github.com/cozystack/cozy-e2e/framework/fixture"
+	"github.com/cozystack/cozy-e2e/framework/join"
+	"github.com/cozystack/cozy-e2e/framework/osfamily"
+)
+
+// Lifecycle is what every lifecycle spec acts with: the fixture's tenant and the pools' joins
+// (a lifecycle spec acts on a pool after its join spec passed), the clock its phase runs on,
+// where failures are noted and who hears its stages.
+type Lifecycle struct {
+	Tenant   *fixture.Tenant
+	Pools    *fixture.Pools
+	Clock    *budget.Clock
+	Failures Failures
+	// OnProgress hears each change of a spec's stage or of what it waits for; nil: none.
+	OnProgress func(join.Progress)
+	// Log receives lines for people (what the spec did and how long it took); nil: none.
+	Log io.Writer
+	// Before runs first (the suite ends the pools phase there); nil: nothing.
+	Before func()
+}
+
+// run is one lifecycle spec running: its phase, its stages and its pool's record.
+type run struct {
+	lc     Lifecycle
+	phase  string
+	pool   string
+	ctx    context.Context
+	span   *budget.Span
+	stages *fixture.Stages
+}
+
+// start begins a lifecycle spec on pool ("" for a spec of the whole tenant, reported under
+// row): it ends the pools phase, starts phase and the stages' clock, and ends the phase when
+// the spec ends, with the spec's failure.
+func (lc Lifecycle) start(spec context.Context, phase, pool, row string) *run {
+	if lc.Before != nil {
+		lc.Before()
+	}
+	r := &run{lc: lc, phase: phase, pool: pool}
+	pctx, span, err := lc.Clock.Phase(context.WithoutCancel(spec), phase)
+	must(lc.Failures, pool, err)
+	r.span = span
+	// The phase's deadline bounds the spec's steps; the spec's own interruption ends them too.
+	var cancel context.CancelFunc
+	r.ctx, cancel = context.WithCancel(pctx)
+	stop := context.AfterFunc(spec, cancel)
+	within(lc.Failures, phase, r.ctx)
+	DeferCleanup(func() {
+		stop()
+		cancel()
+		var failed error
+		if rep := CurrentSpecReport(); rep.Failed() {
+			failed = errors.New(rep.Failure.Message)
+		}
+		r.span.End(failed)
+	})
+	r.stages = &fixture.Stages{Pool: row, Clock: lc.Clock, OnProgress: lc.OnProgress, Log: nil}
+	r.stages.Start(r.ctx)
+	return r
+}
+
+// must fails the spec on err, noted as the pool's; an API call cut short by the phase's
+// deadline is a deadline at the phase.
+func (r *run) must(err error) { mustIn(r.lc.Failures, r.phase, r.pool, err) }
+
+// logf writes a line for people.
+func (r *run) logf(format string, a ...any) {
+	if r.lc.Log != nil {
+		fmt.Fprintf(r.lc.Log, format+"\n", a...)
+	}
+}
+
+// joined is the pool's record from its join spec; the spec is skipped when the pool did not
+// join (its join spec failed, and says why).
+func joined(spec context.Context, lc Lifecycle, p fixture.Pool) *join.Record {
+	rec, err := lc.Pools.Await(spec, p.Name())
+	if err != nil || rec == nil {
+		Skip(fmt.Sprintf("pool %s did not join, so nothing of its lifecycle can be judged: %v", p.Name(), err))
+	}
+	return rec
+}
+
+// rejoin follows pool p until replicas workers run a workload pod again, with a join of its
+// own (its join stages are not recorded again: the spec's stages say where it was), and reads
+// the pool's record.
+func (r *run) rejoin(ctx context.Context, p fixture.Pool, replicas int) (*join.Record, error) {
+	t := r.lc.Tenant
+	o := t.Options()
+	w, err := join.Start(ctx, join.Options{Management: o.Management, Tenant: t.Cluster, Namespace: t.Names.Namespace,
+		OSes: []osfamily.Family{p.OS}, OnProgress: o.OnProgress})
+	if err != nil {
+		return nil, err
+	}
+	defer w.Close()
+	pool := p.JoinPool(replicas, o.Lane.Workload.Ref())
+	res, err := w.Join(ctx, pool)
+	if err != nil {
+		return nil, err
+	}
+	return join.Inspect(ctx, join.InspectOptions{Management: o.Management, Tenant: t.Cluster}, pool, res)
+}
+
+// since formats a duration for people.
+func since(d time.Duration) string { return d.Round(100 * time.Millisecond).String() }
+
+// PoolFor is the pool a lifecycle spec acts on: the one the lane gives it (pools[].lifecycle),
+// else by the spec's own rule: remediation and rollout take the pool with the most workers
+// (a pool of several remediates at the chart's maxUnhealthy and rolls with a worker to spare),
+// scaling the first pool of one worker; the first pool when none fits.
+func PoolFor(pools []fixture.Pool, spec string) fixture.Pool {
+	for _, p := range pools {
+		if p.Lifecycle == spec {
+			return p
+		}
+	}
+	best := pools[0]
+	for _, p := range pools {
+		switch spec {
+		case PhaseScaling:
+			if p.Spec.Replicas == 1 && best.Spec.Replicas != 1 {
+				best = p
+			}
+		default:
+			if p.Spec.Replicas > best.Spec.Replicas {
+				best = p
+			}
+		}
+	}
+	return best
+}
+
+// ScaleTo is the size the scaling spec grows pool p to: 3, or two more than it has.
+func ScaleTo(p fixture.Pool) int { return max(3, p.Spec.Replicas+2) }
