@@ -59,8 +59,8 @@ func (w *watchedLog) String() string {
 var verdictLine = regexp.MustCompile(`^\d\d:\d\d:\d\d e2e: verdict: `)
 
 // checkConsole holds what a person reads to the console's contract: a green run in under
-// maxGreenLines lines, a red run's failure the last thing printed before the verdict.
-func checkConsole(t *testing.T, out, spec string, red bool) {
+// maxLines lines, a red run's failure the last thing printed before the verdict.
+func checkConsole(t *testing.T, out, spec string, red bool, maxLines int) {
 	t.Helper()
 	var lines []string
 	for _, l := range strings.Split(strings.TrimRight(out, "\n"), "\n") {
@@ -80,8 +80,8 @@ func checkConsole(t *testing.T, out, spec string, red bool) {
 	}
 	t.Logf("%s: %d lines printed, the verdict on line %d", spec, len(lines), at+1)
 	if !red {
-		if len(lines) >= maxGreenLines {
-			t.Errorf("a green run printed %d lines, want under %d:\n%s", len(lines), maxGreenLines, out)
+		if len(lines) >= maxLines {
+			t.Errorf("a green run printed %d lines, want under %d:\n%s", len(lines), maxLines, out)
 		}
 		return
 	}
@@ -138,7 +138,8 @@ func checkReports(t *testing.T, l *lane.Lane, art string) {
 // checkKept looks at a red run the way a person would, through what it printed: kubectl lists
 // each failed pool's Machines, the tree of its cluster shows its MachineDeployment, and the
 // tenant cluster answers through its kubeconfig. The reach-it block is the last thing printed.
-func checkKept(t *testing.T, art, out string) {
+// A run whose deletion failed (deleted) kept what the deletion left: the tenant's namespace.
+func checkKept(t *testing.T, art, out string, deleted bool) {
 	t.Helper()
 	if !strings.HasSuffix(strings.TrimRight(out, "\n"), tearLine(out)) {
 		t.Errorf("the teardown command is not the last thing printed:\n%s", tail(out, 5))
@@ -163,6 +164,13 @@ func checkKept(t *testing.T, art, out string) {
 	tools, err := controlplane.FindTools()
 	if err != nil {
 		t.Fatal(err)
+	}
+	if deleted {
+		ns, err := exec.CommandContext(ctx, tools.Path("kubectl"), "--kubeconfig", m[1], "get", "namespace", k.Namespace, "-o", "name").CombinedOutput()
+		if err != nil {
+			t.Errorf("the kept namespace %s of a failed deletion: %v\n%s", k.Namespace, err, ns)
+		}
+		return
 	}
 	list, err := exec.CommandContext(ctx, tools.Path("kubectl"), "--kubeconfig", m[1], "-n", k.Namespace,
 		"get", "machines.cluster.x-k8s.io", "-o", "name").CombinedOutput()

@@ -5,7 +5,9 @@ import (
 	"github.com/cozystack/cozy-e2e/framework/lane"
 	"github.com/cozystack/cozy-e2e/framework/osfamily"
 	"github.com/cozystack/cozy-e2e/framework/sim/faults"
+	"github.com/cozystack/cozy-e2e/framework/sim/lifecycle"
 	"github.com/cozystack/cozy-e2e/framework/verdict"
+	"github.com/cozystack/cozy-e2e/specs"
 )
 
 // expectation is the verdict a correct harness reaches on a pool a fault targets.
@@ -18,6 +20,8 @@ type expectation struct {
 	// explains are texts one of the failure's evidence files must hold ("console": a console
 	// file with the guest's lines).
 	explains []string
+	// tenant faults fail the tenant's deletion, not a pool: their failure names no pool.
+	tenant bool
 }
 
 // expect is what fault f must bring about on a pool of OS family os; false for the faults a
@@ -26,28 +30,37 @@ type expectation struct {
 func expect(f faults.Name, os string) (expectation, bool) {
 	switch f {
 	case faults.DiskImportRefused:
-		return expectation{verdict.DiskImport, join.StageDiskImport, true, []string{"401"}}, true
+		return expectation{verdict.DiskImport, join.StageDiskImport, true, []string{"401"}, false}, true
 	case faults.DiskImportStall:
-		return expectation{verdict.Deadline, join.StageDiskImport, false, []string{"3.14%"}}, true
+		return expectation{verdict.Deadline, join.StageDiskImport, false, []string{"3.14%"}, false}, true
 	case faults.VMIUnschedulable:
-		return expectation{verdict.VMUnschedulable, join.StageVMIRunning, true, []string{"Insufficient memory"}}, true
+		return expectation{verdict.VMUnschedulable, join.StageVMIRunning, true, []string{"Insufficient memory"}, false}, true
 	case faults.GuestJoinRejected:
 		if os == osfamily.Kairos {
 			// kubeadm says so on the console.
-			return expectation{verdict.JoinRejected, join.StageJoin, true, []string{"console"}}, true
+			return expectation{verdict.JoinRejected, join.StageJoin, true, []string{"console"}, false}, true
 		}
 		// A Talos console says nothing of the kubelet: the join runs out of time, with no CSR.
-		return expectation{verdict.Deadline, join.StageJoin, false, []string{"0 CertificateSigningRequest(s)"}}, true
+		return expectation{verdict.Deadline, join.StageJoin, false, []string{"0 CertificateSigningRequest(s)"}, false}, true
 	case faults.ProviderIDMissing:
-		return expectation{verdict.Identity, join.StageProviderID, true, []string{"MISMATCH"}}, true
+		return expectation{verdict.Identity, join.StageProviderID, true, []string{"MISMATCH"}, false}, true
 	case faults.NodeNotReady:
-		return expectation{verdict.Deadline, join.StageReady, false, []string{"KubeletNotReady"}}, true
+		return expectation{verdict.Deadline, join.StageReady, false, []string{"KubeletNotReady"}, false}, true
 	case faults.NodeTainted:
-		return expectation{verdict.NotSchedulable, join.StageSchedulable, true, []string{"NoSchedule"}}, true
+		return expectation{verdict.NotSchedulable, join.StageSchedulable, true, []string{"NoSchedule"}, false}, true
 	case faults.KairosConfigRefused:
-		return expectation{verdict.Bootstrap, join.StageBootstrapData, true, []string{"BootstrapTemplateCloningFailed"}}, true
+		return expectation{verdict.Bootstrap, join.StageBootstrapData, true, []string{"BootstrapTemplateCloningFailed"}, false}, true
 	case faults.ClusterDNSMismatch:
-		return expectation{verdict.ClusterDNS, join.StageJoin, true, []string{"clusterDNS is not the tenant CoreDNS Service's address"}}, true
+		return expectation{verdict.ClusterDNS, join.StageJoin, true, []string{"clusterDNS is not the tenant CoreDNS Service's address"}, false}, true
+	case faults.MHCBlocked:
+		// The MachineHealthCheck counts the broken worker among too many unhealthy ones: it
+		// marks nothing and remediates nothing.
+		return expectation{verdict.Remediation, specs.StageMarkedUnhealthy, true, []string{"TooManyUnhealthy"}, false}, true
+	case faults.ScaleDownStuck:
+		return expectation{verdict.Leak, specs.StageRemoved, true, []string{lifecycle.HeldFinalizer}, false}, true
+	case faults.Leak:
+		// The PVCs are the app's: the app's deletion is where they stay.
+		return expectation{verdict.Leak, specs.StageAppGone, true, []string{lifecycle.HeldFinalizer}, true}, true
 	}
 	return expectation{}, false
 }

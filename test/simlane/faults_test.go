@@ -39,6 +39,28 @@ var scenarios = []string{
 	"mhc-replacement,apiserver-transient",
 }
 
+// lifecycleScenarios run on lanes/sim-lifecycle.yaml: green, then the lifecycle faults, each
+// on a copy of the lane whose label filter runs the joins and only the lifecycle specs its faults
+// target (a red run is kept, and a kept run deletes nothing, so leak runs with the deletion
+// alone). A run costs a bring-up and the specs it runs: remediation waits out the silent Node's
+// grace period and the MachineHealthCheck's Ready=Unknown timeout (80 s of the sim's timers).
+var lifecycleScenarios = []lifecycleScenario{
+	{"green", ""},
+	{"mhc-blocked@remed,scale-down-stuck@scale", "!refusals && !rollout && !deletion"},
+	{"leak", "!refusals && !remediation && !scaling && !rollout"},
+}
+
+// lifecycleScenario is faults (an E2E_SIM_FAULT value, or green) on the lifecycle lane, its
+// label filter replaced by filter when set.
+type lifecycleScenario struct{ faults, filter string }
+
+// lifecyclePrefix marks a lifecycle scenario in E2E_FAULTS ("lifecycle:leak").
+const lifecyclePrefix = "lifecycle:"
+
+// maxGreenLifecycleLines bounds what a green run of the lifecycle lane prints: three pools'
+// joins, then each lifecycle spec's stages and its heartbeats.
+const maxGreenLifecycleLines = 80
+
 // deadlineScenario holds the faults that end at a phase's ceiling, not within seconds of
 // showing: a stalled import and a Node that never turns Ready. It runs on a copy of the sim
 // lane whose pools ceiling is deadlineCeiling, and every pool carries one of them, so no pool
@@ -71,16 +93,41 @@ func TestSimLaneUnderEachFault(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	ll, err := lane.Load(filepath.Join(root, "lanes", "sim-lifecycle.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	bin := buildOrchestrator(t, root)
 	short := shortPoolsLane(t, root, deadlineCeiling)
 	runs := append(append([]string{}, scenarios...), deadlineScenario)
+	for _, ls := range lifecycleScenarios {
+		runs = append(runs, lifecyclePrefix+ls.faults)
+	}
 	if only := os.Getenv("E2E_FAULTS"); only != "" {
 		runs = strings.Split(only, ";")
 	}
 	var table []outcome
 	for _, name := range runs {
 		t.Run(name, func(t *testing.T) {
-			table = append(table, runLane(t, root, bin, l, short, name))
+			if spec, ok := strings.CutPrefix(name, lifecyclePrefix); ok {
+				filter := ""
+				for _, ls := range lifecycleScenarios {
+					if ls.faults == spec {
+						filter = ls.filter
+					}
+				}
+				laneArg := "sim-lifecycle"
+				if filter != "" {
+					laneArg = filteredLane(t, root, "sim-lifecycle", filter)
+				}
+				table = append(table, runLane(t, root, bin, ll, laneArg, spec))
+				return
+			}
+			laneArg := "sim"
+			if set, err := faults.Parse(name); err == nil && name != "green" && deadlines(poolFaults(l, set)) {
+				laneArg = short
+			}
+			table = append(table, runLane(t, root, bin, l, laneArg, name))
 		})
 	}
 	t.Log("\nresult      failures  time-to-verdict  diagnostics  artifacts   wall  run")
@@ -98,7 +145,29 @@ func TestScenariosCoverTheCatalogue(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	ll, err := lane.Load(filepath.Join(projectRoot(t), "lanes", "sim-lifecycle.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	covered := map[faults.Name]bool{}
+	for _, ls := range lifecycleScenarios[1:] {
+		set, err := faults.Parse(ls.faults)
+		if err != nil {
+			t.Fatal(err)
+		}
+		targets := poolFaults(ll, set)
+		for _, n := range set.Names() {
+			covered[n] = true
+		}
+		for pool, fs := range targets {
+			if len(fs) > 1 {
+				t.Errorf("lifecycle scenario %q: pool %s carries %d judged faults; one pool, one fault", ls.faults, pool, len(fs))
+			}
+		}
+		if len(targets) == 0 && len(tenantFaults(set)) == 0 {
+			t.Errorf("lifecycle scenario %q targets nothing of the lifecycle lane", ls.faults)
+		}
+	}
 	for _, spec := range append(append([]string{}, scenarios[1:]...), deadlineScenario) {
 		set, err := faults.Parse(spec)
 		if err != nil {
@@ -141,19 +210,18 @@ func TestScenariosCoverTheCatalogue(t *testing.T) {
 	}
 }
 
-// runLane runs the sim lane under the faults of spec and checks the run; faults that end at a
-// ceiling run on short, the lane file with the shorter pools ceiling.
-func runLane(t *testing.T, root, bin string, l *lane.Lane, short, spec string) outcome {
+// runLane runs laneArg (a lane's name, or a lane file derived from l) under the faults of spec
+// and checks the run against l's pools.
+func runLane(t *testing.T, root, bin string, l *lane.Lane, laneArg, spec string) outcome {
 	out := outcome{name: spec}
+	if l.Name != "sim" {
+		out.name = l.Name + ": " + spec
+	}
 	var set *faults.Set
-	laneArg := "sim"
 	if spec != "green" {
 		var err error
 		if set, err = faults.Parse(spec); err != nil {
 			t.Fatalf("E2E_FAULTS: %v", err)
-		}
-		if deadlines(poolFaults(l, set)) {
-			laneArg = short
 		}
 	}
 	slug := strings.NewReplacer(",", "+", "@", "_").Replace(spec)
@@ -186,7 +254,7 @@ func runLane(t *testing.T, root, bin string, l *lane.Lane, short, spec string) o
 	case werr = <-done:
 	case <-log.seen:
 		kept = true
-		checkKept(t, art, log.String())
+		checkKept(t, art, log.String(), len(tenantFaults(set)) > 0)
 		_ = cmd.Process.Signal(os.Interrupt)
 		select {
 		case werr = <-done:
@@ -202,11 +270,15 @@ func runLane(t *testing.T, root, bin string, l *lane.Lane, short, spec string) o
 		t.Errorf("the run took more than %s", runTimeout)
 	}
 	out.wall = time.Since(start)
-	red := set != nil && len(poolFaults(l, set)) > 0
+	red := set != nil && (len(poolFaults(l, set)) > 0 || len(tenantFaults(set)) > 0)
 	if kept != red {
 		t.Errorf("E2E_KEEP=on-failure: kept %v, want it kept only when the run fails", kept)
 	}
-	checkConsole(t, log.String(), spec, red)
+	maxLines := maxGreenLines
+	if l.Name != "sim" {
+		maxLines = maxGreenLifecycleLines
+	}
+	checkConsole(t, log.String(), spec, red, maxLines)
 	checkReports(t, l, art)
 	code := exitCode(werr)
 	v, err := verdict.ReadVerdict(filepath.Join(art, "verdict.json"))
@@ -217,8 +289,8 @@ func runLane(t *testing.T, root, bin string, l *lane.Lane, short, spec string) o
 	if v.ExitCode != code {
 		t.Errorf("verdict.json says exit %d, the run exited %d", v.ExitCode, code)
 	}
-	if targets := poolFaults(l, set); len(targets) > 0 {
-		checkFaults(t, l, targets, v, art, &out)
+	if targets := poolFaults(l, set); len(targets) > 0 || len(tenantFaults(set)) > 0 {
+		checkFaults(t, l, targets, tenantFaults(set), v, art, &out)
 		if set.Selected(faults.DiskImportRefused) {
 			checkPreviousLog(t, art, "401")
 		}
@@ -260,9 +332,20 @@ func poolFaults(l *lane.Lane, set *faults.Set) map[string][]judgedFault {
 	for _, p := range l.Pools {
 		for _, n := range set.Names() {
 			e, judged := expect(n, oses[p.Class])
-			if judged && set.Active(n, p.Name, oses[p.Class] == osfamily.Kairos) {
+			if judged && !e.tenant && set.Active(n, p.Name, oses[p.Class] == osfamily.Kairos) {
 				out[p.Name] = append(out[p.Name], judgedFault{n, e})
 			}
+		}
+	}
+	return out
+}
+
+// tenantFaults are the faults of set that fail the tenant's deletion rather than a pool.
+func tenantFaults(set *faults.Set) []judgedFault {
+	var out []judgedFault
+	for _, n := range set.Names() {
+		if e, judged := expect(n, osfamily.Talos); judged && e.tenant {
+			out = append(out, judgedFault{n, e})
 		}
 	}
 	return out
@@ -281,18 +364,46 @@ func deadlines(targets map[string][]judgedFault) bool {
 }
 
 // checkFaults holds the verdict of a run under judged faults to their expectations, for every
-// pool: a targeted pool fails with its fault's class and stage, the others do not fail.
-func checkFaults(t *testing.T, l *lane.Lane, targets map[string][]judgedFault, v verdict.Verdict, art string, out *outcome) {
+// pool: a targeted pool fails with its fault's class and stage, the others do not fail; a
+// tenant's fault fails the tenant's deletion, and nothing else fails outside a pool.
+func checkFaults(t *testing.T, l *lane.Lane, targets map[string][]judgedFault, tenant []judgedFault, v verdict.Verdict, art string, out *outcome) {
 	t.Helper()
 	obs := observations(t, art)
 	if v.Result != verdict.Fail || v.ExitCode != verdict.ExitFail {
 		t.Errorf("result %s exit %d, want fail 1: %s", v.Result, v.ExitCode, v.Reason)
 	}
 	// A pool's fault fails that pool, never the run around it (bring-up, teardown, harness).
+	var outside []verdict.Failure
 	for _, x := range v.Failures {
 		if x.Pool == "" {
+			outside = append(outside, x)
+		}
+	}
+	if len(tenant) == 0 {
+		for _, x := range outside {
 			t.Errorf("a failure outside any pool: %s", x.Line())
 		}
+	}
+	for _, f := range tenant {
+		if len(outside) != 1 {
+			t.Errorf("%s: %d failures outside a pool, want the tenant's deletion alone: %v", f.name, len(outside), outside)
+			continue
+		}
+		got := outside[0]
+		if got.Class != f.class || got.Stage != string(f.stage) {
+			t.Errorf("the tenant: %s at %s, want %s at %s for %s (%s)", got.Class, got.Stage, f.class, f.stage, f.name, got.Message)
+		}
+		if at, ok := firstObservation(obs, f.name, ""); !ok {
+			t.Errorf("the sim recorded no observation of %s (faults-observed.jsonl)", f.name)
+		} else {
+			d := got.At.Sub(at)
+			out.timeToVerdict = max(out.timeToVerdict, d)
+			t.Logf("the tenant: %s at %s decided %s after the fault became observable", got.Class, got.Stage, d.Round(time.Millisecond))
+			if d > maxTimeToVerdict {
+				t.Errorf("the tenant: verdict %s after the fault became observable, more than %s", d, maxTimeToVerdict)
+			}
+		}
+		checkEvidence(t, f, got, art)
 	}
 	for _, p := range l.Pools {
 		var mine []verdict.Failure

@@ -176,7 +176,46 @@ func tail(s string, lines int) string {
 // ceiling instead of its own, and returns its path. It fails if sim.yaml has no pools phase.
 func shortPoolsLane(t *testing.T, root string, ceiling time.Duration) string {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(root, "lanes", "sim.yaml"))
+	return laneCopy(t, root, "sim", "sim-short-pools", func(top *yaml.Node) bool {
+		set := false
+		if phases := mapValue(mapValue(top, "budget"), "phases"); phases != nil {
+			for _, ph := range phases.Content {
+				if n, c := mapValue(ph, "name"), mapValue(ph, "ceiling"); n != nil && n.Value == "pools" && c != nil {
+					c.Value = ceiling.String()
+					set = true
+				}
+			}
+		}
+		return set
+	})
+}
+
+// filteredLane writes a copy of lanes/<src>.yaml whose kubernetes suite runs with label filter
+// filter, and returns its path.
+func filteredLane(t *testing.T, root, src, filter string) string {
+	t.Helper()
+	return laneCopy(t, root, src, src+"-filtered", func(top *yaml.Node) bool {
+		suites := mapValue(top, "suites")
+		if suites == nil {
+			return false
+		}
+		for _, s := range suites.Content {
+			if n := mapValue(s, "name"); n != nil && n.Value == "kubernetes" {
+				if f := mapValue(s, "labelFilter"); f != nil {
+					f.Value = filter
+					return true
+				}
+			}
+		}
+		return false
+	})
+}
+
+// laneCopy writes lanes/<src>.yaml as lane name, changed by edit (false: it found nothing to
+// change, and the test fails), into the test's temp folder, and returns its path.
+func laneCopy(t *testing.T, root, src, name string, edit func(top *yaml.Node) bool) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(root, "lanes", src+".yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,33 +224,24 @@ func shortPoolsLane(t *testing.T, root string, ceiling time.Duration) string {
 		t.Fatal(err)
 	}
 	top := doc.Content[0]
-	name := mapValue(top, "name")
-	if name == nil {
-		t.Fatal("lanes/sim.yaml: no name")
+	n := mapValue(top, "name")
+	if n == nil {
+		t.Fatalf("lanes/%s.yaml: no name", src)
 	}
-	name.Value = "sim-short-pools"
-	set := false
-	if phases := mapValue(mapValue(top, "budget"), "phases"); phases != nil {
-		for _, ph := range phases.Content {
-			if n, c := mapValue(ph, "name"), mapValue(ph, "ceiling"); n != nil && n.Value == "pools" && c != nil {
-				c.Value = ceiling.String()
-				set = true
-			}
-		}
-	}
-	if !set {
-		t.Fatal("lanes/sim.yaml: no budget.phases entry named pools with a ceiling")
+	n.Value = name
+	if !edit(top) {
+		t.Fatalf("lanes/%s.yaml: nothing to change for %s", src, name)
 	}
 	out, err := yaml.Marshal(&doc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(t.TempDir(), "sim-short-pools.yaml")
+	path := filepath.Join(t.TempDir(), name+".yaml")
 	if err := os.WriteFile(path, out, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := lane.Load(path); err != nil {
-		t.Fatalf("the short-pools copy of lanes/sim.yaml: %v", err)
+		t.Fatalf("the %s copy of lanes/%s.yaml: %v", name, src, err)
 	}
 	return path
 }

@@ -23,6 +23,9 @@ const (
 	KairosConfigRefused Name = "kairos-config-refused"
 	MHCReplacement      Name = "mhc-replacement"
 	APIServerTransient  Name = "apiserver-transient"
+	MHCBlocked          Name = "mhc-blocked"
+	ScaleDownStuck      Name = "scale-down-stuck"
+	Leak                Name = "leak"
 )
 
 // Fault is one catalogue entry. The verdict a correct harness reaches under each fault is not
@@ -63,6 +66,12 @@ var catalogue = []Fault{
 		"the real Cluster API MachineHealthCheck and MachineSet controllers (v1.13.6 in process) replace the Machine", true, false},
 	{APIServerTransient, "some API requests of the harness answer 500 etcdserver: leader changed",
 		"kube-apiserver's answer during an etcd leader election (the etcd error text); injected by the sim's proxy, sim only as a timing", true, false},
+	{MHCBlocked, "the platform renders the targeted pool's MachineHealthCheck with the chart's cluster-wide maxUnhealthy 50%, ignoring the pool's nodeGroups.<pool>.maxUnhealthy: on a pool of one, the MachineHealthCheck counts a broken worker as too many unhealthy, marks nothing and never replaces it",
+		"the real Cluster API v1.13.6 MachineHealthCheck controller short-circuits remediation (RemediationAllowed=False reason TooManyUnhealthy, internal/controllers/machinehealthcheck/machinehealthcheck_controller.go:292-345); the chart honours the per-pool override (cozystack v1.6.1 packages/apps/kubernetes/templates/cluster.yaml:821-836), so dropping it is sim only", false, false},
+	{ScaleDownStuck, "every VirtualMachine of the targeted pool carries a finalizer no controller removes: a worker removed by a scale-down leaves its VM, and with it its DataVolume and PVC (its Machine, KubevirtMachine and Node go: CAPK lets the KubevirtMachine go once it asked for the VM's deletion, cluster-api-provider-kubevirt v0.1.10 controllers/kubevirtmachine_controller.go:467-480)",
+		"the apiserver keeps an object with a deletionTimestamp until metadata.finalizers is empty (k8s.io/apiserver v0.35.4 pkg/registry/generic/registry/store.go:1044-1130); the finalizer's absent controller is sim only", false, false},
+	{Leak, "every worker disk's PVC carries a finalizer no controller removes: deleting the app leaves the PVCs, and deleting the tenant leaves them and its namespace Terminating",
+		"the apiserver keeps an object with a deletionTimestamp until metadata.finalizers is empty, and the namespace controller keeps a namespace until its content is gone (kubernetes v1.35.4 pkg/controller/namespace/deletion/namespaced_resources_deleter.go:442-480, condition NamespaceFinalizersRemaining); a PVC so held is what external-snapshotter's snapshot.storage.kubernetes.io/pvc-as-source-protection leaves when its controller is gone; here the finalizer's absent controller is sim only", false, false},
 }
 
 // Catalogue lists every fault, in documentation order.

@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/cozystack/cozy-e2e/framework/sim/faults"
 )
 
 func mhcSpec(t *testing.T, o Options, p map[string]any) map[string]any {
@@ -36,6 +38,23 @@ func TestAPoolOverridesItsMachineHealthCheck(t *testing.T) {
 	var ref *Refusal
 	if !errors.As(err, &ref) || ref.Field != "maxUnhealthy" {
 		t.Fatalf("%v", err)
+	}
+}
+
+// Under mhc-blocked the targeted pool's own maxUnhealthy is dropped for the chart's 50%.
+func TestMHCBlockedDropsThePoolsMaxUnhealthy(t *testing.T) {
+	set, err := faults.Parse("mhc-blocked@md0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := opts()
+	o.Health.MaxUnhealthy = "100%"
+	o.Faults = set
+	if spec := mhcSpec(t, o, pool(map[string]any{"maxUnhealthy": "100%"})); spec["maxUnhealthy"] != "50%" {
+		t.Fatalf("maxUnhealthy %v under mhc-blocked, want the chart's 50%%", spec["maxUnhealthy"])
+	}
+	if spec := mhcSpec(t, o, pool(nil)); spec["maxUnhealthy"] != "100%" {
+		t.Fatalf("a pool that sets none keeps the sim's: %v", spec["maxUnhealthy"])
 	}
 }
 

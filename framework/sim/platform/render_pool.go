@@ -11,6 +11,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/cozystack/cozy-e2e/framework/sim/faults"
 )
 
 // Worker disk sources the chart renders: the Talos image factory for Talos pools, the
@@ -97,7 +99,7 @@ func (r *renderer) pool(p string) ([]*unstructured.Unstructured, *unstructured.U
 	}
 	mhc := object(MachineHealthCheckGVK, r.app.Namespace, md, r.labels())
 	h := r.o.Health
-	maxUnhealthy, err := r.maxUnhealthy(p, spec)
+	maxUnhealthy, err := r.maxUnhealthy(p, spec, kairos)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -114,6 +116,10 @@ func (r *renderer) pool(p string) ([]*unstructured.Unstructured, *unstructured.U
 	return []*unstructured.Unstructured{kmt, mdObj, mhc}, bootstrap, nil
 }
 
+// chartMaxUnhealthy is the chart's cluster-wide nodeHealthCheck.maxUnhealthy (cozystack v1.6.1
+// packages/apps/kubernetes/values.yaml:307-309).
+const chartMaxUnhealthy = "50%"
+
 var (
 	bareInt    = regexp.MustCompile(`^[0-9]+$`)
 	percentage = regexp.MustCompile(`^[0-9]+%$`)
@@ -122,11 +128,15 @@ var (
 // maxUnhealthy is the pool's MachineHealthCheck maxUnhealthy: nodeGroups.<pool>.maxUnhealthy
 // when the pool sets it, else the sim's; a percentage is rendered quoted and a bare integer as
 // a number, anything else refused, as the chart does (cozystack v1.6.1
-// packages/apps/kubernetes/templates/cluster.yaml:821-836).
-func (r *renderer) maxUnhealthy(p string, spec map[string]any) (any, error) {
+// packages/apps/kubernetes/templates/cluster.yaml:821-836). Under mhc-blocked the pool's own
+// value is ignored and the chart's cluster-wide default rendered in its place.
+func (r *renderer) maxUnhealthy(p string, spec map[string]any, kairos bool) (any, error) {
 	v, ok := spec["maxUnhealthy"]
 	if !ok || v == nil {
 		return r.o.Health.MaxUnhealthy, nil
+	}
+	if r.o.Faults != nil && r.o.Faults.Active(faults.MHCBlocked, p, kairos) {
+		return chartMaxUnhealthy, nil
 	}
 	s := fmt.Sprint(v)
 	switch {
