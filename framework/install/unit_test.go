@@ -124,3 +124,23 @@ func BenchmarkJudgeHelmReleases(b *testing.B) {
 		}
 	}
 }
+
+// The platform Package carries the cluster domain the kind config gives kubeadm, so the
+// platform's names (etcd-operator --cluster-domain, Talos search domains) resolve, and the
+// control-plane address for kube-ovn.
+func TestPlatformPackageCarriesTheClusterDomain(t *testing.T) {
+	l := testLane(t)
+	pkg, err := PlatformPackage(l, PlatformInput{ControlPlaneIP: "172.18.0.2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nw, _, _ := unstructured.NestedMap(pkg.Obj.Object, "spec", "components", "platform", "values", "networking")
+	if nw["clusterDomain"] != "cozy.local" || nw["kubeovn"].(map[string]any)["MASTER_NODES"] != "172.18.0.2" {
+		t.Fatalf("networking: %v", nw)
+	}
+	l.Kind.Networking.DNSDomain = "e2e.example"
+	pkg, _ = PlatformPackage(l, PlatformInput{ControlPlaneIP: "172.18.0.2"})
+	if d, _, _ := unstructured.NestedString(pkg.Obj.Object, "spec", "components", "platform", "values", "networking", "clusterDomain"); d != "e2e.example" {
+		t.Fatalf("clusterDomain %q, want the lane's", d)
+	}
+}

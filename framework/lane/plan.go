@@ -5,6 +5,8 @@ import (
 	"io"
 	"strings"
 	"time"
+
+	"github.com/cozystack/cozy-e2e/framework/install/upstream"
 )
 
 // PlanSection is a titled block of plan lines that another package contributes (the kind
@@ -132,6 +134,14 @@ func writeMachine(w io.Writer, l *Lane) {
 			fmt.Fprintf(w, ", pods %s, services %s, default CNI disabled %t, kube-proxy %q", n.PodSubnet, n.ServiceSubnet, n.DisableDefaultCNI, n.KubeProxyMode)
 		}
 		fmt.Fprintln(w)
+		domain := upstream.ClusterDomain
+		if k.Networking != nil && k.Networking.DNSDomain != "" {
+			domain = k.Networking.DNSDomain
+		}
+		fmt.Fprintf(w, "  created without waiting for Ready (no node is Ready before the platform's CNI); the gates judge Ready\n")
+		fmt.Fprintf(w, "  cluster domain %s: a kubeadm ClusterConfiguration networking.dnsDomain patch (kind has no field for it), and the platform's networking.clusterDomain\n", domain)
+		fmt.Fprintf(w, "  control-plane node labelled %s=%s after create (kube-ovn's MASTER_NODES_LABEL on %s; kubeadm sets it empty)\n",
+			upstream.ControlPlaneLabel, upstream.ControlPlaneLabelValue, upstream.PlatformVariant)
 		for _, host := range sortedKeys(k.RegistryMirrors) {
 			fmt.Fprintf(w, "  mirror %s -> %s\n", host, strings.Join(k.RegistryMirrors[host], ", "))
 		}

@@ -208,6 +208,10 @@ type KindNetworking struct {
 	KubeProxyMode string `json:"kubeProxyMode,omitempty"`
 	PodSubnet     string `json:"podSubnet,omitempty"`
 	ServiceSubnet string `json:"serviceSubnet,omitempty"`
+	// DNSDomain is the cluster domain (kubeadm's networking.dnsDomain, the kubelets'
+	// clusterDomain), also given to the platform as networking.clusterDomain; empty means the
+	// platform's default, cozy.local, which its generic install guide requires.
+	DNSDomain string `json:"dnsDomain,omitempty"`
 }
 
 // KindPortMapping publishes a node container port on the runner.

@@ -4,10 +4,12 @@ import (
 	"fmt"
 	"net/netip"
 	"net/url"
+	"regexp"
 	"strings"
 )
 
 var (
+	dnsSubdomain   = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
 	kubeProxyModes = map[string]bool{"": true, "iptables": true, "nftables": true, "none": true}
 	portProtocols  = map[string]bool{"": true, "TCP": true, "UDP": true, "SCTP": true}
 )
@@ -50,6 +52,9 @@ func (l *Lane) validateKind(v *validator) {
 	if n := k.Networking; n != nil {
 		if !kubeProxyModes[n.KubeProxyMode] {
 			v.fail("kind.networking.kubeProxyMode", "%q is not iptables, nftables or none (ipvs needs a kernel module kind runners lack)", n.KubeProxyMode)
+		}
+		if d := n.DNSDomain; d != "" && !dnsSubdomain.MatchString(d) {
+			v.fail("kind.networking.dnsDomain", "%q is not a DNS domain (cozy.local)", d)
 		}
 		for path, cidr := range map[string]string{"kind.networking.podSubnet": n.PodSubnet, "kind.networking.serviceSubnet": n.ServiceSubnet} {
 			if cidr == "" {

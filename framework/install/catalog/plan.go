@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/cozystack/cozy-e2e/framework/install/upstream"
 	"github.com/cozystack/cozy-e2e/framework/lane"
 )
 
@@ -19,7 +20,8 @@ func PlanSections(l *lane.Lane) []lane.PlanSection {
 		return []lane.PlanSection{{Title: "install (cannot plan)", Lines: []string{err.Error()}}}
 	}
 	install := []string{
-		"phase cluster: kind cluster " + l.Name + " from the generated node config; kubeconfig exported to the run's work folder",
+		"phase cluster: kind cluster " + l.Name + " from the generated node config, created without waiting for Ready; kubeconfig exported to the run's work folder;",
+		"  every Node registered, then the control-plane node labelled " + upstream.ControlPlaneLabel + "=" + upstream.ControlPlaneLabelValue,
 		"phase components, in order:",
 		"  StorageClasses local (default) and replicated on the node disk (rancher.io/local-path, WaitForFirstConsumer)",
 		"  Cozystack operator (generic variant) from the platform source, server-side applied",

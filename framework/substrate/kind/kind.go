@@ -13,12 +13,13 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/dynamic"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	kindcluster "sigs.k8s.io/kind/pkg/cluster"
 
 	"github.com/cozystack/cozy-e2e/framework/budget"
 	"github.com/cozystack/cozy-e2e/framework/cluster"
 	"github.com/cozystack/cozy-e2e/framework/install"
+	"github.com/cozystack/cozy-e2e/framework/install/upstream"
 	"github.com/cozystack/cozy-e2e/framework/lane"
 	"github.com/cozystack/cozy-e2e/framework/substrate"
 )
@@ -40,6 +41,9 @@ type Options struct {
 	PlatformSource string
 	// Host is how the preflight looks at the machine; zero means this machine.
 	Host Host
+
+	// provider stands in for kind's in tests; nil means kind's own, driving docker.
+	provider clusterProvider
 }
 
 // OptionsFromEnv adds E2E_FROM_PHASE and E2E_PLATFORM_SOURCE to the common options.
@@ -51,7 +55,7 @@ func OptionsFromEnv(base substrate.Options) Options {
 type Substrate struct {
 	lane       *lane.Lane
 	opts       Options
-	provider   *kindcluster.Provider
+	provider   clusterProvider
 	kubeconfig string
 	report     Report
 	created    bool
@@ -107,7 +111,7 @@ func (s *Substrate) Up(ctx context.Context, clock *budget.Clock) (*cluster.Clust
 			}
 		}
 	}
-	s.provider = kindcluster.NewProvider(kindcluster.ProviderWithDocker())
+	s.ensureProvider()
 	var c *cluster.Cluster
 	for i, phase := range upPhases() {
 		if _, ok := s.lane.Budget.Phase(phase); !ok {
@@ -165,7 +169,7 @@ func (s *Substrate) bringUp(ctx context.Context) (*cluster.Cluster, error) {
 	switch {
 	case exists && s.opts.Reuse:
 		fmt.Fprintf(s.opts.Log, "kind: reusing cluster %s (E2E_REUSE=1)\n", s.lane.Name)
-		return s.attach(ctx)
+		return s.attachLabelled(ctx, s.nodeCount())
 	case exists:
 		return nil, fmt.Errorf("a kind cluster named %s exists already: E2E_REUSE=1 reuses it, or remove it (docker rm -f %s-control-plane)", s.lane.Name, s.lane.Name)
 	}
@@ -191,12 +195,10 @@ func (s *Substrate) bringUp(ctx context.Context) (*cluster.Cluster, error) {
 	dl, _ := ctx.Deadline()
 	done := make(chan error, 1)
 	go func() {
-		done <- s.provider.Create(s.lane.Name,
-			kindcluster.CreateWithV1Alpha4Config(cfg.Cluster),
-			kindcluster.CreateWithKubeconfigPath(s.kubeconfig),
-			kindcluster.CreateWithWaitForReady(time.Until(dl)),
-			kindcluster.CreateWithDisplayUsage(false),
-			kindcluster.CreateWithDisplaySalutation(false))
+		// No wait for Ready: the nodes have no CNI until the platform installs kube-ovn and
+		// Cilium, so kind's wait (a busy loop) would spend the whole phase and then return nil.
+		// The Node objects are waited for below; Ready is judged by the platform gates.
+		done <- s.provider.Create(s.lane.Name, createSpec{Config: cfg.Cluster, Kubeconfig: s.kubeconfig, WaitForReady: 0})
 	}()
 	fmt.Fprintf(s.opts.Log, "kind: creating cluster %s (%d nodes), up to %s\n", s.lane.Name, len(cfg.Cluster.Nodes), time.Until(dl).Round(time.Second))
 	select {
@@ -209,7 +211,35 @@ func (s *Substrate) bringUp(ctx context.Context) (*cluster.Cluster, error) {
 		s.created = true
 		return nil, fmt.Errorf("kind create cluster %s: still creating when the cluster phase ran out (%w); Down removes it", s.lane.Name, ctx.Err())
 	}
-	return s.attach(ctx)
+	return s.attachLabelled(ctx, len(cfg.Cluster.Nodes))
+}
+
+// nodeCount is how many nodes the lane's kind cluster has.
+func (s *Substrate) nodeCount() int {
+	n := 1
+	if s.lane.Kind != nil {
+		n += s.lane.Kind.Workers
+	}
+	return n
+}
+
+// attachLabelled attaches to the cluster, waits for its nodes to register and labels the
+// control plane as the platform expects (LabelControlPlane).
+func (s *Substrate) attachLabelled(ctx context.Context, nodes int) (*cluster.Cluster, error) {
+	c, err := s.attach(ctx)
+	if err != nil {
+		return nil, err
+	}
+	dyn, err := dynamic.NewForConfig(c.REST)
+	if err != nil {
+		return c, err
+	}
+	labelled, err := LabelControlPlane(ctx, dyn, nodes, s.opts.Log)
+	if err != nil {
+		return c, fmt.Errorf("kind cluster %s: %w", s.lane.Name, err)
+	}
+	fmt.Fprintf(s.opts.Log, "kind: labelled %s %s=%s (the platform's kube-ovn selects it)\n", strings.Join(labelled, ", "), upstream.ControlPlaneLabel, upstream.ControlPlaneLabelValue)
+	return c, nil
 }
 
 func (s *Substrate) exists() (bool, error) {
@@ -222,15 +252,13 @@ func (s *Substrate) exists() (bool, error) {
 
 // attach exports the kubeconfig of the lane's cluster and builds the client.
 func (s *Substrate) attach(ctx context.Context) (*cluster.Cluster, error) {
-	if s.provider == nil {
-		s.provider = kindcluster.NewProvider(kindcluster.ProviderWithDocker())
-	}
+	s.ensureProvider()
 	if exists, err := s.exists(); err != nil {
 		return nil, err
 	} else if !exists {
 		return nil, fmt.Errorf("no kind cluster named %s to attach to (E2E_REUSE or E2E_FROM_PHASE need one from an earlier run kept with E2E_KEEP=1)", s.lane.Name)
 	}
-	if err := s.provider.ExportKubeConfig(s.lane.Name, s.kubeconfig, false); err != nil {
+	if err := s.provider.ExportKubeConfig(s.lane.Name, s.kubeconfig); err != nil {
 		return nil, fmt.Errorf("kind: export kubeconfig of %s: %w", s.lane.Name, err)
 	}
 	c, err := cluster.FromKubeconfig("management", s.kubeconfig)
