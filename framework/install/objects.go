@@ -79,7 +79,7 @@ func PlatformPackage(l *lane.Lane, in PlatformInput) (Object, error) {
 		bundles["enabledPackages"] = toAny(p.Packages)
 	}
 	if len(p.DisabledPackages) > 0 {
-		bundles["disabledPackages"] = toAny(p.DisabledPackages)
+		bundles["disabledPackages"] = toAny(p.DisabledNames())
 	}
 	networking := map[string]any{
 		"kubeovn":       map[string]any{"MASTER_NODES": in.ControlPlaneIP},

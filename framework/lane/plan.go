@@ -164,7 +164,11 @@ func writeMachine(w io.Writer, l *Lane) {
 			fmt.Fprintf(w, "  enabled packages: %s\n", strings.Join(p.Packages, ", "))
 		}
 		if len(p.DisabledPackages) > 0 {
-			fmt.Fprintf(w, "  disabled packages: %s\n", strings.Join(p.DisabledPackages, ", "))
+			fmt.Fprintf(w, "  disabled packages (checked against the dependency graphs at cozystack %s and %s: they orphan no Package)\n",
+				upstream.CozystackMain[:12], "v1.6.2")
+			for _, d := range p.DisabledPackages {
+				fmt.Fprintf(w, "    %-38s %s; %s\n", d.Name, d.Reason, upstream.WhySafe(d.Name, p.DisabledNames()))
+			}
 		}
 		fmt.Fprintln(w)
 	}

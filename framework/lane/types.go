@@ -176,10 +176,28 @@ type Platform struct {
 	Variant string `json:"variant,omitempty"`
 	// Packages are extra platform packages to enable.
 	Packages []string `json:"packages,omitempty"`
-	// DisabledPackages are platform packages the lane leaves out (the variant would emit them).
-	DisabledPackages []string `json:"disabledPackages,omitempty"`
+	// DisabledPackages are platform packages the lane leaves out (the variant would emit them),
+	// each with why. A set that would leave a remaining Package without a dependency is
+	// refused (framework/install/upstream holds the dependency graph).
+	DisabledPackages []DisabledPackage `json:"disabledPackages,omitempty"`
 	// Note says what a reader of the plan must know about the source (an unreleased pin).
 	Note string `json:"note,omitempty"`
+}
+
+// DisabledPackage is one platform Package a lane leaves out.
+type DisabledPackage struct {
+	Name string `json:"name" lane:"required"`
+	// Reason says why the lane does without it.
+	Reason string `json:"reason" lane:"required"`
+}
+
+// DisabledNames are the names of the disabled packages, in lane order.
+func (p *Platform) DisabledNames() []string {
+	out := make([]string, len(p.DisabledPackages))
+	for i, d := range p.DisabledPackages {
+		out[i] = d.Name
+	}
+	return out
 }
 
 // KindSettings configures the kind management cluster.

@@ -6,6 +6,8 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+
+	"github.com/cozystack/cozy-e2e/framework/install/upstream"
 )
 
 var (
@@ -33,10 +35,20 @@ func (l *Lane) validateKind(v *validator) {
 		for i, name := range p.Packages {
 			seen[name] = fmt.Sprintf("platform.packages[%d]", i)
 		}
-		for i, name := range p.DisabledPackages {
-			if at, ok := seen[name]; ok {
-				v.fail(fmt.Sprintf("platform.disabledPackages[%d]", i), "%q is also enabled at %s", name, at)
+		for i, d := range p.DisabledPackages {
+			if at, ok := seen[d.Name]; ok {
+				v.fail(fmt.Sprintf("platform.disabledPackages[%d]", i), "%q is also enabled at %s", d.Name, at)
 			}
+			seen[d.Name] = fmt.Sprintf("platform.disabledPackages[%d]", i)
+		}
+		// The operator creates no HelmRelease for a Package whose dependency is missing: a set
+		// that orphans a Package is refused here, before anything is installed.
+		problems, err := upstream.CheckDisabled(p.DisabledNames())
+		if err != nil {
+			v.fail("platform.disabledPackages", "%v", err)
+		}
+		for _, problem := range problems {
+			v.fail("platform.disabledPackages", "%s", problem)
 		}
 		if strings.HasPrefix(p.Source, "release:") && strings.TrimPrefix(p.Source, "release:") == "" {
 			v.fail("platform.source", "release: names no version (release:v1.6.2)")
