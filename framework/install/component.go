@@ -50,6 +50,12 @@ func gate(ctx context.Context, dyn dynamic.Interface, p catalog.Pinned, o GateOp
 			return err
 		}
 	}
+	if len(p.Containers) > 0 {
+		if err := DeploymentRuns(ctx, dyn, p.Namespace, p.Deployments[0], p.Containers); err != nil {
+			return err
+		}
+	}
+	// Only a provider that serves webhooks has webhook Services to check.
 	if p.SharedWebhooks {
 		if err := WebhookSelectors(ctx, dyn, p.Namespace, p.Deployments); err != nil {
 			return err

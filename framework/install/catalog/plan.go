@@ -47,8 +47,14 @@ func gateLine(p Pinned) string {
 	}
 	parts = append(parts, fmt.Sprintf("%d CRDs Established", len(p.CRDs)))
 	parts = append(parts, "Deployments Available in "+p.Namespace+": "+strings.Join(p.Deployments, ", "))
+	if len(p.Containers) > 0 {
+		parts = append(parts, "its pod runs "+strings.Join(p.Containers, ", "))
+	}
 	if p.SharedWebhooks {
 		parts = append(parts, "webhook Services select only its pods")
+	}
+	if p.NoWebhooks != "" {
+		parts = append(parts, "no webhook to check: "+p.NoWebhooks)
 	}
 	parts = append(parts, "version "+p.Pin.Version+" from "+p.Version.Describe())
 	return strings.Join(parts, "; ")
