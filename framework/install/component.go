@@ -22,6 +22,9 @@ type GateOptions struct {
 	Record io.Writer
 	// Emulation is the lane's kind.emulation: KubeVirt's useEmulation must equal it.
 	Emulation bool
+	// Disabled is the lane's platform.disabledPackages: the Package gates tell a Package
+	// orphaned by one of them (a configuration failure) from one still waiting.
+	Disabled []string
 }
 
 // Gate proves one component installed: its CRDs Established, its Deployments Available, its

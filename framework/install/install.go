@@ -2,6 +2,7 @@ package install
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 
@@ -27,10 +28,19 @@ type Options struct {
 	GatesOnly bool
 }
 
+// withLane fills what the gates take from the lane.
+func (o Options) withLane() Options {
+	if o.Lane != nil && o.Lane.Platform != nil && o.Disabled == nil {
+		o.Disabled = o.Lane.Platform.DisabledNames()
+	}
+	return o
+}
+
 // Components installs what the harness itself applies (storage classes, the platform
 // operator, the platform Package, the MetalLB pool), then gates every pinned component in
 // catalog order. With GatesOnly it only gates. ctx carries the lane's "components" deadline.
 func Components(ctx context.Context, c *cluster.Cluster, o Options) error {
+	o = o.withLane()
 	pinned, err := catalog.ForLane(o.Lane)
 	if err != nil {
 		return err
@@ -44,8 +54,20 @@ func Components(ctx context.Context, c *cluster.Cluster, o Options) error {
 			return err
 		}
 	}
+	// A Package orphaned by a disabled one never installs what a gate below waits for: the
+	// watch beside the gates ends them with the reason as soon as the operator says so.
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	go func() {
+		if err := WatchOrphans(ctx, a.Dynamic(), o.Disabled); err != nil {
+			cancel(err)
+		}
+	}()
 	for _, p := range pinned {
 		if err := Gate(ctx, a.Dynamic(), p, o.GateOptions); err != nil {
+			if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) && !errors.Is(cause, context.DeadlineExceeded) {
+				return fmt.Errorf("component %s (%s): %w", p.Name, p.Title, cause)
+			}
 			return err
 		}
 		if p.Name == "metallb" && !o.GatesOnly {
@@ -97,6 +119,7 @@ func applyPlatform(ctx context.Context, a *Applier, o Options) error {
 
 // Platform gates the whole platform. ctx carries the lane's "platform" deadline.
 func Platform(ctx context.Context, c *cluster.Cluster, o Options) error {
+	o = o.withLane()
 	a, err := NewApplier(c)
 	if err != nil {
 		return err

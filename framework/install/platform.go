@@ -85,6 +85,9 @@ func Remediated(objs []*unstructured.Unstructured) []string {
 // listing, none remediated, the built-in NodeGroupClasses present and the platform's APIs
 // Available. On failure it names every HelmRelease that is not Ready, with its message.
 func PlatformGate(ctx context.Context, dyn dynamic.Interface, o GateOptions) error {
+	if err := PackagesReady(ctx, dyn, o.Disabled, o); err != nil {
+		return fmt.Errorf("platform gate: %w", err)
+	}
 	err := Wait(ctx, dyn, Watch{GVR: gvrHelmRelease}, "every HelmRelease Ready", o.Log, func(objs []*unstructured.Unstructured) (bool, string, error) {
 		if len(objs) == 0 {
 			return false, "no HelmRelease yet", nil

@@ -32,10 +32,15 @@ func hrStatus(ready, reason, message string, history ...string) map[string]any {
 // be there; then the gate passes.
 func TestPlatformGate(t *testing.T) {
 	e := newEnv(t)
-	e.crds([]string{"helmreleases.helm.toolkit.fluxcd.io", "nodegroupclasses.cozystack.io"})
+	e.crds([]string{"helmreleases.helm.toolkit.fluxcd.io", "nodegroupclasses.cozystack.io"}, "packages.cozystack.io.yaml")
 	for _, ns := range []string{"cozy-kamaji", "tenant-root"} {
 		e.namespace(ns)
 	}
+	// The operator has created every Package's HelmReleases.
+	pkg := obj("cozystack.io/v1alpha1", "Package", "", "cozystack.kamaji")
+	pkg.Object["spec"] = map[string]any{"variant": "default"}
+	e.setStatus(gvrPackage, e.create(gvrPackage, pkg), map[string]any{"conditions": []any{map[string]any{
+		"type": "Ready", "status": "True", "reason": "ReconciliationSucceeded", "message": "reconciliation succeeded, generated 1 helmrelease(s)"}}})
 	kamaji := e.setStatus(gvrHelmRelease, e.helmRelease("cozy-kamaji", "kamaji"), hrStatus("True", "InstallSucceeded", "Helm install succeeded", "deployed"))
 	etcd := e.helmRelease("tenant-root", "etcd")
 	e.setStatus(gvrHelmRelease, etcd, hrStatus("False", "InstallFailed", "Helm install failed for release tenant-root/etcd: context deadline exceeded", "failed"))

@@ -34,7 +34,9 @@ func PlanSections(l *lane.Lane) []lane.PlanSection {
 		}
 	}
 	install = append(install,
-		"phase platform: every HelmRelease Ready on a fresh listing (each non-Ready one's message printed),",
+		"  beside the gates: a Package orphaned by a disabled one (Ready=False "+upstream.DependenciesNotReady+") ends the phase at once, class configuration",
+		"phase platform: every Package Ready (its HelmReleases created; an orphan is a configuration failure naming the chain),",
+		"  every HelmRelease Ready on a fresh listing (each non-Ready one's message printed),",
 		"  no install/upgrade remediation in any HelmRelease's status.history,",
 		"  built-in NodeGroupClasses talos and kairos present, APIServices v1alpha1.apps.cozystack.io and v1alpha1.core.cozystack.io Available")
 	return []lane.PlanSection{{Title: "install (kind substrate; the existing substrate runs the gates only)", Lines: install}}
