@@ -117,12 +117,16 @@ func applyPlatform(ctx context.Context, a *Applier, o Options) error {
 	return a.Apply(ctx, []Object{pkg})
 }
 
-// Platform gates the whole platform. ctx carries the lane's "platform" deadline.
+// Platform gates the whole platform, then gives the root tenant its etcd (the tenant clusters'
+// DataStore) and waits for it. ctx carries the lane's "platform" deadline.
 func Platform(ctx context.Context, c *cluster.Cluster, o Options) error {
 	o = o.withLane()
 	a, err := NewApplier(c)
 	if err != nil {
 		return err
 	}
-	return PlatformGate(ctx, a.Dynamic(), o.GateOptions)
+	if err := PlatformGate(ctx, a.Dynamic(), o.GateOptions); err != nil {
+		return err
+	}
+	return RootEtcd(ctx, a.Dynamic(), o.GatesOnly, o.GateOptions)
 }

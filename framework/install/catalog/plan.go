@@ -38,7 +38,9 @@ func PlanSections(l *lane.Lane) []lane.PlanSection {
 		"phase platform: every Package Ready (its HelmReleases created; an orphan is a configuration failure naming the chain),",
 		"  every HelmRelease Ready on a fresh listing (each non-Ready one's message printed),",
 		"  no install/upgrade remediation in any HelmRelease's status.history,",
-		"  built-in NodeGroupClasses talos and kairos present, APIServices v1alpha1.apps.cozystack.io and v1alpha1.core.cozystack.io Available")
+		"  built-in NodeGroupClasses talos and kairos present, APIServices v1alpha1.apps.cozystack.io and v1alpha1.core.cozystack.io Available,",
+		"  then the root tenant's etcd: Tenant "+upstream.RootTenantNamespace+"/"+upstream.RootTenant+" spec.etcd true (as Cozystack's e2e patches it),",
+		"  HelmRelease "+upstream.RootTenantNamespace+"/"+upstream.RootEtcdRelease+" Ready and DataStore "+upstream.RootDataStore+" present (the tenant clusters' datastore)")
 	return []lane.PlanSection{{Title: "install (kind substrate; the existing substrate runs the gates only)", Lines: install}}
 }
 
