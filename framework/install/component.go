@@ -25,6 +25,11 @@ type GateOptions struct {
 	// Disabled is the lane's platform.disabledPackages: the Package gates tell a Package
 	// orphaned by one of them (a configuration failure) from one still waiting.
 	Disabled []string
+	// Remediation is the lane's policy.remediation.install (report or fail).
+	Remediation string
+	// Note receives one-line facts for the run's summary (install-time remediations); nil
+	// drops them.
+	Note func(string)
 }
 
 // Gate proves one component installed: its CRDs Established, its Deployments Available, its

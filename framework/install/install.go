@@ -30,8 +30,14 @@ type Options struct {
 
 // withLane fills what the gates take from the lane.
 func (o Options) withLane() Options {
-	if o.Lane != nil && o.Lane.Platform != nil && o.Disabled == nil {
+	if o.Lane == nil {
+		return o
+	}
+	if o.Lane.Platform != nil && o.Disabled == nil {
 		o.Disabled = o.Lane.Platform.DisabledNames()
+	}
+	if o.Remediation == "" {
+		o.Remediation = o.Lane.Policy.Remediation.InstallPolicy()
 	}
 	return o
 }

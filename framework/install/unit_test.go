@@ -119,7 +119,7 @@ func BenchmarkJudgeHelmReleases(b *testing.B) {
 	}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if len(HelmReleasesNotReady(objs)) != 0 || len(Remediated(objs)) != 0 {
+		if len(HelmReleasesNotReady(objs)) != 0 || len(Remediations(objs)) != 0 {
 			b.Fatal("judged wrong")
 		}
 	}

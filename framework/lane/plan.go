@@ -94,7 +94,13 @@ func WritePlanWith(w io.Writer, l *Lane, extra ...PlanSection) {
 	if len(l.Policy.Soft) > 0 {
 		soft = strings.Join(l.Policy.Soft, ", ")
 	}
-	fmt.Fprintf(w, "soft failure classes: %s\n\n", soft)
+	fmt.Fprintf(w, "soft failure classes: %s\n", soft)
+	if l.Substrate != SubstrateSim {
+		r := l.Policy.Remediation
+		fmt.Fprintf(w, "remediated HelmReleases (a failed or uninstalled release in status.history): at install %s, on the tenant's Kubernetes release %s\n",
+			r.InstallPolicy(), r.TenantPolicy())
+	}
+	fmt.Fprintln(w)
 	fmt.Fprintln(w, "artifacts ($E2E_ARTIFACTS, default _artifacts/<lane>-<UTC time>/)")
 	for _, f := range []string{"junit.xml", "verdict.json", "timings.json", "summary.md", "manifest.json", "repro.txt"} {
 		fmt.Fprintf(w, "  %s\n", f)

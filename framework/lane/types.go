@@ -151,6 +151,43 @@ func (p Phase) ReserveOrCeiling() time.Duration {
 type Policy struct {
 	// Soft classes make a failing run exit 3 instead of 1 when every failure is soft.
 	Soft []string `json:"soft,omitempty"`
+	// Remediation says what a remediated HelmRelease (a failed or uninstalled release in its
+	// status.history) does to the run.
+	Remediation RemediationPolicy `json:"remediation"`
+}
+
+// Remediation policies.
+const (
+	// RemediationReport lists the remediations in the run's summary and gates.txt.
+	RemediationReport = "report"
+	// RemediationFail fails the run on one.
+	RemediationFail = "fail"
+)
+
+// RemediationPolicy is what a remediation does, at install and on the tenant's release.
+type RemediationPolicy struct {
+	// Install covers every HelmRelease the platform install creates: report (the default;
+	// Cozystack's own install gate requires only Ready) or fail.
+	Install string `json:"install,omitempty"`
+	// Tenant covers the tenant Kubernetes app's HelmRelease: fail (the default; Cozystack's e2e
+	// fails on a remediation there) or report.
+	Tenant string `json:"tenant,omitempty"`
+}
+
+// InstallPolicy is Install with its default.
+func (r RemediationPolicy) InstallPolicy() string {
+	if r.Install == "" {
+		return RemediationReport
+	}
+	return r.Install
+}
+
+// TenantPolicy is Tenant with its default.
+func (r RemediationPolicy) TenantPolicy() string {
+	if r.Tenant == "" {
+		return RemediationFail
+	}
+	return r.Tenant
 }
 
 // Runner is the machine the lane needs.

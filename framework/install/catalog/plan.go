@@ -37,7 +37,7 @@ func PlanSections(l *lane.Lane) []lane.PlanSection {
 		"  beside the gates: a Package orphaned by a disabled one (Ready=False "+upstream.DependenciesNotReady+") ends the phase at once, class configuration",
 		"phase platform: every Package Ready (its HelmReleases created; an orphan is a configuration failure naming the chain),",
 		"  every HelmRelease Ready on a fresh listing (each non-Ready one's message printed),",
-		"  no install/upgrade remediation in any HelmRelease's status.history,",
+		"  remediated HelmReleases (failed or uninstalled in status.history) handled by policy.remediation.install: "+l.Policy.Remediation.InstallPolicy()+",",
 		"  built-in NodeGroupClasses talos and kairos present, APIServices v1alpha1.apps.cozystack.io and v1alpha1.core.cozystack.io Available,",
 		"  then the root tenant's etcd: Tenant "+upstream.RootTenantNamespace+"/"+upstream.RootTenant+" spec.etcd true (as Cozystack's e2e patches it),",
 		"  HelmRelease "+upstream.RootTenantNamespace+"/"+upstream.RootEtcdRelease+" Ready and DataStore "+upstream.RootDataStore+" present (the tenant clusters' datastore)")

@@ -133,7 +133,7 @@ func (s *Substrate) Up(ctx context.Context, clock *budget.Clock) (*cluster.Clust
 		if err != nil {
 			return nil, err
 		}
-		err = s.run(pctx, phase, &c)
+		err = s.run(pctx, phase, &c, span.Note)
 		span.End(err)
 		if err != nil {
 			return c, fmt.Errorf("phase %s: %w", phase, err)
@@ -142,7 +142,8 @@ func (s *Substrate) Up(ctx context.Context, clock *budget.Clock) (*cluster.Clust
 	return c, nil
 }
 
-func (s *Substrate) run(ctx context.Context, phase string, c **cluster.Cluster) error {
+// run runs one phase; note adds a line to the phase's entry in the summary.
+func (s *Substrate) run(ctx context.Context, phase string, c **cluster.Cluster, note func(string)) error {
 	switch phase {
 	case "cluster":
 		var err error
@@ -153,6 +154,7 @@ func (s *Substrate) run(ctx context.Context, phase string, c **cluster.Cluster) 
 		if err != nil {
 			return err
 		}
+		o.Note = note
 		if phase == "components" {
 			return install.Components(ctx, *c, o)
 		}
