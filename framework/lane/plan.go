@@ -25,18 +25,21 @@ func WritePlan(w io.Writer, l *Lane) { WritePlanWith(w, l) }
 func WritePlanWith(w io.Writer, l *Lane, extra ...PlanSection) {
 	a := l.Budget.Arithmetic()
 	fmt.Fprintf(w, "lane %s (%s substrate), tenant Kubernetes %s (kubelet %s)\n", l.Name, l.Substrate, l.Kubernetes.Version, l.Kubernetes.Patch)
-	fmt.Fprintf(w, "job cap %s: phases %s + diagnostics reserve %s + artifact reserve %s + margin %s = %s (headroom %s)\n\n",
+	fmt.Fprintf(w, "job cap %s: phases %s + diagnostics reserve %s + artifact reserve %s + margin %s = %s (headroom %s)\n",
 		a.Cap, a.Phases, a.Diagnostics, a.Artifacts, a.Margin, a.Total, a.Headroom)
+	if l.Budget.Note != "" {
+		fmt.Fprintf(w, "  where the numbers come from: %s\n", l.Budget.Note)
+	}
+	fmt.Fprintln(w)
 
 	fmt.Fprintln(w, "phases (offset from job start: latest end if every phase before used its ceiling)")
 	var at time.Duration
 	for i, p := range l.Budget.Phases {
 		at += p.Ceiling.D()
-		line := fmt.Sprintf("  %d. %-12s ceiling %-7s by +%s", i+1, p.Name, p.Ceiling, at)
+		fmt.Fprintf(w, "  %d. %-12s ceiling %-7s by +%s\n", i+1, p.Name, p.Ceiling, at)
 		if p.Note != "" {
-			line += "  " + p.Note
+			fmt.Fprintf(w, "       %s\n", p.Note)
 		}
-		fmt.Fprintln(w, line)
 		for _, name := range sortedKeys(p.Timeouts) {
 			fmt.Fprintf(w, "       timeout %s %s\n", name, p.Timeouts[name])
 		}

@@ -126,6 +126,9 @@ type Budget struct {
 	ArtifactReserve Duration `json:"artifactReserve" lane:"required"`
 	// Phases run in this order.
 	Phases []Phase `json:"phases" lane:"required"`
+	// Note says where the job cap and the reserves come from (each phase's own note says
+	// where its ceiling does).
+	Note string `json:"note,omitempty"`
 }
 
 // Phase is one step of the run with its ceiling.
