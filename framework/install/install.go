@@ -22,8 +22,11 @@ type Options struct {
 	// LoadBalancerRange is MetalLB's address range on the runner-reachable network.
 	LoadBalancerRange string
 	// PlatformRecord receives the platform source and the sha256 of every manifest applied
-	// (substrate/platform.txt): what an exact repro needs.
+	// (substrate/platform.txt), for people; substrate/platform.json is the repro's.
 	PlatformRecord io.Writer
+	// Manifest is the operator manifest to apply when the substrate already has it (fetched
+	// and verified in the preflight, or built from a checkout); nil fetches the source's.
+	Manifest *Manifest
 	// GatesOnly judges an installed cluster and applies nothing (the existing substrate).
 	GatesOnly bool
 }
@@ -93,11 +96,14 @@ func applyPlatform(ctx context.Context, a *Applier, o Options) error {
 	if err := a.Apply(ctx, StorageClasses()); err != nil {
 		return fmt.Errorf("storage classes: %w", err)
 	}
-	// The manifest's sha256 is recorded for the repro; the operator image it names is checked
-	// against the lane's digest by the cozystack-operator gate.
-	m, err := Fetch(ctx, o.Source.OperatorManifest(), "")
-	if err != nil {
-		return fmt.Errorf("platform operator: %w", err)
+	// A release or manifest source is applied only at its pinned sha256; the operator image
+	// the manifest names is checked against the lane's pin by the cozystack-operator gate.
+	m := o.Manifest
+	if m == nil {
+		var err error
+		if m, err = Fetch(ctx, o.Source.OperatorManifest(), o.Source.Digest); err != nil {
+			return fmt.Errorf("platform operator: %w", err)
+		}
 	}
 	if o.PlatformRecord != nil {
 		fmt.Fprintf(o.PlatformRecord, "platform source %s (from E2E_PLATFORM_SOURCE: %t)\noperator manifest %s %s\n", o.Source.Raw, o.Source.FromEnv, m.Source, m.SHA256)

@@ -113,6 +113,7 @@ func WritePlanWith(w io.Writer, l *Lane, extra ...PlanSection) {
 			"substrate/preflight.txt      what the preflight found (docker, KVM, CPU, memory, disk, inotify, cgroup)",
 			"substrate/kind-config.yaml   the generated kind node config",
 			"substrate/platform.txt       the platform source used and the sha256 of every manifest applied",
+			"substrate/platform.json      the same for make repro: the source pinned at the verified digest, or the checkout and its commit",
 			"substrate/gates.txt          each component gate as it passed or failed",
 		} {
 			fmt.Fprintf(w, "  %s\n", f)

@@ -210,7 +210,8 @@ type Runner struct {
 
 // Platform says which Cozystack to install.
 type Platform struct {
-	// Source is "release:<version>" or a local checkout path; E2E_PLATFORM_SOURCE overrides it.
+	// Source is release:<version>@sha256:<hex>, manifest:<path or https URL>@sha256:<hex> or
+	// checkout:<dir> (ParseSource); E2E_PLATFORM_SOURCE overrides it.
 	Source string `json:"source" lane:"required"`
 	// Variant is the platform bundle variant.
 	Variant string `json:"variant,omitempty"`

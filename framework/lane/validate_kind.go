@@ -50,8 +50,12 @@ func (l *Lane) validateKind(v *validator) {
 		for _, problem := range problems {
 			v.fail("platform.disabledPackages", "%s", problem)
 		}
-		if strings.HasPrefix(p.Source, "release:") && strings.TrimPrefix(p.Source, "release:") == "" {
-			v.fail("platform.source", "release: names no version (release:v1.6.2)")
+		// release:unknown is the lane saying no release is pinned yet; the preflight refuses it
+		// with the lane's note.
+		if p.Source != "release:"+DigestUnknown {
+			if _, err := ParseSource(p.Source); err != nil {
+				v.fail("platform.source", "%v", err)
+			}
 		}
 	}
 	k := l.Kind

@@ -48,7 +48,8 @@ func TestKindLaneValidation(t *testing.T) {
 		"both lists":    {"{name: cozystack.goldpinger,", `platform.disabledPackages[0]: "cozystack.external-dns" is also enabled at platform.packages[0]`},
 		"no reason":     {"{name: cozystack.goldpinger, reason: not on the join path}", `platform.disabledPackages[0].reason: is required`},
 		"orphans":       {"{name: cozystack.goldpinger,", `lanes/x.yaml:20: platform.disabledPackages: at main 3c780acd417f and v1.6.2: disabling cozystack.seaweedfs-application orphans cozystack.tenant-application (needs it, sources/tenant-application.yaml:18) → cozystack.cozystack-basics (needs cozystack.tenant-application, sources/cozystack-basics.yaml:15) → cozystack.kubevirt-cdi (needs cozystack.cozystack-basics, sources/kubevirt-cdi.yaml:23), which the lane's suites need`},
-		"empty release": {"source: release:v1.6.2", "platform.source: release: names no version"},
+		"empty release": {"source: release:v1.6.2", `platform.source: release: names no release (release:v1.6.2)`},
+		"bad scheme":    {"source: release:v1.6.2", `platform.source: "relase:v1.6.2" is not a platform source`},
 		"sim with kind": {"substrate: kind", `kind: is only for kind lanes`},
 	}
 	repl := map[string]string{
@@ -57,6 +58,7 @@ func TestKindLaneValidation(t *testing.T) {
 		"range": "loadBalancerRange: 172.18.255.250-172.18.255.200", "both lists": "{name: cozystack.external-dns,",
 		"no reason": "{name: cozystack.goldpinger}", "orphans": "{name: cozystack.seaweedfs-application,",
 		"empty release": "source: \"release:\"", "sim with kind": "substrate: sim",
+		"bad scheme": "source: relase:v1.6.2",
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {

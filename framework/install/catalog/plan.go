@@ -24,7 +24,9 @@ func PlanSections(l *lane.Lane) []lane.PlanSection {
 		"  every Node registered, then the control-plane node labelled " + upstream.ControlPlaneLabel + "=" + upstream.ControlPlaneLabelValue,
 		"phase components, in order:",
 		"  StorageClasses local (default) and replicated on the node disk (rancher.io/local-path, WaitForFirstConsumer)",
-		"  Cozystack operator (generic variant) from the platform source, server-side applied",
+		"  Cozystack operator (generic variant) from the platform source, server-side applied: a release or manifest source",
+		"    as downloaded and verified against its sha256 in the preflight; a checkout built first with its own targets",
+		"    (make -C packages/core/installer image-operator image-packages, make manifests), the operator image loaded into the nodes",
 		"  Package cozystack.cozystack-platform (variant " + variant(l) + "), server-side applied",
 	}
 	for _, p := range pinned {

@@ -39,16 +39,25 @@ type Options struct {
 	FromPhase string
 	// PlatformSource overrides the lane's platform.source (E2E_PLATFORM_SOURCE).
 	PlatformSource string
+	// PlatformRegistry is where a checkout source's build pushes the packages artifact
+	// (E2E_PLATFORM_REGISTRY).
+	PlatformRegistry string
 	// Host is how the preflight looks at the machine; zero means this machine.
 	Host Host
 
 	// provider stands in for kind's in tests; nil means kind's own, driving docker.
 	provider clusterProvider
+	// runner and loader stand in for the commands and the image loader of a checkout build in
+	// tests; nil means this machine's and Cluster API's kind loader.
+	runner install.Runner
+	loader install.ImageLoader
 }
 
-// OptionsFromEnv adds E2E_FROM_PHASE and E2E_PLATFORM_SOURCE to the common options.
+// OptionsFromEnv adds E2E_FROM_PHASE, E2E_PLATFORM_SOURCE and E2E_PLATFORM_REGISTRY to the
+// common options.
 func OptionsFromEnv(base substrate.Options) Options {
-	return Options{Options: base, FromPhase: os.Getenv("E2E_FROM_PHASE"), PlatformSource: os.Getenv("E2E_PLATFORM_SOURCE")}
+	return Options{Options: base, FromPhase: os.Getenv("E2E_FROM_PHASE"), PlatformSource: os.Getenv("E2E_PLATFORM_SOURCE"),
+		PlatformRegistry: os.Getenv("E2E_PLATFORM_REGISTRY")}
 }
 
 // Substrate is a kind management cluster with the platform installed.
@@ -60,6 +69,10 @@ type Substrate struct {
 	report     Report
 	created    bool
 	files      []*os.File
+	// source is the platform source the preflight resolved; manifest the operator manifest it
+	// verified (nil for a checkout, built in the components phase).
+	source   *install.PlatformSource
+	manifest *install.Manifest
 }
 
 // New builds the kind substrate of lane l.
@@ -91,11 +104,7 @@ func (s *Substrate) Preflight(ctx context.Context) error {
 	s.report = Check(pctx, s.lane, s.opts.Host)
 	// Where the platform comes from is known before anything is created: say so now, not after
 	// the cluster phase.
-	if src, err := install.ResolvePlatformSource(s.lane, s.opts.PlatformSource); err != nil {
-		s.report.Findings = append(s.report.Findings, Finding{Check: "platform", Detail: err.Error()})
-	} else {
-		s.report.Findings = append(s.report.Findings, Finding{Check: "platform", OK: true, Detail: "operator from " + src.OperatorManifest()})
-	}
+	s.report.Findings = append(s.report.Findings, s.checkPlatform(ctx))
 	s.writeArtifact("preflight.txt", []byte(s.report.Text()))
 	return s.report.Err(s.lane)
 }
@@ -156,6 +165,9 @@ func (s *Substrate) run(ctx context.Context, phase string, c **cluster.Cluster, 
 		}
 		o.Note = note
 		if phase == "components" {
+			if o.Manifest, err = s.platformManifest(ctx, o.Source); err != nil {
+				return err
+			}
 			return install.Components(ctx, *c, o)
 		}
 		return install.Platform(ctx, *c, o)
@@ -272,9 +284,14 @@ func (s *Substrate) attach(ctx context.Context) (*cluster.Cluster, error) {
 }
 
 func (s *Substrate) installOptions(ctx context.Context, c *cluster.Cluster) (install.Options, error) {
-	src, err := install.ResolvePlatformSource(s.lane, s.opts.PlatformSource)
-	if err != nil {
-		return install.Options{}, err
+	var src install.PlatformSource
+	if s.source != nil {
+		src = *s.source
+	} else {
+		var err error
+		if src, err = install.ResolvePlatformSource(s.lane, s.opts.PlatformSource); err != nil {
+			return install.Options{}, &substrate.ConfigurationError{Err: err}
+		}
 	}
 	ip, err := controlPlaneIP(ctx, c)
 	if err != nil {
