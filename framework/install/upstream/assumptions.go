@@ -79,7 +79,8 @@ const (
 type Assumption struct {
 	// Name is the constant or datum, Value what the harness takes it to be.
 	Name, Value string
-	// Source is where upstream says it: repository@revision path:line.
+	// Source is where upstream says it, path:line (in cozystack/cozystack at CozystackMain
+	// unless docs/upstream.md says otherwise; generic.md is the website's install guide).
 	Source string
 }
 
@@ -89,8 +90,8 @@ func Assumptions() []Assumption {
 	return []Assumption{
 		{"ControlPlaneLabel", ControlPlaneLabel + "=" + ControlPlaneLabelValue, "packages/core/platform/templates/bundles/system.yaml:107-108"},
 		{"ClusterDomain", ClusterDomain, "packages/core/platform/values.yaml:62"},
-		{"InotifyInstances", "max_user_instances = 8192", "content/en/docs/v1.6/install/kubernetes/generic.md:78-81"},
-		{"PlatformVariant", PlatformVariant, "packages/core/platform/templates/bundles/system.yaml:107"},
+		{"InotifyInstances", "max_user_instances = 8192", "generic.md:79-81"},
+		{"PlatformVariant", PlatformVariant, "cmd/cozystack-operator/main.go:685"},
 		{"PlatformPackage", PlatformPackage, "cmd/cozystack-operator/main.go:693-700"},
 		{"OperatorAsset", OperatorAsset, "hack/upload-assets.sh:6-17"},
 		{"OperatorAPIServerPlaceholder", OperatorAPIServerPlaceholder, "packages/core/installer/templates/cozystack-operator.yaml:213-219"},
