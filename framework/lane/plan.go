@@ -114,6 +114,7 @@ func WritePlanWith(w io.Writer, l *Lane, extra ...PlanSection) {
 			"substrate/kind-config.yaml   the generated kind node config",
 			"substrate/platform.txt       the platform source used and the sha256 of every manifest applied",
 			"substrate/platform.json      the same for make repro: the source pinned at the verified digest, or the checkout and its commit",
+			"substrate/platform-build.log a checkout source's make targets, as they ran",
 			"substrate/gates.txt          each component gate as it passed or failed",
 		} {
 			fmt.Fprintf(w, "  %s\n", f)

@@ -52,7 +52,8 @@ func (s *Substrate) fetchPlatform(ctx context.Context, src install.PlatformSourc
 func (s *Substrate) checkoutBuild(src install.PlatformSource) install.CheckoutBuild {
 	run := s.opts.runner
 	if run == nil {
-		run = install.ExecRunner{Log: s.opts.Log}
+		// The targets' output (docker builds among it) goes to its own artifact, not the terminal.
+		run = install.ExecRunner{Log: s.artifactWriter("platform-build.log")}
 	}
 	load := s.opts.loader
 	if load == nil {
