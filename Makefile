@@ -5,7 +5,7 @@
 # make tools          build the local control plane (etcd, kube-apiserver, ...) and the upstream
 #                     controllers (CAPK, the Talos bootstrap provider, helm-controller) from source
 # make lanes-check    validate every lane and its budget (LANES_DIR=<dir> for another folder)
-# make workflows      regenerate .github/workflows/e2e.yaml from the lanes
+# make workflows      regenerate .github/workflows/e2e.yaml and e2e-lane.yaml from the lanes
 # make e2e-plan       print a lane's whole plan without a cluster
 # make repro          rerun a downloaded CI run's lane with its pins (ARTIFACTS=<dir>)
 # make e2e-down       tear down what a kept kind run left (LANE=<lane>, WORK=<the folder it printed>)

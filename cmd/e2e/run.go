@@ -290,6 +290,8 @@ func (r *run) bringUp(ctx context.Context) (*cluster.Cluster, error) {
 		switch {
 		case errors.As(err, &pe):
 			class = verdict.Preflight
+		case errors.As(err, new(*substrate.ConfigurationError)):
+			class = verdict.Configuration
 		case errors.As(err, &ex), errors.Is(err, context.DeadlineExceeded):
 			class = verdict.Deadline
 		}
