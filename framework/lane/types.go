@@ -77,6 +77,11 @@ type Pool struct {
 	Replicas int    `json:"replicas" lane:"required"`
 	// Labels are extra Ginkgo labels for this pool's spec.
 	Labels []string `json:"labels,omitempty"`
+	// LogSerialConsole gives the pool's VMs KubeVirt's guest-console-log container, whose log
+	// the harness then reads instead of the console subresource. Off by default, as in
+	// Cozystack's chart: Cozystack disables the container cluster-wide, and it has been
+	// reported holding virt-launcher in PodInitializing.
+	LogSerialConsole bool `json:"logSerialConsole,omitempty"`
 }
 
 // Workload is the pod pinned to each Node.

@@ -48,7 +48,7 @@ func testLane() *lane.Lane {
 			Image:             "registry.example.invalid/acme/kairos@sha256:" + strings.Repeat("0", 63) + "1",
 			KubernetesVersion: "v1.35.4"}},
 		Pools: []lane.Pool{{Name: "md0", Class: "talos", Replicas: 2}, {Name: "kairos", Class: "kairos", Replicas: 1},
-			{Name: "acme", Class: "acme-kairos", Replicas: 1}}}
+			{Name: "acme", Class: "acme-kairos", Replicas: 1, LogSerialConsole: true}}}
 }
 
 // The builders write what the platform's schemas accept: nothing is pruned on the way in.
@@ -88,7 +88,7 @@ func testAppsAndClassesAreStoredAsBuilt(t *testing.T, env *tenanttest.Env) {
 		"spec.nodeGroups.md0.nodeGroupClassName":                "talos",
 		"spec.nodeGroups.md0.minReplicas":                       int64(2),
 		"spec.nodeGroups.md0.maxReplicas":                       int64(2),
-		"spec.nodeGroups.md0.logSerialConsole":                  true,
+		"spec.nodeGroups.md0.logSerialConsole":                  false,
 		"spec.nodeGroups.acme.nodeGroupClassName":               "acme-kairos",
 		"spec.nodeGroups.bad.osImage":                           "x",
 		"spec.nodeGroups.bad.kernelModules":                     []any{"drbd"},

@@ -137,7 +137,7 @@ func (st *state) startPools(spec context.Context) {
 		replicas[p.spec.Name] = p.spec.Replicas
 	}
 	w, err := join.Start(ctx, join.Options{Management: st.s.Mgmt, Tenant: st.tenant, Namespace: st.names.Namespace,
-		OSes: oses, Clock: st.s.Clock, Log: st.s.JoinLog(), OnProgress: st.s.JoinProgress(replicas)})
+		OSes: oses, Clock: st.s.Clock, Log: st.s.JoinLog(), OnProgress: st.s.JoinProgress(replicas), Consoles: st.s.Consoles()})
 	if err != nil {
 		cancel()
 		span.End(err)
@@ -153,7 +153,7 @@ func (st *state) startPools(spec context.Context) {
 		jr := &joinRun{done: make(chan struct{})}
 		st.joins[p.spec.Name] = jr
 		pool := join.Pool{Names: p.names, Class: p.spec.Class, OS: p.os, Replicas: p.spec.Replicas,
-			Console: p.spec.LogSerialConsole, WorkloadImage: st.s.Lane.Workload.Ref()}
+			Console: st.s.Consoles() != nil, WorkloadImage: st.s.Lane.Workload.Ref()}
 		go func() {
 			defer close(jr.done)
 			defer GinkgoRecover()
