@@ -402,6 +402,3 @@ func copyFile(from, to string) error {
 	}
 	return os.WriteFile(to, data, 0o644)
 }
-
-// joinLines indents lines for the terminal.
-func joinLines(lines []string) string { return "  " + strings.Join(lines, "\n  ") }

@@ -62,7 +62,7 @@ func Describe(ctx context.Context, c client.Client, namespace, name string, o Op
 		ShowOtherConditions: o.ShowConditions, Echo: o.Echo, Grouping: !o.NoGrouping, AddTemplateVirtualNode: true,
 	})
 	if err != nil {
-		return "", fmt.Errorf("Cluster API object tree of Cluster %s/%s: %w", namespace, name, err)
+		return "", fmt.Errorf("the Cluster API object tree of Cluster %s/%s: %w", namespace, name, err)
 	}
 	var b strings.Builder
 	now := time.Now

@@ -64,7 +64,7 @@ func (h *Hub) followSerial(ctx context.Context, f *follower) {
 	case reason != "":
 	case ctx.Err() != nil:
 		reason = "the run stopped reading"
-	case err != nil && !errors.Is(err, io.EOF):
+	case !errors.Is(err, io.EOF):
 		reason = EndedTaken + ": " + err.Error()
 	default:
 		reason = EndedTaken
@@ -124,7 +124,7 @@ func (h *Hub) followLog(ctx context.Context, f *follower) {
 			})
 			stop()
 			_ = rc.Close()
-			if ctx.Err() == nil && (err == nil || errors.Is(err, io.EOF)) {
+			if ctx.Err() == nil && errors.Is(err, io.EOF) {
 				h.ended(f, orReason(f.why(), EndedExited))
 				return
 			}

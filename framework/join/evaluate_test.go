@@ -1,5 +1,7 @@
 package join
 
+//lint:file-ignore SA1019 the tests set the v1beta1 failure fields and conditions providers at the v1beta1 contract write.
+
 import (
 	"fmt"
 	"strings"

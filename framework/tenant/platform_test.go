@@ -37,6 +37,7 @@ func TestPlatform(t *testing.T) {
 		"WaitControlPlaneEndsOnARefusalAndOnTheDeadline": testWaitControlPlaneEndsOnARefusalAndOnTheDeadline,
 		"WaitControlPlaneEndsOnTheAwaitingEtcdBeacon":    testWaitControlPlaneEndsOnTheAwaitingEtcdBeacon,
 		"WaitRenderedWaitsForTheGenerationItWrote":       testWaitRenderedWaitsForTheGenerationItWrote,
+		"UpdatePoolWritesBackWhatItChanged":              testUpdatePoolWritesBackWhatItChanged,
 	} {
 		t.Run(name, func(t *testing.T) { f(t, env) })
 	}
@@ -300,7 +301,7 @@ func testWaitRenderedWaitsForTheGenerationItWrote(t *testing.T, env *tenanttest.
 	}
 }
 
-func testUpdatePoolRemoves(t *testing.T, env *tenanttest.Env) {
+func testUpdatePoolWritesBackWhatItChanged(t *testing.T, env *tenanttest.Env) {
 	ctx := ctxFor(t, 30*time.Second)
 	names := tenant.For("tenant-z", "t1")
 	mustNamespace(t, env, names.Namespace)
