@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/cozystack/cozy-e2e/framework/fluxrelease"
 	"github.com/cozystack/cozy-e2e/framework/lane"
 )
 
@@ -115,8 +116,8 @@ func PlatformGate(ctx context.Context, dyn dynamic.Interface, o GateOptions) err
 
 // judgeRemediations applies the lane's install remediation policy to the fresh listing.
 func judgeRemediations(objs []*unstructured.Unstructured, o GateOptions) error {
-	rem := Remediations(objs)
-	empty := EmptyHistory(objs)
+	rem := fluxrelease.Remediations(objs)
+	empty := fluxrelease.EmptyHistory(objs)
 	if len(rem) > 0 && o.Remediation == lane.RemediationFail {
 		lines := make([]string, len(rem))
 		for i, r := range rem {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cozystack/cozy-e2e/framework/fluxrelease"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
@@ -91,7 +92,7 @@ func BenchmarkJudgeHelmReleases(b *testing.B) {
 	}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if len(HelmReleasesNotReady(objs)) != 0 || len(Remediations(objs)) != 0 {
+		if len(HelmReleasesNotReady(objs)) != 0 || len(fluxrelease.Remediations(objs)) != 0 {
 			b.Fatal("judged wrong")
 		}
 	}

@@ -38,6 +38,7 @@ func TestPlatform(t *testing.T) {
 		"WaitControlPlaneEndsOnTheAwaitingEtcdBeacon":    testWaitControlPlaneEndsOnTheAwaitingEtcdBeacon,
 		"WaitRenderedWaitsForTheGenerationItWrote":       testWaitRenderedWaitsForTheGenerationItWrote,
 		"UpdatePoolWritesBackWhatItChanged":              testUpdatePoolWritesBackWhatItChanged,
+		"ReleaseHistoryFollowsThePolicy":                 testReleaseHistoryFollowsThePolicy,
 	} {
 		t.Run(name, func(t *testing.T) { f(t, env) })
 	}

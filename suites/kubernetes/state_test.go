@@ -118,6 +118,14 @@ func (st *state) bringUp(spec context.Context) {
 	if st.tenant, err = st.platform.WaitControlPlane(ctx, st.names); err != nil {
 		st.s.MustIn("tenant", "", err)
 	}
+	// The release is Ready: its history says whether Flux had to remediate it on the way.
+	note, err := st.platform.CheckReleaseHistory(ctx, st.names, st.s.Lane.Policy.Remediation.TenantPolicy())
+	if err != nil {
+		st.s.MustIn("tenant", "", err)
+	}
+	if note != "" {
+		fmt.Fprintln(st.s.Log, note)
+	}
 	if err = st.s.WatchTenant(ctx, st.tenant); err != nil {
 		st.s.MustIn("tenant", "", err)
 	}
