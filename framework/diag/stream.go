@@ -168,7 +168,7 @@ func (s *clusterStream) object(kind string, obj any, deleted bool) {
 		s.last[u.GetUID()] = cur
 	}
 	s.mu.Unlock()
-	ch := Change{At: now, Cluster: s.name, Kind: kind, Namespace: u.GetNamespace(), Name: u.GetName()}
+	ch := Change{At: now, Cluster: s.name, Kind: kind, Namespace: u.GetNamespace(), Name: u.GetName(), UID: string(u.GetUID())}
 	switch {
 	case deleted:
 		ch.Change = "deleted"

@@ -198,7 +198,7 @@ func csrNode(c *certificatesv1.CertificateSigningRequest) string {
 	if err != nil {
 		return ""
 	}
-	name, ok := strings.CutPrefix(req.Subject.CommonName, "system:node:")
+	name, ok := strings.CutPrefix(req.Subject.CommonName, csrNodePrefix)
 	if !ok {
 		return ""
 	}

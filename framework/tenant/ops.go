@@ -210,11 +210,13 @@ func (p Platform) WaitRendered(ctx context.Context, names Names, gen int64) (Ren
 			if attempted < gen {
 				return false, fmt.Sprintf("status.lastAttemptedGeneration %d < %d (Flux has not attempted it; %s)", attempted, gen, condDetail(rel)), nil
 			}
-			status, _, msg := condition(rel, "Ready")
+			status, reason, msg := condition(rel, "Ready")
 			if observed := conditionGeneration(rel, "Ready"); observed > 0 && observed < gen {
 				return false, fmt.Sprintf("Ready is of generation %d, not yet %d", observed, gen), nil
 			}
-			if status != "True" && status != "False" {
+			// Ready=False for a reason helm-controller gives while it still works on the release
+			// (a health check cancelled by a new reconcile, say) is no answer yet.
+			if status != "True" && (status != "False" || !failureReason(reason)) {
 				return false, condDetail(rel), nil
 			}
 			out = Rendering{Ready: status == "True", HelmRelease: msg}
@@ -263,16 +265,6 @@ func refused(obj *unstructured.Unstructured, what string) *Terminal {
 		return nil
 	}
 	return &Terminal{Class: verdict.ProductAssertion, Detail: fmt.Sprintf("%s refused: %s: %s", what, reason, msg)}
-}
-
-// failureReason: the reasons Flux and the platform give a release that failed for good, as
-// opposed to one still progressing.
-func failureReason(reason string) bool {
-	switch reason {
-	case "Progressing", "ProgressingWithRetry", "DependencyNotReady", "ArtifactNotReady", "Reconciling", "":
-		return false
-	}
-	return true
 }
 
 // conditionGeneration is condition t's observedGeneration (Flux sets it on its conditions); 0

@@ -283,6 +283,14 @@ func testWaitRenderedWaitsForTheGenerationItWrote(t *testing.T, env *tenanttest.
 		t.Fatalf("returned on the stale generation-1 answer: %+v %v", r, err)
 	case <-time.After(300 * time.Millisecond):
 	}
+	// helm-controller says Ready=False while it still works on the release (a new reconcile
+	// cancelled its health checks): no answer yet.
+	setHelmReleaseStatus(t, env, names, 2, "False", tenant.ReasonHealthCheckCanceled, "New reconciliation triggered")
+	select {
+	case err := <-done:
+		t.Fatalf("returned on a Ready=False that is no answer: %+v %v", r, err)
+	case <-time.After(300 * time.Millisecond):
+	}
 	msg := "nodeGroup kairos: gpus must be empty on a pool on a Kairos class"
 	setHelmReleaseStatus(t, env, names, 2, "False", "UpgradeFailed", msg)
 	if err := <-done; err != nil {

@@ -92,7 +92,8 @@ func TestSimLaneUnderEachFault(t *testing.T) {
 
 // The scenarios exercise every fault of the catalogue, a run's judged faults never share a
 // pool, the absorbed ones never share a run with one that fails (which would hide whether they
-// pass), and the faults judged at a ceiling run alone in deadlineScenario with one on each pool.
+// pass) and each has a proof that it fired, and the faults judged at a ceiling run alone in
+// deadlineScenario with one on each pool.
 func TestScenariosCoverTheCatalogue(t *testing.T) {
 	l, err := lane.Load(filepath.Join(projectRoot(t), "lanes", "sim.yaml"))
 	if err != nil {
@@ -137,6 +138,9 @@ func TestScenariosCoverTheCatalogue(t *testing.T) {
 		_, judged := expect(f.Name, osfamily.Talos)
 		if judged == f.Passes {
 			t.Errorf("%s: the catalogue says passes=%v, but test/simlane expects a verdict=%v", f.Name, f.Passes, judged)
+		}
+		if _, proof := fired[f.Name]; proof != f.Passes {
+			t.Errorf("%s: passes=%v, but a proof that it fired is %v: every absorbed fault, and only those, needs one in fired", f.Name, f.Passes, proof)
 		}
 	}
 }
@@ -224,6 +228,9 @@ func runLane(t *testing.T, root, bin string, l *lane.Lane, short, spec string) o
 		}
 	} else if v.Result != verdict.Pass {
 		t.Errorf("%s: result %s, want pass: %s\n%s", spec, v.Result, v.Reason, tail(log.String(), 40))
+	}
+	if set != nil {
+		checkTolerated(t, l, set, art)
 	}
 	if err := diag.Scan(art, canary); err != nil {
 		t.Errorf("canary: %v", err)

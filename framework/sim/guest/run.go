@@ -73,8 +73,10 @@ func (gu *guest) run(ctx context.Context) {
 	}
 	if stall {
 		gu.con.say(stallLine(data))
-		_ = gu.env().Observe(simenv.Observation{Fault: faults.MHCReplacement, Pool: pool.Name, Object: "VirtualMachineInstance/" + vmi.Namespace + "/" + vmi.Name,
-			Detail: "the guest stalls at boot; its Machine " + pool.Machine + " never gets a Node"})
+		// The Machine is what its health check replaces: the record names it by UID, so a
+		// test can tell its replacement from it.
+		_ = gu.env().Observe(simenv.Observation{Fault: faults.MHCReplacement, Pool: pool.Name, Object: "Machine/" + vmi.Namespace + "/" + pool.Machine,
+			UID: pool.MachineUID, Detail: "the guest of VMI " + vmi.Name + " stalls at boot; its Machine never gets a Node"})
 		return
 	}
 	gu.join(ctx, pool, known, data)

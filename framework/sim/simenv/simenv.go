@@ -90,7 +90,8 @@ func (e *Env) Latency(name string) time.Duration {
 type Observation struct {
 	Fault  faults.Name `json:"fault"`
 	Pool   string      `json:"pool"`
-	Object string      `json:"object"` // Kind/namespace/name the effect shows on
+	Object string      `json:"object"`        // Kind/namespace/name the effect shows on
+	UID    string      `json:"uid,omitempty"` // that object's UID, when the effect is tied to it
 	Detail string      `json:"detail"`
 	At     time.Time   `json:"at"`
 }

@@ -12,7 +12,6 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"strings"
-	"sync"
 	"sync/atomic"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -42,7 +41,6 @@ type proxy struct {
 	count  atomic.Int64
 	inject bool
 	env    *simenv.Env
-	once   sync.Once
 	// consoles serves the VMIs' console subresource (the apiserver does not: KubeVirt's
 	// virt-api does, through the aggregator).
 	consoles *consoleServer
@@ -99,10 +97,9 @@ func (p *proxy) handler(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if p.inject && r.URL.Query().Get("watch") != "true" && !strings.HasSuffix(r.URL.Path, "/log") &&
 			p.count.Add(1)%transientEvery == 0 {
-			p.once.Do(func() {
-				_ = p.env.Observe(simenv.Observation{Fault: faults.APIServerTransient, Object: "management apiserver",
-					Detail: fmt.Sprintf("%s %s answered 500 etcdserver: leader changed", r.Method, r.URL.Path)})
-			})
+			// Every injection is recorded, so a run can show how many it absorbed.
+			_ = p.env.Observe(simenv.Observation{Fault: faults.APIServerTransient, Object: "management apiserver",
+				Detail: fmt.Sprintf("%s %s answered 500 etcdserver: leader changed", r.Method, r.URL.Path)})
 			writeStatus(w, http.StatusInternalServerError, "etcdserver: leader changed")
 			return
 		}
