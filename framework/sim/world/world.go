@@ -28,6 +28,10 @@ type Options struct {
 	ServiceCIDR string
 	// Users are token users of the management apiserver besides the admin.
 	Users []controlplane.User
+	// Replaced names fixture CRDs the world does not install because a real upstream component
+	// brings its own from its module (CAPK's and the Talos bootstrap provider's, which the sim
+	// substrate installs before Run).
+	Replaced []string
 	// Log receives progress lines for people; nil discards them.
 	Log io.Writer
 }
@@ -102,7 +106,7 @@ func Start(ctx context.Context, o Options) (_ *World, err error) {
 		return nil, err
 	}
 	t := time.Now()
-	if err := installCRDs(ctx, w.Cluster, w.webhooks); err != nil {
+	if err := installCRDs(ctx, w.Cluster, w.webhooks, o.Replaced); err != nil {
 		return nil, err
 	}
 	fmt.Fprintf(o.Log, "sim: fixture CRDs established in %s\n", since(t))
