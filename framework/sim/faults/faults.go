@@ -49,7 +49,7 @@ var catalogue = []Fault{
 		"kube-scheduler's PodScheduled=False reason Unschedulable on the launcher (the real scheduler in the sim); KubeVirt v1.8.4 copies it onto the VMI", false, false},
 	{GuestJoinRejected, "the control plane refuses the kubelet's bootstrap credentials: no CSR and no Node; a kubeadm join prints its error on the console (error execution phase preflight: couldn't validate the identity of the API Server), a Talos guest prints nothing of it",
 		"kubeadm's error text (k8s.io/kubernetes v1.35.4 cmd/kubeadm/app/cmd/phases/workflow/runner.go:262, cmd/kubeadm/app/discovery/discovery.go:46); that it reaches a Kairos serial console: the seed (#4911), not readable upstream", false, false},
-	{ProviderIDMissing, "the Node registers under a name of its own without a providerID, so none ever comes (CAPK patches only the Node named like the VMI): a Talos machine configuration naming its own host, a Kairos bootstrap data without --provider-id",
+	{ProviderIDMissing, "the Node registers under a name of its own without a providerID, so none ever comes (CAPK patches only the Node named like the VMI): a Talos guest to which no host name reaches names itself talos-<3>-<3>, a Kairos bootstrap data without --provider-id",
 		"CAPK v0.1.10 controllers/kubevirtmachine_controller.go:389-434 (providerID patched onto the Node of the KubevirtMachine's name only); kubelet sets spec.providerID only when it registers", false, false},
 	{NodeNotReady, "the Node registers and reports Ready=False (KubeletNotReady, CNI not initialized), its Lease renewed",
 		"kubelet Ready=False reason KubeletNotReady with the runtime's network message (kubelet's node status)", false, false},

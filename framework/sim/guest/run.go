@@ -99,6 +99,12 @@ func (gu *guest) join(ctx context.Context, pool standin.Pool, known bool, data b
 		data = again
 	}
 	name := nodeName(data, vmi)
+	if data.OS == names.OSTalos && active(faults.ProviderIDMissing) {
+		// No host name reaches the guest (the instance metadata's is not taken): Talos names the
+		// host itself, talos-<3>-<3>, so the Node is not named like the VMI.
+		id := hex.EncodeToString(machineID(vmi))[:6]
+		name = "talos-" + id[:3] + "-" + id[3:]
+	}
 	steps := joinLines(data)
 	step := gu.env().Latency(LatencyJoin) / time.Duration(len(steps)+1)
 	for i, l := range steps {

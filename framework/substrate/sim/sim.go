@@ -1,6 +1,7 @@
 // Package sim is the sim substrate: a real local management cluster (framework/sim/world) with
-// the real Cluster API controllers, the platform and Kamaji stand-ins, and whatever other
-// stand-ins are added before Up; faults from E2E_SIM_FAULT. The harness reaches the management
+// the real Cluster API controllers in process, the real CAPK and Talos bootstrap provider as
+// processes beside it (framework/sim/upstream, built by `make tools`), the platform and Kamaji
+// stand-ins, and whatever other stand-ins are added before Up; faults from E2E_SIM_FAULT. The harness reaches the management
 // apiserver through a TLS-terminating proxy that passes tokens through and, under the
 // apiserver-transient fault, answers some requests 500 "etcdserver: leader changed".
 package sim
@@ -28,11 +29,12 @@ import (
 	"github.com/cozystack/cozy-e2e/framework/sim/kamaji"
 	"github.com/cozystack/cozy-e2e/framework/sim/platform"
 	"github.com/cozystack/cozy-e2e/framework/sim/simenv"
+	"github.com/cozystack/cozy-e2e/framework/sim/upstream"
 	"github.com/cozystack/cozy-e2e/framework/sim/world"
 	"github.com/cozystack/cozy-e2e/framework/substrate"
 )
 
-// StandIn registers one stand-in (CAPK, a bootstrap provider, KubeVirt, CDI, the guest) on the
+// StandIn registers one stand-in (the Kairos bootstrap provider, KubeVirt, CDI, the guest) on the
 // management manager before it starts. The world gives the tools, the logs sink and OnStop.
 type StandIn func(mgr ctrl.Manager, w *world.World, env *simenv.Env) error
 
@@ -53,6 +55,7 @@ type Substrate struct {
 	mu      sync.Mutex
 	w       *world.World
 	k       *kamaji.Kamaji
+	real    *realControllers
 	px      *proxy
 	kubecfg string
 	down    bool
@@ -112,10 +115,14 @@ func (s *Substrate) Canary() string { return s.canary }
 // Name is "sim".
 func (s *Substrate) Name() string { return "sim" }
 
-// Preflight checks the control plane binaries are built.
+// Preflight checks the control plane binaries and the upstream controllers are built.
 func (s *Substrate) Preflight(ctx context.Context) error {
-	if _, err := controlplane.FindTools(); err != nil {
-		return &substrate.PreflightError{Substrate: "sim", Missing: err.Error(), Hint: "run `make tools` once (about 10 minutes cold)"}
+	tools, err := controlplane.FindTools()
+	if err == nil {
+		_, err = upstream.Find(tools)
+	}
+	if err != nil {
+		return &substrate.PreflightError{Substrate: "sim", Missing: err.Error(), Hint: "run `make tools` once (about 25 minutes cold)"}
 	}
 	return nil
 }
@@ -148,9 +155,17 @@ func (s *Substrate) Up(ctx context.Context, clock *budget.Clock) (c *cluster.Clu
 		return nil, err
 	}
 	s.env.Dir = s.dir
+	real, err := newRealControllers(tools, filepath.Join(s.dir, "upstream"))
+	if err != nil {
+		return nil, &substrate.PreflightError{Substrate: "sim", Missing: err.Error(), Hint: "run `make tools`"}
+	}
+	s.mu.Lock()
+	s.real = real
+	s.mu.Unlock()
 	start := time.Now()
 	admin := controlplane.User{Name: "e2e-harness", Groups: []string{"system:masters"}, Token: token()}
-	w, err := world.Start(pctx, world.Options{Tools: tools, Dir: filepath.Join(s.dir, "management"), Users: []controlplane.User{admin}, Log: s.o.Log})
+	w, err := world.Start(pctx, world.Options{Tools: tools, Dir: filepath.Join(s.dir, "management"), Users: []controlplane.User{admin},
+		Replaced: real.replaced(), Log: s.o.Log})
 	s.mu.Lock()
 	s.w = w
 	s.mu.Unlock()
@@ -159,6 +174,9 @@ func (s *Substrate) Up(ctx context.Context, clock *budget.Clock) (c *cluster.Clu
 	}
 	s.env.Logs = w
 	s.env.Webhooks = w
+	if err := real.installCRDs(pctx, w.Cluster); err != nil {
+		return nil, err
+	}
 	s.k, err = kamaji.Add(w.Manager(), kamaji.Options{
 		Tools: tools, EtcdURL: w.Etcd.ClientURL, Dir: filepath.Join(s.dir, "tenants"), Canary: s.canary, Log: s.o.Log,
 	})
@@ -180,6 +198,11 @@ func (s *Substrate) Up(ctx context.Context, clock *budget.Clock) (c *cluster.Clu
 	if err := w.Run(pctx); err != nil {
 		return nil, err
 	}
+	t := time.Now()
+	if err := real.start(pctx, w); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(s.o.Log, "sim: upstream controllers running in %s (%s)\n", time.Since(t).Round(time.Millisecond), real.summary())
 	if err := platform.InstallBuiltins(pctx, w.Cluster.Client); err != nil {
 		return nil, err
 	}
@@ -265,7 +288,7 @@ func (s *Substrate) Pids() []int {
 	if s.k != nil {
 		out = append(out, s.k.Pids()...)
 	}
-	return out
+	return append(out, s.real.pids()...)
 }
 
 // World is the management world (nil before Up).
