@@ -124,3 +124,9 @@ func (e *Env) Close() error {
 	e.observed = nil
 	return err
 }
+
+// LoopbackAnnotation is the sim's own stand-in for the pod network: on a management Service, the
+// loopback address (127.0.0.1:<port>) its ClusterIP and first port lead to. The Kamaji stand-in
+// sets it on a tenant control plane's Service, whose apiserver listens on loopback; the guest
+// stand-in dials through it, as a worker VM reaches the Service through kube-proxy.
+const LoopbackAnnotation = "sim.cozy-e2e.io/loopback"
