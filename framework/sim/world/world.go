@@ -120,6 +120,13 @@ func Start(ctx context.Context, o Options) (_ *World, err error) {
 	if err := createNodes(ctx, w.Cluster, o.Nodes); err != nil {
 		return nil, err
 	}
+	serviceCIDR := o.ServiceCIDR
+	if serviceCIDR == "" {
+		serviceCIDR = "10.96.0.0/16" // the apiserver's default here (controlplane.StartAPIServer)
+	}
+	if err := createDNSService(ctx, w.Cluster, serviceCIDR); err != nil {
+		return nil, err
+	}
 	if w.mgr, err = newManager(life, w.API.Admin(), w.webhooks, controllerLogger(filepath.Join(o.Dir, "controllers.log"))); err != nil {
 		return nil, err
 	}
