@@ -2,7 +2,11 @@
 // into its namespace (with the tenant admin group's RoleBinding and the canary Secret) and a
 // Kubernetes app into what packages/apps/kubernetes renders through its HelmRelease: Cluster,
 // KamajiControlPlane, KubevirtCluster, and per pool a MachineDeployment, MachineHealthCheck,
-// content-hashed KubevirtMachineTemplate and, once the control plane is up, the bootstrap
-// template of the pool's NodeGroupClass. The chart's refusals leave the live objects unchanged
+// content-hashed KubevirtMachineTemplate and the bootstrap template of the pool's
+// NodeGroupClass. For the Talos pools it plays the chart's talos-reconcile Job (the
+// TalosConfigTemplate with the full worker configuration, once the Job's inputs exist), its
+// bootstrap-token-tenant hook Job (the bootstrap token in the tenant) and cert-manager (the Talos
+// CA); the Kairos pools' templates model cozystack/cozystack#4911, applied once the control
+// plane is up. The chart's refusals leave the live objects unchanged
 // and turn the HelmRelease Ready=False with the chart's message, mirrored in the app's status.
 package platform

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -26,6 +27,10 @@ type Platform struct {
 	o Options
 	c client.Client
 	r client.Reader // live reads (NodeGroupClasses, live MachineDeployments)
+
+	mu sync.Mutex
+	// tokensDone are the releases whose bootstrap token the tenant holds, by admin kubeconfig.
+	tokensDone map[string]bool
 }
 
 // Add registers the platform's reconcilers on mgr. They reconcile the HelmReleases the apps
@@ -38,7 +43,7 @@ func Add(mgr ctrl.Manager, o Options) (*Platform, error) {
 	if o.Health == (HealthTimers{}) {
 		o.Health = ChartHealthTimers()
 	}
-	p := &Platform{o: o, c: mgr.GetClient(), r: mgr.GetAPIReader()}
+	p := &Platform{o: o, c: mgr.GetClient(), r: mgr.GetAPIReader(), tokensDone: map[string]bool{}}
 	// A release is reconciled when its spec changes (its status is the platform's own write).
 	of := func(kind string) predicate.Predicate {
 		return predicate.And(predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetLabels()[AppKindLabel] == kind }),

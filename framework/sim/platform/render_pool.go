@@ -41,9 +41,9 @@ func (r *renderer) pool(p string) ([]*unstructured.Unstructured, *unstructured.U
 		}
 	}
 	md := r.release + "-" + p
-	want := "TalosConfigTemplate"
+	want, bootstrapGVK := "TalosConfigTemplate", TalosConfigTemplateGVK
 	if kairos {
-		want = "KairosConfigTemplate"
+		want, bootstrapGVK = "KairosConfigTemplate", KairosConfigTemplateGVK
 	}
 	if live := r.live.BootstrapKind[p]; (live == "TalosConfigTemplate" || live == "KairosConfigTemplate") && live != want {
 		return nil, nil, &Refusal{Pool: p, Field: "nodeGroupClassName", Message: fmt.Sprintf(
@@ -63,7 +63,7 @@ func (r *renderer) pool(p string) ([]*unstructured.Unstructured, *unstructured.U
 	for _, role := range roles {
 		templateLabels["node-role.kubernetes.io/"+role] = ""
 	}
-	bootstrap := r.bootstrapTemplate(p, class, version)
+	bootstrap := r.bootstrapTemplate(p, spec, class, version)
 	minR, maxR := num(spec["minReplicas"], 0), num(spec["maxReplicas"], 10)
 	mdObj := object(MachineDeploymentGVK, r.app.Namespace, md, r.labels())
 	mdObj.SetAnnotations(map[string]string{
@@ -87,7 +87,7 @@ func (r *renderer) pool(p string) ([]*unstructured.Unstructured, *unstructured.U
 			"spec": map[string]any{
 				"clusterName":       r.release,
 				"version":           version,
-				"bootstrap":         map[string]any{"configRef": ref(bootstrap.GroupVersionKind(), "", bootstrap.GetName())},
+				"bootstrap":         map[string]any{"configRef": ref(bootstrapGVK, "", md)},
 				"infrastructureRef": ref(KubevirtMachineTemplateGVK, "", kmt.GetName()),
 			},
 		},
@@ -103,6 +103,9 @@ func (r *renderer) pool(p string) ([]*unstructured.Unstructured, *unstructured.U
 			map[string]any{"type": "Ready", "status": "Unknown", "timeout": h.ReadyUnknownTimeout.String()},
 			map[string]any{"type": "Ready", "status": "False", "timeout": h.ReadyFalseTimeout.String()},
 		},
+	}
+	if kairos && !r.live.ControlPlaneUp {
+		bootstrap = nil
 	}
 	return []*unstructured.Unstructured{kmt, mdObj, mhc}, bootstrap, nil
 }
@@ -179,8 +182,10 @@ func (r *renderer) machineTemplate(p string, spec map[string]any, class Class, v
 }
 
 // bootstrapTemplate is what the talos-reconcile or kairos-reconcile Job applies: owned by the
-// KamajiControlPlane, named like the MachineDeployment.
-func (r *renderer) bootstrapTemplate(p string, class Class, version string) *unstructured.Unstructured {
+// KamajiControlPlane, named like the MachineDeployment. The Talos one carries the full worker
+// machine configuration of the chart's Job (talosWorkerConfig); under guest-join-rejected its
+// bootstrap token is one the tenant does not hold, so the tenant refuses the kubelet.
+func (r *renderer) bootstrapTemplate(p string, spec map[string]any, class Class, version string) *unstructured.Unstructured {
 	name := r.release + "-" + p
 	apiserver := fmt.Sprintf("https://%s.%s.svc:6443", r.release, r.app.Namespace)
 	if class.OS == ClassKairos {
@@ -200,10 +205,21 @@ func (r *renderer) bootstrapTemplate(p string, class Class, version string) *uns
 		}}}
 		return t
 	}
+	if r.live.Talos == nil {
+		return nil
+	}
+	token := r.live.Talos.Secrets.bootstrapToken()
+	if r.o.Faults != nil && r.o.Faults.Active("guest-join-rejected", p, false) {
+		s := []rune(r.live.Talos.Secrets.BootstrapTokenSecret)
+		for i, j := 0, len(s)-1; i < j; i, j = i+1, j-1 {
+			s[i], s[j] = s[j], s[i]
+		}
+		token = r.live.Talos.Secrets.BootstrapTokenID + "." + string(s)
+	}
 	t := object(TalosConfigTemplateGVK, r.app.Namespace, name, r.labels())
 	t.Object["spec"] = map[string]any{"template": map[string]any{"spec": map[string]any{
-		"generateType": "none", "talosVersion": "v1.13.6",
-		"data": fmt.Sprintf("version: v1alpha1\nmachine:\n  type: worker\n  kubelet:\n    image: ghcr.io/siderolabs/kubelet:%s\ncluster:\n  controlPlane:\n    endpoint: %s\n", version, apiserver),
+		"generateType": "none", "talosVersion": talosVersion,
+		"data": talosWorkerConfig(r.live.Talos, r.release, r.app.Namespace, version, spec, token),
 	}}}
 	return t
 }
