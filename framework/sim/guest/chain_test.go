@@ -2,11 +2,14 @@ package guest_test
 
 import (
 	"context"
+	"encoding/base64"
+	"net/url"
 	"os"
 	"strings"
 	"testing"
 	"time"
 
+	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -22,7 +25,9 @@ import (
 	"github.com/cozystack/cozy-e2e/framework/cluster"
 	"github.com/cozystack/cozy-e2e/framework/sim/bootstrap"
 	"github.com/cozystack/cozy-e2e/framework/sim/cdi"
+	"github.com/cozystack/cozy-e2e/framework/sim/faults"
 	"github.com/cozystack/cozy-e2e/framework/sim/guest"
+	"github.com/cozystack/cozy-e2e/framework/sim/kamaji"
 	"github.com/cozystack/cozy-e2e/framework/sim/kubevirt"
 	"github.com/cozystack/cozy-e2e/framework/sim/names"
 	"github.com/cozystack/cozy-e2e/framework/sim/simenv"
@@ -40,15 +45,16 @@ type world struct {
 	tenant *cluster.Cluster
 	env    *simenv.Env
 	c      client.Client
-	// talosData is the Talos machine configuration a Talos Machine's bootstrap data holds.
-	talosData string
+	// serviceIP and clusterCA are the tenant apiserver's Service address and CA.
+	serviceIP string
+	clusterCA []byte
 }
 
 func start(t *testing.T, fault string) *world {
 	t.Helper()
 	e := simtest.Start(t)
 	e.Machines(t, "64Gi")
-	tapi, tc := simtest.Tenant(t)
+	tapi, tc := simtest.KamajiTenant(t, ns, release)
 	env := simtest.SimEnv(t, e.Dir, fault, map[string]time.Duration{
 		cdi.LatencyImport: 500 * time.Millisecond, guest.LatencyBoot: 300 * time.Millisecond, guest.LatencyJoin: 300 * time.Millisecond,
 		kubevirt.LatencyStart: 100 * time.Millisecond, kubevirt.LatencyShutdown: 100 * time.Millisecond,
@@ -58,10 +64,9 @@ func start(t *testing.T, fault string) *world {
 		setups = append(setups, func(m manager.Manager) error { return setup(m, env) })
 	}
 	e.Manager(t, setups...)
-	w := &world{mgmt: e, tenant: tc, env: env, c: e.Cluster.Client,
-		talosData: "version: v1alpha1\nmachine:\n  type: worker\n  kubelet:\n    image: ghcr.io/siderolabs/kubelet:v1.35.4\ncluster:\n  controlPlane:\n    endpoint: https://" + release + "." + ns + ".svc:6443\n"}
+	w := &world{mgmt: e, tenant: tc, env: env, c: e.Cluster.Client}
 	ctx := t.Context()
-	must(t, w.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+	must(t, w.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Namespace: "", Name: ns}}))
 	kc, err := clientcmd.Write(*kubeconfig(tapi.Admin().Host, tapi.Admin().CAData, tapi.Admin().CertData, tapi.Admin().KeyData))
 	must(t, err)
 	must(t, w.c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: release + "-kubeconfig"},
@@ -75,7 +80,39 @@ func start(t *testing.T, fault string) *world {
 	yes := true
 	cl.Status.Initialization = clusterv1.ClusterInitializationStatus{InfrastructureProvisioned: &yes, ControlPlaneInitialized: &yes}
 	must(t, w.c.Status().Update(ctx, cl))
+
+	// What Kamaji publishes: the apiserver's Service (here leading to its loopback address) and
+	// the tenant's bootstrap-token RBAC; what the chart's bootstrap-token-tenant Job writes: the
+	// bootstrap token.
+	u, err := url.Parse(tapi.URL)
+	must(t, err)
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: release, Annotations: map[string]string{simenv.LoopbackAnnotation: u.Host}},
+		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "kube-apiserver", Port: 6443}}}}
+	must(t, w.c.Create(ctx, svc))
+	must(t, kamaji.EnsureBootstrapTokenRBAC(ctx, tc.Client))
+	must(t, tc.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "bootstrap-token-" + tokenID},
+		Type: corev1.SecretTypeBootstrapToken, Data: map[string][]byte{"token-id": []byte(tokenID), "token-secret": []byte(tokenSecret),
+			"usage-bootstrap-authentication": []byte("true"), "auth-extra-groups": []byte(kamaji.NodeBootstrapTokenAuthGroup)}}))
+	w.serviceIP, w.clusterCA = svc.Spec.ClusterIP, tapi.CA.CertPEM
 	return w
+}
+
+// The tenant's bootstrap token, as the chart's talos-secrets renders it.
+const (
+	tokenID     = "k8sjn1"
+	tokenSecret = "0123456789abcdef"
+)
+
+// talosData is a Talos worker's machine configuration as the chart's talos-reconcile Job renders
+// it, with the parts a join needs: the endpoint behind the apiserver's Service, the Service's
+// address among the extra host entries, the cluster CA, the bootstrap token.
+func (w *world) talosData(token string) string {
+	b64 := base64.StdEncoding.EncodeToString
+	return "version: v1alpha1\npersist: true\nmachine:\n  type: worker\n  token: abcdef.0123456789abcdef\n" +
+		"  network:\n    extraHostEntries:\n      - ip: " + w.serviceIP + "\n        aliases:\n          - " + release + "." + ns + ".svc\n" +
+		"  ca:\n    crt: " + b64([]byte("talos CA")) + "\n  kubelet:\n    image: ghcr.io/siderolabs/kubelet:v1.35.4\n" +
+		"cluster:\n  controlPlane:\n    endpoint: https://" + release + "." + ns + ".svc:6443\n  clusterName: " + release + "\n" +
+		"  token: " + token + "\n  ca:\n    crt: " + b64(w.clusterCA) + "\n"
 }
 
 // machine drives one Machine of pool the way Cluster API and the providers do: the Machine;
@@ -117,10 +154,16 @@ func (w *world) machine(t *testing.T, pool, name string, kairos bool) {
 			return secret != "", nil
 		})
 	} else {
-		// CABPT v0.6.12 for generateType none: <machine>-bootstrap-data, key value, the config.
+		// CABPT v0.6.12 for generateType none: <machine>-bootstrap-data, key value, the config;
+		// under guest-join-rejected with a token the tenant does not hold, as the platform
+		// renders it then.
+		token := tokenID + "." + tokenSecret
+		if w.env.Faults.Active(faults.GuestJoinRejected, pool, false) {
+			token = tokenID + ".fedcba9876543210"
+		}
 		secret = name + "-bootstrap-data"
 		must(t, w.c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: secret,
-			Labels: map[string]string{clusterv1.ClusterNameLabel: release}}, Data: map[string][]byte{"value": []byte(w.talosData)}}))
+			Labels: map[string]string{clusterv1.ClusterNameLabel: release}}, Data: map[string][]byte{"value": []byte(w.talosData(token))}}))
 	}
 	m.Spec.Bootstrap.DataSecretName = &secret
 	must(t, w.c.Update(ctx, m))
@@ -237,6 +280,12 @@ func TestTalosMachineJoinsAndGoesAway(t *testing.T) {
 		return err == nil, client.IgnoreNotFound(err)
 	})
 	stamp("Node registered")
+	// The kubelet bootstrapped with the token: its CSR, approved and signed by the tenant.
+	var csrs certificatesv1.CertificateSigningRequestList
+	must(t, w.tenant.Client.List(ctx, &csrs))
+	if len(csrs.Items) != 1 || csrs.Items[0].Spec.Username != "system:bootstrap:"+tokenID || len(csrs.Items[0].Status.Certificate) == 0 {
+		t.Errorf("want one signed CSR by the bootstrap token, got %d: %+v", len(csrs.Items), csrs.Items)
+	}
 	w.until(t, "Node Ready", func(ctx context.Context) (bool, error) {
 		err := w.tenant.Client.Get(ctx, client.ObjectKey{Name: name}, node)
 		for _, c := range node.Status.Conditions {
