@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -94,10 +95,25 @@ func (r *renderer) pool(p string) ([]*unstructured.Unstructured, *unstructured.U
 	}
 	mhc := object(MachineHealthCheckGVK, r.app.Namespace, md, r.labels())
 	h := r.o.Health
+	// The app's nodeHealthCheck, then the node group's own, override the cluster-wide values
+	// (templates/cluster.yaml:821-839).
+	maxUnhealthy, startup := h.MaxUnhealthy, h.NodeStartupTimeout.String()
+	if nhc, ok := r.app.Spec["nodeHealthCheck"].(map[string]any); ok {
+		maxUnhealthy, startup = str(nhc["maxUnhealthy"], maxUnhealthy), str(nhc["nodeStartupTimeout"], startup)
+	}
+	maxUnhealthy, startup = str(spec["maxUnhealthy"], maxUnhealthy), str(spec["nodeStartupTimeout"], startup)
+	var mu any = maxUnhealthy
+	if !strings.HasSuffix(maxUnhealthy, "%") {
+		n, err := strconv.ParseInt(maxUnhealthy, 10, 32)
+		if err != nil {
+			return nil, nil, &Refusal{Pool: p, Field: "maxUnhealthy", Message: fmt.Sprintf("must be a bare integer (e.g. 0, 1) or an integer percentage (e.g. 50%%), got %q", maxUnhealthy)}
+		}
+		mu = n
+	}
 	mhc.Object["spec"] = map[string]any{
 		"clusterName":        r.release,
-		"maxUnhealthy":       h.MaxUnhealthy,
-		"nodeStartupTimeout": h.NodeStartupTimeout.String(),
+		"maxUnhealthy":       mu,
+		"nodeStartupTimeout": startup,
 		"selector":           map[string]any{"matchLabels": map[string]any{"cluster.x-k8s.io/cluster-name": r.release, "cluster.x-k8s.io/deployment-name": md}},
 		"unhealthyConditions": []any{
 			map[string]any{"type": "Ready", "status": "Unknown", "timeout": h.ReadyUnknownTimeout.String()},

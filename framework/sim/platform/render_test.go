@@ -208,3 +208,41 @@ func TestClusterDNSMismatchFaultRendersAnAddressNoCoreDNSHolds(t *testing.T) {
 }
 
 func fmtAny(v any) string { return strings.ReplaceAll(strings.TrimSpace(fmtSprint(v)), "\n", " ") }
+
+// The MachineHealthCheck gets the chart's values, the app's nodeHealthCheck over them, and a
+// node group's own over both (templates/cluster.yaml:821-849); maxUnhealthy renders as the
+// chart renders it, a percentage as a string and a bare integer as a number.
+func TestMachineHealthCheckValues(t *testing.T) {
+	a := app(map[string]any{"md0": pool(nil), "own": pool(map[string]any{"maxUnhealthy": "0", "nodeStartupTimeout": "90s"})})
+	r, err := Render(a, classes, Live{}, opts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := func(r *Rendered, p string) map[string]any {
+		s, _, _ := unstructured.NestedMap(find(r.Objects, "MachineHealthCheck", "kubernetes-t1-"+p).Object, "spec")
+		return s
+	}
+	md0 := spec(r, "md0")
+	if md0["maxUnhealthy"] != "50%" || md0["nodeStartupTimeout"] != "10m0s" {
+		t.Errorf("chart defaults: %v", md0)
+	}
+	conds := fmtAny(md0["unhealthyConditions"])
+	if !strings.Contains(conds, "Unknown") || !strings.Contains(conds, "30s") || !strings.Contains(conds, "5m0s") {
+		t.Errorf("unhealthy conditions %s", conds)
+	}
+	if own := spec(r, "own"); own["maxUnhealthy"] != int64(0) || own["nodeStartupTimeout"] != "90s" {
+		t.Errorf("the node group's own: %v", own)
+	}
+	a.Spec["nodeHealthCheck"] = map[string]any{"maxUnhealthy": "100%", "nodeStartupTimeout": "2m"}
+	r, err = Render(a, classes, Live{}, opts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if md0 := spec(r, "md0"); md0["maxUnhealthy"] != "100%" || md0["nodeStartupTimeout"] != "2m" {
+		t.Errorf("the app's nodeHealthCheck: %v", md0)
+	}
+	a.Spec["nodeHealthCheck"] = map[string]any{"maxUnhealthy": "half"}
+	if _, err := Render(a, classes, Live{}, opts()); err == nil || !strings.Contains(err.Error(), `must be a bare integer (e.g. 0, 1) or an integer percentage (e.g. 50%), got "half"`) {
+		t.Errorf("a bad maxUnhealthy: %v", err)
+	}
+}
