@@ -83,7 +83,7 @@ func New(l *lane.Lane, o substrate.Options) (*Substrate, error) {
 	if o.Log == nil {
 		o.Log = io.Discard
 	}
-	s := &Substrate{lane: l, o: o, canary: canary, health: simHealthTimers()}
+	s := &Substrate{lane: l, o: o, canary: canary, health: healthTimers(l)}
 	lat := map[string]time.Duration{}
 	if l.Sim != nil {
 		for k, v := range l.Sim.Latencies {
@@ -94,13 +94,22 @@ func New(l *lane.Lane, o substrate.Options) (*Substrate, error) {
 	return s, nil
 }
 
-// simHealthTimers are the MachineHealthCheck timers of the sim: short enough that the real
-// MachineHealthCheck controller replaces a stalled Machine within the pools phase (the
-// validating webhook refuses a node startup timeout under 30s), and maxUnhealthy 100% so a
-// one-machine pool remediates too.
-func simHealthTimers() platform.HealthTimers {
-	return platform.HealthTimers{NodeStartupTimeout: 30 * time.Second, ReadyUnknownTimeout: 30 * time.Second,
-		ReadyFalseTimeout: 5 * time.Minute, MaxUnhealthy: "100%"}
+// healthTimers are the MachineHealthCheck values the sim renders: the pinned chart's
+// (maxUnhealthy 50%, nodeStartupTimeout 10m), or the lane's sim.machineHealthCheck, as an app's
+// nodeHealthCheck values would set them (a lane for the mhc-replacement fault shortens them so
+// a stalled Machine is replaced within a run, and one-machine pools too).
+func healthTimers(l *lane.Lane) platform.HealthTimers {
+	h := platform.ChartHealthTimers()
+	if l.Sim == nil || l.Sim.MachineHealthCheck == nil {
+		return h
+	}
+	if m := l.Sim.MachineHealthCheck; m.MaxUnhealthy != "" {
+		h.MaxUnhealthy = m.MaxUnhealthy
+	}
+	if d := l.Sim.MachineHealthCheck.NodeStartupTimeout.D(); d != 0 {
+		h.NodeStartupTimeout = d
+	}
+	return h
 }
 
 // AddStandIn registers a stand-in to join the manager at Up. Call it before Up.
