@@ -48,11 +48,13 @@ type run struct {
 	logFile   *os.File
 	sub       substrate.Substrate
 	partial   *cluster.Cluster // the management cluster a failed Up handed back
-	newSub    func(*lane.Lane, substrate.Options) (substrate.Substrate, error)
-	failures  []verdict.Failure
-	ranSuites bool           // the suites started (their reports are expected)
-	manifest  *diag.Manifest // the harness's own collectors
-	started   time.Time
+	// components are the substrate's real components, for run.json.
+	components []substrate.Component
+	newSub     func(*lane.Lane, substrate.Options) (substrate.Substrate, error)
+	failures   []verdict.Failure
+	ranSuites  bool           // the suites started (their reports are expected)
+	manifest   *diag.Manifest // the harness's own collectors
+	started    time.Time
 }
 
 func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -199,6 +201,7 @@ func (r *run) bringUp(ctx context.Context) (*cluster.Cluster, error) {
 		r.fail(verdict.Preflight, "preflight", err)
 		return nil, err
 	}
+	r.listComponents(sub)
 	r.logf("preflight ok; bringing up the %s substrate", sub.Name())
 	mgmt, err := sub.Up(ctx, r.clock)
 	if err != nil {
