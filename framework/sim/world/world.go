@@ -28,6 +28,9 @@ type Options struct {
 	ServiceCIDR string
 	// Users are token users of the management apiserver besides the admin.
 	Users []controlplane.User
+	// DNSService creates the management cluster's CoreDNS Service (kube-system/kube-dns), as
+	// the platform has one; tests that play a tenant on the management apiserver leave it out.
+	DNSService bool
 	// Replaced names fixture CRDs the world does not install because a real upstream component
 	// brings its own from its module (CAPK's and the Talos bootstrap provider's, which the sim
 	// substrate installs before Run).
@@ -120,12 +123,14 @@ func Start(ctx context.Context, o Options) (_ *World, err error) {
 	if err := createNodes(ctx, w.Cluster, o.Nodes); err != nil {
 		return nil, err
 	}
-	serviceCIDR := o.ServiceCIDR
-	if serviceCIDR == "" {
-		serviceCIDR = "10.96.0.0/16" // the apiserver's default here (controlplane.StartAPIServer)
-	}
-	if err := createDNSService(ctx, w.Cluster, serviceCIDR); err != nil {
-		return nil, err
+	if o.DNSService {
+		serviceCIDR := o.ServiceCIDR
+		if serviceCIDR == "" {
+			serviceCIDR = "10.96.0.0/16" // the apiserver's default here (controlplane.StartAPIServer)
+		}
+		if err := createDNSService(ctx, w.Cluster, serviceCIDR); err != nil {
+			return nil, err
+		}
 	}
 	if w.mgr, err = newManager(life, w.API.Admin(), w.webhooks, controllerLogger(filepath.Join(o.Dir, "controllers.log"))); err != nil {
 		return nil, err

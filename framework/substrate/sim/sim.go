@@ -174,7 +174,7 @@ func (s *Substrate) Up(ctx context.Context, clock *budget.Clock) (c *cluster.Clu
 	start := time.Now()
 	admin := controlplane.User{Name: "e2e-harness", Groups: []string{"system:masters"}, Token: token()}
 	w, err := world.Start(pctx, world.Options{Tools: tools, Dir: filepath.Join(s.dir, "management"), Users: []controlplane.User{admin},
-		Replaced: real.replaced(), Log: s.o.Log})
+		Replaced: real.replaced(), DNSService: true, Log: s.o.Log})
 	s.mu.Lock()
 	s.w = w
 	s.mu.Unlock()
