@@ -48,8 +48,11 @@ func (k *Kamaji) publishStatus(ctx context.Context, kcp, tcp *unstructured.Unstr
 		replicas = 1
 	}
 	ts := now().UTC().Format("2006-01-02T15:04:05Z")
+	// The provider's conditions are metav1.Conditions: a satisfied one has reason Succeeded and
+	// no message (controllers/conditions.go:14-49 of the provider v0.19.0).
 	cond := func(typ string) map[string]any {
-		return map[string]any{"type": typ, "status": "True", "lastTransitionTime": ts}
+		return map[string]any{"type": typ, "status": "True", "reason": "Succeeded", "message": "", "lastTransitionTime": ts,
+			"observedGeneration": kcp.GetGeneration()}
 	}
 	status := map[string]any{
 		"initialized": true, "ready": true, "externalManagedControlPlane": true, "version": version,
