@@ -18,6 +18,7 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -416,4 +417,39 @@ func waitEstablished(ctx context.Context, c *cluster.Cluster, crds []CRD) error 
 		return fmt.Errorf("upstream: CRDs not Established (%w): %s", err, strings.Join(pending, ", "))
 	}
 	return nil
+}
+
+// InstanceTypes are the VirtualMachineClusterInstancetypes the platform installs (Cozystack
+// v1.6.1 packages/system/kubevirt-instancetypes/templates/instancetypes.yaml, plain objects, no
+// templating): the Kubernetes chart looks a node group's instanceType up among them
+// (templates/cluster.yaml, talos/talos-reconcile-job.yaml).
+func (b *Build) InstanceTypes() ([]*unstructured.Unstructured, error) {
+	const rel = "packages/system/kubevirt-instancetypes/templates/instancetypes.yaml"
+	path := b.Src("cozystack", filepath.FromSlash(rel))
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("upstream: %w; run `make tools`", err)
+	}
+	var out []*unstructured.Unstructured
+	r := newDocReader(data)
+	for {
+		doc, ok, err := r.next()
+		if err != nil {
+			return nil, fmt.Errorf("upstream: %s: %w", rel, err)
+		}
+		if !ok {
+			break
+		}
+		u := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal(doc, &u.Object); err != nil {
+			return nil, fmt.Errorf("upstream: %s: document %d: %w", rel, r.n, err)
+		}
+		if u.GetKind() == "VirtualMachineClusterInstancetype" {
+			out = append(out, u)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("upstream: %s holds no VirtualMachineClusterInstancetype", rel)
+	}
+	return out, nil
 }

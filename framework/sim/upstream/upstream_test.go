@@ -260,3 +260,26 @@ func TestAControllerThatCannotStartLeavesNoWebhook(t *testing.T) {
 		t.Errorf("webhook configuration %s left behind", h.Name)
 	}
 }
+
+// The platform's instance types are read from its package: u1.medium, which the harness's node
+// groups name, is 1 CPU and 4Gi.
+func TestInstanceTypes(t *testing.T) {
+	b := findBuild(t)
+	its, err := b.InstanceTypes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, it := range its {
+		if it.GetName() != "u1.medium" {
+			continue
+		}
+		cpu, _, _ := unstructured.NestedFieldNoCopy(it.Object, "spec", "cpu", "guest")
+		mem, _, _ := unstructured.NestedString(it.Object, "spec", "memory", "guest")
+		if fmt.Sprint(cpu) != "1" || mem != "4Gi" {
+			t.Fatalf("u1.medium: cpu %v memory %s", cpu, mem)
+		}
+		t.Logf("%d instance types, u1.medium among them", len(its))
+		return
+	}
+	t.Fatalf("no u1.medium among %d instance types", len(its))
+}
