@@ -61,12 +61,17 @@ type Kind struct {
 	Kind, Resource, Prefix string
 	// ChartRef is the ApplicationDefinition's release.chartRef.
 	ChartRef map[string]any
+	// DisableWait is the release's install and upgrade disableWait.
+	DisableWait bool
 }
 
 // Kinds are the apps the harness drives.
 var Kinds = []Kind{
 	{Kind: "Kubernetes", Resource: "kuberneteses", Prefix: "kubernetes-",
-		ChartRef: map[string]any{"kind": "ExternalArtifact", "name": "cozystack-kubernetes-application-kubevirt-kubernetes", "namespace": "cozy-system"}},
+		ChartRef: map[string]any{"kind": "ExternalArtifact", "name": "cozystack-kubernetes-application-kubevirt-kubernetes", "namespace": "cozy-system"},
+		// packages/system/kubernetes-rd/cozyrds/kubernetes.yaml lines 18-43 (Cozystack v1.6.1):
+		// install and upgrade without wait.
+		DisableWait: true},
 	{Kind: "Tenant", Resource: "tenants", Prefix: "tenant-",
 		ChartRef: map[string]any{"kind": "ExternalArtifact", "name": "cozystack-tenant-application-default-tenant", "namespace": "cozy-system"}},
 }

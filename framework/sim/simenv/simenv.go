@@ -130,3 +130,14 @@ func (e *Env) Close() error {
 // sets it on a tenant control plane's Service, whose apiserver listens on loopback; the guest
 // stand-in dials through it, as a worker VM reaches the Service through kube-proxy.
 const LoopbackAnnotation = "sim.cozy-e2e.io/loopback"
+
+// RendererLabel, on a Kubernetes app's HelmRelease, says which renders it in the sim: RendererChart,
+// the real Cozystack Kubernetes chart through the real helm-controller, for an app whose pools
+// all run Talos (what the pinned chart knows); RendererModel, the platform stand-in's model of
+// cozystack/cozystack#4911 (NodeGroupClass), for an app with a pool on any other class. The app
+// API stand-in sets it when it creates the release and keeps it.
+const (
+	RendererLabel = "sim.cozy-e2e.io/renderer"
+	RendererChart = "chart"
+	RendererModel = "model-4911"
+)
