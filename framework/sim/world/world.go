@@ -31,6 +31,9 @@ type Options struct {
 	// DNSService creates the management cluster's CoreDNS Service (kube-system/kube-dns), as
 	// the platform has one; tests that play a tenant on the management apiserver leave it out.
 	DNSService bool
+	// HostJobs leaves kwok's pod-complete stage out: a Job's pod stays Running for a stand-in
+	// that runs its containers (framework/sim/hostjobs) instead of ending Succeeded at once.
+	HostJobs bool
 	// Replaced names fixture CRDs the world does not install because a real upstream component
 	// brings its own from its module (CAPK's and the Talos bootstrap provider's, which the sim
 	// substrate installs before Run).
@@ -160,7 +163,7 @@ func (w *World) startComponents(ctx context.Context) error {
 		return err
 	}
 	w.procs = append(w.procs, sched)
-	kw, err := startKwok(ctx, w.opts.Tools, w.API, mkdir(w.opts.Dir, "kwok"))
+	kw, err := startKwok(ctx, w.opts.Tools, w.API, mkdir(w.opts.Dir, "kwok"), w.opts.HostJobs)
 	if err != nil {
 		return err
 	}
