@@ -244,14 +244,18 @@ keep - "$CILIUM_MODULE" "v$CILIUM_VERSION" "$CILIUM_SUM" pkg/k8s/apis/cilium.io/
 keep - "$KUBEVIRT_MODULE" "v$KUBEVIRT_VERSION" "$KUBEVIRT_SUM" pkg/virt-operator/resource/generate/components/validations_generated.go
 # The Kubernetes chart and its library, the platform's own CRDs the chart renders objects of:
 # WorkloadMonitor (cozystack-controller), cert-manager's (as the platform's cert-manager-crds chart
-# templates them) and KamajiControlPlane (in the Kamaji control plane provider's components), and
-# the KubeVirt instance types the platform installs, which the chart looks up by name.
+# templates them), KamajiControlPlane (in the Kamaji control plane provider's components) and the
+# Keycloak operator's KeycloakClient and KeycloakClientScope (the chart's oidc-bootstrap hook
+# deletes its own of them), and the KubeVirt instance types the platform installs, which the chart
+# looks up by name.
 keep - "$COZYSTACK_MODULE" "v$COZYSTACK_VERSION" "$COZYSTACK_SUM" \
 	packages/apps/kubernetes packages/library/cozy-lib \
 	packages/system/cozystack-controller/definitions/cozystack.io_workloadmonitors.yaml \
 	packages/system/cert-manager-crds/templates \
 	packages/system/capi-providers-cpprovider/files/control-plane-components.yaml \
-	packages/system/kubevirt-instancetypes/templates/instancetypes.yaml
+	packages/system/kubevirt-instancetypes/templates/instancetypes.yaml \
+	packages/system/keycloak-operator/charts/keycloak-operator/crds/v1.edp.epam.com_keycloakclients.yaml \
+	packages/system/keycloak-operator/charts/keycloak-operator/crds/v1.edp.epam.com_keycloakclientscopes.yaml
 
 # The chart as Cozystack's repository has it: its charts/cozy-lib is a symlink to
 # ../../../library/cozy-lib (cozystack v1.6.1, git mode 120000), which module zips do not keep; it

@@ -85,7 +85,13 @@ func (b *Build) FluxCRDs() ([]CRD, error) {
 //   - VirtualMachineClusterInstancetype (instancetype.kubevirt.io/v1beta1): not rendered but looked
 //     up for every node group (templates/talos/talos-reconcile-job.yaml lines 506-510), and Helm's
 //     lookup fails on a kind the apiserver does not serve; KubeVirt v1.8.4 (the platform's) as
-//     InstancetypeCRD builds it.
+//     InstancetypeCRD builds it;
+//   - KeycloakClient and KeycloakClientScope (v1.edp.epam.com/v1): the Keycloak operator's, as the
+//     platform ships it (packages/system/keycloak-operator); the chart renders them only with
+//     oidc.mode System, but its oidc-bootstrap post-install hook deletes them by kind in every
+//     mode, and `kubectl delete` of a kind the apiserver does not serve fails the hook, and with
+//     it the install (templates/oidc-rbac-job.yaml: its guard, kubectl api-resources
+//     --api-group, exits 0 for a group that is not served).
 func (b *Build) ChartCRDs() ([]CRD, error) {
 	var out []CRD
 	add := func(crds []CRD, err error) error {
@@ -112,6 +118,14 @@ func (b *Build) ChartCRDs() ([]CRD, error) {
 		func() error {
 			crd, err := b.InstancetypeCRD()
 			return add([]CRD{crd}, err)
+		},
+		func() error {
+			for _, kind := range []string{"keycloakclients", "keycloakclientscopes"} {
+				if err := add(b.crdFiles("cozystack", "packages/system/keycloak-operator/charts/keycloak-operator/crds/v1.edp.epam.com_"+kind+".yaml")); err != nil {
+					return err
+				}
+			}
+			return nil
 		},
 	}
 	for _, s := range steps {
