@@ -9,6 +9,7 @@ import (
 	"runtime/debug"
 
 	"github.com/cozystack/cozy-e2e/framework/controlplane"
+	"github.com/cozystack/cozy-e2e/framework/sim/upstream"
 	"github.com/cozystack/cozy-e2e/framework/substrate"
 )
 
@@ -16,10 +17,17 @@ var _ substrate.Inventory = (*Substrate)(nil)
 
 // Components lists the real upstream components a sim run uses, each as its binary or this
 // program records it (Go build information: main module, version, sum): the control plane and
-// kwok (processes, for the management and every tenant cluster), Cluster API (in process), CAPK
-// and the Talos bootstrap provider (processes).
+// kwok (processes, for the management and every tenant cluster), kubectl (the Kubernetes chart's
+// Job scripts run it), Cluster API (in process), CAPK, the Talos bootstrap provider and
+// helm-controller (processes); and the modules only read, as make tools pinned them: the
+// Cozystack release whose Kubernetes chart, CRDs and instance types the sim uses, and the
+// modules other CRDs come from.
 func (s *Substrate) Components() ([]substrate.Component, error) {
 	tools, err := controlplane.FindTools()
+	if err != nil {
+		return nil, err
+	}
+	b, err := upstream.Find(tools)
 	if err != nil {
 		return nil, err
 	}
@@ -30,8 +38,10 @@ func (s *Substrate) Components() ([]substrate.Component, error) {
 		{"kube-controller-manager", "kube-controller-manager", "process"},
 		{"kube-scheduler", "kube-scheduler", "process"},
 		{"kwok", "kwok", "process"},
+		{"kubectl", "kubectl", "process, in the Kubernetes chart's Jobs"},
 		{"capk", "capk-manager", "process"},
 		{"cabpt", "cabpt-manager", "process"},
+		{"helm-controller", "helm-controller", "process"},
 	} {
 		info, err := buildinfo.ReadFile(tools.Path(b.binary))
 		if err != nil {
@@ -45,7 +55,17 @@ func (s *Substrate) Components() ([]substrate.Component, error) {
 		return nil, err
 	}
 	capi.Name, capi.Use = "cluster-api", "in process (Cluster, MachineDeployment, MachineSet, Machine, MachineHealthCheck controllers and webhooks)"
-	return append(out, capi), nil
+	out = append(out, capi)
+	for _, m := range []struct{ name, use string }{
+		{"cozystack", "the Kubernetes chart (through helm-controller), the platform's CRDs and instance types"},
+		{"source-controller", "CRDs (ExternalArtifact, HelmChart, OCIRepository)"},
+		{"cilium", "CRD (CiliumNetworkPolicy)"},
+		{"kubevirt", "CRD (VirtualMachineClusterInstancetype, from its schema)"},
+	} {
+		c := b.Component(m.name)
+		out = append(out, substrate.Component{Name: m.name, Module: c.Module, Version: c.Version, Sum: c.Sum, Use: m.use})
+	}
+	return out, nil
 }
 
 // dependency is module path as this program was built with it: from its build information, or,

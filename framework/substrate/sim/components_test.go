@@ -26,6 +26,9 @@ func TestComponents(t *testing.T) {
 		"kube-controller-manager": "k8s.io/kubernetes@v1.35.4", "kube-scheduler": "k8s.io/kubernetes@v1.35.4",
 		"kwok": "sigs.k8s.io/kwok@v0.8.0", "capk": "sigs.k8s.io/cluster-api-provider-kubevirt@v0.1.10",
 		"cabpt": "github.com/siderolabs/cluster-api-bootstrap-provider-talos@v0.6.12", "cluster-api": "sigs.k8s.io/cluster-api@v1.13.6",
+		"kubectl": "k8s.io/kubernetes@v1.35.4", "helm-controller": "github.com/fluxcd/helm-controller@v1.6.2",
+		"cozystack": "github.com/cozystack/cozystack@v1.6.1", "source-controller": "github.com/fluxcd/source-controller@v1.9.0",
+		"cilium": "github.com/cilium/cilium@v1.19.5", "kubevirt": "kubevirt.io/kubevirt@v1.8.4",
 	}
 	for _, c := range comps {
 		if got := c.Module + "@" + c.Version; got != want[c.Name] {

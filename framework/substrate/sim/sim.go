@@ -1,7 +1,11 @@
 // Package sim is the sim substrate: a real local management cluster (framework/sim/world) with
-// the real Cluster API controllers in process, the real CAPK and Talos bootstrap provider as
-// processes beside it (framework/sim/upstream, built by `make tools`), the platform and Kamaji
-// stand-ins, and whatever other stand-ins are added before Up; faults from E2E_SIM_FAULT. The harness reaches the management
+// the real Cluster API controllers in process, the real CAPK, Talos bootstrap provider and Flux
+// helm-controller as processes beside it (framework/sim/upstream, built by `make tools`), the
+// Cozystack v1.6.1 Kubernetes chart published for helm-controller, which renders the apps whose
+// pools all run Talos (its Jobs run on the host: framework/sim/hostjobs), the platform stand-in
+// (the Tenants, and its model of #4911 for the other Kubernetes apps), the Kamaji and
+// cert-manager stand-ins, and whatever other stand-ins are added before Up; faults from
+// E2E_SIM_FAULT. The harness reaches the management
 // apiserver through a TLS-terminating proxy that passes tokens through and, under the
 // apiserver-transient fault, answers some requests 500 "etcdserver: leader changed".
 package sim
@@ -25,7 +29,9 @@ import (
 	"github.com/cozystack/cozy-e2e/framework/cluster"
 	"github.com/cozystack/cozy-e2e/framework/controlplane"
 	"github.com/cozystack/cozy-e2e/framework/lane"
+	"github.com/cozystack/cozy-e2e/framework/sim/certmanager"
 	"github.com/cozystack/cozy-e2e/framework/sim/faults"
+	"github.com/cozystack/cozy-e2e/framework/sim/hostjobs"
 	"github.com/cozystack/cozy-e2e/framework/sim/kamaji"
 	"github.com/cozystack/cozy-e2e/framework/sim/platform"
 	"github.com/cozystack/cozy-e2e/framework/sim/simenv"
@@ -174,7 +180,7 @@ func (s *Substrate) Up(ctx context.Context, clock *budget.Clock) (c *cluster.Clu
 	start := time.Now()
 	admin := controlplane.User{Name: "e2e-harness", Groups: []string{"system:masters"}, Token: token()}
 	w, err := world.Start(pctx, world.Options{Tools: tools, Dir: filepath.Join(s.dir, "management"), Users: []controlplane.User{admin},
-		Replaced: real.replaced(), DNSService: true, Log: s.o.Log})
+		Replaced: real.replaced(), DNSService: true, HostJobs: true, Log: s.o.Log})
 	s.mu.Lock()
 	s.w = w
 	s.mu.Unlock()
@@ -183,9 +189,11 @@ func (s *Substrate) Up(ctx context.Context, clock *budget.Clock) (c *cluster.Clu
 	}
 	s.env.Logs = w
 	s.env.Webhooks = w
+	t0 := time.Now()
 	if err := real.installCRDs(pctx, w.Cluster); err != nil {
 		return nil, err
 	}
+	fmt.Fprintf(s.o.Log, "sim: upstream CRDs established and instance types created in %s\n", time.Since(t0).Round(time.Millisecond))
 	s.k, err = kamaji.Add(w.Manager(), kamaji.Options{
 		Tools: tools, EtcdURL: w.Etcd.ClientURL, Dir: filepath.Join(s.dir, "tenants"), Canary: s.canary, Log: s.o.Log,
 	})
@@ -196,6 +204,17 @@ func (s *Substrate) Up(ctx context.Context, clock *budget.Clock) (c *cluster.Clu
 	if _, err := platform.Add(w.Manager(), platform.Options{
 		Versions: map[string]string{s.lane.Kubernetes.Version: s.lane.Kubernetes.Patch},
 		Canary:   s.canary, Faults: s.env.Faults, Health: s.health, Log: s.o.Log,
+	}); err != nil {
+		return nil, err
+	}
+	// cert-manager, and the kubelets of the Job pods (the Kubernetes chart's kubectl scripts),
+	// which run on the host.
+	if err := certmanager.Setup(w.Manager()); err != nil {
+		return nil, err
+	}
+	if err := hostjobs.Setup(w.Manager(), hostjobs.Options{
+		Kubectl: tools.Path("kubectl"), APIServerURL: w.API.URL, APIServerCA: w.API.CA.CertPEM,
+		Logs: w, Dir: mkdir(s.dir, "jobs"), Log: s.o.Log,
 	}); err != nil {
 		return nil, err
 	}
@@ -314,4 +333,10 @@ func orNone(s string) string {
 		return "none"
 	}
 	return s
+}
+
+func mkdir(parent, name string) string {
+	p := filepath.Join(parent, name)
+	_ = os.MkdirAll(p, 0o700)
+	return p
 }
