@@ -38,6 +38,10 @@ type Options struct {
 	// brings its own from its module (CAPK's and the Talos bootstrap provider's, which the sim
 	// substrate installs before Run).
 	Replaced []string
+	// AlsoInstall, when set, installs what else the management cluster must hold before its
+	// manager is built (the upstream components' CRDs); it runs beside the fixture CRDs'
+	// installation, which the apiserver then establishes together.
+	AlsoInstall func(context.Context, *cluster.Cluster) error
 	// Log receives progress lines for people; nil discards them.
 	Log io.Writer
 }
@@ -112,10 +116,22 @@ func Start(ctx context.Context, o Options) (_ *World, err error) {
 		return nil, err
 	}
 	t := time.Now()
-	if err := installCRDs(ctx, w.Cluster, w.webhooks, o.Replaced); err != nil {
+	also := make(chan error, 1)
+	go func() {
+		if o.AlsoInstall == nil {
+			also <- nil
+			return
+		}
+		also <- o.AlsoInstall(ctx, w.Cluster)
+	}()
+	err = installCRDs(ctx, w.Cluster, w.webhooks, o.Replaced)
+	if alsoErr := <-also; err == nil {
+		err = alsoErr
+	}
+	if err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(o.Log, "sim: fixture CRDs established in %s\n", since(t))
+	fmt.Fprintf(o.Log, "sim: CRDs established in %s\n", since(t))
 
 	if err := w.startComponents(ctx); err != nil {
 		return nil, err

@@ -180,7 +180,7 @@ func (s *Substrate) Up(ctx context.Context, clock *budget.Clock) (c *cluster.Clu
 	start := time.Now()
 	admin := controlplane.User{Name: "e2e-harness", Groups: []string{"system:masters"}, Token: token()}
 	w, err := world.Start(pctx, world.Options{Tools: tools, Dir: filepath.Join(s.dir, "management"), Users: []controlplane.User{admin},
-		Replaced: real.replaced(), DNSService: true, HostJobs: true, Log: s.o.Log})
+		Replaced: real.replaced(), AlsoInstall: real.installCRDs, DNSService: true, HostJobs: true, Log: s.o.Log})
 	s.mu.Lock()
 	s.w = w
 	s.mu.Unlock()
@@ -189,11 +189,6 @@ func (s *Substrate) Up(ctx context.Context, clock *budget.Clock) (c *cluster.Clu
 	}
 	s.env.Logs = w
 	s.env.Webhooks = w
-	t0 := time.Now()
-	if err := real.installCRDs(pctx, w.Cluster); err != nil {
-		return nil, err
-	}
-	fmt.Fprintf(s.o.Log, "sim: upstream CRDs established and instance types created in %s\n", time.Since(t0).Round(time.Millisecond))
 	s.k, err = kamaji.Add(w.Manager(), kamaji.Options{
 		Tools: tools, EtcdURL: w.Etcd.ClientURL, Dir: filepath.Join(s.dir, "tenants"), Canary: s.canary, Log: s.o.Log,
 	})

@@ -89,7 +89,8 @@ func (r *realControllers) replaced() []string {
 	return out
 }
 
-// installCRDs installs the controllers' own CRDs (CABPT's converting through its webhook).
+// installCRDs installs the controllers' own CRDs (CABPT's converting through its webhook) and the
+// platform's instance types; the world runs it beside its fixture CRDs.
 func (r *realControllers) installCRDs(ctx context.Context, c *cluster.Cluster) error {
 	if err := upstream.InstallCRDs(ctx, c, append(append([]upstream.CRD{}, r.capkCRDs...), r.chartCRDs...), nil); err != nil {
 		return err
@@ -106,12 +107,22 @@ func (r *realControllers) installCRDs(ctx context.Context, c *cluster.Cluster) e
 	if err != nil {
 		return err
 	}
-	for _, it := range its {
-		if err := fresh.Client.Create(ctx, it); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("sim: instance type %s: %w", it.GetName(), err)
-		}
+	// A few at a time: 65 one by one cost seconds on a loaded machine.
+	sem := make(chan struct{}, 8)
+	errs := make([]error, len(its))
+	var wg sync.WaitGroup
+	for i, it := range its {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			if err := fresh.Client.Create(ctx, it); err != nil && !apierrors.IsAlreadyExists(err) {
+				errs[i] = fmt.Errorf("sim: instance type %s: %w", it.GetName(), err)
+			}
+		}()
 	}
-	return nil
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // start runs CAPK and CABPT against w's apiserver (its admin kubeconfig, not the harness's
