@@ -122,14 +122,9 @@ func (gu *guest) join(ctx context.Context, pool standin.Pool, known bool, data b
 				return
 			}
 			if !data.Kubeadm {
-				nc, err := gu.tlsBootstrap(ctx, data, name)
-				if err != nil {
-					if ctx.Err() == nil {
-						gu.refused(pool, data, err)
-					}
+				if wc = gu.kubelet(ctx, pool, data, name); wc == nil {
 					return
 				}
-				wc = nc
 			}
 		}
 		gu.con.say(l)
