@@ -24,7 +24,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"sync"
 	"time"
 
@@ -130,15 +129,16 @@ func (g *guests) claimStall(pool standin.Pool) bool {
 	return true
 }
 
-// logf appends a line to the sim's guest log (guests.log in the sim's folder, not an artifact):
-// what a guest could not do that no console shows and no fault explains.
+// logf appends a line to the sim's guest log (simenv.Env.GuestLogPath, which the sim substrate
+// copies into the run's artifacts): what a guest could not do that no console shows and no fault
+// explains. Error texts only: never a token, a key or the guest's data.
 func (g *guests) logf(format string, args ...any) {
 	if g.env.Dir == "" {
 		return
 	}
 	g.logMu.Lock()
 	defer g.logMu.Unlock()
-	f, err := os.OpenFile(filepath.Join(g.env.Dir, "guests.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	f, err := os.OpenFile(g.env.GuestLogPath(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return
 	}

@@ -113,6 +113,10 @@ func (e *Env) Observe(o Observation) error {
 // ObservationsPath is where Observe writes.
 func (e *Env) ObservationsPath() string { return e.Dir + "/faults-observed.jsonl" }
 
+// GuestLogPath is the guests' log: what a guest could not do that no console shows and no fault
+// explains (error texts, never a guest's data).
+func (e *Env) GuestLogPath() string { return e.Dir + "/guests.log" }
+
 // Close releases the observations file.
 func (e *Env) Close() error {
 	e.mu.Lock()
