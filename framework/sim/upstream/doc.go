@@ -84,10 +84,17 @@
 //
 // # In the sim
 //
-// The sim substrate (framework/substrate/sim) runs CAPK and CABPT on every run: their CRDs
-// replace the fixtures' copies before the world's manager starts (CRDsInstalled), the processes
-// start once Cluster API's webhooks answer (Options.Webhook carries CABPT's identity, which its
-// CRDs name for conversion) and stop with the world. The Kamaji stand-in plays the Kamaji
+// The sim substrate (framework/substrate/sim) runs CAPK, CABPT and helm-controller on every run:
+// their CRDs, and the chart's (the real HelmRelease and KamajiControlPlane among them), replace
+// the fixtures' copies and install beside the fixture CRDs before the world's manager starts
+// (CRDsInstalled), with the platform's instance types (InstanceTypes); the processes start once
+// Cluster API's webhooks answer (Options.Webhook carries CABPT's identity, which its CRDs name for
+// conversion) and stop with the world. The chart is packed, served and published as the
+// ExternalArtifact a Kubernetes app's release names; helm-controller takes only the releases the
+// app API stand-in marks for the chart (Talos-only apps). The Kamaji stand-in plays the Kamaji
 // control plane provider's part for the KubevirtCluster (endpoint and status.ready), and writes
-// <cluster>-kubeconfig, through which CAPK patches the providerID onto the tenant Node.
+// <cluster>-kubeconfig, through which CAPK patches the providerID onto the tenant Node. kwok no
+// longer completes Job pods: framework/sim/hostjobs runs the chart's Jobs on the host, and
+// framework/sim/certmanager issues the chart's Certificates. The chart's Jobs then need the
+// Keycloak client kinds (the oidc-bootstrap hook deletes them by kind in every mode).
 package upstream
