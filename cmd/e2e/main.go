@@ -2,13 +2,12 @@
 //
 //	e2e run --lane <name|file> [--lanes-dir lanes]   bring up, run the lane's suites, judge, tear down
 //	e2e repro --artifacts <dir>                      rerun the lane of a downloaded run with its pins
+//	e2e down --lane <name|file> [--work <dir>]       tear down what a kept run left (kind)
 //
 // Exit codes: 0 pass, 1 hard failure, 2 configuration or preflight error, 3 soft failure only,
 // 130 interrupted.
 //
-// Environment: E2E_ARTIFACTS (artifacts folder), E2E_JOB_START (RFC 3339; the budget counts
-// from it), E2E_RUN_ID, E2E_KEEP=1 (keep the clusters), E2E_REUSE=1 (reuse a kept cluster),
-// E2E_FROM_PHASE, E2E_SIM_FAULT, E2E_SIM_CANARY.
+// Environment: every variable in knobs.go (README's "Knobs"), checked before anything starts.
 package main
 
 import (
@@ -40,7 +39,7 @@ func main() {
 
 func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprintln(stderr, "usage: e2e run --lane <lane> | e2e repro --artifacts <dir>")
+		fmt.Fprintln(stderr, "usage: e2e run --lane <lane> | e2e repro --artifacts <dir> | e2e down --lane <lane>")
 		return exitConfig
 	}
 	switch args[0] {
@@ -48,7 +47,9 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return cmdRun(ctx, args[1:], stdout, stderr)
 	case "repro":
 		return cmdRepro(ctx, args[1:], stdout, stderr)
+	case "down":
+		return cmdDown(args[1:], stdout, stderr)
 	}
-	fmt.Fprintf(stderr, "e2e: unknown command %q (run, repro)\n", args[0])
+	fmt.Fprintf(stderr, "e2e: unknown command %q (run, repro, down)\n", args[0])
 	return exitConfig
 }

@@ -31,14 +31,6 @@ func TestRunRefusesABrokenLaneWithExit2(t *testing.T) {
 	}
 }
 
-func TestRunRefusesABadJobStart(t *testing.T) {
-	t.Setenv("E2E_JOB_START", "yesterday")
-	var errb bytes.Buffer
-	if _, err := parseRunFlags(nil, &errb); err == nil || !strings.Contains(errb.String(), "E2E_JOB_START=\"yesterday\" is not an RFC 3339 time") {
-		t.Fatalf("err %v, message %q", err, errb.String())
-	}
-}
-
 // Two runs never mix their evidence in one folder.
 func TestArtifactsFolderMustBeNew(t *testing.T) {
 	dir := t.TempDir()

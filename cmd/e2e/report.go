@@ -30,13 +30,13 @@ func (r *run) collectBringUp(sigCtx context.Context, err error) {
 		r.logf("bring-up diagnostics: %v", aerr)
 		return
 	}
-	r.logf("bring-up failed in %s; collecting diagnostics (%s left)", last.Stage, left.Round(time.Second))
+	r.detailf("bring-up failed in %s; collecting diagnostics (%s left)", last.Stage, left.Round(time.Second))
 	res := diag.CollectBringUp(ctx, diag.BringUpOptions{
 		Budget:    diag.Budget{Clock: r.clock, Reserve: r.lane.Budget.DiagnosticsReserve.D()},
 		Artifacts: arts, Manifest: r.manifest, Management: r.partial, Phase: last.Stage, Err: err,
 	})
 	last.Evidence = append(last.Evidence, res.Evidence...)
-	r.logf("bring-up diagnostics took %s", res.Duration.Round(time.Millisecond))
+	r.detailf("bring-up diagnostics took %s", res.Duration.Round(time.Millisecond))
 }
 
 // secrets are values no artifact may hold: the sim's canary.
@@ -75,12 +75,22 @@ func (r *run) finish(interrupted bool) int {
 	if err != nil {
 		r.logf("writing the reports: %v", err)
 	}
+	// The live lines end here: the failures, last before the verdict, and the verdict are the
+	// end of what a person reads.
+	r.con.Close()
 	for _, f := range v.Failures {
-		r.logf("%s", f.Line())
+		r.con.Line("FAIL " + clip(f.Line(), 400))
 	}
-	r.logf("verdict: %s (exit %d) in %s; reports in %s", v.Result, v.ExitCode, time.Since(r.started).Round(time.Millisecond), r.artifacts)
+	r.logf("verdict: %s (exit %d) in %s; reports in %s (open report.html)", v.Result, v.ExitCode, time.Since(r.started).Round(time.Millisecond), r.artifacts)
 	if err != nil && v.ExitCode == exitPass {
 		return exitFail
 	}
 	return v.ExitCode
+}
+
+func clip(s string, n int) string {
+	if len([]rune(s)) <= n {
+		return s
+	}
+	return string([]rune(s)[:n-1]) + "…"
 }

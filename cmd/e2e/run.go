@@ -18,6 +18,7 @@ import (
 	"github.com/cozystack/cozy-e2e/framework/cluster"
 	"github.com/cozystack/cozy-e2e/framework/diag"
 	"github.com/cozystack/cozy-e2e/framework/lane"
+	"github.com/cozystack/cozy-e2e/framework/progress"
 	"github.com/cozystack/cozy-e2e/framework/substrate"
 	"github.com/cozystack/cozy-e2e/framework/verdict"
 	"github.com/cozystack/cozy-e2e/framework/verdict/report"
@@ -31,9 +32,16 @@ type runOptions struct {
 	Artifacts string
 	RunID     string
 	JobStart  time.Time
-	Keep      bool
+	Keep      Keep
 	Reuse     bool
 	NoBuild   bool
+	// CheckOnly checks the flags, the lane and the knobs, and stops (make e2e does it before
+	// building the tools).
+	CheckOnly bool
+	// lane is the lane as configure loaded it (newRun loads Lane when it is nil).
+	lane *lane.Lane
+	// laneFlag says --lane was given (not LANE).
+	laneFlag bool
 }
 
 // run is one lane run: its lane, clock, folders and what it found.
@@ -44,7 +52,7 @@ type run struct {
 	artifacts string
 	work      string
 	clock     *budget.Clock
-	out       io.Writer // the terminal and harness.log
+	con       *progress.Console // the terminal (live on a TTY) and harness.log
 	logFile   *os.File
 	sub       substrate.Substrate
 	partial   *cluster.Cluster // the management cluster a failed Up handed back
@@ -55,12 +63,21 @@ type run struct {
 	ranSuites  bool           // the suites started (their reports are expected)
 	manifest   *diag.Manifest // the harness's own collectors
 	started    time.Time
+	// keptPast: the clusters outlive this process (a kept kind or existing cluster), so its
+	// work folder (their kubeconfigs) stays.
+	keptPast bool
 }
 
 func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	opts, err := parseRunFlags(args, stderr)
+	opts, err := configure(args, os.Getenv, stderr)
 	if err != nil {
+		if !errors.Is(err, flag.ErrHelp) && err.Error() != "" {
+			fmt.Fprintf(stderr, "e2e run: %s\n", strings.ReplaceAll(err.Error(), "\n", "\ne2e run: "))
+		}
 		return exitConfig
+	}
+	if opts.CheckOnly {
+		return exitPass
 	}
 	r, err := newRun(opts, stdout)
 	if err != nil {
@@ -71,27 +88,69 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return r.execute(ctx)
 }
 
-func parseRunFlags(args []string, stderr io.Writer) (runOptions, error) {
+// errFlags is a flag error the flag package has printed already.
+var errFlags = errors.New("")
+
+// configure reads the flags, loads the lane and checks every knob, before anything is made or
+// started: a bad value ends the run here, with exit 2.
+func configure(args []string, getenv func(string) string, stderr io.Writer) (runOptions, error) {
+	o, err := parseRunFlags(args, getenv, stderr)
+	if err != nil {
+		return o, errFlags
+	}
+	root, err := projectRoot()
+	if err != nil {
+		return o, err
+	}
+	dir := o.LanesDir
+	if !filepath.IsAbs(dir) {
+		dir = filepath.Join(root, dir)
+	}
+	if info, err := os.Stat(dir); err != nil || !info.IsDir() {
+		return o, fmt.Errorf("--lanes-dir %s: no such folder; want the folder of the lane files (example: --lanes-dir lanes)", o.LanesDir)
+	}
+	if o.lane, err = lane.Find(dir, o.Lane); err != nil {
+		src := fmt.Sprintf("--lane %s", o.Lane)
+		if !o.laneFlag {
+			src = fmt.Sprintf("LANE=%q", o.Lane)
+		}
+		return o, fmt.Errorf("%s: %w; want a lane name or lane file (example: make e2e LANE=sim)", src, err)
+	}
+	if err := checkKnobs(getenv, o.lane); err != nil {
+		return o, err
+	}
+	o.Artifacts = getenv("E2E_ARTIFACTS")
+	o.RunID = getenv("E2E_RUN_ID")
+	if o.RunID == "" {
+		o.RunID = randomID()
+	}
+	o.Keep = keepEnv(getenv("E2E_KEEP"))
+	o.Reuse = getenv("E2E_REUSE") == "1"
+	if s := getenv("E2E_JOB_START"); s != "" {
+		o.JobStart, _ = time.Parse(time.RFC3339Nano, s)
+	}
+	return o, nil
+}
+
+func parseRunFlags(args []string, getenv func(string) string, stderr io.Writer) (runOptions, error) {
 	fs := flag.NewFlagSet("e2e run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	o := runOptions{}
-	fs.StringVar(&o.Lane, "lane", envOr("LANE", "sim"), "lane name (lanes/<name>.yaml) or lane file")
+	def := getenv("LANE")
+	if def == "" {
+		def = "sim"
+	}
+	fs.StringVar(&o.Lane, "lane", def, "lane name (lanes/<name>.yaml) or lane file; LANE sets the default")
 	fs.StringVar(&o.LanesDir, "lanes-dir", "lanes", "folder of the lane files")
 	fs.BoolVar(&o.NoBuild, "no-build", false, "use the suite binaries in bin/suites as they are")
+	fs.BoolVar(&o.CheckOnly, "check", false, "check the flags, the lane and the environment, then stop (exit 0 or 2)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
-	o.Artifacts = os.Getenv("E2E_ARTIFACTS")
-	o.RunID = envOr("E2E_RUN_ID", randomID())
-	o.Keep = os.Getenv("E2E_KEEP") == "1"
-	o.Reuse = os.Getenv("E2E_REUSE") == "1"
-	if s := os.Getenv("E2E_JOB_START"); s != "" {
-		t, err := time.Parse(time.RFC3339, s)
-		if err != nil {
-			fmt.Fprintf(stderr, "e2e run: E2E_JOB_START=%q is not an RFC 3339 time (2026-12-02T10:00:00Z): %v\n", s, err)
-			return o, err
-		}
-		o.JobStart = t
+	fs.Visit(func(f *flag.Flag) { o.laneFlag = o.laneFlag || f.Name == "lane" })
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "e2e run: unexpected argument %q; flags only (example: e2e run --lane sim)\n", fs.Arg(0))
+		return o, errFlags
 	}
 	return o, nil
 }
@@ -101,13 +160,15 @@ func newRun(o runOptions, stdout io.Writer) (*run, error) {
 	if err != nil {
 		return nil, err
 	}
-	dir := o.LanesDir
-	if !filepath.IsAbs(dir) {
-		dir = filepath.Join(root, dir)
-	}
-	l, err := lane.Find(dir, o.Lane)
-	if err != nil {
-		return nil, err
+	l := o.lane
+	if l == nil {
+		dir := o.LanesDir
+		if !filepath.IsAbs(dir) {
+			dir = filepath.Join(root, dir)
+		}
+		if l, err = lane.Find(dir, o.Lane); err != nil {
+			return nil, err
+		}
 	}
 	if errs := l.CheckSuites(registry.Catalog()); len(errs) > 0 {
 		return nil, errs
@@ -125,10 +186,11 @@ func newRun(o runOptions, stdout io.Writer) (*run, error) {
 	if err != nil {
 		return nil, err
 	}
+	con := progress.NewConsole(progress.Options{Out: stdout, Log: logFile, Live: progress.IsTerminal(stdout)})
 	r := &run{
 		opts: o, lane: l, root: root, artifacts: artifacts, newSub: newSubstrate, work: work, logFile: logFile, manifest: diag.NewManifest(),
-		out: io.MultiWriter(stdout, logFile), started: started,
-		clock: budget.New(l.Budget, budget.Options{JobStart: o.JobStart, Lane: l.Name}),
+		con: con, started: started,
+		clock: budget.New(l.Budget, budget.Options{JobStart: o.JobStart, Lane: l.Name, Observer: progress.ClockObserver(con.Event)}),
 	}
 	// The lane as run, under its own name, so a repro loads it exactly.
 	if err := os.MkdirAll(filepath.Join(artifacts, "lane"), 0o755); err != nil {
@@ -148,9 +210,11 @@ func (r *run) laneCopy() string {
 	return filepath.Join(r.artifacts, filepath.FromSlash(report.LaneCopy(r.lane.Name)))
 }
 
-func (r *run) logf(format string, args ...any) {
-	fmt.Fprintf(r.out, "%s e2e: %s\n", time.Now().UTC().Format("15:04:05"), fmt.Sprintf(format, args...))
-}
+// logf is a line a person reads (the terminal and harness.log); detailf one harness.log keeps
+// (and the live line of the phase shows).
+func (r *run) logf(format string, args ...any) { r.con.Printf(format, args...) }
+
+func (r *run) detailf(format string, args ...any) { r.con.Detailf(format, args...) }
 
 // execute brings the substrate up, runs the suites, tears down and judges. Whatever happens,
 // the verdict and reports are written before it returns.
@@ -170,10 +234,10 @@ func (r *run) execute(parent context.Context) int {
 	}
 	interrupted := sigCtx.Err() != nil
 	stopSignals() // a second signal during teardown kills the harness, and Pdeathsig its children
-	if r.opts.Keep {
-		// The reports first: the substrate then holds everything up until the person is done.
+	if keep, why := r.keeps(interrupted); keep {
+		// Nothing is torn down. The reports first; how to reach what was kept is printed last.
 		code := r.finish(interrupted)
-		r.keep()
+		r.keep(why)
 		return code
 	}
 	r.down()
@@ -183,7 +247,7 @@ func (r *run) execute(parent context.Context) int {
 // bringUp runs preflight and the substrate's own phases.
 func (r *run) bringUp(ctx context.Context) (*cluster.Cluster, error) {
 	sub, err := r.newSub(r.lane, substrate.Options{
-		Artifacts: r.artifacts, WorkDir: r.work, Keep: r.opts.Keep, Reuse: r.opts.Reuse, Log: r.out,
+		Artifacts: r.artifacts, WorkDir: r.work, Reuse: r.opts.Reuse, Log: r.con.Lines(),
 	})
 	if err != nil {
 		r.fail(verdict.Configuration, "configuration", err)
@@ -202,7 +266,7 @@ func (r *run) bringUp(ctx context.Context) (*cluster.Cluster, error) {
 		return nil, err
 	}
 	r.listComponents(sub)
-	r.logf("preflight ok; bringing up the %s substrate", sub.Name())
+	r.detailf("preflight ok; bringing up the %s substrate", sub.Name())
 	mgmt, err := sub.Up(ctx, r.clock)
 	if err != nil {
 		class := verdict.Install
@@ -211,6 +275,8 @@ func (r *run) bringUp(ctx context.Context) (*cluster.Cluster, error) {
 		switch {
 		case errors.As(err, &pe):
 			class = verdict.Preflight
+		case errors.As(err, new(*substrate.ConfigurationError)):
+			class = verdict.Configuration
 		case errors.As(err, &ex), errors.Is(err, context.DeadlineExceeded):
 			class = verdict.Deadline
 		}
@@ -243,21 +309,6 @@ func (r *run) down() {
 	r.logf("substrate %s down in %s", r.sub.Name(), time.Since(start).Round(time.Millisecond))
 }
 
-// keep hands the substrate to a person (E2E_KEEP=1): its Down says how to reach every cluster
-// and holds them up until the next SIGINT or SIGTERM (the sim's processes live as long as this
-// one; a kind cluster outlives it).
-func (r *run) keep() {
-	if r.sub == nil {
-		return
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	r.logf("E2E_KEEP=1: kept; Ctrl-C (SIGINT) or SIGTERM ends it")
-	if err := r.sub.Down(ctx); err != nil {
-		r.logf("substrate %s down: %v", r.sub.Name(), err)
-	}
-}
-
 // downGrace bounds the teardown of the substrate: the lane's teardown ceiling.
 func downGrace(l *lane.Lane) time.Duration {
 	if p, ok := l.Budget.Phase("teardown"); ok {
@@ -267,26 +318,19 @@ func downGrace(l *lane.Lane) time.Duration {
 }
 
 func (r *run) fail(class verdict.Class, stage string, err error) {
-	r.logf("%s (%s): %v", stage, class, err)
-	r.failures = append(r.failures, verdict.Failure{
-		Spec: "harness " + stage, Class: class, Stage: stage, Message: err.Error(), At: time.Now(),
-	})
+	f := verdict.Failure{Spec: "harness " + stage, Class: class, Stage: stage, Message: err.Error(), At: time.Now()}
+	r.con.Event(progress.Event{At: f.At, Kind: progress.Failure, Class: string(class), Stage: stage, Detail: f.Line()})
+	r.failures = append(r.failures, f)
 }
 
 func (r *run) close() {
+	r.con.Close()
 	if r.logFile != nil {
 		r.logFile.Close()
 	}
-	if !r.opts.Keep && r.work != "" {
+	if !r.keptPast && r.work != "" {
 		os.RemoveAll(r.work)
 	}
-}
-
-func envOr(key, def string) string {
-	if v := os.Getenv(key); v != "" {
-		return v
-	}
-	return def
 }
 
 func randomID() string {
@@ -343,6 +387,3 @@ func copyFile(from, to string) error {
 	}
 	return os.WriteFile(to, data, 0o644)
 }
-
-// joinLines indents lines for the terminal.
-func joinLines(lines []string) string { return "  " + strings.Join(lines, "\n  ") }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/cozystack/cozy-e2e/framework/cluster"
 	"github.com/cozystack/cozy-e2e/framework/lane"
+	"github.com/cozystack/cozy-e2e/framework/progress"
 	"github.com/cozystack/cozy-e2e/framework/verdict"
 )
 
@@ -76,16 +77,43 @@ func (r *run) runSuite(ctx context.Context, s lane.Suite, kubeconfig string) {
 		"E2E_SUITE_ARTIFACTS="+dir,
 		"E2E_JOB_START="+r.clock.JobStart().UTC().Format(time.RFC3339Nano),
 		"E2E_RUN_ID="+r.opts.RunID,
+		"E2E_KEEP="+string(r.opts.Keep),
+		"E2E_SUITE_WORK="+filepath.Join(r.work, "suites", s.Name),
 	)
-	cmd.Stdout = io.MultiWriter(r.out, out)
+	// Its output is kept (output.log, harness.log); what a person reads comes as progress
+	// events on a pipe of its own (fd 3, E2E_PROGRESS_FD), drawn by the console.
+	cmd.Stdout = io.MultiWriter(out, r.con.LogOnly())
 	cmd.Stderr = cmd.Stdout
-	// Its own process group, so a Ctrl-C reaches it once, through us; killed if we die.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	r.logf("suite %s: %s", s.Name, bin)
-	if err := cmd.Start(); err != nil {
+	events, eventsW, err := os.Pipe()
+	if err != nil {
 		r.fail(verdict.Harness, "suite "+s.Name, err)
 		return
 	}
+	defer events.Close()
+	cmd.ExtraFiles = []*os.File{eventsW}
+	cmd.Env = append(cmd.Env, progress.EnvFD+"=3")
+	// Its own process group, so a Ctrl-C reaches it once, through us; killed if we die.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	r.detailf("suite %s: %s", s.Name, bin)
+	err = cmd.Start()
+	eventsW.Close()
+	if err != nil {
+		r.fail(verdict.Harness, "suite "+s.Name, err)
+		return
+	}
+	read := make(chan struct{})
+	go func() {
+		defer close(read)
+		_ = progress.Read(events, r.con.Event)
+	}()
+	defer func() {
+		// Its events end with it; a straggler holding the pipe gets a moment, not the run.
+		select {
+		case <-read:
+		case <-time.After(2 * time.Second):
+			events.Close()
+		}
+	}()
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	var waitErr error
@@ -134,6 +162,6 @@ func (r *run) suiteBinary(ctx context.Context, name string) (string, error) {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("suite %s: go test -c ./suites/%s failed: %v\n%s", name, name, err, out)
 	}
-	r.logf("suite %s: built in %s", name, time.Since(start).Round(time.Millisecond))
+	r.detailf("suite %s: built in %s", name, time.Since(start).Round(time.Millisecond))
 	return bin, nil
 }

@@ -6,6 +6,7 @@ package budget
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -20,6 +21,16 @@ type Options struct {
 	Now func() time.Time
 	// Lane is the lane's name, written into timings.
 	Lane string
+	// Observer, when set, hears each phase start and end and each stage a pool passes as the
+	// clock records it (progress for people). It is called without the clock's lock held.
+	Observer Observer
+}
+
+// Observer hears what a Clock records, as it happens.
+type Observer interface {
+	PhaseStarted(name string, start, deadline time.Time, ceiling time.Duration)
+	PhaseEnded(PhaseTiming)
+	StagePassed(StageTiming)
 }
 
 // Clock hands out phase deadlines from one lane budget. It is safe for concurrent use.
@@ -29,6 +40,7 @@ type Clock struct {
 	jobStart time.Time
 	root     time.Time
 	laneName string
+	observer Observer
 
 	mu       sync.Mutex
 	phases   []PhaseTiming
@@ -53,6 +65,7 @@ func New(b lane.Budget, opts Options) *Clock {
 		jobStart: start,
 		root:     start.Add(b.JobCap.D() - b.ArtifactReserve.D()),
 		laneName: opts.Lane,
+		observer: opts.Observer,
 	}
 }
 
@@ -146,6 +159,9 @@ func (c *Clock) Phase(ctx context.Context, name string) (context.Context, *Span,
 		return ctx, nil, e
 	}
 	pctx, cancel := context.WithDeadline(context.WithValue(ctx, phaseKey{}, name), deadline)
+	if c.observer != nil {
+		c.observer.PhaseStarted(name, now, deadline, p.Ceiling.D())
+	}
 	return pctx, &Span{clock: c, name: name, ceiling: p.Ceiling.D(), start: now, deadline: deadline, cancel: cancel}, nil
 }
 
@@ -199,17 +215,24 @@ func (c *Clock) Skip(name, reason string) error {
 
 // RecordStage records how long a pool spent reaching a join stage.
 func (c *Clock) RecordStage(pool, stage string, start, end time.Time) {
+	s := StageTiming{Pool: pool, Stage: stage, Start: start, End: end, Spent: Seconds(end.Sub(start))}
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.stages = append(c.stages, StageTiming{Pool: pool, Stage: stage, Start: start, End: end, Spent: Seconds(end.Sub(start))})
+	c.stages = append(c.stages, s)
+	c.mu.Unlock()
+	if c.observer != nil {
+		c.observer.StagePassed(s)
+	}
 }
 
 func (c *Clock) record(p PhaseTiming) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	p.Spent = Seconds(p.End.Sub(p.Start))
 	p.Planned = Seconds(p.Ceiling)
+	c.mu.Lock()
 	c.phases = append(c.phases, p)
+	c.mu.Unlock()
+	if c.observer != nil {
+		c.observer.PhaseEnded(p)
+	}
 }
 
 // Span is one running phase.
@@ -221,6 +244,16 @@ type Span struct {
 	deadline time.Time
 	cancel   context.CancelFunc
 	once     sync.Once
+	mu       sync.Mutex
+	notes    []string
+}
+
+// Note adds a fact about the phase that the run's summary shows beside its outcome (install
+// remediations that were reported, not failed on).
+func (s *Span) Note(note string) {
+	s.mu.Lock()
+	s.notes = append(s.notes, note)
+	s.mu.Unlock()
 }
 
 // Deadline is when the phase must end.
@@ -236,6 +269,9 @@ func (s *Span) End(err error) {
 		s.cancel()
 		now := s.clock.now()
 		t := PhaseTiming{Name: s.name, Ceiling: s.ceiling, Start: s.start, End: now, Deadline: s.deadline, Outcome: OutcomeOK}
+		s.mu.Lock()
+		t.Note = strings.Join(s.notes, "; ")
+		s.mu.Unlock()
 		if err != nil {
 			t.Error = err.Error()
 			t.Outcome = OutcomeFailed

@@ -199,3 +199,43 @@ func TestSkipRecordsThePhaseWithItsReason(t *testing.T) {
 		t.Fatalf("timings: %+v", ph)
 	}
 }
+
+type recorder struct {
+	mu  sync.Mutex
+	got []string
+}
+
+func (r *recorder) add(s string) { r.mu.Lock(); defer r.mu.Unlock(); r.got = append(r.got, s) }
+func (r *recorder) PhaseStarted(name string, start, deadline time.Time, ceiling time.Duration) {
+	r.add("start " + name + " " + deadline.Sub(start).String() + " of " + ceiling.String())
+}
+func (r *recorder) PhaseEnded(p PhaseTiming) { r.add("end " + p.Name + " " + string(p.Outcome)) }
+func (r *recorder) StagePassed(s StageTiming) {
+	r.add("stage " + s.Pool + " " + s.Stage + " " + s.Spent.D().String())
+}
+
+// The observer hears every phase start and end (declined and skipped ones too) and every stage
+// passed, in the order the clock records them.
+func TestObserverHearsWhatTheClockRecords(t *testing.T) {
+	f := &fakeClock{t: t0}
+	rec := &recorder{}
+	c := New(testBudget(), Options{Now: f.Now, Observer: rec})
+	_, span, err := c.Phase(context.Background(), "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.RecordStage("md0", "disk-import", t0, t0.Add(3*time.Second))
+	f.Advance(time.Minute)
+	span.End(nil)
+	if err := c.Skip("b", "E2E_FROM_PHASE=c"); err != nil {
+		t.Fatal(err)
+	}
+	f.Advance(time.Hour)
+	if _, _, err := c.Phase(context.Background(), "c"); err == nil {
+		t.Fatal("phase c after the root deadline was not declined")
+	}
+	want := []string{"start a 10m0s of 10m0s", "stage md0 disk-import 3s", "end a ok", "end b skipped", "end c declined"}
+	if strings.Join(rec.got, "; ") != strings.Join(want, "; ") {
+		t.Fatalf("observer heard %q, want %q", rec.got, want)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/cozystack/cozy-e2e/framework/console"
 	"github.com/cozystack/cozy-e2e/framework/tenant"
 )
 
@@ -171,7 +172,9 @@ func (s *scene) consoles(pn tenant.PoolNames) collector {
 			streamed := map[string]bool{}
 			if s.streamed != nil {
 				for _, r := range s.streamed() {
-					streamed[fmt.Sprintf("%s/%d", r.PodUID, r.Restart)] = true
+					if r.Source == console.SourceLog {
+						streamed[fmt.Sprintf("%s/%d", r.PodUID, r.Restart)] = true
+					}
 				}
 			}
 			pods, err := s.mgmt.pods(ctx, s.namespace)

@@ -192,9 +192,6 @@ func (s *clusterStream) object(kind string, obj any, deleted bool) {
 	} else {
 		s.timeline.write(ch)
 	}
-	if kind == "Pod" && s.name == Management {
-		s.rec.consoles.pod(u, deleted)
-	}
 }
 
 func (s *clusterStream) event(obj any) {

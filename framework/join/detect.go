@@ -1,5 +1,7 @@
 package join
 
+//lint:file-ignore SA1019 CAPK v0.1.10 reports a failed KubevirtMachine through the v1beta1 failureReason and failureMessage Cluster API still copies to the Machine, and MachineSets keep their v1beta1 conditions.
+
 import (
 	"fmt"
 	"regexp"

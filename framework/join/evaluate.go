@@ -192,6 +192,11 @@ func progress(p Pool, v *machineView) machineStage {
 	if v.DataVolume == nil {
 		return at(StageDiskImport, "DataVolume %s not created yet (KubevirtMachine %s: %s)", dvName, vm, conditionsOf(v.KubevirtMachine))
 	}
+	if ph := v.DataVolume.Status.Phase; ph == cdiv1.WaitForFirstConsumer || ph == cdiv1.PendingPopulation {
+		// The claim binds when a pod using it is placed: KubeVirt's temporary launcher
+		// (CDI v1.64.0 pkg/controller/datavolume/controller-base.go:998,1010).
+		return at(StageDiskImport, "DataVolume %s %s: its claim binds once a consumer is placed%s", dvName, ph, launcherDetail(nil, v.Temporary))
+	}
 	if v.DataVolume.Status.Phase != cdiv1.Succeeded {
 		return at(StageDiskImport, "DataVolume %s %s %s%s", dvName, orWord(string(v.DataVolume.Status.Phase), "(no phase)"),
 			v.DataVolume.Status.Progress, importerDetail(v.Importer))
@@ -204,14 +209,18 @@ func progress(p Pool, v *machineView) machineStage {
 		return at(StageVMIRunning, "VMI %s %s%s", vm, phase, launcherDetail(v.Launcher, v.Temporary))
 	}
 	if v.Node == nil {
-		if p.Console && (v.Console == nil || v.Console.Lines == 0) {
+		// A kubelet CSR of the VMI shows the guest booted whatever its console said; a console
+		// another client took before the guest said anything shows nothing, so the boot is
+		// judged from the tenant from then on.
+		silent := v.Console == nil || v.Console.Lines == 0
+		if p.Console && silent && len(v.CSRs) == 0 && (v.Console == nil || v.Console.Lost == "") {
 			return at(StageGuestBoot, "VMI %s runs; its serial console is silent%s", vm, consoleErr(v.Console))
 		}
 		if p.OS.ConsoleJoined == nil && !csrApproved(v) {
-			return at(StageJoin, "VMI %s booted%s; %s prints no join on its console: waiting for its kubelet%s", vm, lastLine(v.Console), p.OS.Name, csrDetail(v.CSRs))
+			return at(StageJoin, "VMI %s %s%s; %s prints no join on its console: waiting for its kubelet%s", vm, booted(v), lastLine(v.Console), p.OS.Name, csrDetail(v.CSRs))
 		}
 		if !joinedByConsole(v) {
-			return at(StageJoin, "VMI %s booted; waiting for the join%s%s", vm, lastLine(v.Console), csrDetail(v.CSRs))
+			return at(StageJoin, "VMI %s %s; waiting for the join%s%s", vm, booted(v), lastLine(v.Console), csrDetail(v.CSRs))
 		}
 		return at(StageNodeRegistered, "VMI %s joined; no Node of it in the tenant yet (%s)%s", vm, nodeWanted(p, vm), csrDetail(v.CSRs))
 	}

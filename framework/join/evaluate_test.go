@@ -1,9 +1,12 @@
 package join
 
+//lint:file-ignore SA1019 the tests set the v1beta1 failure fields and conditions providers at the v1beta1 contract write.
+
 import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -78,6 +81,11 @@ func TestEachStageIsWhereTheFirstMissingPieceIs(t *testing.T) {
 		{StageDiskImport, func(v *machineView) {
 			v.DataVolume.Status.Phase, v.DataVolume.Status.Progress = cdiv1.ImportInProgress, "42.0%"
 		}, "ImportInProgress 42.0%"},
+		{StageDiskImport, func(v *machineView) {
+			v.DataVolume.Status.Phase = cdiv1.WaitForFirstConsumer
+			v.VMI.Status.Phase, v.Temporary, v.Launcher = kubevirtv1.Pending, v.Launcher, nil
+			v.Temporary.Status.Phase = corev1.PodPending
+		}, "WaitForFirstConsumer: its claim binds once a consumer is placed; temporary launcher (binding its volume)"},
 		{StageVMIRunning, func(v *machineView) { v.VMI.Status.Phase = kubevirtv1.Scheduling }, "VMI m1 Scheduling"},
 		{StageGuestBoot, func(v *machineView) { v.Node, v.Console = nil, &consoleState{} }, "serial console is silent"},
 		{StageJoin, func(v *machineView) { v.Node, v.Console.Joined = nil, false }, "talos prints no join on its console: waiting for its kubelet"},
@@ -443,5 +451,29 @@ func BenchmarkEvaluatePoolOf10(b *testing.B) {
 		if out := evaluate(s); !out.Done {
 			b.Fatal(out)
 		}
+	}
+}
+
+// A console that stays silent holds the pool at guest-boot; one another client took before the
+// guest printed anything does not (the boot cannot be seen, so the tenant decides), and says
+// so; a kubelet CSR of the VMI shows the boot whatever the console said.
+func TestATakenConsoleLeavesTheBootToTheTenant(t *testing.T) {
+	p := testPool(osfamily.Talos, 1)
+	v := joined(p, "m1")
+	v.Node, v.Workload = nil, nil
+	v.Console = &consoleState{Pod: "virt-launcher-m1-abcde", Source: "console subresource"}
+	if out := evaluate(withTemplate(p, v)); out.Stage != StageGuestBoot || !strings.Contains(out.Detail, "its serial console is silent") {
+		t.Fatalf("silent console: %+v", out)
+	}
+	v.Console.Lost, v.Console.LostAt = "another client took it", time.Date(2026, 12, 3, 7, 1, 2, 0, time.UTC)
+	out := evaluate(withTemplate(p, v))
+	if out.Stage != StageJoin || !strings.Contains(out.Detail, "its console was taken at 07:01:02 before the guest printed anything; the boot is not seen") {
+		t.Fatalf("taken console: %+v", out)
+	}
+	v.Console = &consoleState{Pod: "virt-launcher-m1-abcde"}
+	v.CSRs = []certificatesv1.CertificateSigningRequest{{ObjectMeta: metav1.ObjectMeta{Name: "csr-1"},
+		Spec: certificatesv1.CertificateSigningRequestSpec{Username: "system:node:m1", SignerName: certificatesv1.KubeAPIServerClientKubeletSignerName}}}
+	if out := evaluate(withTemplate(p, v)); out.Stage != StageJoin {
+		t.Fatalf("a silent console with a kubelet CSR: %+v", out)
 	}
 }

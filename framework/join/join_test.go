@@ -78,6 +78,18 @@ func testEveryStage(t *testing.T, w *world.World) {
 	if len(r.res.Workers) != 1 || r.res.Workers[0] != (join.Worker{Machine: vm, VMI: vm, Node: vm, WorkloadPod: tenant.WorkloadPod(vm)}) {
 		t.Fatalf("result %+v", r.res)
 	}
+	// A console hears every stage the pool stood at, in join order (OnProgress).
+	r.mu.Lock()
+	heard := append([]join.Stage(nil), r.heard...)
+	r.mu.Unlock()
+	for i := 1; i < len(heard); i++ {
+		if heard[i].Index() <= heard[i-1].Index() {
+			t.Errorf("OnProgress heard the stages out of order: %v", heard)
+		}
+	}
+	if len(heard) == 0 || heard[0] != join.StageBootstrapTemplate || heard[len(heard)-1].Index() < join.StageNodeRef.Index() {
+		t.Errorf("OnProgress heard %v, want the stages from bootstrap-template on", heard)
+	}
 	var pod2 corev1.Pod
 	s.must(s.c.Get(s.ctx, types.NamespacedName{Namespace: tenant.WorkloadNamespace, Name: tenant.WorkloadPod(vm)}, &pod2))
 	if pod2.Spec.NodeName != vm || pod2.Spec.Containers[0].Image != s.pool.WorkloadImage || pod2.Status.Phase != corev1.PodRunning {
@@ -182,7 +194,7 @@ func testTerminalStates(t *testing.T, w *world.World) {
 			s.poll("the join at stage "+string(tc.before), func() bool {
 				p, ok := r.w.Progress(s.pool.Names.Pool)
 				return ok && p.Stage == tc.before
-			})
+			}, r.log, progressOf{r.w, s.pool.Names.Pool})
 			select {
 			case <-r.done:
 				t.Fatalf("the join ended before the fault: %v\n%s", r.err, r.log)

@@ -77,5 +77,5 @@ func (e *StageError) Error() string {
 		return fmt.Sprintf("pool %s: stuck at %s for %s of %s: %s", e.Pool, e.Stage,
 			e.Elapsed.Round(time.Second), e.Budget.Round(time.Second), e.Detail)
 	}
-	return fmt.Sprintf("pool %s: %s at %s: %s", e.Pool, e.Class, e.Stage, e.Detail)
+	return fmt.Sprintf("pool %s: %s: %s", e.Pool, verdict.Label(e.Class, string(e.Stage)), e.Detail)
 }

@@ -49,6 +49,14 @@ func (l *Lane) Validate() Errors {
 			v.fail(fmt.Sprintf("policy.soft[%d]", i), "%q can never be soft: it means the run could not judge the product", s)
 		}
 	}
+	for _, r := range []struct{ path, value string }{
+		{"policy.remediation.install", l.Policy.Remediation.Install},
+		{"policy.remediation.tenant", l.Policy.Remediation.Tenant},
+	} {
+		if r.value != "" && r.value != RemediationReport && r.value != RemediationFail {
+			v.fail(r.path, "%q is neither %s nor %s", r.value, RemediationReport, RemediationFail)
+		}
+	}
 	switch l.Substrate {
 	case SubstrateKind:
 		if l.Platform == nil {

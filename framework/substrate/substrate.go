@@ -79,3 +79,12 @@ func (e *PreflightError) Error() string {
 	}
 	return msg
 }
+
+// ConfigurationError is a bring-up stopped by something the lane or the invocation got wrong
+// (a disabled Package the platform turned out to need, a platform source that cannot be
+// used), not by the product: the run judges it class configuration and exits 2.
+type ConfigurationError struct{ Err error }
+
+func (e *ConfigurationError) Error() string { return e.Err.Error() }
+
+func (e *ConfigurationError) Unwrap() error { return e.Err }

@@ -167,22 +167,50 @@ func Decide(in Input) Verdict {
 	return v
 }
 
-// Line is the failure in one line: pool, class, stage and message.
+// Line is the failure in one line: where (pool or spec), class, stage and message, each said
+// once. A message that already opens with its pool, class or stage (a join's StageError, a
+// preflight error) is not told them again, and a stage named like its class is not a location.
 func (f Failure) Line() string {
-	var b strings.Builder
+	head := f.Spec
 	if f.Pool != "" {
-		b.WriteString("pool " + f.Pool + ": ")
-	} else if f.Spec != "" {
-		b.WriteString(f.Spec + ": ")
+		head = "pool " + f.Pool
 	}
-	b.WriteString(string(f.Class))
-	if f.Stage != "" {
-		b.WriteString(" at " + f.Stage)
+	msg := strings.TrimPrefix(f.Message, head+": ")
+	if head == string(f.Class) || head == f.Stage || head == "harness "+f.Stage {
+		head = ""
 	}
-	if f.Message != "" {
-		b.WriteString(": " + f.Message)
+	label := Label(f.Class, f.Stage)
+	switch {
+	case opensWith(msg, string(f.Class)):
+		label = ""
+	case f.Stage != "" && (opensWith(msg, f.Stage) || strings.Contains(msg, "at "+f.Stage+" ")):
+		label = string(f.Class)
 	}
-	return b.String()
+	var parts []string
+	for _, p := range []string{head, label, msg} {
+		if p != "" {
+			parts = append(parts, p)
+		}
+	}
+	return strings.Join(parts, ": ")
+}
+
+// Label is a class at a stage ("deadline at disk-import"), or the class alone when there is
+// no stage or the stage has the class's name ("disk-import", never "disk-import at disk-import").
+func Label(c Class, stage string) string {
+	if stage == "" || stage == string(c) {
+		return string(c)
+	}
+	return string(c) + " at " + stage
+}
+
+// opensWith reports whether s starts with the word w (followed by its end, a colon or a space).
+func opensWith(s, w string) bool {
+	if w == "" || !strings.HasPrefix(s, w) {
+		return false
+	}
+	rest := s[len(w):]
+	return rest == "" || rest[0] == ':' || rest[0] == ' '
 }
 
 // Write writes v as verdict.json.

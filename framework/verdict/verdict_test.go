@@ -25,10 +25,10 @@ func TestDecideResultsAndExitCodes(t *testing.T) {
 		reasonStart string
 	}{
 		{"green", Input{Policy: soft}, Pass, ExitPass, "", ""},
-		{"hard", Input{Failures: []Failure{disk}}, Fail, ExitFail, "kairos", "pool kairos: disk-import at disk-import: 401"},
+		{"hard", Input{Failures: []Failure{disk}}, Fail, ExitFail, "kairos", "pool kairos: disk-import: 401"},
 		{"soft only", Input{Policy: soft, Failures: []Failure{deadline}}, SoftFail, ExitSoft, "md0", "soft only: pool md0"},
 		{"hard beats soft and comes first", Input{Policy: soft, Failures: []Failure{deadline, disk}}, Fail, ExitFail, "kairos", "pool kairos"},
-		{"preflight", Input{Policy: soft, Failures: []Failure{{Spec: "preflight", Class: Preflight, Message: "no /dev/kvm", At: t0}}}, Fail, ExitConfig, "", "preflight: preflight"},
+		{"preflight", Input{Policy: soft, Failures: []Failure{{Spec: "preflight", Class: Preflight, Message: "no /dev/kvm", At: t0}}}, Fail, ExitConfig, "", "preflight: no /dev/kvm"},
 		{"interrupted", Input{Failures: []Failure{disk}, Interrupted: true, Signal: "SIGINT"}, Interrupted, ExitInterrupted, "kairos", "interrupted by SIGINT"},
 	}
 	for _, c := range cases {
@@ -75,5 +75,36 @@ func TestVerdictRoundTripKeepsTheContractFields(t *testing.T) {
 	if back.Lane != "sim" || back.Result != Fail || f.Spec != "s" || f.Pool != "md0" || f.Class != Identity || f.Stage != "provider-id" ||
 		f.Message != "m" || len(f.Evidence) != 1 {
 		t.Fatalf("round trip: %+v", back)
+	}
+}
+
+// A failure's line names its pool or spec, class and stage once each: never a class as its own
+// location, never what the message already opens with.
+func TestFailureLineSaysEachPartOnce(t *testing.T) {
+	cases := []struct {
+		f    Failure
+		want string
+	}{
+		{Failure{Pool: "kairos", Class: DiskImport, Stage: "disk-import", Message: "401"}, "pool kairos: disk-import: 401"},
+		{Failure{Pool: "md0", Class: Identity, Stage: "provider-id", Message: "no providerID"}, "pool md0: identity at provider-id: no providerID"},
+		// A join's StageError opens with the pool, class and stage itself.
+		{Failure{Spec: "kubernetes pool md0 joins", Pool: "md0", Class: JoinRejected, Stage: "join",
+			Message: "pool md0: join-rejected at join: Machine m: kubeadm join refused"}, "pool md0: join-rejected at join: Machine m: kubeadm join refused"},
+		{Failure{Pool: "md0", Class: Deadline, Stage: "disk-import", Message: "pool md0: stuck at disk-import for 2m0s of 2m0s: 3.14%"},
+			"pool md0: deadline: stuck at disk-import for 2m0s of 2m0s: 3.14%"},
+		{Failure{Spec: "harness configuration", Class: Configuration, Stage: "configuration", Message: "E2E_SIM_FAULT: unknown fault"},
+			"configuration: E2E_SIM_FAULT: unknown fault"},
+		{Failure{Spec: "harness preflight", Class: Preflight, Stage: "preflight", Message: "preflight (sim): the tools are not built"},
+			"preflight (sim): the tools are not built"},
+		{Failure{Spec: "teardown", Class: Teardown, Stage: "teardown", Message: "PVC x left"}, "teardown: PVC x left"},
+		{Failure{Spec: "suite kubernetes", Class: Harness, Stage: "suites", Message: "the suite wrote no failures.json"},
+			"suite kubernetes: harness at suites: the suite wrote no failures.json"},
+		{Failure{Spec: "kubernetes [BeforeAll]", Class: Install, Stage: "tenant", Message: "tenant: tenant control plane x: refused"},
+			"kubernetes [BeforeAll]: install: tenant: tenant control plane x: refused"},
+	}
+	for _, c := range cases {
+		if got := c.f.Line(); got != c.want {
+			t.Errorf("%+v:\n got %q\nwant %q", c.f, got, c.want)
+		}
 	}
 }

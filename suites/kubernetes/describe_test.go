@@ -42,7 +42,11 @@ func describe(st *state) {
 				// reserve is kept for the pools.
 				return
 			}
-			s.Failures.AddEvidence(r.FullText(), s.Collect(ctx, pools, v.Class, v.Stage))
+			evidence := s.Collect(ctx, pools, v.Class, v.Stage)
+			if v.Pool != "" {
+				evidence = append(evidence, st.poolTree(ctx, v.Pool)...)
+			}
+			s.Failures.AddEvidence(r.FullText(), evidence)
 		})
 		for _, p := range st.pools {
 			labels := Label("pool:"+p.spec.Name, "class:"+p.spec.Class, "os:"+p.os.Name)

@@ -4,16 +4,22 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cozystack/cozy-e2e/framework/budget"
+	"github.com/cozystack/cozy-e2e/framework/capitree"
 	"github.com/cozystack/cozy-e2e/framework/cluster"
 	"github.com/cozystack/cozy-e2e/framework/join"
 	"github.com/cozystack/cozy-e2e/framework/osfamily"
 	"github.com/cozystack/cozy-e2e/framework/tenant"
 	"github.com/cozystack/cozy-e2e/framework/verdict"
+	"github.com/cozystack/cozy-e2e/framework/verdict/report"
 	"github.com/cozystack/cozy-e2e/suites/internal/suite"
 )
 
@@ -112,6 +118,14 @@ func (st *state) bringUp(spec context.Context) {
 	if st.tenant, err = st.platform.WaitControlPlane(ctx, st.names); err != nil {
 		st.s.MustIn("tenant", "", err)
 	}
+	// The release is Ready: its history says whether Flux had to remediate it on the way.
+	note, err := st.platform.CheckReleaseHistory(ctx, st.names, st.s.Lane.Policy.Remediation.TenantPolicy())
+	if err != nil {
+		st.s.MustIn("tenant", "", err)
+	}
+	if note != "" {
+		fmt.Fprintln(st.s.Log, note)
+	}
 	if err = st.s.WatchTenant(ctx, st.tenant); err != nil {
 		st.s.MustIn("tenant", "", err)
 	}
@@ -125,11 +139,13 @@ func (st *state) startPools(spec context.Context) {
 	ctx, span := st.phase(context.WithoutCancel(spec), "pools")
 	ctx, cancel := context.WithCancel(ctx)
 	oses := []osfamily.Family{}
+	replicas := map[string]int{}
 	for _, p := range st.pools {
 		oses = append(oses, p.os)
+		replicas[p.spec.Name] = p.spec.Replicas
 	}
 	w, err := join.Start(ctx, join.Options{Management: st.s.Mgmt, Tenant: st.tenant, Namespace: st.names.Namespace,
-		OSes: oses, Clock: st.s.Clock, Log: st.s.Log})
+		OSes: oses, Clock: st.s.Clock, Log: st.s.JoinLog(), OnProgress: st.s.JoinProgress(replicas), Consoles: st.s.Consoles()})
 	if err != nil {
 		cancel()
 		span.End(err)
@@ -145,7 +161,7 @@ func (st *state) startPools(spec context.Context) {
 		jr := &joinRun{done: make(chan struct{})}
 		st.joins[p.spec.Name] = jr
 		pool := join.Pool{Names: p.names, Class: p.spec.Class, OS: p.os, Replicas: p.spec.Replicas,
-			Console: p.spec.LogSerialConsole, WorkloadImage: st.s.Lane.Workload.Ref()}
+			Console: st.s.Consoles() != nil, WorkloadImage: st.s.Lane.Workload.Ref()}
 		go func() {
 			defer close(jr.done)
 			defer GinkgoRecover()
@@ -205,6 +221,11 @@ func (st *state) teardown(spec context.Context) {
 	if !st.created.tenant {
 		return
 	}
+	st.clusterTree(spec)
+	if keep, why := st.s.Keeps(CurrentSpecReport().Failed()); keep {
+		st.keep(spec, why)
+		return
+	}
 	var first error
 	fail := func(err error, evidence []string) {
 		if err == nil {
@@ -236,4 +257,97 @@ func (st *state) teardown(spec context.Context) {
 	defer cancel()
 	fail(st.platform.DeleteTenant(rctx, st.s.Run), nil)
 	fail(st.platform.DeleteClasses(rctx, st.classes), nil)
+}
+
+// keep leaves everything the suite created standing (E2E_KEEP): the teardown phase is recorded
+// as skipped, and kept.json says how to reach the tenant, its namespace and the objects of
+// every failed pool.
+func (st *state) keep(spec context.Context, why string) {
+	_ = st.s.Clock.Skip("teardown", why+": kept for inspection")
+	k := report.Kept{Reason: why, Tenant: st.s.Run.TenantName(), Namespace: st.s.Run.Namespace(), Classes: st.classes}
+	kc := report.KeptCluster{Name: st.names.Cluster()}
+	if path, err := st.s.KeptKubeconfig("tenant-"+st.names.Cluster(), st.tenant); err == nil {
+		kc.Kubeconfig = path
+	} else {
+		fmt.Fprintf(st.s.Log, "keep: %v\n", err)
+	}
+	k.Clusters = append(k.Clusters, kc)
+	if st.created.refusals {
+		k.Clusters = append(k.Clusters, report.KeptCluster{Name: st.refusals.Cluster()})
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(spec), 10*time.Second)
+	defer cancel()
+	seen := map[string]bool{}
+	for _, f := range st.s.Failures.All() {
+		if f.Pool == "" || seen[f.Pool] {
+			continue
+		}
+		seen[f.Pool] = true
+		k.Pools = append(k.Pools, st.keptPool(ctx, f.Pool, verdict.Label(f.Class, f.Stage)))
+	}
+	if pool := suite.PoolOf(CurrentSpecReport()); pool != "" && !seen[pool] && CurrentSpecReport().Failed() {
+		k.Pools = append(k.Pools, st.keptPool(ctx, pool, "failed"))
+	}
+	if err := st.s.WriteKept(k); err != nil {
+		fmt.Fprintf(st.s.Log, "keep: writing %s: %v\n", report.KeptFile, err)
+	}
+}
+
+// keptPool names a failed pool's objects: its MachineDeployment, Machines and their VMIs.
+func (st *state) keptPool(ctx context.Context, pool, failure string) report.KeptPool {
+	p := st.names.Pool(pool)
+	kp := report.KeptPool{Pool: pool, Cluster: st.names.Cluster(), Failure: failure, MachineDeployment: p.MachineDeployment()}
+	var list clusterv1.MachineList
+	if err := st.s.Mgmt.Client.List(ctx, &list, client.InNamespace(p.Namespace), p.Selector()); err != nil {
+		fmt.Fprintf(st.s.Log, "keep: listing the Machines of pool %s: %v\n", pool, err)
+		return kp
+	}
+	for _, m := range list.Items {
+		kp.Machines = append(kp.Machines, m.Name)
+		if m.Spec.InfrastructureRef.Name != "" {
+			kp.VMIs = append(kp.VMIs, m.Spec.InfrastructureRef.Name)
+		}
+	}
+	return kp
+}
+
+// clusterTreeFile is where the conformance cluster's Cluster API tree is written at the end of
+// every run (report.Write puts it in summary.md).
+func clusterTreeFile(cluster string) string {
+	return "clusters/management/cluster-tree-" + cluster + ".txt"
+}
+
+// clusterTree writes the conformance cluster's tree as clusterctl describe shows it by default,
+// before the teardown deletes it.
+func (st *state) clusterTree(spec context.Context) {
+	if !st.created.cluster || spec.Err() != nil {
+		return
+	}
+	if _, err := st.s.Tree(spec, "cluster "+st.names.Cluster(), st.names.Namespace, st.names.Cluster(), clusterTreeFile(st.names.Cluster()), capitree.Options{}); err != nil {
+		fmt.Fprintf(st.s.Log, "cluster tree: %v\n", err)
+	}
+}
+
+// poolTree writes a failed pool's view of the tree (pools/<pool>/cluster-tree.txt): every
+// condition of its MachineDeployment and Machines, their bootstrap and infrastructure objects
+// even when Ready, one row per Machine. It returns the path as evidence, or none.
+func (st *state) poolTree(ctx context.Context, pool string) []string {
+	if !st.created.cluster {
+		return nil
+	}
+	p := st.names.Pool(pool)
+	show := []string{"MachineDeployment/" + p.MachineDeployment()}
+	var list clusterv1.MachineList
+	if err := st.s.Mgmt.Client.List(ctx, &list, client.InNamespace(p.Namespace), p.Selector()); err == nil {
+		for _, m := range list.Items {
+			show = append(show, "Machine/"+m.Name)
+		}
+	}
+	rel, err := st.s.Tree(ctx, "pool "+pool, p.Namespace, st.names.Cluster(), "pools/"+pool+"/cluster-tree.txt",
+		capitree.Options{ShowConditions: strings.Join(show, ","), Echo: true, NoGrouping: true})
+	if err != nil {
+		fmt.Fprintf(st.s.Log, "pool %s: cluster tree: %v\n", pool, err)
+		return nil
+	}
+	return []string{rel}
 }

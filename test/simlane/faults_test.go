@@ -208,9 +208,11 @@ func runLane(t *testing.T, root, bin string, l *lane.Lane, copies lanes, spec st
 	if set != nil {
 		fault = spec
 	}
-	cmd := laneCommand(root, bin, laneArg, "E2E_ARTIFACTS="+art, "E2E_SIM_CANARY="+canary, "E2E_SIM_FAULT="+fault)
-	var log bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &log, &log
+	// Every run keeps a red run (E2E_KEEP=on-failure): a green one must end by itself, a red one
+	// stays up, is looked at (checkKept) and ended with SIGINT.
+	cmd := laneCommand(root, bin, laneArg, "E2E_ARTIFACTS="+art, "E2E_SIM_CANARY="+canary, "E2E_SIM_FAULT="+fault, "E2E_KEEP=on-failure")
+	log := &watchedLog{marker: keptMarker, seen: make(chan struct{})}
+	cmd.Stdout, cmd.Stderr = log, log
 	start := time.Now()
 	done := make(chan error, 1)
 	if err := cmd.Start(); err != nil {
@@ -218,14 +220,33 @@ func runLane(t *testing.T, root, bin string, l *lane.Lane, copies lanes, spec st
 	}
 	go func() { done <- cmd.Wait() }()
 	var werr error
+	kept := false
 	select {
 	case werr = <-done:
+	case <-log.seen:
+		kept = true
+		checkKept(t, art, log.String())
+		_ = cmd.Process.Signal(os.Interrupt)
+		select {
+		case werr = <-done:
+		case <-time.After(maxInterrupted):
+			_ = cmd.Process.Kill()
+			werr = <-done
+			t.Errorf("a kept run did not end within %s of SIGINT", maxInterrupted)
+		}
+		checkKeptRemoved(t, log.String())
 	case <-time.After(runTimeout):
 		_ = cmd.Process.Kill()
 		werr = <-done
 		t.Errorf("the run took more than %s", runTimeout)
 	}
 	out.wall = time.Since(start)
+	red := set != nil && len(poolFaults(l, set)) > 0
+	if kept != red {
+		t.Errorf("E2E_KEEP=on-failure: kept %v, want it kept only when the run fails", kept)
+	}
+	checkConsole(t, log.String(), spec, red)
+	checkReports(t, l, art)
 	code := exitCode(werr)
 	v, err := verdict.ReadVerdict(filepath.Join(art, "verdict.json"))
 	if err != nil {

@@ -31,7 +31,7 @@ func TestSignalEndsTheRunCleanly(t *testing.T) {
 	cases := []struct {
 		name   string
 		sig    syscall.Signal
-		marker string // the output line after which the signal is sent
+		marker string // the harness.log line after which the signal is sent
 		want   []string
 	}{
 		// Mid-suite: both tenant control planes up, workers joining: the most processes alive.
@@ -57,19 +57,29 @@ func TestSignalEndsTheRunCleanly(t *testing.T) {
 			}
 			done := make(chan error, 1)
 			go func() { err := cmd.Wait(); pw.Close(); done <- err }()
-			seen := make(chan struct{})
 			go func() {
 				sc := bufio.NewScanner(pr)
 				sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
-				once := false
 				for sc.Scan() {
 					log.WriteString(sc.Text() + "\n")
-					if !once && strings.Contains(sc.Text(), c.marker) {
-						once = true
-						close(seen)
-					}
 				}
 				_, _ = io.Copy(io.Discard, pr)
+			}()
+			// The markers are details: harness.log has them, the terminal only what matters.
+			seen, stopWatching := make(chan struct{}), make(chan struct{})
+			defer close(stopWatching)
+			go func() {
+				for {
+					if data, err := os.ReadFile(filepath.Join(art, "harness.log")); err == nil && bytes.Contains(data, []byte(c.marker)) {
+						close(seen)
+						return
+					}
+					select {
+					case <-stopWatching:
+						return
+					case <-time.After(100 * time.Millisecond):
+					}
+				}
 			}()
 			select {
 			case <-seen:

@@ -87,6 +87,17 @@ func (r *dvReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 		return ctrl.Result{}, err
 	}
 	if pvc.Status.Phase != corev1.ClaimBound {
+		if waits, err := waitsForConsumer(ctx, r.c, pvc); err != nil {
+			return ctrl.Result{}, err
+		} else if waits {
+			// CDI without volume populators (Cozystack opts out per DataVolume) leaves a claim of
+			// a WaitForFirstConsumer class unbound until a pod using it is scheduled, and says so
+			// (pkg/controller/datavolume/controller-base.go:1010); KubeVirt's temporary launcher
+			// is that pod.
+			return ctrl.Result{}, r.setStatus(ctx, dv, cdiv1.WaitForFirstConsumer, "N/A",
+				cond(cdiv1.DataVolumeBound, corev1.ConditionFalse, "Pending", "PVC "+pvc.Name+" Pending"),
+				cond(cdiv1.DataVolumeReady, corev1.ConditionFalse, "", ""), cond(cdiv1.DataVolumeRunning, corev1.ConditionFalse, "", ""))
+		}
 		if err := provision(ctx, r.c, pvc); err != nil {
 			return ctrl.Result{}, fmt.Errorf("DataVolume %s/%s: volume for PVC %s: %w", dv.Namespace, dv.Name, pvc.Name, err)
 		}

@@ -14,6 +14,24 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 )
 
+// AnnSelectedNode is what kube-scheduler writes on a claim of a WaitForFirstConsumer class once it
+// placed a pod using it (k8s.io/kubernetes pkg/scheduler/framework/plugins/volumebinding).
+const AnnSelectedNode = "volume.kubernetes.io/selected-node"
+
+// waitsForConsumer reports whether pvc's class binds on first consumer and no consumer has
+// been placed yet.
+func waitsForConsumer(ctx context.Context, c client.Client, pvc *corev1.PersistentVolumeClaim) (bool, error) {
+	cls := pvc.Spec.StorageClassName
+	if cls == nil || *cls == "" || pvc.Annotations[AnnSelectedNode] != "" {
+		return false, nil
+	}
+	var sc storagev1.StorageClass
+	if err := c.Get(ctx, client.ObjectKey{Name: *cls}, &sc); err != nil {
+		return false, client.IgnoreNotFound(err)
+	}
+	return sc.VolumeBindingMode != nil && *sc.VolumeBindingMode == storagev1.VolumeBindingWaitForFirstConsumer, nil
+}
+
 // provision creates the PersistentVolume for pvc, pre-bound to it as a CSI provisioner would,
 // so kube-controller-manager's binder binds the pair.
 func provision(ctx context.Context, c client.Client, pvc *corev1.PersistentVolumeClaim) error {
@@ -33,8 +51,17 @@ func provision(ctx context.Context, c client.Client, pvc *corev1.PersistentVolum
 			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimDelete,
 			VolumeMode:                    pvc.Spec.VolumeMode,
 			ClaimRef:                      &corev1.ObjectReference{Kind: "PersistentVolumeClaim", APIVersion: "v1", Namespace: pvc.Namespace, Name: pvc.Name, UID: pvc.UID},
-			PersistentVolumeSource:        corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{Driver: provisioner, VolumeHandle: name}},
 		},
+	}
+	if node := pvc.Annotations[AnnSelectedNode]; node != "" {
+		// A node-local volume on the node the consumer was placed on, as kind's local-path
+		// provisioner makes one (rancher/local-path-provisioner: a hostPath PV with node affinity).
+		pv.Spec.PersistentVolumeSource = corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/var/local-path-provisioner/" + name}}
+		pv.Spec.NodeAffinity = &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+			MatchExpressions: []corev1.NodeSelectorRequirement{{Key: corev1.LabelHostname, Operator: corev1.NodeSelectorOpIn, Values: []string{node}}},
+		}}}}
+	} else {
+		pv.Spec.PersistentVolumeSource = corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{Driver: Provisioner, VolumeHandle: name}}
 	}
 	if pvc.Spec.StorageClassName != nil {
 		pv.Spec.StorageClassName = *pvc.Spec.StorageClassName

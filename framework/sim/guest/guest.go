@@ -112,6 +112,7 @@ func (g *guests) forget(key types.NamespacedName) {
 	for uid, gu := range g.running {
 		if gu.vmi.Namespace == key.Namespace && gu.vmi.Name == key.Name {
 			gu.cancel()
+			g.env.Serial.Hangup(key.Namespace, key.Name, string(uid))
 			delete(g.running, uid)
 		}
 	}

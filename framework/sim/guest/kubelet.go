@@ -113,7 +113,7 @@ func (gu *guest) tlsBootstrap(ctx context.Context, d bootstrap.Data, node string
 	if err != nil {
 		return nil, err
 	}
-	reqName, reqUID, err := csr.RequestCertificate(cs, csrPEM, name, certificatesv1.KubeAPIServerClientKubeletSignerName, nil, usages, key)
+	reqName, reqUID, err := csr.RequestCertificateWithContext(ctx, cs, csrPEM, name, certificatesv1.KubeAPIServerClientKubeletSignerName, nil, usages, key)
 	if err != nil {
 		return nil, err
 	}

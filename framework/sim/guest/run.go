@@ -40,7 +40,7 @@ func (gu *guest) env() *simenv.Env { return gu.g.env }
 func (gu *guest) run(ctx context.Context) {
 	defer close(gu.done)
 	vmi := gu.vmi
-	gu.con = console{start: gu.env().Now(), now: gu.env().Now}
+	gu.con = console{start: gu.env().Now(), now: gu.env().Now, ports: gu.env().Serial, ns: vmi.Namespace, vmi: vmi.Name, uid: string(vmi.UID)}
 	if pod, err := kubevirt.Launcher(ctx, gu.g.c, vmi); err == nil && pod != nil && kubevirt.ConsoleEnabled(vmi) && gu.env().Logs != nil {
 		if path, err := gu.env().Logs.ContainerLog(pod.Namespace, pod.Name, kubevirt.ConsoleContainer); err == nil {
 			gu.con.path = path
@@ -206,6 +206,7 @@ func (gu *guest) powerDown() {
 		go func() {
 			<-gu.done
 			gu.con.say(shutdownLines(gu.os)...)
+			gu.env().Serial.Hangup(gu.vmi.Namespace, gu.vmi.Name, string(gu.vmi.UID))
 		}()
 	})
 }

@@ -42,7 +42,7 @@ func (k *Kamaji) ensureEndpoint(ctx context.Context, tcp *unstructured.Unstructu
 		ca.Data = map[string][]byte{"ca.crt": api.CA.CertPEM, "ca.key": key, corev1.TLSCertKey: api.CA.CertPEM, corev1.TLSPrivateKeyKey: key}
 		return controllerutil.SetControllerReference(tcp, ca, k.client.Scheme())
 	}); err != nil {
-		return fmt.Errorf("Secret %s/%s: %w", ca.Namespace, ca.Name, err)
+		return fmt.Errorf("writing Secret %s/%s: %w", ca.Namespace, ca.Name, err)
 	}
 	u, err := url.Parse(api.URL)
 	if err != nil {
@@ -58,7 +58,7 @@ func (k *Kamaji) ensureEndpoint(ctx context.Context, tcp *unstructured.Unstructu
 			TargetPort: intstr.FromInt32(APIServerPort)}}
 		return controllerutil.SetControllerReference(tcp, svc, k.client.Scheme())
 	}); err != nil {
-		return fmt.Errorf("Service %s/%s: %w", svc.Namespace, svc.Name, err)
+		return fmt.Errorf("writing Service %s/%s: %w", svc.Namespace, svc.Name, err)
 	}
 	return nil
 }

@@ -53,7 +53,7 @@ func (k *Kamaji) ensureTenantObjects(ctx context.Context, t *tenantCP, serviceCI
 		}
 		return nil
 	}); err != nil {
-		return fmt.Errorf("Service kube-system/%s: %w", CoreDNSService, err)
+		return fmt.Errorf("tenant Service kube-system/%s: %w", CoreDNSService, err)
 	}
 	if err := EnsureBootstrapTokenRBAC(ctx, c); err != nil {
 		return err
@@ -63,7 +63,7 @@ func (k *Kamaji) ensureTenantObjects(ctx context.Context, t *tenantCP, serviceCI
 		canary.Data = map[string][]byte{CanaryKey: []byte(k.opts.Canary)}
 		return nil
 	}); err != nil {
-		return fmt.Errorf("Secret kube-system/%s: %w", CanarySecret, err)
+		return fmt.Errorf("tenant Secret kube-system/%s: %w", CanarySecret, err)
 	}
 	return nil
 }
@@ -83,7 +83,7 @@ func (k *Kamaji) ensureSecrets(ctx context.Context, kcp, tcp *unstructured.Unstr
 		admin.Data = map[string][]byte{AdminKubeconfigKey: kc, AdminKubeconfigSvcKey: kc}
 		return controllerutil.SetControllerReference(tcp, admin, k.client.Scheme())
 	}); err != nil {
-		return fmt.Errorf("Secret %s/%s: %w", admin.Namespace, admin.Name, err)
+		return fmt.Errorf("admin kubeconfig Secret %s/%s: %w", admin.Namespace, admin.Name, err)
 	}
 	capi := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: kcp.GetNamespace(), Name: KubeconfigSecret(r)}}
 	if _, err := controllerutil.CreateOrUpdate(ctx, k.client, capi, func() error {
@@ -92,7 +92,7 @@ func (k *Kamaji) ensureSecrets(ctx context.Context, kcp, tcp *unstructured.Unstr
 		capi.Data = map[string][]byte{KubeconfigKey: kc}
 		return controllerutil.SetControllerReference(kcp, capi, k.client.Scheme())
 	}); err != nil {
-		return fmt.Errorf("Secret %s/%s: %w", capi.Namespace, capi.Name, err)
+		return fmt.Errorf("the Cluster API kubeconfig Secret %s/%s: %w", capi.Namespace, capi.Name, err)
 	}
 	return nil
 }

@@ -83,7 +83,7 @@ func (k *Kamaji) publishStatus(ctx context.Context, kcp, tcp *unstructured.Unstr
 func (k *Kamaji) publishInfrastructure(ctx context.Context, kcp *unstructured.Unstructured, host string, port int64) error {
 	var c clusterv1.Cluster
 	if err := k.client.Get(ctx, client.ObjectKey{Namespace: kcp.GetNamespace(), Name: kcp.GetName()}, &c); err != nil {
-		return fmt.Errorf("Cluster %s/%s (whose infrastructure the control plane publishes to): %w", kcp.GetNamespace(), kcp.GetName(), err)
+		return fmt.Errorf("reading Cluster %s/%s (whose infrastructure the control plane publishes to): %w", kcp.GetNamespace(), kcp.GetName(), err)
 	}
 	ref := c.Spec.InfrastructureRef
 	if ref.Kind != kubevirtClusterGVK.Kind || ref.APIGroup != kubevirtClusterGVK.Group {

@@ -18,16 +18,19 @@ import (
 
 // Names KubeVirt uses.
 const (
-	LabelApp           = "kubevirt.io"
-	LabelCreatedBy     = "kubevirt.io/created-by"
-	LabelDomain        = "kubevirt.io/domain"
-	LauncherApp        = "virt-launcher"
-	ComputeContainer   = "compute"
-	ConsoleContainer   = "guest-console-log"
-	VMFinalizer        = "kubevirt.io/virtualMachineControllerFinalize"
-	VMIFinalizer       = "foregroundDeleteVirtualMachine"
-	LauncherImage      = "quay.io/kubevirt/virt-launcher:v1.8.4"
-	cpuAllocationRatio = 10
+	LabelApp       = "kubevirt.io"
+	LabelCreatedBy = "kubevirt.io/created-by"
+	LabelDomain    = "kubevirt.io/domain"
+	// AnnEphemeralProvisioning marks the temporary launcher of a volume waiting for its first
+	// consumer (kubevirt.io/api core/v1 EphemeralProvisioningObject).
+	AnnEphemeralProvisioning = "kubevirt.io/ephemeral-provisioning"
+	LauncherApp              = "virt-launcher"
+	ComputeContainer         = "compute"
+	ConsoleContainer         = "guest-console-log"
+	VMFinalizer              = "kubevirt.io/virtualMachineControllerFinalize"
+	VMIFinalizer             = "foregroundDeleteVirtualMachine"
+	LauncherImage            = "quay.io/kubevirt/virt-launcher:v1.8.4"
+	cpuAllocationRatio       = 10
 )
 
 // Latency names this package reads from simenv.Env.

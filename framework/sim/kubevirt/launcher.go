@@ -63,6 +63,15 @@ func oversized(ctx context.Context, c client.Client) (resource.Quantity, error) 
 	return *resource.NewQuantity(2*largest.Value(), resource.BinarySI), nil
 }
 
+// newTemporaryLauncher is the pod KubeVirt schedules only to bind a volume waiting for its first
+// consumer: the launcher's template, marked kubevirt.io/ephemeral-provisioning
+// (pkg/virt-controller/services/template.go:545-548).
+func newTemporaryLauncher(vmi *kubevirtv1.VirtualMachineInstance, requests corev1.ResourceList) *corev1.Pod {
+	pod := newLauncher(vmi, requests)
+	pod.Annotations[AnnEphemeralProvisioning] = "true"
+	return pod
+}
+
 // newLauncher is the virt-launcher Pod of vmi.
 func newLauncher(vmi *kubevirtv1.VirtualMachineInstance, requests corev1.ResourceList) *corev1.Pod {
 	labels := copyMap(vmi.Labels)

@@ -84,7 +84,11 @@ func (r *vmReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 		} else if err != nil {
 			return ctrl.Result{}, err
 		}
-		if dv.Status.Phase != cdiv1.Succeeded {
+		switch dv.Status.Phase {
+		case cdiv1.Succeeded, cdiv1.WaitForFirstConsumer, cdiv1.PendingPopulation:
+			// The VMI is created for these: a volume waiting for its first consumer is the VMI's
+			// to bind (kubevirt/kubevirt v1.8.4 pkg/virt-controller/watch/vm/vm.go:557).
+		default:
 			dvsReady = false
 		}
 		if dv.Status.Phase == cdiv1.Failed || dv.Status.RestartCount > 0 {

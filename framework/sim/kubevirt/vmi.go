@@ -11,11 +11,15 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
 	kubevirtv1 "kubevirt.io/api/core/v1"
+	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/cozystack/cozy-e2e/framework/sim/faults"
 	"github.com/cozystack/cozy-e2e/framework/sim/simenv"
@@ -23,29 +27,79 @@ import (
 )
 
 func setupVMI(mgr manager.Manager, env *simenv.Env) error {
+	// A DataVolume changing phase wakes the VMI of its VM (same name).
+	dvToVMI := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+		for _, ref := range o.GetOwnerReferences() {
+			if ref.Kind == "VirtualMachine" {
+				return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: ref.Name}}}
+			}
+		}
+		return nil
+	})
 	return ctrl.NewControllerManagedBy(mgr).Named("sim-kubevirt-vmi").
 		For(&kubevirtv1.VirtualMachineInstance{}).
 		Owns(&corev1.Pod{}).
-		Complete(&vmiReconciler{c: mgr.GetClient(), env: env})
+		Watches(&cdiv1.DataVolume{}, dvToVMI).
+		Complete(&vmiReconciler{c: mgr.GetClient(), env: env, events: mgr.GetEventRecorder("virtualmachine-controller")})
 }
 
 type vmiReconciler struct {
-	c   client.Client
-	env *simenv.Env
+	c      client.Client
+	env    *simenv.Env
+	events events.EventRecorder
 }
 
-// Launcher returns VMI vmi's virt-launcher Pod, or nil.
+// Launcher returns VMI vmi's virt-launcher Pod, or nil; never the temporary one.
 func Launcher(ctx context.Context, c client.Reader, vmi *kubevirtv1.VirtualMachineInstance) (*corev1.Pod, error) {
+	pod, _, err := launchers(ctx, c, vmi)
+	return pod, err
+}
+
+// launchers are VMI vmi's launcher Pod and its temporary one (a volume waiting for its first
+// consumer), either nil.
+func launchers(ctx context.Context, c client.Reader, vmi *kubevirtv1.VirtualMachineInstance) (pod, temp *corev1.Pod, err error) {
 	var pods corev1.PodList
 	if err := c.List(ctx, &pods, client.InNamespace(vmi.Namespace), client.MatchingLabels{LabelCreatedBy: string(vmi.UID)}); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	for i := range pods.Items {
-		if metav1.IsControlledBy(&pods.Items[i], vmi) {
-			return &pods.Items[i], nil
+		p := &pods.Items[i]
+		switch {
+		case !metav1.IsControlledBy(p, vmi):
+		case p.Annotations[AnnEphemeralProvisioning] == "true":
+			temp = p
+		default:
+			pod = p
 		}
 	}
-	return nil, nil
+	return pod, temp, nil
+}
+
+// volumes says where the VMI's DataVolumes stand: all imported, or one waiting for its first
+// consumer (kubevirt/kubevirt v1.8.4 pkg/virt-controller/watch/vmi/lifecycle.go:90).
+func (r *vmiReconciler) volumes(ctx context.Context, vmi *kubevirtv1.VirtualMachineInstance) (ready, waitForConsumer bool, err error) {
+	ready = true
+	for _, v := range vmi.Spec.Volumes {
+		if v.DataVolume == nil {
+			continue
+		}
+		dv := &cdiv1.DataVolume{}
+		if err := r.c.Get(ctx, client.ObjectKey{Namespace: vmi.Namespace, Name: v.DataVolume.Name}, dv); err != nil {
+			if apierrors.IsNotFound(err) {
+				ready = false
+				continue
+			}
+			return false, false, err
+		}
+		switch dv.Status.Phase {
+		case cdiv1.Succeeded:
+		case cdiv1.WaitForFirstConsumer, cdiv1.PendingPopulation:
+			ready, waitForConsumer = false, true
+		default:
+			ready = false
+		}
+	}
+	return ready, waitForConsumer, nil
 }
 
 func (r *vmiReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
@@ -53,11 +107,16 @@ func (r *vmiReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	if err := r.c.Get(ctx, req.NamespacedName, vmi); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	pod, err := Launcher(ctx, r.c, vmi)
+	pod, temp, err := launchers(ctx, r.c, vmi)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	if vmi.DeletionTimestamp != nil {
+		if temp != nil && temp.DeletionTimestamp == nil {
+			if err := r.c.Delete(ctx, temp); client.IgnoreNotFound(err) != nil {
+				return ctrl.Result{}, err
+			}
+		}
 		return r.shutdown(ctx, vmi, pod)
 	}
 	if controllerutil.AddFinalizer(vmi, VMIFinalizer) {
@@ -69,7 +128,37 @@ func (r *vmiReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	st := vmi.Status.DeepCopy()
 	now := metav1.NewTime(r.env.Now())
 	var requeue time.Duration
+	ready, waitForConsumer := true, false
+	if pod == nil {
+		if ready, waitForConsumer, err = r.volumes(ctx, vmi); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	if !waitForConsumer && temp != nil && temp.DeletionTimestamp == nil {
+		// The volume is bound: the temporary pod has done its part (lifecycle.go:187-188, :1053-1068).
+		if err := r.c.Delete(ctx, temp); client.IgnoreNotFound(err) != nil {
+			return ctrl.Result{}, err
+		}
+		r.events.Eventf(vmi, nil, corev1.EventTypeNormal, "SuccessfulDelete", "Delete", "Deleted WaitForFirstConsumer temporary pod %s", temp.Name)
+	}
 	switch {
+	case pod == nil && waitForConsumer:
+		// A temporary launcher binds the volume (lifecycle.go:151-153): it is scheduled like the
+		// real one, and what keeps it from being placed keeps the VM from starting.
+		st.Phase = kubevirtv1.Pending
+		if temp == nil {
+			req, err := r.requests(ctx, vmi)
+			if err != nil {
+				return ctrl.Result{}, err
+			}
+			if err := r.c.Create(ctx, newTemporaryLauncher(vmi, req)); err != nil {
+				return ctrl.Result{}, fmt.Errorf("VMI %s/%s: temporary launcher pod: %w", vmi.Namespace, vmi.Name, err)
+			}
+			break
+		}
+		r.scheduling(ctx, vmi, temp, st, now)
+	case pod == nil && !ready:
+		st.Phase = kubevirtv1.Pending // its DataVolumes import
 	case pod == nil:
 		req, err := r.requests(ctx, vmi)
 		if err != nil {
@@ -85,14 +174,7 @@ func (r *vmiReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 		setCond(st, kubevirtv1.VirtualMachineInstanceReady, corev1.ConditionFalse, "PodTerminating", "virt-launcher pod failed", now)
 	case pod.Spec.NodeName == "":
 		st.Phase = kubevirtv1.Scheduling
-		for _, c := range pod.Status.Conditions {
-			if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse {
-				if old := condOf(vmi.Status.Conditions, kubevirtv1.VirtualMachineInstanceConditionType(corev1.PodScheduled)); old == nil || old.Message != c.Message {
-					r.observeUnschedulable(ctx, vmi, pod, c)
-				}
-				setCond(st, kubevirtv1.VirtualMachineInstanceConditionType(corev1.PodScheduled), c.Status, c.Reason, c.Message, now)
-			}
-		}
+		r.scheduling(ctx, vmi, pod, st, now)
 	default:
 		st.NodeName = pod.Spec.NodeName
 		removeCond(st, kubevirtv1.VirtualMachineInstanceConditionType(corev1.PodScheduled))
@@ -145,6 +227,18 @@ func (r *vmiReconciler) requests(ctx context.Context, vmi *kubevirtv1.VirtualMac
 		req[corev1.ResourceMemory] = q
 	}
 	return req, nil
+}
+
+// scheduling mirrors a launcher's PodScheduled=False onto the VMI, as KubeVirt does.
+func (r *vmiReconciler) scheduling(ctx context.Context, vmi *kubevirtv1.VirtualMachineInstance, pod *corev1.Pod, st *kubevirtv1.VirtualMachineInstanceStatus, now metav1.Time) {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse {
+			if old := condOf(vmi.Status.Conditions, kubevirtv1.VirtualMachineInstanceConditionType(corev1.PodScheduled)); old == nil || old.Message != c.Message {
+				r.observeUnschedulable(ctx, vmi, pod, c)
+			}
+			setCond(st, kubevirtv1.VirtualMachineInstanceConditionType(corev1.PodScheduled), c.Status, c.Reason, c.Message, now)
+		}
+	}
 }
 
 func (r *vmiReconciler) observeUnschedulable(ctx context.Context, vmi *kubevirtv1.VirtualMachineInstance, pod *corev1.Pod, c corev1.PodCondition) {

@@ -62,6 +62,9 @@ type Env struct {
 	Logs LogSink
 	// Webhooks serves admission webhooks (nil: none are served, and stand-ins skip theirs).
 	Webhooks Webhooks
+	// Serial are the guests' serial ports, read through the VMIs' console subresource (nil:
+	// what guests write there is lost).
+	Serial *SerialPorts
 	// Dir is the sim's working folder (not an artifact).
 	Dir string
 	// Now is the clock.

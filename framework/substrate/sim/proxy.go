@@ -43,6 +43,9 @@ type proxy struct {
 	inject bool
 	env    *simenv.Env
 	once   sync.Once
+	// consoles serves the VMIs' console subresource (the apiserver does not: KubeVirt's
+	// virt-api does, through the aggregator).
+	consoles *consoleServer
 }
 
 func startProxy(upstream *controlplane.APIServer, admin *rest.Config, env *simenv.Env) (*proxy, error) {
@@ -82,6 +85,11 @@ func startProxy(upstream *controlplane.APIServer, admin *rest.Config, env *simen
 	if err != nil {
 		return nil, err
 	}
+	consoles, err := newConsoleServer(admin, env.Serial)
+	if err != nil {
+		return nil, err
+	}
+	p.consoles = consoles
 	p.srv = &http.Server{Handler: p.handler(apps)}
 	go func() { _ = p.srv.Serve(ln) }()
 	return p, nil
@@ -96,6 +104,10 @@ func (p *proxy) handler(next http.Handler) http.Handler {
 					Detail: fmt.Sprintf("%s %s answered 500 etcdserver: leader changed", r.Method, r.URL.Path)})
 			})
 			writeStatus(w, http.StatusInternalServerError, "etcdserver: leader changed")
+			return
+		}
+		if m := consolePath.FindStringSubmatch(r.URL.Path); m != nil && p.consoles != nil {
+			p.consoles.serve(w, r, m[1], m[2])
 			return
 		}
 		if err := bufferBody(r); err != nil {

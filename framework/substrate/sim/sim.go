@@ -96,7 +96,7 @@ func New(l *lane.Lane, o substrate.Options) (*Substrate, error) {
 			lat[k] = v.D()
 		}
 	}
-	s.env = &simenv.Env{Faults: set, Latencies: lat, Now: time.Now}
+	s.env = &simenv.Env{Faults: set, Latencies: lat, Serial: &simenv.SerialPorts{}, Now: time.Now}
 	return s, nil
 }
 

@@ -23,15 +23,22 @@ type SummaryInput struct {
 	// LinkBase prefixes every link into the artifacts ("" keeps them relative to the folder,
 	// where summary.md itself lies).
 	LinkBase string
+	// Trees are the Cluster API object trees the run wrote (ReadTrees): the tenant cluster's,
+	// and each failed pool's.
+	Trees []Tree
 }
 
-// WriteSummary writes summary.md, fit for $GITHUB_STEP_SUMMARY: the verdict, the failures with
-// links to their evidence, each pool's stage timeline, the budget planned against spent per
+// WriteSummary writes summary.md, fit for $GITHUB_STEP_SUMMARY: the verdict, a Mermaid gantt of
+// the phases and each pool's stages (failures marked), the failures with links to their evidence, each pool's stage timeline, the budget planned against spent per
 // phase, the diagnostics, and the comparison with a baseline when one is given.
 func WriteSummary(w io.Writer, in SummaryInput) error {
 	v := in.Verdict
 	b := &strings.Builder{}
 	fmt.Fprintf(b, "## Lane %s: %s (exit %d)\n\n", v.Lane, strings.ToUpper(string(v.Result)), v.ExitCode)
+	if tl := BuildTimeline(in.Timings, v.Failures); len(tl.Rows) > 0 && !tl.Start.IsZero() {
+		b.WriteString(tl.Mermaid(fmt.Sprintf("lane %s %s, run %s", v.Lane, v.Result, orUnknown(v.RunID))))
+		b.WriteString("\n")
+	}
 	var facts []string
 	if v.RunID != "" {
 		facts = append(facts, "run "+code(v.RunID))
@@ -89,6 +96,7 @@ func WriteSummary(w io.Writer, in SummaryInput) error {
 		}
 		b.WriteString("\n")
 	}
+	writeTrees(b, in)
 	writeDiagnostics(b, in)
 	if in.Baseline != nil {
 		writeComparison(b, in)

@@ -49,7 +49,7 @@ type Options struct {
 }
 
 // Write judges the run and writes its reports into Dir: verdict.json, junit.xml, summary.md,
-// timings.json, manifest.json, repro.txt (with repro.json and lane/<lane>.yaml) and, for a green run,
+// report.html, timings.json, manifest.json, repro.txt (with repro.json and lane/<lane>.yaml) and, for a green run,
 // baseline.json. The suites' failures.json, timings.json, junit.xml and manifest.json are merged
 // in; a suite that left no failures.json is a harness failure. Last, the folder is scanned for
 // the secrets: a leak is a harness failure, the leaked files are scrubbed and the reports
@@ -144,10 +144,15 @@ func writeAll(o Options, in verdict.Input, timings budget.Timings, manifest *dia
 	var errs []error
 	errs = append(errs, v.Write(path("verdict.json")), timings.Write(path("timings.json")), manifest.Write(path("manifest.json")))
 	errs = append(errs, MergeJUnit(JUnitInput{Lane: o.Lane, Suites: suites, Timings: timings, Verdict: v}).Write(path("junit.xml")))
+	trees, err := ReadTrees(o.Dir)
+	errs = append(errs, err)
 	var sum bytes.Buffer
 	errs = append(errs, WriteSummary(&sum, SummaryInput{Verdict: v, Timings: timings, Manifest: manifest.Entries(), Repro: repro,
-		Baseline: base, LinkBase: o.LinkBase}))
+		Baseline: base, LinkBase: o.LinkBase, Trees: trees}))
 	errs = append(errs, os.WriteFile(path("summary.md"), sum.Bytes(), 0o644))
+	var page bytes.Buffer
+	errs = append(errs, WriteHTML(&page, HTMLInput{Dir: o.Dir, Verdict: v, Timings: timings, Trees: trees, Repro: repro}))
+	errs = append(errs, os.WriteFile(path(HTMLFile), page.Bytes(), 0o644))
 	if o.StepSummary != "" {
 		errs = append(errs, appendFile(o.StepSummary, sum.Bytes()))
 	}

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -27,6 +28,14 @@ const ginkgoJUnit = `<?xml version="1.0" encoding="UTF-8"?>
     </testcase>
   </testsuite>
 </testsuites>
+`
+
+// clusterTree is a tree as the suite writes it (capitree).
+const clusterTree = `# clusterctl describe cluster kubernetes-pools-abc12 -n tenant-e2eabc12
+NAME                                  REPLICAS AVAILABLE READY UP TO DATE STATUS   REASON        SINCE MESSAGE
+Cluster/kubernetes-pools-abc12        1/1      1         1     1          True     Available     22s
+└─Workers
+  └─MachineDeployment/kubernetes-pools-abc12-kairos  1/1  0  0  1  False  NotAvailable  23s
 `
 
 // fakeRun lays out a run folder as the orchestrator and a suite leave it.
@@ -64,6 +73,18 @@ func fakeRun(t *testing.T, failing bool) (string, Options) {
 	m.Add(diag.Entry{Name: "resources", Scope: "cluster tenant", Status: diag.Declined, Start: t0, Error: "needs up to 12s, 3s left"})
 	if err := m.Write(filepath.Join(sdir, "manifest.json")); err != nil {
 		t.Fatal(err)
+	}
+	trees := map[string]string{"clusters/management/cluster-tree-kubernetes-pools-abc12.txt": clusterTree}
+	if failing {
+		trees["pools/kairos/cluster-tree.txt"] = clusterTree
+	}
+	for rel, text := range trees {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, rel)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, rel), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	lane := filepath.Join(t.TempDir(), "sim.yaml")
 	if err := os.WriteFile(lane, []byte("name: sim\n"), 0o644); err != nil {
@@ -130,7 +151,11 @@ func TestWriteJudgesAndReportsARedRun(t *testing.T) {
 	sum := read(t, dir, "summary.md")
 	for _, want := range []string{"## Lane sim: FAIL (exit 1)", "| kairos | `disk-import` | disk-import | hard |", "[pools/kairos/datavolumes.txt](pools/kairos/datavolumes.txt)",
 		"**md0**: bootstrap-template 1.0s → disk-import 2.0s (total 3.0s)", "| pools | 120.0s | 40.0s | 33% | failed: pool kairos failed |",
-		"1 complete, 0 truncated, 0 failed, 1 declined", "E2E_SIM_FAULT=disk-import-refused E2E_RUN_ID=abc12 make e2e"} {
+		"1 complete, 0 truncated, 0 failed, 1 declined", "E2E_SIM_FAULT=disk-import-refused E2E_RUN_ID=abc12 make e2e",
+		"### Cluster API: clusterctl describe cluster",
+		`<details><summary>cluster kubernetes-pools-abc12 (<a href="clusters/management/cluster-tree-kubernetes-pools-abc12.txt">`,
+		`<details><summary>failed pool kairos (<a href="pools/kairos/cluster-tree.txt">`,
+		"```text\n# clusterctl describe cluster kubernetes-pools-abc12 -n tenant-e2eabc12\nNAME ", "└─MachineDeployment/kubernetes-pools-abc12-kairos"} {
 		if !strings.Contains(sum, want) {
 			t.Errorf("summary.md lacks %q:\n%s", want, sum)
 		}
@@ -251,5 +276,36 @@ func TestReproUsesALaneCopyInsideTheArtifacts(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "lane.yaml")); err == nil {
 		t.Fatal("copied a lane file already in the artifacts")
+	}
+}
+
+// summary.md opens with a gantt of the phases and each pool's stages, failures marked crit.
+func TestSummaryOpensWithATimeline(t *testing.T) {
+	dir, o := fakeRun(t, true)
+	if _, err := Write(o); err != nil {
+		t.Fatal(err)
+	}
+	sum := read(t, dir, "summary.md")
+	lines := strings.Split(sum, "\n")
+	if !strings.HasPrefix(lines[0], "## Lane sim: FAIL") || lines[2] != "```mermaid" || lines[3] != "gantt" {
+		t.Fatalf("summary.md does not open with the gantt:\n%s", strings.Join(lines[:min(8, len(lines))], "\n"))
+	}
+	ms := func(d time.Duration) int64 { return t0.Add(d).UnixMilli() }
+	for _, want := range []string{
+		"    title lane sim fail, run abc12",
+		"    dateFormat x",
+		"    section phases",
+		fmt.Sprintf("    cluster 8.0s :t1, %d, %d", ms(0), ms(8*time.Second)),
+		fmt.Sprintf("    pools 40.0s :crit, t2, %d, %d", ms(10*time.Second), ms(50*time.Second)),
+		"    section pool kairos",
+		// kairos passed no stage: its failure runs from the pools phase's start to the decision.
+		fmt.Sprintf("    disk-import 20.0s :crit, t3, %d, %d", ms(10*time.Second), ms(30*time.Second)),
+		"    section pool md0",
+		fmt.Sprintf("    bootstrap-template 1.0s :t4, %d, %d", ms(0), ms(time.Second)),
+		fmt.Sprintf("    disk-import 2.0s :t5, %d, %d", ms(time.Second), ms(3*time.Second)),
+	} {
+		if !strings.Contains(sum, want+"\n") {
+			t.Errorf("the gantt lacks %q:\n%s", want, sum[:min(len(sum), 1200)])
+		}
 	}
 }

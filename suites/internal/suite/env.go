@@ -21,6 +21,19 @@ const (
 	EnvSuiteArtifacts = "E2E_SUITE_ARTIFACTS"
 	EnvJobStart       = "E2E_JOB_START"
 	EnvRunID          = "E2E_RUN_ID"
+	// EnvProgress (progress.EnvFD) is the file descriptor the suite's progress events go to;
+	// unset, its progress lines go to its output.
+	EnvProgress = "E2E_PROGRESS_FD"
+	// EnvKeep is E2E_KEEP as the orchestrator checked it: 1, on-failure, or empty.
+	EnvKeep = "E2E_KEEP"
+	// EnvWork is the suite's private folder outside the artifacts (a kept tenant's kubeconfig).
+	EnvWork = "E2E_SUITE_WORK"
+)
+
+// Keep values (EnvKeep).
+const (
+	KeepAlways    = "1"
+	KeepOnFailure = "on-failure"
 )
 
 // Env is the orchestrator's environment of one suite process.
@@ -31,6 +44,10 @@ type Env struct {
 	SuiteArtifacts string
 	JobStart       time.Time
 	RunID          string
+	// Progress is EnvProgress, optional.
+	Progress string
+	// Keep is EnvKeep and Work EnvWork, both optional.
+	Keep, Work string
 }
 
 // FromEnviron reads the environment through getenv (os.Getenv in a suite). Every missing or
@@ -38,7 +55,8 @@ type Env struct {
 func FromEnviron(getenv func(string) string) (Env, error) {
 	e := Env{
 		LaneFile: getenv(EnvLaneFile), Kubeconfig: getenv(EnvKubeconfig), Artifacts: getenv(EnvArtifacts),
-		SuiteArtifacts: getenv(EnvSuiteArtifacts), RunID: getenv(EnvRunID),
+		SuiteArtifacts: getenv(EnvSuiteArtifacts), RunID: getenv(EnvRunID), Progress: getenv(EnvProgress),
+		Keep: getenv(EnvKeep), Work: getenv(EnvWork),
 	}
 	var bad []string
 	for name, v := range map[string]string{EnvLaneFile: e.LaneFile, EnvKubeconfig: e.Kubeconfig, EnvArtifacts: e.Artifacts,
@@ -53,6 +71,13 @@ func FromEnviron(getenv func(string) string) (Env, error) {
 		bad = append(bad, fmt.Sprintf("%s=%q is not an RFC 3339 time", EnvJobStart, s))
 	} else {
 		e.JobStart = t
+	}
+	switch e.Keep {
+	case "", "0":
+		e.Keep = ""
+	case KeepAlways, KeepOnFailure:
+	default:
+		bad = append(bad, fmt.Sprintf("%s=%q is not 1, on-failure or 0", EnvKeep, e.Keep))
 	}
 	if len(bad) > 0 {
 		sort.Strings(bad)

@@ -30,6 +30,8 @@ type Failures struct {
 	within   map[string]phaseContext // by spec: the phase its steps ran in
 	evidence map[string][]string     // by spec
 	list     []verdict.Failure
+	// Decided, when set, hears each failure as soon as it is decided (a person's console).
+	Decided func(verdict.Failure)
 }
 
 type noted struct {
@@ -51,8 +53,16 @@ func NewFailures() *Failures {
 // Note remembers err, about pool, as the cause of spec's failure, decided now.
 func (f *Failures) Note(spec, pool string, err error) {
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	f.noted[spec] = append(f.noted[spec], noted{pool: pool, err: err, at: time.Now()})
+	f.mu.Unlock()
+	j := classify(err)
+	f.decided(verdict.Failure{Spec: spec, Pool: pool, Class: j.class, Stage: j.stage, Message: err.Error(), At: time.Now()})
+}
+
+func (f *Failures) decided(v verdict.Failure) {
+	if f.Decided != nil {
+		f.Decided(v)
+	}
 }
 
 // Within records that spec's steps run inside lane phase phase, bounded by ctx: a failure of
@@ -72,6 +82,11 @@ func (f *Failures) AddEvidence(spec string, paths []string) {
 
 // Add records a failure that is not a spec's (a teardown leak).
 func (f *Failures) Add(v verdict.Failure) {
+	f.add(v)
+	f.decided(v)
+}
+
+func (f *Failures) add(v verdict.Failure) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if v.At.IsZero() {
@@ -152,8 +167,12 @@ func (f *Failures) Spec(r types.SpecReport) {
 	v := f.Judge(r)
 	f.mu.Lock()
 	v.Evidence = append(v.Evidence, f.evidence[v.Spec]...)
+	wasNoted := len(f.noted[v.Spec]) > 0
 	f.mu.Unlock()
-	f.Add(v)
+	f.add(v)
+	if !wasNoted {
+		f.decided(v) // a noted failure was told when it was decided
+	}
 }
 
 // judged is what classify finds in an error, with when it was decided (zero: unknown).

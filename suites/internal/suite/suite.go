@@ -16,9 +16,11 @@ import (
 
 	"github.com/cozystack/cozy-e2e/framework/budget"
 	"github.com/cozystack/cozy-e2e/framework/cluster"
+	"github.com/cozystack/cozy-e2e/framework/console"
 	"github.com/cozystack/cozy-e2e/framework/diag"
 	"github.com/cozystack/cozy-e2e/framework/join"
 	"github.com/cozystack/cozy-e2e/framework/lane"
+	"github.com/cozystack/cozy-e2e/framework/progress"
 	"github.com/cozystack/cozy-e2e/framework/tenant"
 	"github.com/cozystack/cozy-e2e/framework/verdict"
 )
@@ -33,11 +35,13 @@ type Suite struct {
 	Mgmt     *cluster.Cluster
 	Run      tenant.Run
 	Failures *Failures
-	// Log is where progress lines go (the suite's output.log, live).
+	// Log is where progress lines for people go: the orchestrator's console as details when
+	// it listens (EnvProgress), else the suite's output.
 	Log io.Writer
 
 	manifest *diag.Manifest
 	rec      *diag.Recorder
+	events   progress.Sink // nil when no orchestrator listens
 }
 
 // Setup reads the lane, starts the clock at the job's start and connects to the management
@@ -60,17 +64,56 @@ func Setup(name string, env Env, phases []lane.PhaseNeed) (*Suite, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Suite{
-		Name: name, Env: env, Lane: l, Run: run, Mgmt: mgmt, Failures: NewFailures(), Log: os.Stdout,
-		Clock:    budget.New(l.Budget, budget.Options{JobStart: env.JobStart, Lane: l.Name}),
-		manifest: diag.NewManifest(),
+	s := &Suite{Name: name, Env: env, Lane: l, Run: run, Mgmt: mgmt, Failures: NewFailures(), Log: os.Stdout,
+		manifest: diag.NewManifest()}
+	opts := budget.Options{JobStart: env.JobStart, Lane: l.Name}
+	em, err := progress.FromEnv(func(string) string { return env.Progress })
+	if err != nil {
+		return nil, err
 	}
+	if em != nil {
+		s.events = em.Emit
+		s.Log = progress.Lines(s.events)
+		opts.Observer = progress.ClockObserver(s.events)
+		s.Failures.Decided = func(f verdict.Failure) {
+			s.events(progress.Event{Kind: progress.Failure, Pool: f.Pool, Class: string(f.Class), Stage: f.Stage, Detail: f.Line()})
+		}
+	}
+	s.Clock = budget.New(l.Budget, opts)
 	if errs := l.CheckSuites(lane.SuiteCatalog{name: phases}); len(errs) > 0 {
 		ce := &ConfigurationError{File: l.File, Err: fmt.Errorf("suite %s cannot run on this lane: %w", name, errs)}
 		s.Failures.Add(verdict.Failure{Spec: "suite " + name, Class: verdict.Configuration, Message: ce.Error()})
 		return s, ce
 	}
 	return s, nil
+}
+
+// Emit sends one progress event to the orchestrator's console; nothing when none listens.
+func (s *Suite) Emit(ev progress.Event) {
+	if s.events != nil {
+		s.events(ev)
+	}
+}
+
+// JoinProgress is a join's OnProgress: each change of a pool's stage or detail becomes a detail
+// event, with the replicas the pool wants (replicas, by pool) and how many are past its stage.
+// Nil when no orchestrator listens.
+func (s *Suite) JoinProgress(replicas map[string]int) func(join.Progress) {
+	if s.events == nil {
+		return nil
+	}
+	return func(p join.Progress) {
+		s.events(progress.Event{Kind: progress.Detail, Pool: p.Pool, Stage: string(p.Stage), Detail: p.Detail, Since: p.Since,
+			Replicas: replicas[p.Pool], Past: progress.PastOf(p.Detail)})
+	}
+}
+
+// JoinLog is where a join's own progress lines go: nowhere when its OnProgress carries them.
+func (s *Suite) JoinLog() io.Writer {
+	if s.events != nil {
+		return nil
+	}
+	return s.Log
 }
 
 // Must fails the current spec with err when it is not nil, noting err first so the failure
@@ -150,6 +193,16 @@ func (s *Suite) StartDiagnostics(ctx context.Context, namespace string) error {
 		return fmt.Errorf("diagnostics: %w", err)
 	}
 	return nil
+}
+
+// Consoles is the run's console hub, which the diagnostics read the VMIs' consoles from; the
+// join judges the guests' boot from it too (join.Options.Consoles). Nil before
+// StartDiagnostics.
+func (s *Suite) Consoles() *console.Hub {
+	if s.rec == nil {
+		return nil
+	}
+	return s.rec.ConsoleHub()
 }
 
 // WatchPool attributes pool p's objects to its own folder from now on.

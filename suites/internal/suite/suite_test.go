@@ -160,3 +160,23 @@ func TestDeadlineErrorNamesItsPool(t *testing.T) {
 		t.Errorf("configuration: %+v", j)
 	}
 }
+
+// Each failure is told once, when it is decided: a typed one when it is noted (not again when
+// its spec reports), an assertion when its spec reports, a teardown leak when it is added.
+func TestEachFailureIsToldOnceWhenDecided(t *testing.T) {
+	f := NewFailures()
+	var told []string
+	f.Decided = func(v verdict.Failure) { told = append(told, v.Line()) }
+	se := &join.StageError{Pool: "md0", Stage: join.StageJoin, Class: verdict.JoinRejected, Detail: "refused"}
+	f.Note("kubernetes pool md0 joins", "md0", se)
+	if len(told) != 1 || told[0] != "pool md0: join-rejected at join: refused" {
+		t.Fatalf("told %q", told)
+	}
+	f.Spec(report(types.SpecStateFailed, se.Error(), "md0"))
+	f.Spec(report(types.SpecStateFailed, "Expected a to equal b", "acme"))
+	f.Add(verdict.Failure{Spec: "teardown", Class: verdict.Teardown, Stage: "teardown", Message: "PVC p left"})
+	want := []string{"pool md0: join-rejected at join: refused", "pool acme: product-assertion: Expected a to equal b", "teardown: PVC p left"}
+	if strings.Join(told, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("told:\n%s\nwant:\n%s", strings.Join(told, "\n"), strings.Join(want, "\n"))
+	}
+}

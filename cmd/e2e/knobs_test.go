@@ -1,0 +1,135 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Every knob the harness reads is refused, when bad, before anything starts: exit 2 within a
+// second, a message naming the knob, its rule and an example, no artifacts folder and no temp
+// folder made (so no process was started either: every process of a run lives in one).
+func TestEveryKnobIsCheckedBeforeAnythingStarts(t *testing.T) {
+	full := t.TempDir()
+	if err := os.WriteFile(filepath.Join(full, "verdict.json"), []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "a-file")
+	if err := os.WriteFile(file, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	notBaseline := filepath.Join(t.TempDir(), "baseline.json")
+	if err := os.WriteFile(notBaseline, []byte("[1, 2"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	kind := filepath.Join("..", "..", "lanes", "kubernetes-latest.yaml")
+	cases := []struct {
+		name string
+		args []string
+		env  map[string]string
+		want []string // in the message besides the knob's name
+	}{
+		{"LANE", nil, map[string]string{"LANE": "nope"}, []string{`lane "nope": no file`, "lanes here:"}},
+		{"--lane", []string{"--lane", "nope"}, nil, []string{`lane "nope"`}},
+		{"--lanes-dir", []string{"--lanes-dir", "no/such/dir"}, nil, []string{"--lanes-dir no/such/dir: no such folder", "example: --lanes-dir lanes"}},
+		{"a flag that does not exist", []string{"--fast"}, nil, []string{"flag provided but not defined: -fast"}},
+		{"E2E_ARTIFACTS not empty", nil, map[string]string{"E2E_ARTIFACTS": full}, []string{"is not empty", "example: E2E_ARTIFACTS="}},
+		{"E2E_ARTIFACTS a file", nil, map[string]string{"E2E_ARTIFACTS": file}, []string{"is a file"}},
+		{"E2E_JOB_START", nil, map[string]string{"E2E_JOB_START": "yesterday"}, []string{"is not an RFC 3339 time", "example: E2E_JOB_START=2026-12-02T10:00:00Z"}},
+		{"E2E_JOB_START long ago", nil, map[string]string{"E2E_JOB_START": "2020-01-01T00:00:00Z"}, []string{"job cap 12m0s minus its artifact reserve has run out"}},
+		{"E2E_JOB_START in the future", nil, map[string]string{"E2E_JOB_START": time.Now().Add(time.Hour).UTC().Format(time.RFC3339)}, []string{"in the future"}},
+		{"E2E_RUN_ID", nil, map[string]string{"E2E_RUN_ID": "UPPER_case!"}, []string{"1 to 10 lowercase letters or digits", "example: E2E_RUN_ID=ab12c"}},
+		{"E2E_RUN_ID too long", nil, map[string]string{"E2E_RUN_ID": "abcdefghijk"}, []string{"1 to 10 lowercase"}},
+		{"E2E_KEEP", nil, map[string]string{"E2E_KEEP": "yes"}, []string{"not one of"}},
+		{"E2E_REUSE on sim", nil, map[string]string{"E2E_REUSE": "1"}, []string{"applies to kind lanes only"}},
+		{"E2E_REUSE", []string{"--lane", kind}, map[string]string{"E2E_REUSE": "true"}, []string{"not one of 1, 0"}},
+		{"E2E_FROM_PHASE", []string{"--lane", kind}, map[string]string{"E2E_FROM_PHASE": "install"}, []string{"is not a phase of", "(phases: preflight, cluster"}},
+		{"E2E_FROM_PHASE on sim", nil, map[string]string{"E2E_FROM_PHASE": "tenant"}, []string{"applies to kind and existing lanes only"}},
+		{"E2E_SIM_FAULT", nil, map[string]string{"E2E_SIM_FAULT": "meteor"}, []string{`"meteor" is not a sim fault (catalogue:`, "example: E2E_SIM_FAULT=guest-join-rejected@md0"}},
+		{"E2E_SIM_FAULT pool", nil, map[string]string{"E2E_SIM_FAULT": "node-tainted@md9"}, []string{`targets pool "md9", which lane sim does not have (pools: md0, kairos, acme)`}},
+		{"E2E_SIM_FAULT on kind", []string{"--lane", kind}, map[string]string{"E2E_SIM_FAULT": "node-tainted"}, []string{"applies to sim lanes only"}},
+		{"E2E_SIM_CANARY", nil, map[string]string{"E2E_SIM_CANARY": "abc"}, []string{"8 to 128 letters"}},
+		{"E2E_BASELINE missing", nil, map[string]string{"E2E_BASELINE": "no/such/baseline.json"}, []string{"no such file"}},
+		{"E2E_BASELINE broken", nil, map[string]string{"E2E_BASELINE": notBaseline}, []string{"baseline.json of a green run"}},
+		{"E2E_TOOLS_DIR", nil, map[string]string{"E2E_TOOLS_DIR": "relative/tools"}, []string{"is not an absolute path"}},
+		{"E2E_PLATFORM_SOURCE", []string{"--lane", kind}, map[string]string{"E2E_PLATFORM_SOURCE": "release:unknown"}, []string{"names no release"}},
+		{"E2E_PLATFORM_SOURCE folder", []string{"--lane", kind}, map[string]string{"E2E_PLATFORM_SOURCE": "no/checkout"}, []string{"checkout no/checkout is not a folder here"}},
+		{"E2E_PLATFORM_SOURCE manifest", []string{"--lane", kind}, map[string]string{"E2E_PLATFORM_SOURCE": "manifest:no/op.yaml"}, []string{"has no @sha256:<hex>"}},
+		{"GITHUB_STEP_SUMMARY", nil, map[string]string{"GITHUB_STEP_SUMMARY": "/no/such/folder/summary.md"}, []string{"its folder /no/such/folder does not exist"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			tmp := t.TempDir()
+			t.Setenv("TMPDIR", tmp)
+			art := filepath.Join(t.TempDir(), "artifacts")
+			for _, k := range append(knobNames(), "LANE") {
+				t.Setenv(k, "")
+			}
+			t.Setenv("E2E_ARTIFACTS", art)
+			for k, v := range c.env {
+				t.Setenv(k, v)
+			}
+			var out, errb bytes.Buffer
+			start := time.Now()
+			code := dispatch(context.Background(), append([]string{"run"}, c.args...), &out, &errb)
+			took := time.Since(start)
+			if code != exitConfig {
+				t.Errorf("exit %d, want %d; stderr: %s", code, exitConfig, errb.String())
+			}
+			if took > time.Second {
+				t.Errorf("refused after %s, want under 1s", took)
+			}
+			msg := errb.String()
+			name := c.name
+			if i := strings.IndexByte(name, ' '); i > 0 {
+				name = name[:i]
+			}
+			for _, w := range append(c.want, name) {
+				if !strings.Contains(msg, w) {
+					t.Errorf("message %q lacks %q", msg, w)
+				}
+			}
+			if out.Len() > 0 {
+				t.Errorf("a refused run printed on stdout: %q", out.String())
+			}
+			if _, err := os.Stat(art); err == nil {
+				t.Errorf("the artifacts folder %s was made", art)
+			}
+			if entries, _ := os.ReadDir(tmp); len(entries) > 0 {
+				t.Errorf("something was started: %d entries in TMPDIR", len(entries))
+			}
+			if entries, _ := os.ReadDir(full); len(entries) != 1 {
+				t.Errorf("the non-empty artifacts folder changed: %d entries", len(entries))
+			}
+		})
+	}
+}
+
+// The message of each knob names its rule and an example, once.
+func TestKnobMessagesGiveTheRuleAndAnExample(t *testing.T) {
+	for _, k := range knobs {
+		err := k.refuse("x", errTest)
+		msg := err.Error()
+		if !strings.HasPrefix(msg, k.name+`="x": bad; want `+k.rule) || !strings.HasSuffix(msg, "(example: "+k.name+"="+k.example+")") {
+			t.Errorf("%s: %q", k.name, msg)
+		}
+	}
+}
+
+func knobNames() []string {
+	var out []string
+	for _, k := range knobs {
+		out = append(out, k.name)
+	}
+	return out
+}
+
+var errTest = errString("bad")
+
+type errString string
+
+func (e errString) Error() string { return string(e) }

@@ -1,0 +1,481 @@
+package progress
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/vbauerster/mpb/v8"
+
+	"github.com/cozystack/cozy-e2e/framework/join"
+)
+
+// DefaultHeartbeat is how often, at most, a waiting pool's state is repeated without a terminal.
+const DefaultHeartbeat = 30 * time.Second
+
+// passDelay is how long a stage passed waits for others passed at the same instant, so they
+// share one line.
+const passDelay = 300 * time.Millisecond
+
+// Options configure a Console.
+type Options struct {
+	// Out is where a person reads the run: a terminal, or a CI log.
+	Out io.Writer
+	// Log gets every line, details included (harness.log).
+	Log io.Writer
+	// Live draws one status line per pool and one for the phase, redrawn in place, above which
+	// permanent lines scroll (Out is a terminal). Without it, Out gets the permanent lines and
+	// a heartbeat per waiting pool.
+	Live bool
+	// Heartbeat is the least time between two lines about one waiting pool (zero: 30s).
+	Heartbeat time.Duration
+	// Now is the clock (tests); nil: time.Now.
+	Now func() time.Time
+}
+
+// Console draws a run's events for a person. Safe for concurrent use.
+type Console struct {
+	o Options
+
+	mu      sync.Mutex
+	cond    *sync.Cond
+	pools   map[string]*unit
+	phase   *unit
+	pass    map[string]*passed // stages passed at one instant, waiting for their line
+	queue   []func()           // output in order, run outside mu by the writer
+	closing bool
+	closed  bool
+
+	live    *live
+	done    chan struct{} // the writer ended
+	stopped chan struct{} // the ticker should end
+	tickers sync.WaitGroup
+}
+
+// unit is a pool, or the phase that runs, as the console follows it.
+type unit struct {
+	name   string
+	pool   bool
+	stage  string
+	detail string
+	// since: at this stage (pool), running (phase); first: the pool's first event.
+	since, first time.Time
+	ceiling      time.Duration
+	replicas     int
+	past         int
+	passed       int
+	over         bool      // joined, failed, or (phase) ended
+	lastLine     time.Time // the last line a person saw about it
+	bar          *mpb.Bar  // touched by the writer only
+}
+
+type passed struct {
+	at     time.Time
+	stages []string
+}
+
+// NewConsole starts a console; Close ends it.
+func NewConsole(o Options) *Console {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Heartbeat <= 0 {
+		o.Heartbeat = DefaultHeartbeat
+	}
+	if o.Log == nil {
+		o.Log = io.Discard
+	}
+	c := &Console{o: o, pools: map[string]*unit{}, pass: map[string]*passed{}, done: make(chan struct{}), stopped: make(chan struct{})}
+	c.cond = sync.NewCond(&c.mu)
+	if o.Live {
+		c.live = newLive(o.Out)
+	}
+	go c.writer()
+	c.tickers.Add(1)
+	go c.tick()
+	return c
+}
+
+// Event takes one event of the run.
+func (c *Console) Event(ev Event) {
+	if ev.At.IsZero() {
+		ev.At = c.o.Now()
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if ev.Pool != "" {
+		c.flushPass(ev.Pool, ev.Kind == StagePassed, ev.At)
+	}
+	switch ev.Kind {
+	case Detail:
+		c.detail(ev)
+	case StagePassed:
+		c.stagePassed(ev)
+	case Failure:
+		c.failure(ev)
+	case PhaseStart:
+		c.phaseStart(ev)
+	case PhaseEnd:
+		c.phaseEnd(ev)
+	default:
+		c.logLine(ev.At, true, fmt.Sprintf("%s %s", ev.Kind, ev.Detail))
+	}
+}
+
+// Sink is Event as a Sink.
+func (c *Console) Sink() Sink { return c.Event }
+
+// Printf is a permanent line of the harness's own ("e2e: lane sim ...", the verdict).
+func (c *Console) Printf(format string, a ...any) { c.Line("e2e: " + fmt.Sprintf(format, a...)) }
+
+// Plain is a permanent line without a time stamp (a block a person copies from).
+func (c *Console) Plain(text string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, _ = fmt.Fprintln(c.o.Log, text)
+	if c.closed {
+		_, _ = io.WriteString(c.o.Out, text+"\n")
+		return
+	}
+	c.enqueue(func() { c.print(text) })
+}
+
+// Line is a permanent line, as it is (stamped with the time).
+func (c *Console) Line(text string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.permanent(c.o.Now(), text)
+}
+
+// Detailf is a detail line of the harness's own: harness.log, and the phase's live line.
+func (c *Console) Detailf(format string, a ...any) {
+	c.Event(Event{Kind: Detail, Detail: "e2e: " + fmt.Sprintf(format, a...)})
+}
+
+// Lines is a writer whose lines are details (a substrate's or a suite's progress text).
+func (c *Console) Lines() io.Writer { return Lines(c.Event) }
+
+// LogOnly is a writer into harness.log alone (a suite's own output).
+func (c *Console) LogOnly() io.Writer { return logOnly{c} }
+
+type logOnly struct{ c *Console }
+
+func (l logOnly) Write(p []byte) (int, error) {
+	l.c.mu.Lock()
+	defer l.c.mu.Unlock()
+	return l.c.o.Log.Write(p)
+}
+
+// Close prints what is still waiting, ends the live lines and the heartbeat. Lines printed
+// after it (Printf) go straight to Out. Idempotent.
+func (c *Console) Close() {
+	c.mu.Lock()
+	if c.closing {
+		c.mu.Unlock()
+		return
+	}
+	close(c.stopped)
+	c.mu.Unlock()
+	c.tickers.Wait()
+	c.mu.Lock()
+	for pool := range c.pass {
+		c.flushPass(pool, false, time.Time{})
+	}
+	for _, u := range c.units() {
+		c.dropBar(u)
+	}
+	c.closing = true
+	c.cond.Broadcast()
+	c.mu.Unlock()
+	<-c.done
+	if c.live != nil {
+		c.live.close()
+	}
+	c.mu.Lock()
+	c.closed = true
+	c.mu.Unlock()
+}
+
+func (c *Console) detail(ev Event) {
+	if ev.Pool == "" {
+		if c.phase != nil && (ev.Phase == "" || ev.Phase == c.phase.name) {
+			c.phase.detail = ev.Detail
+		}
+		c.logLine(ev.At, true, ev.Detail)
+		return
+	}
+	u := c.pool(ev.Pool, ev.At)
+	if ev.Stage != u.stage {
+		u.stage = ev.Stage
+	}
+	u.since, u.detail = ev.Since, ev.Detail
+	if u.since.IsZero() {
+		u.since = ev.At
+	}
+	if ev.Replicas > 0 {
+		u.replicas = ev.Replicas
+	}
+	u.past = ev.Past
+	past := ""
+	if u.replicas > 0 {
+		past = fmt.Sprintf("; %d of %d past", u.past, u.replicas)
+	}
+	c.logLine(ev.At, true, fmt.Sprintf("pool %s: %s: %s (at this stage %s%s)", ev.Pool, ev.Stage, ev.Detail, secs(ev.At.Sub(u.since)), past))
+}
+
+func (c *Console) stagePassed(ev Event) {
+	u := c.pool(ev.Pool, ev.Since)
+	u.passed++
+	p := c.pass[ev.Pool]
+	if p == nil {
+		p = &passed{at: ev.At}
+		c.pass[ev.Pool] = p
+	}
+	p.stages = append(p.stages, fmt.Sprintf("%s %s", ev.Stage, secs(ev.At.Sub(ev.Since))))
+	if ev.Stage == string(last()) {
+		u.over = true
+		c.flushPass(ev.Pool, false, time.Time{})
+		c.dropBar(u)
+	}
+}
+
+// flushPass prints the stages pool passed at one instant, unless the next stage passed at
+// that same instant (then it joins their line).
+func (c *Console) flushPass(pool string, stagePassed bool, at time.Time) {
+	p := c.pass[pool]
+	if p == nil || (stagePassed && p.at.Equal(at)) {
+		return
+	}
+	delete(c.pass, pool)
+	line := fmt.Sprintf("pool %s: passed %s", pool, strings.Join(p.stages, ", "))
+	if u := c.pools[pool]; u != nil && u.over && u.passed >= len(join.Stages()) {
+		line += fmt.Sprintf("; joined in %s", secs(p.at.Sub(u.first)))
+	}
+	c.permanent(p.at, line)
+	if u := c.pools[pool]; u != nil {
+		u.lastLine = p.at
+	}
+}
+
+func (c *Console) failure(ev Event) {
+	if ev.Pool != "" {
+		u := c.pool(ev.Pool, ev.At)
+		u.over = true
+		u.lastLine = ev.At
+		c.dropBar(u)
+	}
+	c.permanent(ev.At, "FAIL "+ev.Detail)
+}
+
+func (c *Console) phaseStart(ev Event) {
+	if c.phase != nil {
+		c.dropBar(c.phase)
+	}
+	c.phase = &unit{name: ev.Phase, since: ev.At, first: ev.At, lastLine: ev.At, ceiling: ev.Ceiling}
+	c.logLine(ev.At, true, fmt.Sprintf("phase %s started (ceiling %s)", ev.Phase, ev.Ceiling))
+	c.addBar(c.phase)
+}
+
+func (c *Console) phaseEnd(ev Event) {
+	if c.phase != nil && c.phase.name == ev.Phase {
+		c.phase.over = true
+		c.dropBar(c.phase)
+		c.phase = nil
+	}
+	line := fmt.Sprintf("phase %s %s", ev.Phase, ev.Outcome)
+	switch ev.Outcome {
+	case "skipped", "declined":
+	default:
+		line += " in " + secs(ev.At.Sub(ev.Since))
+		if ev.Ceiling > 0 {
+			line += fmt.Sprintf(" (of %s)", ev.Ceiling)
+		}
+	}
+	if ev.Detail != "" {
+		line += ": " + clip(ev.Detail, 240)
+	}
+	c.permanent(ev.At, line)
+}
+
+// pool is pool's unit, made (with its live line) at its first event.
+func (c *Console) pool(name string, at time.Time) *unit {
+	u := c.pools[name]
+	if u == nil {
+		u = &unit{name: name, pool: true, first: at, since: at, lastLine: at}
+		c.pools[name] = u
+		c.addBar(u)
+	}
+	return u
+}
+
+// permanent prints a line for good: Out (above the live lines) and harness.log.
+func (c *Console) permanent(at time.Time, text string) {
+	line := at.UTC().Format("15:04:05") + " " + text
+	c.logLine(at, false, text)
+	if c.closed {
+		_, _ = io.WriteString(c.o.Out, line+"\n")
+		return
+	}
+	c.enqueue(func() { c.print(line) })
+}
+
+// logLine writes one line to harness.log; details carry milliseconds.
+func (c *Console) logLine(at time.Time, detail bool, text string) {
+	stamp := at.UTC().Format("15:04:05")
+	if detail {
+		stamp = at.UTC().Format("15:04:05.000")
+	}
+	_, _ = fmt.Fprintf(c.o.Log, "%s %s\n", stamp, text)
+}
+
+func (c *Console) enqueue(f func()) {
+	c.queue = append(c.queue, f)
+	c.cond.Broadcast()
+}
+
+// writer runs the output in order, outside the lock: the live area reads the units under it
+// while it draws.
+func (c *Console) writer() {
+	defer close(c.done)
+	for {
+		c.mu.Lock()
+		for len(c.queue) == 0 && !c.closing {
+			c.cond.Wait()
+		}
+		q, closing := c.queue, c.closing
+		c.queue = nil
+		c.mu.Unlock()
+		for _, f := range q {
+			f()
+		}
+		if closing && len(q) == 0 {
+			return
+		}
+	}
+}
+
+func (c *Console) print(line string) {
+	if c.live != nil {
+		if _, err := c.live.Write([]byte(line + "\n")); err == nil {
+			return
+		}
+	}
+	_, _ = io.WriteString(c.o.Out, line+"\n")
+}
+
+// tick flushes stages passed that waited long enough, and without a terminal repeats a
+// waiting pool's state at most once per heartbeat.
+func (c *Console) tick() {
+	defer c.tickers.Done()
+	t := time.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.stopped:
+			return
+		case <-t.C:
+		}
+		c.mu.Lock()
+		now := c.o.Now()
+		for pool, p := range c.pass {
+			if now.Sub(p.at) >= passDelay {
+				c.flushPass(pool, false, time.Time{})
+			}
+		}
+		if c.live == nil {
+			c.heartbeats(now)
+		}
+		c.mu.Unlock()
+	}
+}
+
+func (c *Console) heartbeats(now time.Time) {
+	waiting := false
+	for _, u := range c.units() {
+		if !u.pool || u.over || u.stage == "" {
+			continue
+		}
+		waiting = true
+		if now.Sub(u.lastLine) >= c.o.Heartbeat {
+			c.permanent(now, c.status(u, now))
+			u.lastLine = now
+		}
+	}
+	if p := c.phase; p != nil && !waiting && now.Sub(p.lastLine) >= c.o.Heartbeat {
+		c.permanent(now, c.status(p, now))
+		p.lastLine = now
+	}
+}
+
+// status is a unit's state in one line: a pool's stage, time there, workers past it and what
+// it waits for; a phase's time and its latest detail.
+func (c *Console) status(u *unit, now time.Time) string {
+	if u.pool {
+		s := fmt.Sprintf("pool %s: at %s %s", u.name, orWord(u.stage, "the start"), secs(now.Sub(u.since)))
+		if u.replicas > 0 {
+			s += fmt.Sprintf(", %d of %d past", u.past, u.replicas)
+		}
+		if u.detail != "" {
+			s += ": " + clip(u.detail, 200)
+		}
+		return s
+	}
+	s := fmt.Sprintf("phase %s %s", u.name, secs(now.Sub(u.since)))
+	if u.ceiling > 0 {
+		s += fmt.Sprintf(" of %s", u.ceiling)
+	}
+	if u.detail != "" {
+		s += ": " + clip(u.detail, 200)
+	}
+	return s
+}
+
+// units are the pools in name order, then the phase.
+func (c *Console) units() []*unit {
+	names := make([]string, 0, len(c.pools))
+	for n := range c.pools {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	out := make([]*unit, 0, len(names)+1)
+	for _, n := range names {
+		out = append(out, c.pools[n])
+	}
+	if c.phase != nil {
+		out = append(out, c.phase)
+	}
+	return out
+}
+
+func last() join.Stage {
+	s := join.Stages()
+	return s[len(s)-1]
+}
+
+func secs(d time.Duration) string {
+	if d < 0 {
+		d = 0
+	}
+	if d >= time.Minute {
+		return d.Round(time.Second).String()
+	}
+	return fmt.Sprintf("%.1fs", d.Seconds())
+}
+
+func clip(s string, n int) string {
+	s = strings.ReplaceAll(s, "\n", " ")
+	if len([]rune(s)) <= n {
+		return s
+	}
+	return string([]rune(s)[:n-1]) + "…"
+}
+
+func orWord(s, w string) string {
+	if s == "" {
+		return w
+	}
+	return s
+}
