@@ -291,6 +291,18 @@ type KindPortMapping struct {
 type SimSettings struct {
 	// Latencies of the stand-ins (disk import, boot, join); short by default.
 	Latencies map[string]Duration `json:"latencies,omitempty"`
+	// MachineHealthCheck overrides the Kubernetes chart's nodeHealthCheck values for every app
+	// the sim renders (the chart's own when unset: maxUnhealthy 50%, nodeStartupTimeout 10m).
+	MachineHealthCheck *SimMachineHealthCheck `json:"machineHealthCheck,omitempty"`
+}
+
+// SimMachineHealthCheck are the chart's nodeHealthCheck values, as an app sets them.
+type SimMachineHealthCheck struct {
+	// MaxUnhealthy is a bare integer or an integer percentage ("100%").
+	MaxUnhealthy string `json:"maxUnhealthy,omitempty"`
+	// NodeStartupTimeout is how long a Machine may take to get its Node before it is remediated
+	// (Cluster API refuses less than 30s).
+	NodeStartupTimeout Duration `json:"nodeStartupTimeout,omitempty"`
 }
 
 // Duration is a Go duration in a lane file ("29m", "90s").

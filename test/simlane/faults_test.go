@@ -50,6 +50,17 @@ const (
 	maxDeadlineOverrun = 10 * time.Second
 )
 
+// The mhc-replacement fault runs on a copy of the sim lane whose MachineHealthChecks replace a
+// Machine without a Node after mhcStartupTimeout, whatever share of the pool is unhealthy: the
+// sim lane renders the pinned chart's values (nodeStartupTimeout 10m, maxUnhealthy 50%), under
+// which nothing is replaced within a run. mhcStartupTimeout is longer than a healthy Machine
+// takes to its Node on a loaded machine (the real CAPK looks at a new VM again after 20 s), and
+// the copy's pools ceiling leaves the replacement time to join.
+const (
+	mhcStartupTimeout = 90 * time.Second
+	mhcPoolsCeiling   = 4 * time.Minute
+)
+
 type outcome struct {
 	name     string
 	result   verdict.Result
@@ -73,6 +84,7 @@ func TestSimLaneUnderEachFault(t *testing.T) {
 	}
 	bin := buildOrchestrator(t, root)
 	short := shortPoolsLane(t, root, deadlineCeiling)
+	mhc := mhcLane(t, root, mhcStartupTimeout, mhcPoolsCeiling)
 	runs := append(append([]string{}, scenarios...), deadlineScenario)
 	if only := os.Getenv("E2E_FAULTS"); only != "" {
 		runs = strings.Split(only, ";")
@@ -80,7 +92,7 @@ func TestSimLaneUnderEachFault(t *testing.T) {
 	var table []outcome
 	for _, name := range runs {
 		t.Run(name, func(t *testing.T) {
-			table = append(table, runLane(t, root, bin, l, short, name))
+			table = append(table, runLane(t, root, bin, l, lanes{short: short, mhc: mhc}, name))
 		})
 	}
 	t.Log("\nresult      failures  time-to-verdict  diagnostics  artifacts   wall  run")
@@ -145,9 +157,33 @@ func TestScenariosCoverTheCatalogue(t *testing.T) {
 	}
 }
 
+// lanes are the copies of the sim lane some faults run on.
+type lanes struct {
+	// short has the shorter pools ceiling the faults that end at a ceiling run with.
+	short string
+	// mhc has the MachineHealthCheck values mhc-replacement runs with.
+	mhc string
+}
+
+// The lane copies load, and the mhc copy carries its MachineHealthCheck values and a job cap
+// its longer pools ceiling fits in.
+func TestLaneCopies(t *testing.T) {
+	root := projectRoot(t)
+	if _, err := lane.Load(shortPoolsLane(t, root, deadlineCeiling)); err != nil {
+		t.Fatal(err)
+	}
+	l, err := lane.Load(mhcLane(t, root, mhcStartupTimeout, mhcPoolsCeiling))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := l.Sim.MachineHealthCheck; m == nil || m.MaxUnhealthy != "100%" || m.NodeStartupTimeout.D() != mhcStartupTimeout {
+		t.Fatalf("sim-mhc: machineHealthCheck %+v", l.Sim.MachineHealthCheck)
+	}
+}
+
 // runLane runs the sim lane under the faults of spec and checks the run; faults that end at a
-// ceiling run on short, the lane file with the shorter pools ceiling.
-func runLane(t *testing.T, root, bin string, l *lane.Lane, short, spec string) outcome {
+// ceiling run on the short copy, mhc-replacement on the mhc copy.
+func runLane(t *testing.T, root, bin string, l *lane.Lane, copies lanes, spec string) outcome {
 	out := outcome{name: spec}
 	var set *faults.Set
 	laneArg := "sim"
@@ -156,8 +192,11 @@ func runLane(t *testing.T, root, bin string, l *lane.Lane, short, spec string) o
 		if set, err = faults.Parse(spec); err != nil {
 			t.Fatalf("E2E_FAULTS: %v", err)
 		}
-		if deadlines(poolFaults(l, set)) {
-			laneArg = short
+		switch {
+		case deadlines(poolFaults(l, set)):
+			laneArg = copies.short
+		case set.Selected(faults.MHCReplacement):
+			laneArg = copies.mhc
 		}
 	}
 	slug := strings.NewReplacer(",", "+", "@", "_").Replace(spec)

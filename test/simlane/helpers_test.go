@@ -176,6 +176,63 @@ func tail(s string, lines int) string {
 // ceiling instead of its own, and returns its path. It fails if sim.yaml has no pools phase.
 func shortPoolsLane(t *testing.T, root string, ceiling time.Duration) string {
 	t.Helper()
+	return laneCopy(t, root, "sim-short-pools", func(top *yaml.Node) {
+		setPoolsCeiling(t, top, ceiling)
+	})
+}
+
+// mhcLane writes a copy of lanes/sim.yaml, named sim-mhc, for the mhc-replacement fault: its
+// apps' MachineHealthChecks replace a Machine that has no Node nodeStartupTimeout after it
+// (the chart's 10m would replace nothing within a run) whatever the share of unhealthy
+// Machines (the chart's 50% never remediates a one-machine pool), and its pools phase has
+// ceiling, so a replacement can still join within it; the job cap grows by what the pools
+// ceiling does.
+func mhcLane(t *testing.T, root string, nodeStartupTimeout, ceiling time.Duration) string {
+	t.Helper()
+	return laneCopy(t, root, "sim-mhc", func(top *yaml.Node) {
+		old := setPoolsCeiling(t, top, ceiling)
+		budget := mapValue(top, "budget")
+		jobCap := mapValue(budget, "jobCap")
+		d, err := time.ParseDuration(jobCap.Value)
+		if err != nil {
+			t.Fatalf("lanes/sim.yaml: budget.jobCap %q: %v", jobCap.Value, err)
+		}
+		jobCap.Value = (d + max(ceiling-old, 0)).String()
+		sim := mapValue(top, "sim")
+		if sim == nil {
+			t.Fatal("lanes/sim.yaml: no sim section")
+		}
+		mhc := &yaml.Node{Kind: yaml.MappingNode}
+		for _, kv := range [][2]string{{"maxUnhealthy", "100%"}, {"nodeStartupTimeout", nodeStartupTimeout.String()}} {
+			mhc.Content = append(mhc.Content, &yaml.Node{Kind: yaml.ScalarNode, Value: kv[0]}, &yaml.Node{Kind: yaml.ScalarNode, Value: kv[1]})
+		}
+		sim.Content = append(sim.Content, &yaml.Node{Kind: yaml.ScalarNode, Value: "machineHealthCheck"}, mhc)
+	})
+}
+
+// setPoolsCeiling sets the pools phase's ceiling and returns the one it had.
+func setPoolsCeiling(t *testing.T, top *yaml.Node, ceiling time.Duration) time.Duration {
+	t.Helper()
+	if phases := mapValue(mapValue(top, "budget"), "phases"); phases != nil {
+		for _, ph := range phases.Content {
+			if n, c := mapValue(ph, "name"), mapValue(ph, "ceiling"); n != nil && n.Value == "pools" && c != nil {
+				old, err := time.ParseDuration(c.Value)
+				if err != nil {
+					t.Fatalf("lanes/sim.yaml: pools ceiling %q: %v", c.Value, err)
+				}
+				c.Value = ceiling.String()
+				return old
+			}
+		}
+	}
+	t.Fatal("lanes/sim.yaml: no budget.phases entry named pools with a ceiling")
+	return 0
+}
+
+// laneCopy writes lanes/sim.yaml, renamed and changed by edit, into the test's temp folder and
+// returns its path; the copy must pass the lane checks.
+func laneCopy(t *testing.T, root, name string, edit func(top *yaml.Node)) string {
+	t.Helper()
 	data, err := os.ReadFile(filepath.Join(root, "lanes", "sim.yaml"))
 	if err != nil {
 		t.Fatal(err)
@@ -185,33 +242,22 @@ func shortPoolsLane(t *testing.T, root string, ceiling time.Duration) string {
 		t.Fatal(err)
 	}
 	top := doc.Content[0]
-	name := mapValue(top, "name")
-	if name == nil {
+	n := mapValue(top, "name")
+	if n == nil {
 		t.Fatal("lanes/sim.yaml: no name")
 	}
-	name.Value = "sim-short-pools"
-	set := false
-	if phases := mapValue(mapValue(top, "budget"), "phases"); phases != nil {
-		for _, ph := range phases.Content {
-			if n, c := mapValue(ph, "name"), mapValue(ph, "ceiling"); n != nil && n.Value == "pools" && c != nil {
-				c.Value = ceiling.String()
-				set = true
-			}
-		}
-	}
-	if !set {
-		t.Fatal("lanes/sim.yaml: no budget.phases entry named pools with a ceiling")
-	}
+	n.Value = name
+	edit(top)
 	out, err := yaml.Marshal(&doc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(t.TempDir(), "sim-short-pools.yaml")
+	path := filepath.Join(t.TempDir(), name+".yaml")
 	if err := os.WriteFile(path, out, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := lane.Load(path); err != nil {
-		t.Fatalf("the short-pools copy of lanes/sim.yaml: %v", err)
+		t.Fatalf("the %s copy of lanes/sim.yaml: %v", name, err)
 	}
 	return path
 }

@@ -16,7 +16,7 @@ import (
 // ensureTenantObjects writes what Kamaji and the platform put into the tenant cluster:
 // kube-system/kubelet-config (clusterDNS from the TenantControlPlane's dnsServiceIPs, absent
 // when the list is empty), the CoreDNS Service on the address derived from the Service CIDR,
-// and the canary Secret.
+// the bootstrap-token RBAC of kubeadm's phase, and the canary Secret.
 func (k *Kamaji) ensureTenantObjects(ctx context.Context, t *tenantCP, serviceCIDR string, dnsIPs []string) error {
 	c := t.client.Client
 	var kubelet strings.Builder
@@ -54,6 +54,9 @@ func (k *Kamaji) ensureTenantObjects(ctx context.Context, t *tenantCP, serviceCI
 		return nil
 	}); err != nil {
 		return fmt.Errorf("tenant Service kube-system/%s: %w", CoreDNSService, err)
+	}
+	if err := EnsureBootstrapTokenRBAC(ctx, c); err != nil {
+		return err
 	}
 	canary := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: CanarySecret}}
 	if _, err := controllerutil.CreateOrUpdate(ctx, c, canary, func() error {
