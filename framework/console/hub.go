@@ -14,10 +14,11 @@
 //   - from the launcher's guest-console-log container log, for a VMI whose pool sets
 //     logSerialConsole (KubeVirt's virt-tail of the console log file,
 //     pkg/virt-controller/services/serialconsolelog.go:24-45). Cozystack disables that
-//     container cluster-wide (disableSerialConsoleLog) unless a pool asks for it, since it has
-//     been reported holding virt-launcher in PodInitializing (kubevirt/kubevirt#15989, as the
-//     Kairos pools change to Cozystack cites it; the issue itself was not read). Reading a log
-//     blocks nobody.
+//     container cluster-wide (disableSerialConsoleLog, cozystack/cozystack main
+//     packages/system/kubevirt/templates/kubevirt-cr.yaml:36-37) unless a pool asks for it; the
+//     chart's comment on logSerialConsole (packages/apps/kubernetes/templates/cluster.yaml:
+//     176-183) cites kubevirt/kubevirt#15989, a launcher held in PodInitializing, which was not
+//     read here. Reading a log blocks nobody.
 //
 // Every line carries the absolute time it was read (or, from a container log, logged).
 package console
