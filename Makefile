@@ -1,11 +1,12 @@
 # make e2e            run a lane end to end (LANE=sim by default: no Docker, no KVM); builds
 #                     the local control plane first for a sim lane
 # make test           builds the local control plane, then unit and integration tests,
-#                     lanes-check and workflows-check
+#                     lanes-check, workflows-check, gofmt, go vet, staticcheck and go mod tidy
+# make lint           staticcheck (pinned) over every package
 # make tools          build the local control plane (etcd, kube-apiserver, ...) and the upstream
 #                     controllers (CAPK, the Talos bootstrap provider, helm-controller) from source
 # make lanes-check    validate every lane and its budget (LANES_DIR=<dir> for another folder)
-# make workflows      regenerate .github/workflows/e2e.yaml from the lanes
+# make workflows      regenerate .github/workflows/e2e.yaml and e2e-lane.yaml from the lanes
 # make e2e-plan       print a lane's whole plan without a cluster
 # make repro          rerun a downloaded CI run's lane with its pins (ARTIFACTS=<dir>)
 # make e2e-down       tear down what a kept kind run left (LANE=<lane>, WORK=<the folder it printed>)
@@ -21,7 +22,7 @@ BIN         := bin
 E2E_TOOLS_DIR ?= $(shell hack/tools/build.sh --print)
 export E2E_TOOLS_DIR
 
-.PHONY: all e2e e2e-down e2e-plan repro test unit lanes-check workflows workflows-check tools vet fmt-check clean
+.PHONY: all e2e e2e-down e2e-plan repro test unit lanes-check workflows workflows-check tools vet fmt-check lint tidy-check clean
 
 all: test
 
@@ -70,7 +71,17 @@ vet:
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [[ -n $$out ]]; then echo "gofmt would change: $$out" >&2; exit 1; fi
 
-test: tools lanes-check workflows-check fmt-check vet
+# staticcheck at an exact version, built by the Go toolchain into its cache (about 30 s cold).
+STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
+
+lint:
+	@$(GO) run $(STATICCHECK) ./...
+
+# go.mod and go.sum say exactly what the code imports.
+tidy-check:
+	@$(GO) mod tidy -diff >/dev/null || { echo "go mod tidy would change go.mod or go.sum: run it and commit the result" >&2; $(GO) mod tidy -diff >&2; exit 1; }
+
+test: tools lanes-check workflows-check fmt-check vet tidy-check lint
 	$(GO) test -count=1 -timeout 50m ./...
 
 clean:

@@ -98,13 +98,14 @@ func joined(spec context.Context, lc Lifecycle, p fixture.Pool) *join.Record {
 func (r *run) rejoin(ctx context.Context, p fixture.Pool, replicas int) (*join.Record, error) {
 	t := r.lc.Tenant
 	o := t.Options()
+	hub := t.Consoles()
 	w, err := join.Start(ctx, join.Options{Management: o.Management, Tenant: t.Cluster, Namespace: t.Names.Namespace,
-		OSes: []osfamily.Family{p.OS}, OnProgress: o.OnProgress})
+		OSes: []osfamily.Family{p.OS}, OnProgress: o.OnProgress, Consoles: hub})
 	if err != nil {
 		return nil, err
 	}
 	defer w.Close()
-	pool := p.JoinPool(replicas, o.Lane.Workload.Ref())
+	pool := p.JoinPool(replicas, o.Lane.Workload.Ref(), hub != nil)
 	res, err := w.Join(ctx, pool)
 	if err != nil {
 		return nil, err

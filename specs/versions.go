@@ -1,5 +1,7 @@
 package specs
 
+//lint:file-ignore SA1019 the spec reads a MachineDeployment at v1beta1 as the v1beta1 providers do, through the conversion webhook.
+
 import (
 	"context"
 

@@ -19,6 +19,24 @@ import (
 	"github.com/cozystack/cozy-e2e/framework/verdict/report"
 )
 
+// Keep is what E2E_KEEP asks for: nothing, everything, or a red run.
+type Keep string
+
+const (
+	KeepNever     Keep = ""
+	KeepAlways    Keep = "1"
+	KeepOnFailure Keep = "on-failure"
+)
+
+// keepEnv reads E2E_KEEP (checked by the knobs first): 1, on-failure, or anything else never.
+func keepEnv(v string) Keep {
+	switch Keep(v) {
+	case KeepAlways, KeepOnFailure:
+		return Keep(v)
+	}
+	return KeepNever
+}
+
 // keeps decides, before anything is torn down, whether the run keeps everything (E2E_KEEP): always
 // with 1; with on-failure when the run is red (an interrupted run is not judged red).
 func (r *run) keeps(interrupted bool) (bool, string) {

@@ -52,8 +52,8 @@ var knobs = []knob{
 		check: checkBaseline},
 	{name: "E2E_TOOLS_DIR", rule: "an absolute path to a folder (`make tools` builds into it; hack/tools/build.sh --print names the default)",
 		example: "/root/.cache/cozy-e2e/tools/k8s-v1.35.4", check: checkToolsDir},
-	{name: "E2E_PLATFORM_SOURCE", rule: "release:<version> or a Cozystack checkout folder after `make assets`",
-		example: "release:v1.6.2", substrates: []lane.Substrate{lane.SubstrateKind, lane.SubstrateExisting}, check: checkPlatformSource},
+	{name: "E2E_PLATFORM_SOURCE", rule: "release:<version>[@sha256:<hex>], manifest:<path or https URL>@sha256:<hex> or checkout:<dir>",
+		example: "release:v1.6.2@sha256:<hex>", substrates: []lane.Substrate{lane.SubstrateKind, lane.SubstrateExisting}, check: checkPlatformSource},
 	{name: "KUBECONFIG", rule: "the management cluster's kubeconfig file (existing lanes; other lanes ignore it)",
 		example: "$HOME/.kube/config", check: checkKubeconfig},
 	{name: "GITHUB_STEP_SUMMARY", rule: "a file in an existing folder (GitHub Actions sets it)", example: "/tmp/step-summary.md",
@@ -202,14 +202,21 @@ func checkToolsDir(v string, _ *lane.Lane) error {
 }
 
 func checkPlatformSource(v string, _ *lane.Lane) error {
-	if release, ok := strings.CutPrefix(v, "release:"); ok {
-		if release == "" || release == lane.DigestUnknown {
-			return errors.New("names no release")
-		}
-		return nil
+	// The form is the lane package's; a local file or folder must exist already, the
+	// preflight reads it and checks its digest or its make targets.
+	src, err := lane.ParseSource(v)
+	if err != nil {
+		return err
 	}
-	if info, err := os.Stat(v); err != nil || !info.IsDir() {
-		return errors.New("is neither release:<version> nor a folder")
+	switch {
+	case src.Kind == lane.SourceCheckout:
+		if info, err := os.Stat(src.Location); err != nil || !info.IsDir() {
+			return fmt.Errorf("checkout %s is not a folder here", src.Location)
+		}
+	case src.Kind == lane.SourceManifest && !src.IsURL():
+		if info, err := os.Stat(src.Location); err != nil || info.IsDir() {
+			return fmt.Errorf("manifest %s is not a file here", src.Location)
+		}
 	}
 	return nil
 }

@@ -57,7 +57,8 @@ func TestEveryKnobIsCheckedBeforeAnythingStarts(t *testing.T) {
 		{"E2E_BASELINE broken", nil, map[string]string{"E2E_BASELINE": notBaseline}, []string{"baseline.json of a green run"}},
 		{"E2E_TOOLS_DIR", nil, map[string]string{"E2E_TOOLS_DIR": "relative/tools"}, []string{"is not an absolute path"}},
 		{"E2E_PLATFORM_SOURCE", []string{"--lane", kind}, map[string]string{"E2E_PLATFORM_SOURCE": "release:unknown"}, []string{"names no release"}},
-		{"E2E_PLATFORM_SOURCE folder", []string{"--lane", kind}, map[string]string{"E2E_PLATFORM_SOURCE": "no/checkout"}, []string{"neither release:<version> nor a folder"}},
+		{"E2E_PLATFORM_SOURCE folder", []string{"--lane", kind}, map[string]string{"E2E_PLATFORM_SOURCE": "no/checkout"}, []string{"checkout no/checkout is not a folder here"}},
+		{"E2E_PLATFORM_SOURCE manifest", []string{"--lane", kind}, map[string]string{"E2E_PLATFORM_SOURCE": "manifest:no/op.yaml"}, []string{"has no @sha256:<hex>"}},
 		{"GITHUB_STEP_SUMMARY", nil, map[string]string{"GITHUB_STEP_SUMMARY": "/no/such/folder/summary.md"}, []string{"its folder /no/such/folder does not exist"}},
 	}
 	for _, c := range cases {

@@ -9,12 +9,14 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/cozystack/cozy-e2e/framework/install"
 	"github.com/cozystack/cozy-e2e/framework/verdict/report"
 )
 
 // cmdRepro reruns the lane of a downloaded run with its exact pins: the lane file as the run
-// used it (inside the artifacts), the same E2E_* choices (faults, platform source), the same
-// run id, into a fresh artifacts folder.
+// used it (inside the artifacts), the same E2E_* choices (faults), the platform at the digest
+// the run verified (substrate/platform.json), the same run id, into a fresh artifacts folder.
+// It never reuses a kept cluster unless the person sets E2E_REUSE=1 now.
 func cmdRepro(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("e2e repro", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -37,14 +39,27 @@ func cmdRepro(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stderr, "e2e repro: %s lacks the lane file the run used: %v\n", *dir, err)
 		return exitConfig
 	}
-	for k, v := range r.Env {
+	rec, err := install.ReadPlatformRecord(*dir)
+	if err != nil {
+		fmt.Fprintf(stderr, "e2e repro: %s/%s: %v\n", *dir, install.PlatformRecordFile, err)
+		return exitConfig
+	}
+	env, notes, err := reproEnvironment(r.Env, rec, os.Getenv, gitCommit)
+	for _, n := range notes {
+		fmt.Fprintf(stdout, "e2e repro: %s\n", n)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "e2e repro: %v\n", err)
+		return exitConfig
+	}
+	for k, v := range env {
 		os.Setenv(k, v)
 	}
 	if r.RunID != "" && os.Getenv("E2E_RUN_ID") == "" {
 		os.Setenv("E2E_RUN_ID", r.RunID)
 	}
 	fmt.Fprintf(stdout, "e2e repro: rerunning lane %s from %s (run %s at commit %s, env %v)\n",
-		r.Lane, laneFile, r.RunID, orUnknown(r.Commit), r.Env)
+		r.Lane, laneFile, r.RunID, orUnknown(r.Commit), env)
 	if head, err := gitOutput(".", "rev-parse", "HEAD"); err == nil && r.Commit != "" && head != r.Commit {
 		fmt.Fprintf(stdout, "e2e repro: this checkout is at %s; `git checkout --detach %s` reproduces the harness too\n", head, r.Commit)
 	}

@@ -44,24 +44,6 @@ type runOptions struct {
 	laneFlag bool
 }
 
-// Keep is what E2E_KEEP asks for: nothing, everything, or a red run.
-type Keep string
-
-const (
-	KeepNever     Keep = ""
-	KeepAlways    Keep = "1"
-	KeepOnFailure Keep = "on-failure"
-)
-
-// keepEnv reads E2E_KEEP (checked by the knobs first): 1, on-failure, or anything else never.
-func keepEnv(v string) Keep {
-	switch Keep(v) {
-	case KeepAlways, KeepOnFailure:
-		return Keep(v)
-	}
-	return KeepNever
-}
-
 // run is one lane run: its lane, clock, folders and what it found.
 type run struct {
 	opts      runOptions
@@ -74,11 +56,13 @@ type run struct {
 	logFile   *os.File
 	sub       substrate.Substrate
 	partial   *cluster.Cluster // the management cluster a failed Up handed back
-	newSub    func(*lane.Lane, substrate.Options) (substrate.Substrate, error)
-	failures  []verdict.Failure
-	ranSuites bool           // the suites started (their reports are expected)
-	manifest  *diag.Manifest // the harness's own collectors
-	started   time.Time
+	// components are the substrate's real components, for run.json.
+	components []substrate.Component
+	newSub     func(*lane.Lane, substrate.Options) (substrate.Substrate, error)
+	failures   []verdict.Failure
+	ranSuites  bool           // the suites started (their reports are expected)
+	manifest   *diag.Manifest // the harness's own collectors
+	started    time.Time
 	// keptPast: the clusters outlive this process (a kept kind or existing cluster), so its
 	// work folder (their kubeconfigs) stays.
 	keptPast bool
@@ -281,6 +265,7 @@ func (r *run) bringUp(ctx context.Context) (*cluster.Cluster, error) {
 		r.fail(verdict.Preflight, "preflight", err)
 		return nil, err
 	}
+	r.listComponents(sub)
 	r.detailf("preflight ok; bringing up the %s substrate", sub.Name())
 	mgmt, err := sub.Up(ctx, r.clock)
 	if err != nil {
@@ -290,6 +275,8 @@ func (r *run) bringUp(ctx context.Context) (*cluster.Cluster, error) {
 		switch {
 		case errors.As(err, &pe):
 			class = verdict.Preflight
+		case errors.As(err, new(*substrate.ConfigurationError)):
+			class = verdict.Configuration
 		case errors.As(err, &ex), errors.Is(err, context.DeadlineExceeded):
 			class = verdict.Deadline
 		}
@@ -400,6 +387,3 @@ func copyFile(from, to string) error {
 	}
 	return os.WriteFile(to, data, 0o644)
 }
-
-// joinLines indents lines for the terminal.
-func joinLines(lines []string) string { return "  " + strings.Join(lines, "\n  ") }

@@ -9,6 +9,8 @@ import (
 	"runtime"
 	"strings"
 	"time"
+
+	"github.com/cozystack/cozy-e2e/framework/substrate"
 )
 
 // RunInfo is run.json: which run this is and the machine it ran on, so a red run is compared
@@ -20,6 +22,9 @@ type RunInfo struct {
 	Started   time.Time `json:"started"`
 	JobStart  time.Time `json:"jobStart"`
 	Runner    Runner    `json:"runner"`
+	// Components are the real upstream components the run uses, with version and module sum,
+	// when its substrate lists them (written once preflight passed).
+	Components []substrate.Component `json:"components,omitempty"`
 }
 
 // Runner is the machine identity: red runs are compared knowing where they ran.
@@ -36,7 +41,7 @@ func writeRunInfo(r *run) error {
 	info := RunInfo{
 		Lane: r.lane.Name, RunID: r.opts.RunID, Substrate: string(r.lane.Substrate),
 		Started: r.started.UTC(), JobStart: r.clock.JobStart().UTC(),
-		Runner: runner(),
+		Runner: runner(), Components: r.components,
 	}
 	data, err := json.MarshalIndent(info, "", "  ")
 	if err != nil {
@@ -69,4 +74,21 @@ func gitOutput(dir string, args ...string) (string, error) {
 	cmd.Dir = dir
 	out, err := cmd.Output()
 	return strings.TrimSpace(string(out)), err
+}
+
+// listComponents records the substrate's real components in run.json, when it lists them.
+func (r *run) listComponents(sub substrate.Substrate) {
+	inv, ok := sub.(substrate.Inventory)
+	if !ok {
+		return
+	}
+	comps, err := inv.Components()
+	if err != nil {
+		r.logf("run.json: components not listed: %v", err)
+		return
+	}
+	r.components = comps
+	if err := writeRunInfo(r); err != nil {
+		r.logf("run.json: %v", err)
+	}
 }

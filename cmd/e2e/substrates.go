@@ -7,7 +7,6 @@ import (
 
 	"github.com/cozystack/cozy-e2e/framework/lane"
 	"github.com/cozystack/cozy-e2e/framework/sim/bootstrap"
-	"github.com/cozystack/cozy-e2e/framework/sim/capk"
 	"github.com/cozystack/cozy-e2e/framework/sim/cdi"
 	"github.com/cozystack/cozy-e2e/framework/sim/guest"
 	"github.com/cozystack/cozy-e2e/framework/sim/kubevirt"
@@ -28,10 +27,10 @@ func newSubstrate(l *lane.Lane, o substrate.Options) (substrate.Substrate, error
 		if err != nil {
 			return nil, err
 		}
-		// The machines' stand-ins: CAPK, the bootstrap providers, KubeVirt, CDI, the guest, and
+		// The machines' stand-ins: the Kairos bootstrap provider, KubeVirt, CDI, the guest, and
 		// what happens to a worker after it joined (a powered-off guest's silent kubelet, the
-		// lifecycle faults).
-		for _, setup := range []func(ctrl.Manager, *simenv.Env) error{capk.Setup, bootstrap.Setup, kubevirt.Setup, cdi.Setup, guest.Setup, lifecycle.Setup} {
+		// lifecycle faults); the sim substrate runs the real CAPK and Talos bootstrap provider itself.
+		for _, setup := range []func(ctrl.Manager, *simenv.Env) error{bootstrap.Setup, kubevirt.Setup, cdi.Setup, guest.Setup, lifecycle.Setup} {
 			s.AddStandIn(func(mgr ctrl.Manager, _ *world.World, env *simenv.Env) error { return setup(mgr, env) })
 		}
 		return s, nil

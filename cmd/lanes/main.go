@@ -1,7 +1,7 @@
 // Command lanes checks lane files and generates the e2e workflow from them.
 //
 //	lanes check [--dir lanes]            validate every lane, print its budget sum and headroom
-//	lanes workflow write|check [--dir lanes] [--out .github/workflows/e2e.yaml]
+//	lanes workflow write|check [--dir lanes] [--out .github/workflows/e2e.yaml]  (and e2e-lane.yaml beside it)
 //	lanes plan --lane <name|path> [--dir lanes]
 //
 // Exit codes: 0 ok, 2 a lane or the workflow is wrong (configuration error).
@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 
 	"github.com/cozystack/cozy-e2e/framework/install/catalog"
 	"github.com/cozystack/cozy-e2e/framework/lane"
@@ -84,30 +85,44 @@ func workflow(sub, dir, out string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "lanes workflow: the lanes do not load:\n%v\n", err)
 		return 2
 	}
-	want, err := lane.Workflow(lanes)
+	all, err := lane.Workflows(lanes)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 2
 	}
+	// --out names the e2e workflow; the reusable one lives beside it.
+	files := []struct {
+		path string
+		want []byte
+	}{
+		{out, all[lane.WorkflowPath]},
+		{filepath.Join(filepath.Dir(out), filepath.Base(lane.ReusableWorkflowPath)), all[lane.ReusableWorkflowPath]},
+	}
 	switch sub {
 	case "write":
-		if err := os.WriteFile(out, want, 0o644); err != nil {
-			fmt.Fprintln(stderr, err)
-			return 2
+		for _, f := range files {
+			if err := os.WriteFile(f.path, f.want, 0o644); err != nil {
+				fmt.Fprintln(stderr, err)
+				return 2
+			}
+			fmt.Fprintf(stdout, "wrote %s\n", f.path)
 		}
-		fmt.Fprintf(stdout, "wrote %s\n", out)
 		return 0
 	case "check":
-		have, err := os.ReadFile(out)
-		if err != nil || !bytes.Equal(have, want) {
-			fmt.Fprintf(stderr, "%s is out of date with %s/*.yaml (job caps or lanes changed); run `make workflows` and commit it\n", out, dir)
-			if err == nil {
-				fmt.Fprint(stderr, lane.Diff(string(have), string(want)))
+		code := 0
+		for _, f := range files {
+			have, err := os.ReadFile(f.path)
+			if err != nil || !bytes.Equal(have, f.want) {
+				fmt.Fprintf(stderr, "%s is out of date with %s/*.yaml (job caps or lanes changed); run `make workflows` and commit it\n", f.path, dir)
+				if err == nil {
+					fmt.Fprint(stderr, lane.Diff(string(have), string(f.want)))
+				}
+				code = 2
+				continue
 			}
-			return 2
+			fmt.Fprintf(stdout, "%s matches %s/*.yaml\n", f.path, dir)
 		}
-		fmt.Fprintf(stdout, "%s matches %s/*.yaml\n", out, dir)
-		return 0
+		return code
 	}
 	fmt.Fprintf(stderr, "lanes workflow: want write or check, got %q\n", sub)
 	return 2

@@ -6,6 +6,7 @@ package budget
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -243,6 +244,16 @@ type Span struct {
 	deadline time.Time
 	cancel   context.CancelFunc
 	once     sync.Once
+	mu       sync.Mutex
+	notes    []string
+}
+
+// Note adds a fact about the phase that the run's summary shows beside its outcome (install
+// remediations that were reported, not failed on).
+func (s *Span) Note(note string) {
+	s.mu.Lock()
+	s.notes = append(s.notes, note)
+	s.mu.Unlock()
 }
 
 // Deadline is when the phase must end.
@@ -258,6 +269,9 @@ func (s *Span) End(err error) {
 		s.cancel()
 		now := s.clock.now()
 		t := PhaseTiming{Name: s.name, Ceiling: s.ceiling, Start: s.start, End: now, Deadline: s.deadline, Outcome: OutcomeOK}
+		s.mu.Lock()
+		t.Note = strings.Join(s.notes, "; ")
+		s.mu.Unlock()
 		if err != nil {
 			t.Error = err.Error()
 			t.Outcome = OutcomeFailed

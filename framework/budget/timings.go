@@ -52,7 +52,7 @@ type PhaseTiming struct {
 	Deadline time.Time     `json:"deadline,omitzero"`
 	Outcome  Outcome       `json:"outcome"`
 	Error    string        `json:"error,omitempty"`
-	// Note says why a phase was skipped.
+	// Note says why a phase was skipped, or what a phase that ran wants the summary to show.
 	Note string `json:"note,omitempty"`
 }
 

@@ -91,10 +91,12 @@ func TestCommandNamesTheSameView(t *testing.T) {
 	}
 }
 
-func TestFormatParagraphWrapsAt100LikeUpstream(t *testing.T) {
+// A message line longer than 100 characters breaks between words, the rest hanging under the
+// bullet's text, as clusterctl v1.13.6 prints it.
+func TestAMessageWrapsAt100LikeClusterctl(t *testing.T) {
 	msg := "* NodeHealthy: Waiting for a Node with spec.providerID kubevirt://kubernetes-pools-0ckb5-md0-4lj62-2c7hk to exist"
 	want := "* NodeHealthy: Waiting for a Node with spec.providerID\n  kubevirt://kubernetes-pools-0ckb5-md0-4lj62-2c7hk to exist"
-	if got := formatParagraph(msg, 100); got != want {
+	if got := strings.Join(wrapMessage(msg, messageWidth), "\n"); got != want {
 		t.Fatalf("%q", got)
 	}
 }

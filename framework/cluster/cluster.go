@@ -4,6 +4,8 @@
 // Cluster API's ClusterProxy.
 package cluster
 
+//lint:file-ignore SA1019 the scheme serves Cluster API v1beta1 because the providers Cozystack runs (CAPK v0.1.10, CABPT v0.6.12) still read and write it.
+
 import (
 	"context"
 	"fmt"

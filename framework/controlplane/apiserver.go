@@ -38,6 +38,9 @@ type APIServerOptions struct {
 	Users []User
 	// ExtraArgs are appended verbatim ("--feature-gates=...").
 	ExtraArgs []string
+	// SANs are names and addresses the serving certificate holds besides loopback and the
+	// in-cluster kubernetes names (a tenant apiserver's Service names, as Kamaji's has).
+	SANs []string
 	// Started, when set, is called once the process started with its address and credentials
 	// known, before it answers: a caller that publishes the credentials early (as Kamaji writes
 	// a tenant's admin kubeconfig before its control plane runs) does it there.
@@ -78,7 +81,7 @@ func StartAPIServer(ctx context.Context, tools Tools, o APIServerOptions) (*APIS
 		return nil, err
 	}
 	p := func(name string) string { return filepath.Join(o.Dir, name) }
-	serving, err := ca.Serving("kube-apiserver", "127.0.0.1", "localhost", "kubernetes", "kubernetes.default.svc")
+	serving, err := ca.Serving("kube-apiserver", append([]string{"127.0.0.1", "localhost", "kubernetes", "kubernetes.default.svc"}, o.SANs...)...)
 	if err != nil {
 		return nil, err
 	}

@@ -2,12 +2,10 @@ package controlplane
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -163,7 +161,3 @@ func freePorts(n int) ([]int, error) {
 	}
 	return ports, nil
 }
-
-func itoa(i int) string { return strconv.Itoa(i) }
-
-var errNotYet = errors.New("not yet")

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/cozystack/cozy-e2e/framework/console"
 	"github.com/cozystack/cozy-e2e/framework/tenant"
 )
 
@@ -171,7 +172,9 @@ func (s *scene) consoles(pn tenant.PoolNames) collector {
 			streamed := map[string]bool{}
 			if s.streamed != nil {
 				for _, r := range s.streamed() {
-					streamed[fmt.Sprintf("%s/%d", r.PodUID, r.Restart)] = true
+					if r.Source == console.SourceLog {
+						streamed[fmt.Sprintf("%s/%d", r.PodUID, r.Restart)] = true
+					}
 				}
 			}
 			pods, err := s.mgmt.pods(ctx, s.namespace)
@@ -222,7 +225,7 @@ func (s *scene) consoles(pn tenant.PoolNames) collector {
 // readConsole reads one console container log once, with the header a streamed file has.
 func (s *scene) readConsole(ctx context.Context, w *work, pn tenant.PoolNames, p *corev1.Pod, restart int32, previous bool) error {
 	vmi := vmiOfLauncher(p)
-	rec := &ConsoleRecord{Pool: pn.Pool, VMI: vmi, VMIUID: p.Labels["kubevirt.io/created-by"], Pod: p.Name, PodUID: string(p.UID),
+	rec := &ConsoleRecord{Pool: pn.Pool, VMI: vmi, VMIUID: tenant.LauncherVMIUID(p.Labels), Pod: p.Name, PodUID: string(p.UID),
 		Restart: restart, Node: p.Spec.NodeName, ReadStart: s.now(),
 		Path: fmt.Sprintf("%s/consoles/%s/%s-%d.log", poolDir(pn), vmi, p.Name, restart)}
 	if st, ok, _ := consoleStatus(p); ok && !previous {

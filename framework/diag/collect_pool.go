@@ -32,7 +32,6 @@ var (
 	vmiGVK        = schema.GroupVersionKind{Group: "kubevirt.io", Version: "v1", Kind: "VirtualMachineInstance"}
 	machineGVK    = schema.GroupVersionKind{Group: "cluster.x-k8s.io", Version: "v1beta2", Kind: "Machine"}
 	mhcGVK        = schema.GroupVersionKind{Group: "cluster.x-k8s.io", Version: "v1beta2", Kind: "MachineHealthCheck"}
-	nodeGVK       = schema.GroupVersionKind{Version: "v1", Kind: "Node"}
 )
 
 // poolKinds are dumped by the machines collector, in the order a reader follows a pool down.

@@ -1,51 +1,38 @@
 package diag
 
 import (
-	"bufio"
-	"context"
 	"errors"
 	"fmt"
-	"io"
 	"sort"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/cozystack/cozy-e2e/framework/tenant"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/dynamic"
+
+	"github.com/cozystack/cozy-e2e/framework/console"
+	"github.com/cozystack/cozy-e2e/framework/tenant"
 )
 
 // ConsoleContainer is the virt-launcher container whose log is the guest's serial console.
-const ConsoleContainer = "guest-console-log"
+const ConsoleContainer = console.LogContainer
 
-// consoleDrain is how long a console stream keeps reading after its launcher Pod is deleted or
-// its container restarted, so the last lines written before that are not lost. It is an internal
-// drain interval, not a wait on the product.
-const consoleDrain = 2 * time.Second
-
-// consoleRetry is how often a console whose log cannot be read yet (the container is starting)
-// is tried again, until its launcher goes away or the stream is stopped.
-const consoleRetry = 500 * time.Millisecond
-
-var vmiGVR = schema.GroupVersionResource{Group: "kubevirt.io", Version: "v1", Resource: "virtualmachineinstances"}
-
-// ConsoleRecord is one console file: which VMI and launcher container it reads, and when.
+// ConsoleRecord is one console file: which VMI, which stream of it (the console subresource, or
+// one launcher console container instance), and when it was read.
 type ConsoleRecord struct {
-	Pool    string `json:"pool"`
-	VMI     string `json:"vmi"`
-	VMIUID  string `json:"vmiUID"`
+	Pool   string `json:"pool"`
+	VMI    string `json:"vmi"`
+	VMIUID string `json:"vmiUID"`
+	// Source is console.SourceSubresource or console.SourceLog.
+	Source  string `json:"source"`
 	Pod     string `json:"pod"`
 	PodUID  string `json:"podUID"`
 	Restart int32  `json:"restart"`
 	Node    string `json:"node,omitempty"`
 	Path    string `json:"path"`
-	// LauncherStart is when the console container started; ReadStart and ReadEnd bound the read.
-	LauncherStart time.Time `json:"launcherStart"`
+	// LauncherStart is when the console container started (SourceLog); ReadStart and ReadEnd
+	// bound the read.
+	LauncherStart time.Time `json:"launcherStart,omitzero"`
 	ReadStart     time.Time `json:"readStart"`
 	ReadEnd       time.Time `json:"readEnd,omitzero"`
 	// FirstLine and LastLine are the absolute stamps of the first and last console lines.
@@ -58,99 +45,221 @@ type ConsoleRecord struct {
 	Error     string    `json:"error,omitempty"`
 }
 
-// consoles streams the serial console of every VMI of a watched pool from its launcher's start,
-// one file per launcher container instance: a replaced VMI or a restarted container gets a new
-// file and the old one is kept.
+// consoles writes every console stream the hub reads of a watched pool's VMI to a file of its
+// own: a replaced VMI or a restarted console container gets a new file and the old one is kept.
+// It is a console.Subscriber.
 type consoles struct {
 	rec *Recorder
-	ctx context.Context
-	dyn dynamic.Interface
 
 	mu      sync.Mutex
-	streams map[string]*consoleStream // by pod UID + restart count
-	stopped bool                      // no stream starts once set
-	wg      sync.WaitGroup
+	streams map[string]*consoleFile // by console.Stream.Key()
+	stopped bool                    // no file opens once set
 }
 
-type consoleStream struct {
-	rec    ConsoleRecord // owned by the follow goroutine until done is closed
-	cancel context.CancelFunc
-	poke   chan struct{}
-	done   chan struct{}
-
-	mu     sync.Mutex
-	reason string // why the stream ends, once known
+type consoleFile struct {
+	mu  sync.Mutex
+	rec ConsoleRecord
+	// unreadable is why the console could not be read, until a line is read after it.
+	unreadable string
+	f          *File
+	endOff     int64
+	done       bool
 }
 
-// end records why the stream ends; the first reason wins. It reports whether it was the first.
-func (s *consoleStream) end(reason string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.reason != "" {
-		return false
-	}
-	s.reason = reason
-	return true
-}
-
-func (s *consoleStream) endReason() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.reason
-}
-
-// pod is called with every version of every management Pod.
-func (c *consoles) pod(u *unstructured.Unstructured, deleted bool) {
-	var pod corev1.Pod
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &pod); err != nil {
+func (c *consoles) Started(s console.Stream) {
+	pn, ok := c.rec.pools.of(s.VMI)
+	if !ok {
 		return
 	}
-	vmi := vmiOfLauncher(&pod)
-	if vmi == "" || pod.Annotations[tenant.AnnotationEphemeralProvisioning] == "true" {
-		return // no launcher, or KubeVirt's temporary one that runs no guest
-	}
-	pn, ok := c.rec.pools.of(vmi)
-	if !ok || !hasConsole(&pod) {
+	rec := ConsoleRecord{Pool: pn.Pool, VMI: s.VMI, VMIUID: string(s.VMIUID), Source: s.Source, Pod: s.Pod, PodUID: string(s.PodUID),
+		Restart: s.Restart, Node: s.Node, LauncherStart: s.LauncherStart, ReadStart: s.Start, Path: consolePath(pn, s)}
+	cf := &consoleFile{rec: rec}
+	c.mu.Lock()
+	if c.stopped {
+		c.mu.Unlock()
 		return
 	}
-	st, started, restart := consoleStatus(&pod)
+	c.streams[s.Key()] = cf
+	c.mu.Unlock()
+	cf.mu.Lock()
+	defer cf.mu.Unlock()
+	f, err := c.rec.opts.Artifacts.Create(rec.Path, c.rec.opts.Limits.ConsoleBytes)
+	if err != nil {
+		cf.rec.Error = err.Error()
+		return
+	}
+	header, off := consoleHeader(c.rec.opts.Namespace, &cf.rec)
+	_, _ = f.Write(header)
+	_ = f.Flush()
+	cf.f, cf.endOff = f, off
+}
+
+// consolePath is a stream's file: a launcher container instance's by its Pod and restart, the
+// subresource's by the launcher Pod (a VMI has one; its replacement has another).
+func consolePath(pn tenant.PoolNames, s console.Stream) string {
+	if s.Source == console.SourceLog {
+		return fmt.Sprintf("%s/consoles/%s/%s-%d.log", poolDir(pn), s.VMI, s.Pod, s.Restart)
+	}
+	return fmt.Sprintf("%s/consoles/%s/%s-console.log", poolDir(pn), s.VMI, s.Pod)
+}
+
+func (c *consoles) file(s console.Stream) *consoleFile {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	prefix := string(pod.UID) + "/"
-	for key, s := range c.streams {
-		if !strings.HasPrefix(key, prefix) {
-			continue
-		}
-		switch {
-		case deleted:
-			s.stop("launcher pod deleted")
-		case key != fmt.Sprintf("%s%d", prefix, restart):
-			s.stop("console container restarted")
-		default:
-			s.nudge()
-		}
-	}
-	if deleted || !started || c.stopped || c.ctx.Err() != nil {
+	return c.streams[s.Key()]
+}
+
+func (c *consoles) Line(s console.Stream, at time.Time, text string) {
+	cf := c.file(s)
+	if cf == nil {
 		return
 	}
-	key := fmt.Sprintf("%s%d", prefix, restart)
-	if _, ok := c.streams[key]; ok {
+	cf.mu.Lock()
+	defer cf.mu.Unlock()
+	if cf.f == nil || cf.done || cf.rec.Truncated {
 		return
 	}
-	rec := ConsoleRecord{
-		Pool: pn.Pool, VMI: vmi, VMIUID: pod.Labels["kubevirt.io/created-by"], Pod: pod.Name, PodUID: string(pod.UID),
-		Restart: restart, Node: pod.Spec.NodeName, LauncherStart: st,
-		Path: fmt.Sprintf("%s/consoles/%s/%s-%d.log", poolDir(pn), vmi, pod.Name, restart),
+	if cf.rec.FirstLine.IsZero() {
+		cf.rec.FirstLine = at
 	}
-	ctx, cancel := context.WithCancel(c.ctx)
-	s := &consoleStream{rec: rec, cancel: cancel, poke: make(chan struct{}, 1), done: make(chan struct{})}
-	c.streams[key] = s
-	c.wg.Add(1)
-	go func() {
-		defer c.wg.Done()
-		defer close(s.done)
-		c.follow(ctx, s, pod.Namespace)
-	}()
+	cf.rec.LastLine = at
+	cf.rec.Lines++
+	cf.unreadable = ""
+	if _, err := cf.f.Write([]byte(at.UTC().Format(time.RFC3339Nano) + " " + text + "\n")); err != nil {
+		if errors.Is(err, ErrLimit) {
+			cf.rec.Truncated = true
+			cf.rec.EndReason = fmt.Sprintf("byte bound %d reached", c.rec.opts.Limits.ConsoleBytes)
+			return
+		}
+		cf.rec.Error = err.Error()
+	}
+}
+
+func (c *consoles) Unreadable(s console.Stream, at time.Time, why string) {
+	cf := c.file(s)
+	if cf == nil {
+		return
+	}
+	cf.mu.Lock()
+	defer cf.mu.Unlock()
+	cf.unreadable = why
+	if cf.f != nil && !cf.done && !cf.rec.Truncated {
+		_, _ = cf.f.Write([]byte("# " + at.UTC().Format(time.RFC3339Nano) + " cannot read: " + why + "\n"))
+	}
+}
+
+func (c *consoles) Ended(s console.Stream, at time.Time, reason string) {
+	if cf := c.file(s); cf != nil {
+		cf.finish(at, reason)
+	}
+}
+
+// finish patches the read end into the header, closes the file and keeps the record.
+func (cf *consoleFile) finish(at time.Time, reason string) {
+	cf.mu.Lock()
+	defer cf.mu.Unlock()
+	if cf.done {
+		return
+	}
+	cf.done = true
+	cf.rec.ReadEnd = at
+	if cf.rec.EndReason == "" {
+		cf.rec.EndReason = reason
+	}
+	if cf.rec.Error == "" {
+		cf.rec.Error = cf.unreadable // the console never became readable again
+	}
+	if cf.f != nil {
+		_ = cf.f.Flush()
+		_ = cf.f.Patch(cf.endOff, []byte(readEndField(cf.rec.ReadEnd, cf.rec.EndReason)))
+		_ = cf.f.Close()
+		cf.rec.Bytes = cf.f.Size()
+	}
+}
+
+// records returns every console read so far, for consoles.json and the baseline.
+func (c *consoles) records() []ConsoleRecord {
+	c.mu.Lock()
+	files := make([]*consoleFile, 0, len(c.streams))
+	for _, cf := range c.streams {
+		files = append(files, cf)
+	}
+	c.mu.Unlock()
+	out := make([]ConsoleRecord, 0, len(files))
+	for _, cf := range files {
+		cf.mu.Lock()
+		out = append(out, cf.rec)
+		cf.mu.Unlock()
+	}
+	return out
+}
+
+// all returns the identity of every console stream, running or finished (for collectors that
+// must not read a console twice).
+func (c *consoles) all() []ConsoleRecord { return c.records() }
+
+// paths are the console files of pool, running or finished, sorted.
+func (c *consoles) paths(pool string) []string {
+	var out []string
+	for _, r := range c.all() {
+		if r.Pool == pool {
+			out = append(out, r.Path)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// stopAll ends every file now; the hub's later calls are dropped.
+func (c *consoles) stopAll(at time.Time, reason string) {
+	c.mu.Lock()
+	c.stopped = true
+	files := make([]*consoleFile, 0, len(c.streams))
+	for _, cf := range c.streams {
+		files = append(files, cf)
+	}
+	c.mu.Unlock()
+	for _, cf := range files {
+		cf.finish(at, reason)
+	}
+}
+
+// readEndReasonWidth is the room for why a read ended in the fixed-width header field.
+const readEndReasonWidth = 200
+
+const stampLayout = "2006-01-02T15:04:05.000000000Z07:00"
+
+// consoleHeader is the head of a console file and the offset of its fixed-width read-end field.
+func consoleHeader(namespace string, r *ConsoleRecord) ([]byte, int64) {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# serial console of VMI %s/%s (pool %s)\n", namespace, r.VMI, r.Pool)
+	fmt.Fprintf(&b, "# vmi uid: %s\n", r.VMIUID)
+	if r.Source == console.SourceSubresource {
+		fmt.Fprintf(&b, "# read from: the VMI's console subresource (subresources.kubevirt.io/v1 .../console); launcher pod %s (uid %s), node %s\n", r.Pod, r.PodUID, r.Node)
+		b.WriteString("# what the guest printed before the read start, or while another client held the console, is not here: KubeVirt keeps no console history\n")
+	} else {
+		fmt.Fprintf(&b, "# launcher: pod %s (uid %s), container %s, restart %d, node %s\n", r.Pod, r.PodUID, ConsoleContainer, r.Restart, r.Node)
+		fmt.Fprintf(&b, "# launcher start: %s (epoch %s seconds)\n", r.LauncherStart.UTC().Format(stampLayout), epoch(r.LauncherStart))
+	}
+	fmt.Fprintf(&b, "# read start:     %s (epoch %s seconds)\n", r.ReadStart.UTC().Format(stampLayout), epoch(r.ReadStart))
+	b.WriteString("# read end:       ")
+	off := int64(b.Len())
+	b.WriteString(readEndField(time.Time{}, "still reading"))
+	if r.Source == console.SourceSubresource {
+		b.WriteString("\n# each line: <absolute time the line was read, RFC 3339, UTC> <the guest's own output, with its own relative stamps>\n")
+	} else {
+		b.WriteString("\n# each line: <absolute time the line was logged, RFC 3339, UTC> <the guest's own output, with its own relative stamps>\n")
+	}
+	return []byte(b.String()), off
+}
+
+// readEndField is the fixed-width read-end field: time, epoch seconds and why the read ended.
+func readEndField(t time.Time, reason string) string {
+	ts, ep := strings.Repeat("-", len(stampLayout)-5), "-"
+	if !t.IsZero() {
+		ts, ep = t.UTC().Format(stampLayout), epoch(t)
+	}
+	return fmt.Sprintf("%-30s (epoch %16s seconds) %-*.*s", ts, ep, readEndReasonWidth, readEndReasonWidth, reason)
 }
 
 func hasConsole(p *corev1.Pod) bool {
@@ -181,202 +290,4 @@ func consoleStatus(p *corev1.Pod) (time.Time, bool, int32) {
 		}
 	}
 	return time.Time{}, false, 0
-}
-
-func (s *consoleStream) nudge() {
-	select {
-	case s.poke <- struct{}{}:
-	default:
-	}
-}
-
-// stop ends the stream after the drain interval.
-func (s *consoleStream) stop(reason string) {
-	if s.end(reason) {
-		time.AfterFunc(consoleDrain, s.cancel)
-	}
-}
-
-// follow reads one console container instance into its file until the stream ends.
-func (c *consoles) follow(ctx context.Context, s *consoleStream, namespace string) {
-	a := c.rec.opts.Artifacts
-	rec := &s.rec
-	if rec.VMIUID == "" {
-		if u, err := c.dyn.Resource(vmiGVR).Namespace(namespace).Get(ctx, rec.VMI, metav1.GetOptions{}); err == nil {
-			rec.VMIUID = string(u.GetUID())
-		} else {
-			rec.VMIUID = "unknown (" + err.Error() + ")"
-		}
-	}
-	f, err := a.Create(rec.Path, c.rec.opts.Limits.ConsoleBytes)
-	if err != nil {
-		c.finish(s, nil, 0, err)
-		return
-	}
-	rec.ReadStart = c.rec.now()
-	header, endOff := consoleHeader(namespace, rec)
-	_, _ = f.Write(header)
-	_ = f.Flush()
-	var readErr error
-	for {
-		readErr = c.read(ctx, s, f, namespace)
-		if ctx.Err() != nil || errors.Is(readErr, ErrLimit) || readErr == nil {
-			break
-		}
-		// The log is not readable yet (container starting): try again on the next Pod change.
-		select {
-		case <-ctx.Done():
-		case <-s.poke:
-		case <-time.After(consoleRetry):
-		}
-		if ctx.Err() != nil {
-			break
-		}
-	}
-	c.finish(s, f, endOff, readErr)
-}
-
-func (c *consoles) read(ctx context.Context, s *consoleStream, f *File, namespace string) error {
-	rec := &s.rec
-	opts := &corev1.PodLogOptions{Container: ConsoleContainer, Follow: true, Timestamps: true}
-	if !rec.LastLine.IsZero() {
-		// A reopened stream resumes after the last line read.
-		since := metav1.NewTime(rec.LastLine.Add(time.Nanosecond))
-		opts.SinceTime = &since
-	}
-	stream, err := c.rec.opts.Management.Kube.CoreV1().Pods(namespace).GetLogs(rec.Pod, opts).Stream(ctx)
-	if err != nil {
-		return err
-	}
-	defer stream.Close()
-	br := bufio.NewReaderSize(stream, 64<<10)
-	for {
-		line, err := br.ReadString('\n')
-		if line != "" {
-			if ts, _, ok := strings.Cut(line, " "); ok {
-				if t, perr := time.Parse(time.RFC3339Nano, ts); perr == nil {
-					if rec.FirstLine.IsZero() {
-						rec.FirstLine = t
-					}
-					rec.LastLine = t
-				}
-			}
-			rec.Lines++
-			if _, werr := f.Write([]byte(line)); werr != nil {
-				return werr
-			}
-		}
-		if err == io.EOF {
-			s.end("stream ended (container exited)")
-			return nil
-		}
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			return err
-		}
-	}
-}
-
-// finish patches the read end into the header, closes the file and keeps the record.
-func (c *consoles) finish(s *consoleStream, f *File, endOff int64, err error) {
-	rec := &s.rec
-	rec.ReadEnd = c.rec.now()
-	if errors.Is(err, ErrLimit) {
-		rec.Truncated = true
-		s.end(fmt.Sprintf("byte bound %d reached", c.rec.opts.Limits.ConsoleBytes))
-		err = nil
-	}
-	s.end("stopped at the end of the stream")
-	rec.EndReason = s.endReason()
-	if err != nil {
-		rec.Error = err.Error()
-	}
-	if f != nil {
-		_ = f.Flush()
-		if endOff > 0 {
-			_ = f.Patch(endOff, []byte(readEndField(rec.ReadEnd, rec.EndReason)))
-		}
-		_ = f.Close()
-		rec.Bytes = f.Size()
-	}
-}
-
-// records returns every console read so far, for consoles.json and the baseline.
-func (c *consoles) records() []ConsoleRecord {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	out := make([]ConsoleRecord, 0, len(c.streams))
-	for _, s := range c.streams {
-		select {
-		case <-s.done:
-			out = append(out, s.rec)
-		default:
-		}
-	}
-	return out
-}
-
-// all returns the identity of every console stream, running or finished (for collectors that
-// must not read a console twice).
-func (c *consoles) all() []ConsoleRecord {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	out := make([]ConsoleRecord, 0, len(c.streams))
-	for _, s := range c.streams {
-		out = append(out, ConsoleRecord{Pool: s.rec.Pool, Pod: s.rec.Pod, PodUID: s.rec.PodUID, Restart: s.rec.Restart, Path: s.rec.Path})
-	}
-	return out
-}
-
-// paths are the console files of pool, running or finished, sorted.
-func (c *consoles) paths(pool string) []string {
-	var out []string
-	for _, r := range c.all() {
-		if r.Pool == pool {
-			out = append(out, r.Path)
-		}
-	}
-	sort.Strings(out)
-	return out
-}
-
-// stopAll ends every stream now and waits for their files to close.
-func (c *consoles) stopAll(reason string) {
-	c.mu.Lock()
-	c.stopped = true
-	for _, s := range c.streams {
-		s.end(reason)
-		s.cancel()
-	}
-	c.mu.Unlock()
-	c.wg.Wait()
-}
-
-const stampLayout = "2006-01-02T15:04:05.000000000Z07:00"
-
-// consoleHeader is the head of a console file and the offset of its fixed-width read-end field.
-func consoleHeader(namespace string, r *ConsoleRecord) ([]byte, int64) {
-	var b strings.Builder
-	fmt.Fprintf(&b, "# serial console of VMI %s/%s (pool %s)\n", namespace, r.VMI, r.Pool)
-	fmt.Fprintf(&b, "# vmi uid: %s\n", r.VMIUID)
-	fmt.Fprintf(&b, "# launcher: pod %s (uid %s), container %s, restart %d, node %s\n", r.Pod, r.PodUID, ConsoleContainer, r.Restart, r.Node)
-	fmt.Fprintf(&b, "# launcher start: %s (epoch %s seconds)\n", r.LauncherStart.UTC().Format(stampLayout), epoch(r.LauncherStart))
-	fmt.Fprintf(&b, "# read start:     %s (epoch %s seconds)\n", r.ReadStart.UTC().Format(stampLayout), epoch(r.ReadStart))
-	b.WriteString("# read end:       ")
-	off := int64(b.Len())
-	b.WriteString(readEndField(time.Time{}, "still reading"))
-	b.WriteString("\n# each line: <absolute time the line was logged, RFC 3339, UTC> <the guest's own output, with its own relative stamps>\n")
-	return []byte(b.String()), off
-}
-
-// readEndField is the fixed-width read-end field: time, epoch seconds and why the read ended.
-func readEndField(t time.Time, reason string) string {
-	ts, ep := strings.Repeat("-", len(stampLayout)-5), "-"
-	if !t.IsZero() {
-		ts, ep = t.UTC().Format(stampLayout), epoch(t)
-	}
-	s := fmt.Sprintf("%-30s (epoch %16s seconds) %-44.44s", ts, ep, reason)
-	return s
 }

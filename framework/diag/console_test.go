@@ -79,6 +79,9 @@ func TestConsolesAreStreamedPerLauncherAndSurviveReplacement(t *testing.T) {
 					{Name: ConsoleContainer, Image: "virt-launcher"},
 				}},
 		}))
+		// The VMI runs once its launcher does, as virt-handler reports it.
+		owner.Status.Phase = kubevirtv1.Running
+		must(t, c.Client.Status().Update(ctx, owner))
 		return name
 	}
 	vmi1 := pn.MachineDeployment() + "-5c7d9-aaaaa"
@@ -90,13 +93,18 @@ func TestConsolesAreStreamedPerLauncherAndSurviveReplacement(t *testing.T) {
 	must(t, simenv.WriteContainerLog(path1, time.Now(), "[    2.500000] appended while following"))
 	poll(t, ctx, "a line appended while following", func() bool { return fileHas(dir, file1, "appended while following") })
 
-	// The Machine is remediated: its launcher goes, a new VMI comes with a launcher of its own.
+	// The Machine is remediated: its VMI stops and its launcher goes, a new VMI comes with a
+	// launcher of its own.
+	old := &kubevirtv1.VirtualMachineInstance{}
+	must(t, c.Client.Get(ctx, clientKey(ns, vmi1), old))
+	old.Status.Phase = kubevirtv1.Succeeded
+	must(t, c.Client.Status().Update(ctx, old))
 	must(t, c.Client.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: pod1, Namespace: ns}}, clientGrace0()))
 	vmi2 := pn.MachineDeployment() + "-5c7d9-bbbbb"
 	pod2 := launch(vmi2, "y2y2y", "[    0.000000] Linux version 6.12 (replacement)")
 	file2 := "pools/md0/consoles/" + vmi2 + "/" + pod2 + "-0.log"
 	poll(t, ctx, "the replacement's console streamed", func() bool { return fileHas(dir, file2, "replacement") })
-	poll(t, ctx, "the replaced console's read end filled in", func() bool { return fileHas(dir, file1, "launcher pod deleted") })
+	poll(t, ctx, "the replaced console's read end filled in", func() bool { return fileHas(dir, file1, "the VMI stopped running") })
 
 	rec.Stop()
 	body := readFile(t, dir, file1)
@@ -105,7 +113,7 @@ func TestConsolesAreStreamedPerLauncherAndSurviveReplacement(t *testing.T) {
 		`(?m)^# launcher: pod ` + pod1 + ` \(uid [0-9a-f-]+\), container guest-console-log, restart 0, node \S+$`,
 		`(?m)^# launcher start: \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{9}Z \(epoch \d+\.\d{3} seconds\)$`,
 		`(?m)^# read start:     \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{9}Z \(epoch \d+\.\d{3} seconds\)$`,
-		`(?m)^# read end:       \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{9}Z +\(epoch +\d+\.\d{3} seconds\) launcher pod deleted`,
+		`(?m)^# read end:       \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{9}Z +\(epoch +\d+\.\d{3} seconds\) the VMI stopped running`,
 		`(?m)^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+Z \[    1\.234567\] talos: machine config token \[redacted\]$`,
 	} {
 		if !regexp.MustCompile(re).MatchString(body) {

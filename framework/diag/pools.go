@@ -50,12 +50,6 @@ func (p *pools) add(pn tenant.PoolNames) bool {
 	return true
 }
 
-func (p *pools) list() []tenant.PoolNames {
-	p.mu.RLock()
-	defer p.mu.RUnlock()
-	return append([]tenant.PoolNames(nil), p.byName...)
-}
-
 // of returns the pool object name belongs to.
 func (p *pools) of(name string) (tenant.PoolNames, bool) {
 	p.mu.RLock()

@@ -9,10 +9,9 @@ import (
 	"sync"
 	"time"
 
-	"k8s.io/client-go/dynamic"
-
 	"github.com/cozystack/cozy-e2e/framework/budget"
 	"github.com/cozystack/cozy-e2e/framework/cluster"
+	"github.com/cozystack/cozy-e2e/framework/console"
 	"github.com/cozystack/cozy-e2e/framework/tenant"
 )
 
@@ -52,6 +51,9 @@ type Options struct {
 	// Management is the management cluster; Namespace the tenant namespace in it.
 	Management *cluster.Cluster
 	Namespace  string
+	// Consoles is the run's console hub for Namespace, shared with the join so each VMI's
+	// console is held once; nil: the recorder starts its own and closes it at Stop.
+	Consoles *console.Hub
 	// Limits bound the files; the zero value means DefaultLimits.
 	Limits Limits
 	// Now is the clock; nil means time.Now.
@@ -74,7 +76,11 @@ type Recorder struct {
 	clusters []*clusterStream
 	tenant   *cluster.Cluster
 	consoles *consoles
-	stopped  bool
+	// ownHub is the console hub the recorder started (Options.Consoles was nil); unsubscribe
+	// ends its subscription to the hub.
+	ownHub      *console.Hub
+	unsubscribe func()
+	stopped     bool
 
 	once      onceCache     // on-failure collectors run once (per pool or cluster-wide)
 	collectMu sync.Mutex    // one Collect at a time
@@ -116,12 +122,16 @@ func Start(ctx context.Context, opts Options) (*Recorder, error) {
 		cancel()
 		return nil, err
 	}
-	dyn, err := dynamic.NewForConfig(opts.Management.REST)
-	if err != nil {
-		cancel()
-		return nil, err
+	r.consoles = &consoles{rec: r, streams: map[string]*consoleFile{}}
+	if opts.Consoles == nil {
+		hub, err := console.Start(ctx, console.Options{Management: opts.Management, Namespace: opts.Namespace, Now: opts.Now})
+		if err != nil {
+			cancel()
+			return nil, err
+		}
+		r.ownHub, r.opts.Consoles = hub, hub
 	}
-	r.consoles = &consoles{rec: r, ctx: sctx, dyn: dyn, streams: map[string]*consoleStream{}}
+	r.unsubscribe = r.opts.Consoles.Subscribe(r.consoles)
 	ms := newClusterStream(r, Management, opts.Management, opts.Namespace)
 	if err := ms.start(sctx, append(slices.Clone(managementKinds), bootstrapConfigKinds()...)); err != nil {
 		cancel()
@@ -182,6 +192,10 @@ func (r *Recorder) SetTenant(ctx context.Context, c *cluster.Cluster) error {
 	return nil
 }
 
+// ConsoleHub is the hub the recorder reads the consoles from: give it to the join
+// (join.Options.Consoles) so each VMI's console is held once.
+func (r *Recorder) ConsoleHub() *console.Hub { return r.opts.Consoles }
+
 // Tenant is the tenant cluster given to SetTenant, or nil.
 func (r *Recorder) Tenant() *cluster.Cluster {
 	r.mu.Lock()
@@ -206,7 +220,11 @@ func (r *Recorder) Stop() {
 	}
 	r.stopped = true
 	r.mu.Unlock()
-	r.consoles.stopAll("stopped at the end of the run")
+	if r.ownHub != nil {
+		r.ownHub.Close() // every stream ends, and says why
+	}
+	r.unsubscribe()
+	r.consoles.stopAll(r.now(), "stopped at the end of the run")
 	r.cancel()
 	r.mu.Lock()
 	streams := append([]*clusterStream(nil), r.clusters...)

@@ -46,7 +46,7 @@ func newTwoClusters(t *testing.T, ctx context.Context) *twoClusters {
 	if w.tenant, err = cluster.New("tenant", tapi.Admin()); err != nil {
 		t.Fatal(err)
 	}
-	installCRDs(t, ctx, w.mgmt, "Machine", "MachineHealthCheck")
+	installCRDs(t, ctx, w.mgmt, "Machine", "MachineHealthCheck", "VirtualMachineInstance")
 	if w.mgmt, err = cluster.New("management", mapi.Admin()); err != nil { // fresh discovery
 		t.Fatal(err)
 	}

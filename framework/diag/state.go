@@ -26,6 +26,8 @@ type Change struct {
 	Kind      string    `json:"kind"`
 	Namespace string    `json:"namespace,omitempty"`
 	Name      string    `json:"name"`
+	// UID tells an object from the one that replaced it under the same or another name.
+	UID string `json:"uid,omitempty"`
 	// Change is added, changed or deleted.
 	Change string `json:"change"`
 	Phase  string `json:"phase,omitempty"`

@@ -168,7 +168,7 @@ func (s *clusterStream) object(kind string, obj any, deleted bool) {
 		s.last[u.GetUID()] = cur
 	}
 	s.mu.Unlock()
-	ch := Change{At: now, Cluster: s.name, Kind: kind, Namespace: u.GetNamespace(), Name: u.GetName()}
+	ch := Change{At: now, Cluster: s.name, Kind: kind, Namespace: u.GetNamespace(), Name: u.GetName(), UID: string(u.GetUID())}
 	switch {
 	case deleted:
 		ch.Change = "deleted"
@@ -191,9 +191,6 @@ func (s *clusterStream) object(kind string, obj any, deleted bool) {
 		s.rec.poolFiles(pn).timeline.write(ch)
 	} else {
 		s.timeline.write(ch)
-	}
-	if kind == "Pod" && s.name == Management {
-		s.rec.consoles.pod(u, deleted)
 	}
 }
 

@@ -22,6 +22,14 @@ type GateOptions struct {
 	Record io.Writer
 	// Emulation is the lane's kind.emulation: KubeVirt's useEmulation must equal it.
 	Emulation bool
+	// Disabled is the lane's platform.disabledPackages: the Package gates tell a Package
+	// orphaned by one of them (a configuration failure) from one still waiting.
+	Disabled []string
+	// Remediation is the lane's policy.remediation.install (report or fail).
+	Remediation string
+	// Note receives one-line facts for the run's summary (install-time remediations); nil
+	// drops them.
+	Note func(string)
 }
 
 // Gate proves one component installed: its CRDs Established, its Deployments Available, its
@@ -50,6 +58,12 @@ func gate(ctx context.Context, dyn dynamic.Interface, p catalog.Pinned, o GateOp
 			return err
 		}
 	}
+	if len(p.Containers) > 0 {
+		if err := DeploymentRuns(ctx, dyn, p.Namespace, p.Deployments[0], p.Containers); err != nil {
+			return err
+		}
+	}
+	// Only a provider that serves webhooks has webhook Services to check.
 	if p.SharedWebhooks {
 		if err := WebhookSelectors(ctx, dyn, p.Namespace, p.Deployments); err != nil {
 			return err

@@ -62,6 +62,33 @@ func DeploymentsAvailable(ctx context.Context, dyn dynamic.Interface, ns string,
 	})
 }
 
+// DeploymentRuns checks that Deployment ns/name's pod template has every named container.
+func DeploymentRuns(ctx context.Context, dyn dynamic.Interface, ns, name string, containers []string) error {
+	d, err := dyn.Resource(gvrDeployment).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return fmt.Errorf("deployment %s/%s: %w", ns, name, err)
+	}
+	list, _, _ := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "containers")
+	have := map[string]bool{}
+	var names []string
+	for _, c := range list {
+		if n, _ := c.(map[string]any)["name"].(string); n != "" {
+			have[n] = true
+			names = append(names, n)
+		}
+	}
+	var missing []string
+	for _, c := range containers {
+		if !have[c] {
+			missing = append(missing, c)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("deployment %s/%s runs no container %s (it runs %s)", ns, name, strings.Join(missing, ", "), strings.Join(names, ", "))
+	}
+	return nil
+}
+
 // WebhookSelectors checks, in a namespace that several providers share, that every Service a
 // webhook configuration calls selects the pods of exactly one Deployment, and that each named
 // Deployment is served by at least one such Service. A Service whose selector also matches

@@ -60,12 +60,16 @@ func Fetch(ctx context.Context, source, digest string) (*Manifest, error) {
 	if len(data) > maxManifest {
 		return nil, fmt.Errorf("manifest %s: larger than %d MiB; not a manifest", source, maxManifest>>20)
 	}
-	sum := sha256.Sum256(data)
-	got := "sha256:" + hex.EncodeToString(sum[:])
-	if digest != "" && digest != lane.DigestUnknown && digest != got {
-		return nil, fmt.Errorf("manifest %s: sha256 is %s, the lane pins %s; the release asset changed or the pin is wrong", source, got, digest)
+	m := newManifest(source, data)
+	if digest != "" && digest != lane.DigestUnknown && digest != m.SHA256 {
+		return nil, fmt.Errorf("manifest %s: sha256 is %s, the platform source pins %s; the asset changed or the pin is wrong", source, m.SHA256, digest)
 	}
-	return &Manifest{Source: source, SHA256: got, Data: data}, nil
+	return m, nil
+}
+
+func newManifest(source string, data []byte) *Manifest {
+	sum := sha256.Sum256(data)
+	return &Manifest{Source: source, SHA256: "sha256:" + hex.EncodeToString(sum[:]), Data: data}
 }
 
 // Objects decodes every non-empty YAML document of the manifest.

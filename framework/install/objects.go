@@ -6,6 +6,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/cozystack/cozy-e2e/framework/install/upstream"
 	"github.com/cozystack/cozy-e2e/framework/lane"
 )
 
@@ -35,11 +36,22 @@ func StorageClasses() []Object {
 	return []Object{sc("local", true), sc("replicated", false), {Source: "framework/install: storage classes", Obj: standard}}
 }
 
+// ClusterDomain is the lane's cluster domain: kind.networking.dnsDomain, or the platform's
+// default (cozy.local). The kind config and the platform Package both take it from here, so
+// the cluster's DNS and the names the platform writes (the etcd-operator's
+// --cluster-domain, the Talos workers' search domains) agree.
+func ClusterDomain(l *lane.Lane) string {
+	if l.Kind != nil && l.Kind.Networking != nil && l.Kind.Networking.DNSDomain != "" {
+		return l.Kind.Networking.DNSDomain
+	}
+	return upstream.ClusterDomain
+}
+
 // PlatformInput is what the platform Package needs besides the lane.
 type PlatformInput struct {
-	// ControlPlaneIP is the kind control-plane node's address (the apiserver endpoint, and the
-	// master node kube-ovn must know: kind labels its control plane without the value "true"
-	// the generic variant looks for).
+	// ControlPlaneIP is the kind control-plane node's address: the apiserver endpoint, and
+	// kube-ovn's MASTER_NODES (the node also carries the control-plane label with the value
+	// "true" the generic variant selects; the kind substrate sets it after create).
 	ControlPlaneIP string
 }
 
@@ -67,9 +79,12 @@ func PlatformPackage(l *lane.Lane, in PlatformInput) (Object, error) {
 		bundles["enabledPackages"] = toAny(p.Packages)
 	}
 	if len(p.DisabledPackages) > 0 {
-		bundles["disabledPackages"] = toAny(p.DisabledPackages)
+		bundles["disabledPackages"] = toAny(p.DisabledNames())
 	}
-	networking := map[string]any{"kubeovn": map[string]any{"MASTER_NODES": in.ControlPlaneIP}}
+	networking := map[string]any{
+		"kubeovn":       map[string]any{"MASTER_NODES": in.ControlPlaneIP},
+		"clusterDomain": ClusterDomain(l),
+	}
 	if k := l.Kind; k != nil && k.Networking != nil {
 		if k.Networking.PodSubnet != "" {
 			networking["podCIDR"] = k.Networking.PodSubnet

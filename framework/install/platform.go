@@ -10,6 +10,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
+
+	"github.com/cozystack/cozy-e2e/framework/fluxrelease"
+	"github.com/cozystack/cozy-e2e/framework/lane"
 )
 
 // freshListTimeout bounds the one listing that judges the HelmReleases, run even when the
@@ -52,39 +55,16 @@ func HelmReleasesNotReady(objs []*unstructured.Unstructured) []NotReady {
 	return out
 }
 
-// Remediated lists every HelmRelease whose status.history shows an install or upgrade that
-// failed or was rolled back by uninstalling, or has an entry without a status. Flux clears its
-// failure counters on success, so the history is the only lasting trace of a remediation.
-func Remediated(objs []*unstructured.Unstructured) []string {
-	var out []string
-	for _, hr := range objs {
-		raw, _, _ := unstructured.NestedFieldNoCopy(hr.Object, "status", "history")
-		history, _ := raw.([]any)
-		name := func() string { return "HelmRelease " + hr.GetNamespace() + "/" + hr.GetName() }
-		if len(history) == 0 {
-			out = append(out, name()+": status.history is empty (never installed?)")
-			continue
-		}
-		for i, h := range history {
-			m, _ := h.(map[string]any)
-			st, _ := m["status"].(string)
-			ver := m["version"]
-			switch st {
-			case "":
-				out = append(out, fmt.Sprintf("%s: status.history[%d] (release version %v) has no status", name(), i, ver))
-			case "failed", "uninstalled", "pending-rollback":
-				out = append(out, fmt.Sprintf("%s: status.history[%d] (release version %v, chart %v) is %q: the release was remediated", name(), i, ver, m["chartVersion"], st))
-			}
-		}
-	}
-	sort.Strings(out)
-	return out
-}
-
-// PlatformGate proves the platform installed: every HelmRelease Ready, confirmed on a fresh
-// listing, none remediated, the built-in NodeGroupClasses present and the platform's APIs
+// PlatformGate proves the platform installed: every Package Ready, every HelmRelease Ready,
+// confirmed on a fresh listing, the built-in NodeGroupClasses present and the platform's APIs
 // Available. On failure it names every HelmRelease that is not Ready, with its message.
+// Remediated HelmReleases are reported (the lane's policy.remediation.install: report) or fail
+// the gate (fail); Cozystack's own install gate requires only Ready
+// (hack/e2e-install-cozystack.bats:281).
 func PlatformGate(ctx context.Context, dyn dynamic.Interface, o GateOptions) error {
+	if err := PackagesReady(ctx, dyn, o.Disabled, o); err != nil {
+		return fmt.Errorf("platform gate: %w", err)
+	}
 	err := Wait(ctx, dyn, Watch{GVR: gvrHelmRelease}, "every HelmRelease Ready", o.Log, func(objs []*unstructured.Unstructured) (bool, string, error) {
 		if len(objs) == 0 {
 			return false, "no HelmRelease yet", nil
@@ -113,8 +93,8 @@ func PlatformGate(ctx context.Context, dyn dynamic.Interface, o GateOptions) err
 			return fmt.Errorf("platform gate: %d of %d HelmReleases not Ready on a fresh listing:\n%s", len(nr), len(objs), strings.Join(lines, "\n"))
 		}
 		if err == nil {
-			if rem := Remediated(objs); len(rem) > 0 {
-				return fmt.Errorf("platform gate: remediation in HelmRelease history:\n  %s", strings.Join(rem, "\n  "))
+			if rerr := judgeRemediations(objs, o); rerr != nil {
+				return rerr
 			}
 		}
 	}
@@ -128,8 +108,37 @@ func PlatformGate(ctx context.Context, dyn dynamic.Interface, o GateOptions) err
 		return fmt.Errorf("platform gate: %w", err)
 	}
 	if o.Record != nil {
-		fmt.Fprintf(o.Record, "ok     %-24s %d HelmReleases Ready, no remediation; NodeGroupClasses %s; APIs %s\n", "platform",
+		fmt.Fprintf(o.Record, "ok     %-24s %d HelmReleases Ready; NodeGroupClasses %s; APIs %s\n", "platform",
 			len(items(fresh)), strings.Join(builtinClasses(), ", "), strings.Join(platformAPIServices(), ", "))
+	}
+	return nil
+}
+
+// judgeRemediations applies the lane's install remediation policy to the fresh listing.
+func judgeRemediations(objs []*unstructured.Unstructured, o GateOptions) error {
+	rem := fluxrelease.Remediations(objs)
+	empty := fluxrelease.EmptyHistory(objs)
+	if len(rem) > 0 && o.Remediation == lane.RemediationFail {
+		lines := make([]string, len(rem))
+		for i, r := range rem {
+			lines[i] = r.String()
+		}
+		return fmt.Errorf("platform gate: remediation in HelmRelease history (policy.remediation.install: fail):\n  %s", strings.Join(lines, "\n  "))
+	}
+	if o.Record != nil {
+		for _, r := range rem {
+			fmt.Fprintf(o.Record, "info   %-24s %s\n", "remediated", r)
+		}
+		if len(empty) > 0 {
+			fmt.Fprintf(o.Record, "info   %-24s Ready with an empty status.history: %s\n", "no-history", strings.Join(empty, ", "))
+		}
+	}
+	if len(rem) > 0 {
+		note := remediationNote(rem)
+		logf(o.Log, "platform gate: %s (reported, policy.remediation.install: report)", note)
+		if o.Note != nil {
+			o.Note(note)
+		}
 	}
 	return nil
 }

@@ -4,34 +4,39 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
+	"regexp"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/cozystack/cozy-e2e/framework/install/upstream"
 	"github.com/cozystack/cozy-e2e/framework/lane"
 )
 
 // OperatorAsset is the platform release asset that installs the operator on a cluster that is
 // not Talos (k3s, kubeadm, kind).
-const OperatorAsset = "cozystack-operator-generic.yaml"
+const OperatorAsset = upstream.OperatorAsset
 
 // apiServerPlaceholder is what the generic asset carries for the apiserver address.
-const apiServerPlaceholder = "REPLACE_ME"
+const apiServerPlaceholder = upstream.OperatorAPIServerPlaceholder
 
-// PlatformSource is where the platform comes from.
+// releaseURL is where Cozystack publishes a release's assets (hack/upload-assets.sh).
+const releaseURL = "https://github.com/cozystack/cozystack/releases/download/"
+
+// PlatformSource is where the platform comes from, resolved on this machine.
 type PlatformSource struct {
-	// Raw is the source as given ("release:v1.6.2" or a checkout path).
+	lane.SourceSpec
+	// Raw is the source as given.
 	Raw string
-	// Release is the version for a release source.
-	Release string
-	// Checkout is the folder of a local checkout.
-	Checkout string
 	// FromEnv: E2E_PLATFORM_SOURCE gave it, overriding the lane.
 	FromEnv bool
+	// Checkout is the absolute folder of a checkout source.
+	Checkout string
 }
 
-// ResolvePlatformSource reads the lane's platform.source, overridden by override when not empty
-// (E2E_PLATFORM_SOURCE).
+// ResolvePlatformSource reads the lane's platform.source, overridden by override when not
+// empty (E2E_PLATFORM_SOURCE), and checks on this machine what can be checked without the
+// network or a build: a release has a recorded sha256, a manifest file exists, a checkout is a
+// Cozystack checkout with the make targets the harness runs. Each refusal says what is missing.
 func ResolvePlatformSource(l *lane.Lane, override string) (PlatformSource, error) {
 	if l.Platform == nil {
 		return PlatformSource{}, fmt.Errorf("%s: platform: the lane says nothing of the platform", l.File)
@@ -44,35 +49,102 @@ func ResolvePlatformSource(l *lane.Lane, override string) (PlatformSource, error
 	if s.FromEnv {
 		where = "E2E_PLATFORM_SOURCE"
 	}
-	if v, ok := strings.CutPrefix(s.Raw, "release:"); ok {
-		if v == "" || v == lane.DigestUnknown {
-			note := ""
-			if l.Platform.Note != "" {
-				note = " (" + l.Platform.Note + ")"
-			}
-			return s, fmt.Errorf("%s is %q: no platform release is pinned%s; set E2E_PLATFORM_SOURCE=release:<version> or =<checkout>", where, s.Raw, note)
+	if s.Raw == "release:"+lane.DigestUnknown {
+		note := ""
+		if l.Platform.Note != "" {
+			note = " (" + l.Platform.Note + ")"
 		}
-		s.Release = v
-		return s, nil
+		return s, fmt.Errorf("%s is %q: no platform release is pinned%s; set E2E_PLATFORM_SOURCE=release:<version>@sha256:<hex>, manifest:<path or URL>@sha256:<hex> or checkout:<dir>", where, s.Raw, note)
 	}
-	abs, err := filepath.Abs(s.Raw)
+	spec, err := lane.ParseSource(s.Raw)
 	if err != nil {
-		return s, fmt.Errorf("%s %q: %w", where, s.Raw, err)
+		return s, fmt.Errorf("%s: %w", where, err)
 	}
-	if st, err := os.Stat(abs); err != nil || !st.IsDir() {
-		return s, fmt.Errorf("%s %q is neither release:<version> nor a checkout folder", where, s.Raw)
+	s.SourceSpec = spec
+	switch spec.Kind {
+	case lane.SourceRelease:
+		if s.Digest == "" && s.FromEnv {
+			// The lane may record the digest of the very release the override names.
+			if ls, err := lane.ParseSource(l.Platform.Source); err == nil && ls.Kind == lane.SourceRelease && ls.Release == s.Release {
+				s.Digest = ls.Digest
+			}
+		}
+		if s.Digest == "" {
+			return s, fmt.Errorf("%s release:%s has no recorded sha256: Cozystack publishes no checksum for its operator manifests (hack/upload-assets.sh uploads cozypkg-checksums.txt only), so the harness applies an asset only at a digest someone checked; check %s once (curl -sL %s | sha256sum) and pin it as release:%s@sha256:<hex>",
+				where, s.Release, OperatorAsset, s.OperatorManifest(), s.Release)
+		}
+	case lane.SourceManifest:
+		if !s.IsURL() {
+			abs, err := filepath.Abs(s.Location)
+			if err != nil {
+				return s, fmt.Errorf("%s %q: %w", where, s.Raw, err)
+			}
+			if st, err := os.Stat(abs); err != nil || st.IsDir() {
+				return s, fmt.Errorf("%s: manifest %s: no such file on this machine (a manifest source names the operator manifest its CI rendered; download it first)", where, abs)
+			}
+			s.Location = abs
+		}
+	case lane.SourceCheckout:
+		abs, err := filepath.Abs(s.Location)
+		if err != nil {
+			return s, fmt.Errorf("%s %q: %w", where, s.Raw, err)
+		}
+		if st, err := os.Stat(abs); err != nil || !st.IsDir() {
+			return s, fmt.Errorf("%s: checkout %s: no such folder on this machine", where, abs)
+		}
+		if err := checkoutTargets(abs); err != nil {
+			return s, fmt.Errorf("%s: checkout %s: %w", where, abs, err)
+		}
+		s.Checkout = abs
+		s.Location = abs
 	}
-	s.Checkout = abs
 	return s, nil
 }
 
-// OperatorManifest is where the operator manifest of the source is: the release asset URL, or
-// the asset a checkout's `make assets` wrote.
+// OperatorManifest is where the operator manifest of the source is: the release asset URL, the
+// manifest source's path or URL, or the file a checkout's `make manifests` writes.
 func (s PlatformSource) OperatorManifest() string {
-	if s.Release != "" {
-		return "https://github.com/cozystack/cozystack/releases/download/" + s.Release + "/" + OperatorAsset
+	switch s.Kind {
+	case lane.SourceRelease:
+		return releaseURL + s.Release + "/" + OperatorAsset
+	case lane.SourceManifest:
+		return s.Location
 	}
 	return filepath.Join(s.Checkout, "_out", "assets", OperatorAsset)
+}
+
+// Pinned is the source with the digest the run verified, to rerun it exactly; "" for a
+// checkout (it is built, so only its folder and commit say what it was).
+func (s PlatformSource) Pinned() string {
+	if s.Kind == lane.SourceCheckout || s.Digest == "" {
+		return ""
+	}
+	return s.SourceSpec.String()
+}
+
+// makeTarget matches a make rule's target at the start of a line.
+func makeTarget(name string) *regexp.Regexp {
+	return regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(name) + `\s*:([^=]|$)`)
+}
+
+// checkoutTargets checks that dir is a Cozystack checkout with the targets the harness runs:
+// `make manifests` (the root Makefile writes _out/assets/cozystack-operator-generic.yaml; `make
+// assets` does not) and the installer's image-operator and image-packages.
+func checkoutTargets(dir string) error {
+	for _, want := range []struct{ file, target, why string }{
+		{"Makefile", upstream.ManifestsTarget, "it writes _out/assets/" + OperatorAsset},
+		{filepath.Join(upstream.InstallerDir, "Makefile"), upstream.ImageOperatorTarget, "it builds the operator image and points values.yaml at it"},
+		{filepath.Join(upstream.InstallerDir, "Makefile"), upstream.ImagePackagesTarget, "it pushes the packages artifact and points values.yaml at it"},
+	} {
+		data, err := os.ReadFile(filepath.Join(dir, want.file))
+		if err != nil {
+			return fmt.Errorf("no %s (is it a cozystack/cozystack checkout?)", want.file)
+		}
+		if !makeTarget(want.target).Match(data) {
+			return fmt.Errorf("%s has no %q target (%s); is it a cozystack/cozystack checkout new enough?", want.file, want.target, want.why)
+		}
+	}
+	return nil
 }
 
 // SetAPIServerHost fills the generic asset's apiserver address: the operator runs on the host

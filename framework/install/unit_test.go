@@ -5,14 +5,11 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/cozystack/cozy-e2e/framework/fluxrelease"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-
-	"github.com/cozystack/cozy-e2e/framework/lane"
 )
 
 func TestFetchVerifiesThePinnedDigest(t *testing.T) {
@@ -38,7 +35,7 @@ func TestFetchVerifiesThePinnedDigest(t *testing.T) {
 		t.Fatalf("its own digest refused: %v", err)
 	}
 	_, err = Fetch(ctx, srv.URL+"/ok.yaml", "sha256:"+strings.Repeat("a", 64))
-	if err == nil || !strings.Contains(err.Error(), "sha256 is "+m.SHA256+", the lane pins sha256:aaaa") {
+	if err == nil || !strings.Contains(err.Error(), "sha256 is "+m.SHA256+", the platform source pins sha256:aaaa") {
 		t.Fatalf("a changed asset passed: %v", err)
 	}
 	if _, err := Fetch(ctx, srv.URL+"/missing.yaml", ""); err == nil || !strings.Contains(err.Error(), "404") {
@@ -63,30 +60,6 @@ func TestRangeInSubnet(t *testing.T) {
 		if _, err := RangeInSubnet(bad); err == nil {
 			t.Errorf("%s accepted", bad)
 		}
-	}
-}
-
-func TestPlatformSource(t *testing.T) {
-	l := &lane.Lane{File: "lanes/x.yaml", Platform: &lane.Platform{Source: "release:unknown", Note: "not cut yet"}}
-	_, err := ResolvePlatformSource(l, "")
-	if err == nil || !strings.Contains(err.Error(), `lanes/x.yaml: platform.source is "release:unknown": no platform release is pinned (not cut yet); set E2E_PLATFORM_SOURCE`) {
-		t.Fatalf("an unpinned release: %v", err)
-	}
-	s, err := ResolvePlatformSource(l, "release:v1.6.2")
-	if err != nil || !s.FromEnv || s.OperatorManifest() != "https://github.com/cozystack/cozystack/releases/download/v1.6.2/cozystack-operator-generic.yaml" {
-		t.Fatalf("release override: %+v %v", s, err)
-	}
-	dir := t.TempDir()
-	s, err = ResolvePlatformSource(l, dir)
-	if err != nil || s.OperatorManifest() != filepath.Join(dir, "_out", "assets", OperatorAsset) {
-		t.Fatalf("checkout: %+v %v", s, err)
-	}
-	file := filepath.Join(dir, "f")
-	if err := os.WriteFile(file, nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := ResolvePlatformSource(l, file); err == nil || !strings.Contains(err.Error(), "E2E_PLATFORM_SOURCE") {
-		t.Fatalf("a file as checkout: %v", err)
 	}
 }
 
@@ -119,8 +92,28 @@ func BenchmarkJudgeHelmReleases(b *testing.B) {
 	}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if len(HelmReleasesNotReady(objs)) != 0 || len(Remediated(objs)) != 0 {
+		if len(HelmReleasesNotReady(objs)) != 0 || len(fluxrelease.Remediations(objs)) != 0 {
 			b.Fatal("judged wrong")
 		}
+	}
+}
+
+// The platform Package carries the cluster domain the kind config gives kubeadm, so the
+// platform's names (etcd-operator --cluster-domain, Talos search domains) resolve, and the
+// control-plane address for kube-ovn.
+func TestPlatformPackageCarriesTheClusterDomain(t *testing.T) {
+	l := testLane(t)
+	pkg, err := PlatformPackage(l, PlatformInput{ControlPlaneIP: "172.18.0.2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nw, _, _ := unstructured.NestedMap(pkg.Obj.Object, "spec", "components", "platform", "values", "networking")
+	if nw["clusterDomain"] != "cozy.local" || nw["kubeovn"].(map[string]any)["MASTER_NODES"] != "172.18.0.2" {
+		t.Fatalf("networking: %v", nw)
+	}
+	l.Kind.Networking.DNSDomain = "e2e.example"
+	pkg, _ = PlatformPackage(l, PlatformInput{ControlPlaneIP: "172.18.0.2"})
+	if d, _, _ := unstructured.NestedString(pkg.Obj.Object, "spec", "components", "platform", "values", "networking", "clusterDomain"); d != "e2e.example" {
+		t.Fatalf("clusterDomain %q, want the lane's", d)
 	}
 }

@@ -1,143 +1,70 @@
 package join
 
 import (
-	"bufio"
-	"context"
 	"sync"
 	"time"
 
+	"github.com/cozystack/cozy-e2e/framework/console"
 	"github.com/cozystack/cozy-e2e/framework/osfamily"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/kubernetes"
 )
 
-// ConsoleContainer is KubeVirt's container that copies the VMI's serial console to its log
-// (present when the pool sets logSerialConsole).
-const ConsoleContainer = "guest-console-log"
-
-// consoleState is what the harness read so far from one VMI's serial console.
+// consoleState is what the harness read so far from one VMI's serial console (its latest stream:
+// the console subresource, or the launcher's current guest-console-log container).
 type consoleState struct {
-	Pod     string
-	Lines   int
-	Last    string    // the last line
-	LastAt  time.Time // when it was read
-	Joined  bool      // a line said the guest joined
-	Refused string    // the first line in which the join was refused
-	Err     string    // why the console cannot be read right now
+	Pod    string
+	Source string
+	Lines  int
+	Last   string    // the last line
+	LastAt time.Time // when it was read
+	// Joined says a line said the guest joined; Refused is the first line in which the join
+	// was refused.
+	Joined  bool
+	Refused string
+	// Err is why the console cannot be read right now.
+	Err string
+	// Lost is why the console stopped being read while the VMI runs (another client took it),
+	// and LostAt when: from then on the guest's boot and join cannot be seen on it.
+	Lost   string
+	LostAt time.Time
 }
 
-// consoles follows the serial console of every launcher Pod it is shown, one stream each,
-// from the first line, across stream ends (a stream that ends is reopened and its lines
-// already read are skipped). Each new line pokes the join loop.
+// consoles hears the run's console hub and keeps, per VMI UID, what its console said, judged
+// with the words of its pool's OS family. Each new line pokes the join loop.
 type consoles struct {
-	kube      kubernetes.Interface
-	namespace string
-	poke      func()
-	// reopen is how long a broken stream waits before it is read again (an internal interval).
-	reopen time.Duration
+	poke func()
 
 	mu    sync.Mutex
-	state map[string]*consoleState // by launcher Pod
+	state map[string]*consoleState // by VMI UID
 	words map[string]osfamily.Family
-	stop  map[string]context.CancelFunc
-	wg    sync.WaitGroup
+	// pending are the lines of a VMI heard before its pool's words were known.
+	pending map[string][]string
 }
 
-func newConsoles(kube kubernetes.Interface, namespace string, poke func()) *consoles {
-	return &consoles{kube: kube, namespace: namespace, poke: poke, reopen: time.Second,
-		state: map[string]*consoleState{}, stop: map[string]context.CancelFunc{}, words: map[string]osfamily.Family{}}
+// maxPending bounds the lines kept of a VMI whose pool is not known yet.
+const maxPending = 2000
+
+func newConsoles(poke func()) *consoles {
+	return &consoles{poke: poke, state: map[string]*consoleState{}, words: map[string]osfamily.Family{}, pending: map[string][]string{}}
 }
 
-// follow starts reading launcher's console once its console container has started, judging its
-// lines with the words of family os; it does nothing when it reads it already.
-func (c *consoles) follow(ctx context.Context, launcher *corev1.Pod, os osfamily.Family) {
-	if !consoleStarted(launcher) {
-		return
-	}
+// judge says which OS family's words judge the console of VMI uid.
+func (c *consoles) judge(uid string, os osfamily.Family) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if _, ok := c.state[launcher.Name]; ok {
+	if _, ok := c.words[uid]; ok {
 		return
 	}
-	st := &consoleState{Pod: launcher.Name}
-	c.state[launcher.Name] = st
-	c.words[launcher.Name] = os
-	sctx, cancel := context.WithCancel(ctx)
-	c.stop[launcher.Name] = cancel
-	c.wg.Add(1)
-	go func() {
-		defer c.wg.Done()
-		c.read(sctx, st)
-	}()
-}
-
-// get is a copy of the console state of launcher Pod pod; false when it is not read.
-func (c *consoles) get(pod string) (consoleState, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	st, ok := c.state[pod]
-	if !ok {
-		return consoleState{}, false
-	}
-	return *st, true
-}
-
-// close stops every stream and waits for the readers.
-func (c *consoles) close() {
-	c.mu.Lock()
-	for _, cancel := range c.stop {
-		cancel()
-	}
-	c.mu.Unlock()
-	c.wg.Wait()
-}
-
-func (c *consoles) read(ctx context.Context, st *consoleState) {
-	for ctx.Err() == nil {
-		seen := 0
-		rc, err := c.kube.CoreV1().Pods(c.namespace).GetLogs(st.Pod, &corev1.PodLogOptions{Container: ConsoleContainer, Follow: true}).Stream(ctx)
-		if err == nil {
-			sc := bufio.NewScanner(rc)
-			sc.Buffer(make([]byte, 64<<10), 1<<20)
-			for sc.Scan() {
-				seen++
-				c.mu.Lock()
-				skip := seen <= st.Lines
-				if !skip {
-					c.line(st, sc.Text())
-				}
-				c.mu.Unlock()
-				if !skip {
-					c.poke()
-				}
-			}
-			err = sc.Err()
-			rc.Close()
-		}
-		if ctx.Err() != nil {
-			return
-		}
-		c.mu.Lock()
-		st.Err = ""
-		if err != nil {
-			st.Err = "console of " + st.Pod + " unreadable: " + err.Error()
-		}
-		c.mu.Unlock()
-		t := time.NewTimer(c.reopen)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return
-		case <-t.C:
+	c.words[uid] = os
+	if st := c.state[uid]; st != nil {
+		for _, text := range c.pending[uid] {
+			st.match(os, text)
 		}
 	}
+	delete(c.pending, uid)
 }
 
-// line takes one console line; c.mu is held.
-func (c *consoles) line(st *consoleState, text string) {
-	st.Lines++
-	st.Last, st.LastAt, st.Err = text, time.Now(), ""
-	os := c.words[st.Pod]
+// match judges one line with the words of os.
+func (st *consoleState) match(os osfamily.Family, text string) {
 	if os.ConsoleJoined != nil && os.ConsoleJoined.MatchString(text) {
 		st.Joined = true
 	}
@@ -146,13 +73,64 @@ func (c *consoles) line(st *consoleState, text string) {
 	}
 }
 
-func consoleStarted(p *corev1.Pod) bool {
-	for _, list := range [][]corev1.ContainerStatus{p.Status.InitContainerStatuses, p.Status.ContainerStatuses} {
-		for _, cs := range list {
-			if cs.Name == ConsoleContainer && (cs.State.Running != nil || cs.State.Terminated != nil) {
-				return true
-			}
-		}
+// get is a copy of the console state of VMI uid; false when nothing of it was heard.
+func (c *consoles) get(uid string) (consoleState, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st, ok := c.state[uid]
+	if !ok {
+		return consoleState{}, false
 	}
-	return false
+	return *st, true
+}
+
+func (c *consoles) Started(s console.Stream) {
+	c.mu.Lock()
+	prev := c.state[string(s.VMIUID)]
+	st := &consoleState{Pod: s.Pod, Source: s.Source}
+	if prev != nil {
+		// A new instance of the launcher's console container: what the guest said before
+		// still stands.
+		st.Joined, st.Refused, st.Lines, st.Last, st.LastAt = prev.Joined, prev.Refused, prev.Lines, prev.Last, prev.LastAt
+	}
+	c.state[string(s.VMIUID)] = st
+	c.mu.Unlock()
+	c.poke()
+}
+
+func (c *consoles) Line(s console.Stream, at time.Time, text string) {
+	c.mu.Lock()
+	st := c.state[string(s.VMIUID)]
+	if st == nil {
+		c.mu.Unlock()
+		return
+	}
+	st.Lines++
+	st.Last, st.LastAt, st.Err = text, at, ""
+	uid := string(s.VMIUID)
+	if os, ok := c.words[uid]; ok {
+		st.match(os, text)
+	} else if len(c.pending[uid]) < maxPending {
+		c.pending[uid] = append(c.pending[uid], text)
+	}
+	c.mu.Unlock()
+	c.poke()
+}
+
+func (c *consoles) Unreadable(s console.Stream, _ time.Time, why string) {
+	c.mu.Lock()
+	if st := c.state[string(s.VMIUID)]; st != nil {
+		st.Err = why
+	}
+	c.mu.Unlock()
+	c.poke()
+}
+
+func (c *consoles) Ended(s console.Stream, at time.Time, reason string) {
+	c.mu.Lock()
+	if st := c.state[string(s.VMIUID)]; st != nil && s.Source == console.SourceSubresource {
+		st.Lost, st.LostAt = reason, at
+	}
+	c.mu.Unlock()
+	c.poke()
 }

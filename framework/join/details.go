@@ -152,6 +152,19 @@ func consoleErr(c *consoleState) string {
 	return ""
 }
 
+// booted says how the harness knows the guest booted: its console, or (the console taken by
+// another client) nothing but the VMI running.
+func booted(v *machineView) string {
+	c := v.Console
+	switch {
+	case c != nil && c.Lost != "" && c.Lines == 0:
+		return fmt.Sprintf("runs (its console was taken at %s before the guest printed anything; the boot is not seen)", c.LostAt.UTC().Format(time.TimeOnly))
+	case c != nil && c.Lost != "":
+		return fmt.Sprintf("booted (its console was taken at %s; the harness reads it no more)", c.LostAt.UTC().Format(time.TimeOnly))
+	}
+	return "booted"
+}
+
 func lastLine(c *consoleState) string {
 	if c == nil || c.Last == "" {
 		return ""

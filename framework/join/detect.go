@@ -1,5 +1,7 @@
 package join
 
+//lint:file-ignore SA1019 CAPK v0.1.10 reports a failed KubevirtMachine through the v1beta1 failureReason and failureMessage Cluster API still copies to the Machine, and MachineSets keep their v1beta1 conditions.
+
 import (
 	"fmt"
 	"regexp"
@@ -7,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	kubevirtv1 "kubevirt.io/api/core/v1"
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
@@ -21,9 +24,8 @@ type terminal struct {
 }
 
 // registryRefusal matches what CDI's importer says when the registry will never serve the
-// image: wrong credentials, no such repository or tag, no such manifest. Server errors and
-// timeouts are not in it: those the importer retries, and a stall ends at the deadline.
-var registryRefusal = regexp.MustCompile(`(?i)\b401\b|\b403\b|\b404\b|unauthorized|forbidden|manifest unknown|name unknown|access to the resource is denied`)
+// image (registryRefusalPattern).
+var registryRefusal = regexp.MustCompile(registryRefusalPattern)
 
 // importerRestartLimit is where an importer that keeps failing stops being "retrying" and
 // becomes "refused": CDI retries forever, so a person would stop it here too.
@@ -31,12 +33,12 @@ const importerRestartLimit = 3
 
 // transientTaints are the taints a Node carries while it starts; they go away on their own.
 var transientTaints = map[string]bool{
-	"node.kubernetes.io/not-ready":                   true,
-	"node.kubernetes.io/unreachable":                 true,
-	"node.kubernetes.io/network-unavailable":         true,
-	"node.cloudprovider.kubernetes.io/uninitialized": true,
-	"node.cluster.x-k8s.io/uninitialized":            true,
-	"node.cilium.io/agent-not-ready":                 true,
+	corev1.TaintNodeNotReady:             true,
+	corev1.TaintNodeUnreachable:          true,
+	corev1.TaintNodeNetworkUnavailable:   true,
+	taintCloudProviderUninitialized:      true,
+	clusterv1.NodeUninitializedTaint.Key: true,
+	taintCiliumAgentNotReady:             true,
 }
 
 // machineFailure is Cluster API's verdict on a Machine, if it gave up on it.
@@ -72,11 +74,11 @@ func dataSecretFailure(u *unstructured.Unstructured) (string, bool) {
 	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
 	for _, c := range conds {
 		m, _ := c.(map[string]any)
-		if m == nil || m["type"] != "DataSecretAvailable" || m["status"] != "False" || m["reason"] != "DataSecretGenerationFailed" {
+		if m == nil || m["type"] != conditionDataSecretAvailable || m["status"] != "False" || m["reason"] != reasonDataSecretGenerationFailed {
 			continue
 		}
 		msg, _ := m["message"].(string)
-		return strings.TrimSpace("DataSecretGenerationFailed: " + msg), true
+		return strings.TrimSpace(reasonDataSecretGenerationFailed + ": " + msg), true
 	}
 	return "", false
 }
@@ -138,7 +140,7 @@ func launcherFailure(vmiName string, launcher *corev1.Pod, vmiPhase string) *ter
 	say := func(format string, a ...any) *terminal {
 		return &terminal{Class: verdict.VMUnschedulable, Stage: StageVMIRunning, Detail: fmt.Sprintf(format, a...)}
 	}
-	if vmiPhase == "Failed" {
+	if vmiPhase == string(kubevirtv1.Failed) {
 		return say("VMI %s Failed", vmiName)
 	}
 	if launcher == nil {
@@ -149,7 +151,7 @@ func launcherFailure(vmiName string, launcher *corev1.Pod, vmiPhase string) *ter
 	}
 	for _, c := range launcher.Status.Conditions {
 		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable &&
-			strings.Contains(c.Message, "Insufficient") {
+			strings.Contains(c.Message, insufficientPrefix) {
 			return say("launcher %s of VMI %s cannot be placed: %s", launcher.Name, vmiName, c.Message)
 		}
 	}

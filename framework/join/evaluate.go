@@ -2,7 +2,6 @@ package join
 
 import (
 	"fmt"
-	"slices"
 	"sort"
 	"strings"
 
@@ -12,7 +11,6 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
-	"sigs.k8s.io/yaml"
 
 	"github.com/cozystack/cozy-e2e/framework/tenant"
 	"github.com/cozystack/cozy-e2e/framework/verdict"
@@ -209,14 +207,18 @@ func progress(p Pool, v *machineView) machineStage {
 		return at(StageVMIRunning, "VMI %s %s%s", vm, phase, launcherDetail(v.Launcher, v.Temporary))
 	}
 	if v.Node == nil {
-		if p.Console && (v.Console == nil || v.Console.Lines == 0) {
+		// A kubelet CSR of the VMI shows the guest booted whatever its console said; a console
+		// another client took before the guest said anything shows nothing, so the boot is
+		// judged from the tenant from then on.
+		silent := v.Console == nil || v.Console.Lines == 0
+		if p.Console && silent && len(v.CSRs) == 0 && (v.Console == nil || v.Console.Lost == "") {
 			return at(StageGuestBoot, "VMI %s runs; its serial console is silent%s", vm, consoleErr(v.Console))
 		}
 		if p.OS.ConsoleJoined == nil && !csrApproved(v) {
-			return at(StageJoin, "VMI %s booted%s; %s prints no join on its console: waiting for its kubelet%s", vm, lastLine(v.Console), p.OS.Name, csrDetail(v.CSRs))
+			return at(StageJoin, "VMI %s %s%s; %s prints no join on its console: waiting for its kubelet%s", vm, booted(v), lastLine(v.Console), p.OS.Name, csrDetail(v.CSRs))
 		}
 		if !joinedByConsole(v) {
-			return at(StageJoin, "VMI %s booted; waiting for the join%s%s", vm, lastLine(v.Console), csrDetail(v.CSRs))
+			return at(StageJoin, "VMI %s %s; waiting for the join%s%s", vm, booted(v), lastLine(v.Console), csrDetail(v.CSRs))
 		}
 		return at(StageNodeRegistered, "VMI %s joined; no Node of it in the tenant yet (%s)%s", vm, nodeWanted(p, vm), csrDetail(v.CSRs))
 	}
@@ -327,51 +329,6 @@ func machineStageGuess(p Pool, v *machineView) Stage {
 		return Stages()[ms.index]
 	}
 	return StageWorkloadPod
-}
-
-// clusterDNSFailure: a kubeadm-joined pool's kubelets take clusterDNS from the tenant
-// kube-system/kubelet-config, which Kamaji writes from the TenantControlPlane's dnsServiceIPs
-// (clastix/kamaji internal/kubeadm/uploadconfig.go:84); it must be the tenant CoreDNS
-// Service's address, or pods on those Nodes get no cluster DNS. Judged once a Machine of the
-// pool is about to join (its VMI runs), when the configuration it will read is final.
-func clusterDNSFailure(s *snapshot) *terminal {
-	if !s.Pool.OS.Kubeadm || s.KubeletConfig == nil {
-		return nil
-	}
-	joining := false
-	for _, m := range s.Machines {
-		if m.VMI != nil && m.VMI.Status.Phase == kubevirtv1.Running {
-			joining = true
-		}
-	}
-	if !joining {
-		return nil
-	}
-	dns := ClusterDNS(s.KubeletConfig)
-	where := fmt.Sprintf("the tenant %s/%s", s.KubeletConfig.Namespace, s.KubeletConfig.Name)
-	switch {
-	case len(dns) == 0:
-		return &terminal{Class: verdict.ClusterDNS, Stage: StageJoin,
-			Detail: fmt.Sprintf("%s carries no clusterDNS, so the kubeadm-joined workers of pool %s get no cluster DNS (Kamaji writes it from spec.network.dnsServiceIPs of KamajiControlPlane %s)",
-				where, s.Pool.Names.Pool, s.Pool.Names.ControlPlane())}
-	case s.ClusterDNSService != nil && s.ClusterDNSService.Spec.ClusterIP != "" && !slices.Contains(dns, s.ClusterDNSService.Spec.ClusterIP):
-		svc := s.ClusterDNSService
-		return &terminal{Class: verdict.ClusterDNS, Stage: StageJoin,
-			Detail: fmt.Sprintf("%s sets clusterDNS %v, but the tenant CoreDNS Service %s/%s is at %s: the kubeadm-joined workers of pool %s would resolve nothing (check spec.network.dnsServiceIPs of KamajiControlPlane %s)",
-				where, dns, svc.Namespace, svc.Name, svc.Spec.ClusterIP, s.Pool.Names.Pool, s.Pool.Names.ControlPlane())}
-	}
-	return nil
-}
-
-// ClusterDNS is the clusterDNS list of a kubelet-config ConfigMap (empty when absent).
-func ClusterDNS(cm *corev1.ConfigMap) []string {
-	var kc struct {
-		ClusterDNS []string `json:"clusterDNS"`
-	}
-	if err := yaml.Unmarshal([]byte(cm.Data[tenant.KubeletConfigKey]), &kc); err != nil {
-		return nil
-	}
-	return kc.ClusterDNS
 }
 
 // joinedByConsole reports whether the guest said it joined on its console, or the tenant

@@ -1,5 +1,7 @@
 package join
 
+//lint:file-ignore SA1019 the tests set the v1beta1 failure fields and conditions providers at the v1beta1 contract write.
+
 import (
 	"fmt"
 	"strings"
@@ -306,38 +308,6 @@ func TestStartupTaintsAndTransientImporterErrorsAreNotTerminal(t *testing.T) {
 	}
 }
 
-func TestANodeIsFoundByTheVMIAddressWhenNamedOtherwise(t *testing.T) {
-	vmi := &kubevirtv1.VirtualMachineInstance{}
-	vmi.Status.Interfaces = []kubevirtv1.VirtualMachineInstanceNetworkInterface{{IPs: []string{"10.0.0.9"}}}
-	nodes := []corev1.Node{
-		{ObjectMeta: metav1.ObjectMeta{Name: "other"}, Status: corev1.NodeStatus{Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "10.0.0.8"}}}},
-		{ObjectMeta: metav1.ObjectMeta{Name: "metal-9"}, Status: corev1.NodeStatus{Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "10.0.0.9"}}}},
-	}
-	if n := attributeNode("vm-1", vmi, nodes); n == nil || n.Name != "metal-9" {
-		t.Fatalf("%v", n)
-	}
-	if n := attributeNode("other", vmi, nodes); n == nil || n.Name != "other" {
-		t.Fatalf("by name: %v", n)
-	}
-}
-
-// A pod address is reused once its pod is gone; a Node whose guest went away (a stopped worker,
-// not replaced yet) keeps the address. That Node is its own VMI's, not the new one's.
-func TestAReusedAddressDoesNotMakeAnotherVMIsNodeOurs(t *testing.T) {
-	vmi := &kubevirtv1.VirtualMachineInstance{}
-	vmi.Status.Interfaces = []kubevirtv1.VirtualMachineInstanceNetworkInterface{{IPs: []string{"10.0.0.9"}}}
-	stale := corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "vm-old"}, Spec: corev1.NodeSpec{ProviderID: tenant.ProviderID("vm-old")},
-		Status: corev1.NodeStatus{Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "10.0.0.9"}}}}
-	if n := attributeNode("vm-new", vmi, []corev1.Node{stale}); n != nil {
-		t.Fatalf("the stopped worker's Node %s was taken for the new VMI's", n.Name)
-	}
-	wrong := stale
-	wrong.Name = "metal-9" // a Node named otherwise carrying another VMI's providerID is still ours, and wrong
-	if n := attributeNode("vm-new", vmi, []corev1.Node{wrong}); n == nil || n.Name != "metal-9" {
-		t.Fatalf("%v", n)
-	}
-}
-
 func kubeletConfig(body string) *corev1.ConfigMap {
 	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: tenant.KubeletConfigNamespace, Name: tenant.KubeletConfigName},
 		Data: map[string]string{tenant.KubeletConfigKey: body}}
@@ -353,31 +323,6 @@ func failedObject(gvk interface{ String() string }, reason, msg string) *unstruc
 	}
 	u.SetName("m1")
 	return u
-}
-
-// The console lines of a refused kubeadm join; lines of a healthy boot that must not be taken
-// for one; and a Talos guest, whose console says nothing of its join.
-func TestJoinRefusalLines(t *testing.T) {
-	kairos, talos := mustFamily(osfamily.Kairos), mustFamily(osfamily.Talos)
-	for _, l := range []string{
-		`error execution phase preflight: couldn't validate the identity of the API Server: could not find a JWS signature`,
-		`error execution phase kubelet-start: a Node with name "x" and status "Ready" already exists`,
-	} {
-		if !kairos.ConsoleRefused.MatchString(l) {
-			t.Errorf("not taken for a refusal: %s", l)
-		}
-	}
-	for _, l := range []string{
-		`[kubelet-start] Waiting for the kubelet to perform the TLS Bootstrap`,
-		`This node has joined the cluster:`,
-	} {
-		if kairos.ConsoleRefused.MatchString(l) {
-			t.Errorf("taken for a refusal: %s", l)
-		}
-	}
-	if talos.ConsoleJoined != nil || talos.ConsoleRefused != nil {
-		t.Error("Talos prints no kubelet output on its serial console; no line of it may decide its join")
-	}
 }
 
 // A MachineSet that cannot clone its bootstrap template (a provider's webhook refused the config)
@@ -397,56 +342,6 @@ func TestARefusedCloneFailsThePoolAtOnce(t *testing.T) {
 	s.MachineSets[0].Status.Deprecated.V1Beta1.Conditions[0].Reason = clusterv1.PreflightCheckFailedV1Beta1Reason
 	if out := evaluate(s); out.Terminal != nil || out.Stage != StageBootstrapData {
 		t.Fatalf("a preflight check: %+v %+v", out, out.Terminal)
-	}
-}
-
-// A kubeadm-joined (Kairos) worker's join is judged from its console: waiting for kubeadm's
-// last words, then for its Node, found by its providerID.
-func TestAKairosJoinIsReadFromItsConsole(t *testing.T) {
-	p := testPool(osfamily.Kairos, 1)
-	v := joined(p, "m1")
-	v.Node, v.Workload = nil, nil
-	v.Console.Joined = false
-	if out := evaluate(withTemplate(p, v)); out.Stage != StageJoin || !strings.Contains(out.Detail, "waiting for the join") {
-		t.Fatalf("before kubeadm's last words: %+v", out)
-	}
-	v.Console.Joined = true
-	if out := evaluate(withTemplate(p, v)); out.Stage != StageNodeRegistered || !strings.Contains(out.Detail, "a Node with providerID kubevirt://m1") {
-		t.Fatalf("after them: %+v", out)
-	}
-}
-
-// A Talos worker whose Node never comes waits at join, naming its CSR (or that there is none),
-// never judged refused from its console.
-func TestATalosJoinIsJudgedFromTheTenantNotTheConsole(t *testing.T) {
-	p := testPool(osfamily.Talos, 1)
-	v := joined(p, "m1")
-	v.Node, v.Workload = nil, nil
-	v.Console.Joined, v.Console.Refused = false, ""
-	v.Console.Last = `[talos] service[kubelet](Running): Health check successful`
-	out := evaluate(withTemplate(p, v))
-	if out.Terminal != nil || out.Stage != StageJoin || !strings.Contains(out.Detail, "talos prints no join on its console") ||
-		!strings.Contains(out.Detail, "no kubelet CSR in the tenant") {
-		t.Fatalf("%+v", out)
-	}
-}
-
-// A Kairos worker named by its hostnamePrefix with its VMI's providerID has the identity its
-// family gives it; a Talos worker under another name does not.
-func TestIdentityFollowsTheFamily(t *testing.T) {
-	p := testPool(osfamily.Kairos, 1)
-	v := joined(p, "m1")
-	v.Node.Name = "metal-3f2a"
-	v.Machine.Status.NodeRef.Name = "metal-3f2a"
-	v.Workload.Spec.NodeName = "metal-3f2a"
-	if out := evaluate(withTemplate(p, v)); out.Terminal != nil || !out.Done {
-		t.Fatalf("kairos: %+v %+v", out, out.Terminal)
-	}
-	p = testPool(osfamily.Talos, 1)
-	v = joined(p, "m1")
-	v.Node.Name = "talos-abc-def"
-	if out := evaluate(withTemplate(p, v)); out.Terminal == nil || out.Terminal.Class != verdict.Identity {
-		t.Fatalf("talos: %+v", out)
 	}
 }
 

@@ -194,7 +194,7 @@ func testTerminalStates(t *testing.T, w *world.World) {
 			s.poll("the join at stage "+string(tc.before), func() bool {
 				p, ok := r.w.Progress(s.pool.Names.Pool)
 				return ok && p.Stage == tc.before
-			})
+			}, r.log, progressOf{r.w, s.pool.Names.Pool})
 			select {
 			case <-r.done:
 				t.Fatalf("the join ended before the fault: %v\n%s", r.err, r.log)

@@ -22,8 +22,8 @@ type Pool struct {
 	OS    osfamily.Family
 	// Replicas is how many workers must join.
 	Replicas int
-	// Console says the pool logs its serial console (logSerialConsole), so the guest's boot
-	// and join are judged from it.
+	// Console says the guest's boot (and, for an OS that prints it, its join) is judged from
+	// its serial console, which the run's console hub reads (Options.Consoles).
 	Console bool
 	// WorkloadImage is the pod image pinned to each Node, by digest (lane workload).
 	WorkloadImage string
@@ -48,6 +48,9 @@ type Result struct {
 // (its deadline is the pools phase's, from the lane budget). Every change of stage or detail
 // is one progress line; each stage passed is recorded in the clock.
 func (w *Watcher) Join(ctx context.Context, p Pool) (*Result, error) {
+	if p.Console && w.consoles == nil {
+		return nil, fmt.Errorf("join: pool %s judges its boot from the serial console, but the watcher was started without a console hub (join.Options.Consoles)", p.Names.Pool)
+	}
 	start := time.Now()
 	var budget time.Duration
 	if dl, ok := ctx.Deadline(); ok {

@@ -32,7 +32,13 @@ type Record struct {
 	MachineHealthCheck *clusterv1.MachineHealthCheck
 	// Machines are the pool's Machines not being deleted, each with what hangs off it.
 	Machines []MachineRecord
-	// ControlPlaneVersion is the tenant apiserver's gitVersion.
+	// ControlPlaneVersion is the version the tenant control plane runs at, as Kamaji reports it
+	// once its Deployment rolled out at that version (TenantControlPlane
+	// status.kubernetesResources.version.version, which it sets from spec.kubernetes.version
+	// with the images of that tag: clastix/kamaji internal/resources/k8s_deployment_resource.go:104-110,
+	// internal/builders/controlplane/deployment.go:601); the tenant apiserver's gitVersion when
+	// no TenantControlPlane reports one. The sim's Kamaji stand-in runs its one built
+	// apiserver whatever version is asked and reports the one asked, as Kamaji does.
 	ControlPlaneVersion string
 	// KubeletConfig and ClusterDNSService are read for kubeadm-joined pools only.
 	KubeletConfig     *corev1.ConfigMap
@@ -86,11 +92,20 @@ func Inspect(ctx context.Context, o InspectOptions, p Pool, res *Result) (*Recor
 	} else if ok {
 		rec.MachineHealthCheck = mhc
 	}
-	v, err := o.Tenant.Kube.Discovery().ServerVersion()
+	tcp, err := getU(ctx, mgmt, tenant.TenantControlPlaneGVK, n.Namespace, n.ControlPlane())
 	if err != nil {
-		return nil, wrap("the tenant control plane's version", err)
+		return nil, wrap("the TenantControlPlane", err)
 	}
-	rec.ControlPlaneVersion = v.GitVersion
+	if tcp != nil {
+		rec.ControlPlaneVersion, _, _ = unstructured.NestedString(tcp.Object, "status", "kubernetesResources", "version", "version")
+	}
+	if rec.ControlPlaneVersion == "" {
+		v, err := o.Tenant.Kube.Discovery().ServerVersion()
+		if err != nil {
+			return nil, wrap("the tenant control plane's version", err)
+		}
+		rec.ControlPlaneVersion = v.GitVersion
+	}
 	var machines clusterv1.MachineList
 	if err := mgmt.List(ctx, &machines, client.InNamespace(n.Namespace), n.Selector()); err != nil {
 		return nil, wrap("its Machines", err)

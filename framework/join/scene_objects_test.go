@@ -18,7 +18,7 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/cozystack/cozy-e2e/framework/join"
+	"github.com/cozystack/cozy-e2e/framework/console"
 	"github.com/cozystack/cozy-e2e/framework/osfamily"
 	"github.com/cozystack/cozy-e2e/framework/sim/simenv"
 	"github.com/cozystack/cozy-e2e/framework/sim/world"
@@ -160,7 +160,7 @@ func (s *scene) launcher(vm, memory string) string {
 		base = base[:58]
 	}
 	name := base + "x7k2p"
-	for _, ct := range []string{"compute", join.ConsoleContainer} {
+	for _, ct := range []string{"compute", console.LogContainer} {
 		_, err := s.w.ContainerLog(s.ns(), name, ct)
 		s.must(err)
 	}
@@ -170,7 +170,7 @@ func (s *scene) launcher(vm, memory string) string {
 			Tolerations: []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
 			Containers: []corev1.Container{
 				{Name: "compute", Image: "virt-launcher", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse(memory)}}},
-				{Name: join.ConsoleContainer, Image: "virt-launcher"},
+				{Name: console.LogContainer, Image: "virt-launcher"},
 			}},
 	}))
 	return name
@@ -178,7 +178,7 @@ func (s *scene) launcher(vm, memory string) string {
 
 // console appends lines to the serial console of launcher pod.
 func (s *scene) console(pod string, lines ...string) {
-	path, err := s.w.ContainerLog(s.ns(), pod, join.ConsoleContainer)
+	path, err := s.w.ContainerLog(s.ns(), pod, console.LogContainer)
 	s.must(err)
 	s.must(simenv.WriteContainerLog(path, time.Now(), lines...))
 }

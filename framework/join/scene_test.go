@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cozystack/cozy-e2e/framework/budget"
+	"github.com/cozystack/cozy-e2e/framework/console"
 	"github.com/cozystack/cozy-e2e/framework/join"
 	"github.com/cozystack/cozy-e2e/framework/lane"
 	"github.com/cozystack/cozy-e2e/framework/osfamily"
@@ -73,12 +74,17 @@ func (s *scene) must(err error) {
 }
 
 // poll is the test's own wait for a state it does not control (kwok, the scheduler).
-func (s *scene) poll(what string, ok func() bool) {
+// Each of show is printed when the wait fails, to say where it was stuck.
+func (s *scene) poll(what string, ok func() bool, show ...fmt.Stringer) {
 	s.t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for !ok() {
 		if time.Now().After(deadline) {
-			s.t.Fatalf("waited 30s for %s", what)
+			var b strings.Builder
+			for _, sh := range show {
+				b.WriteString("\n" + sh.String())
+			}
+			s.t.Fatalf("waited 30s for %s%s", what, b.String())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -108,7 +114,10 @@ func (s *scene) start(budgetFor time.Duration) *joinRun {
 	s.must(err)
 	s.t.Cleanup(func() { span.End(nil) })
 	r := &joinRun{log: &syncBuffer{}, done: make(chan struct{}), cl: cl}
-	r.w, err = join.Start(s.ctx, join.Options{Management: s.w.Cluster, Tenant: s.w.Cluster, Namespace: s.ns(),
+	hub, err := console.Start(s.ctx, console.Options{Management: s.w.Cluster, Namespace: s.ns()})
+	s.must(err)
+	s.t.Cleanup(hub.Close)
+	r.w, err = join.Start(s.ctx, join.Options{Management: s.w.Cluster, Tenant: s.w.Cluster, Namespace: s.ns(), Consoles: hub,
 		OSes: []osfamily.Family{s.pool.OS}, Clock: cl, Log: r.log, OnProgress: func(p join.Progress) {
 			r.mu.Lock()
 			defer r.mu.Unlock()
@@ -186,6 +195,20 @@ func ptr[T any](v T) *T { return &v }
 type syncBuffer struct {
 	mu sync.Mutex
 	b  bytes.Buffer
+}
+
+// progressOf shows where the join of a pool is.
+type progressOf struct {
+	w    *join.Watcher
+	pool string
+}
+
+func (p progressOf) String() string {
+	pr, ok := p.w.Progress(p.pool)
+	if !ok {
+		return "no progress of " + p.pool
+	}
+	return fmt.Sprintf("progress of %s: %+v", p.pool, pr)
 }
 
 func (b *syncBuffer) Write(p []byte) (int, error) {

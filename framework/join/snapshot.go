@@ -129,9 +129,9 @@ func (w *Watcher) readMachine(ctx context.Context, p Pool, v *machineView, pods 
 			}
 		}
 	}
-	if v.Launcher != nil && p.Console {
-		w.consoles.follow(w.ctx, v.Launcher, p.OS)
-		if st, ok := w.consoles.get(v.Launcher.Name); ok {
+	if v.VMI != nil && p.Console && w.consoles != nil {
+		w.consoles.judge(string(v.VMI.UID), p.OS)
+		if st, ok := w.consoles.get(string(v.VMI.UID)); ok {
 			v.Console = &st
 		}
 	}
@@ -204,7 +204,7 @@ func csrNode(c *certificatesv1.CertificateSigningRequest) string {
 	if err != nil {
 		return ""
 	}
-	name, ok := strings.CutPrefix(req.Subject.CommonName, "system:node:")
+	name, ok := strings.CutPrefix(req.Subject.CommonName, csrNodePrefix)
 	if !ok {
 		return ""
 	}

@@ -23,6 +23,7 @@ import (
 
 	"github.com/cozystack/cozy-e2e/framework/budget"
 	"github.com/cozystack/cozy-e2e/framework/cluster"
+	"github.com/cozystack/cozy-e2e/framework/console"
 	"github.com/cozystack/cozy-e2e/framework/osfamily"
 	"github.com/cozystack/cozy-e2e/framework/tenant"
 )
@@ -45,6 +46,9 @@ type Options struct {
 	// OnProgress, when set, hears each change of a pool's stage or detail (progress for a
 	// person's console); it must not block.
 	OnProgress func(Progress)
+	// Consoles is the run's console hub for Namespace (the one the diagnostics read too, so
+	// each VMI's console is held once); required when a pool's Console is set.
+	Consoles *console.Hub
 }
 
 // Watcher holds informers on the management namespace and the tenant cluster, shared by the
@@ -55,9 +59,11 @@ type Watcher struct {
 	mgmt     cache.Cache
 	tenant   cache.Cache
 	consoles *consoles
-	ctx      context.Context
-	cancel   context.CancelFunc
-	wg       sync.WaitGroup
+	// unsubscribe ends the consoles' subscription to the hub.
+	unsubscribe func()
+	ctx         context.Context
+	cancel      context.CancelFunc
+	wg          sync.WaitGroup
 
 	mu       sync.Mutex
 	subs     map[int]chan struct{}
@@ -130,7 +136,10 @@ func Start(ctx context.Context, o Options) (*Watcher, error) {
 	if err := o.Tenant.Client.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
 		return nil, fmt.Errorf("join: creating namespace %s in the tenant cluster %s: %w", tenant.WorkloadNamespace, o.Tenant.Name, err)
 	}
-	w.consoles = newConsoles(o.Management.Kube, o.Namespace, w.poke)
+	if o.Consoles != nil {
+		w.consoles = newConsoles(w.poke)
+		w.unsubscribe = o.Consoles.Subscribe(w.consoles)
+	}
 	ok = true
 	return w, nil
 }
@@ -165,8 +174,8 @@ func (w *Watcher) run(ctx context.Context, where string, c cache.Cache, kinds []
 // Close stops the informers and the console readers.
 func (w *Watcher) Close() {
 	w.cancel()
-	if w.consoles != nil {
-		w.consoles.close()
+	if w.unsubscribe != nil {
+		w.unsubscribe()
 	}
 	w.wg.Wait()
 }

@@ -61,6 +61,10 @@ func TestParseRefusesBrokenLanes(t *testing.T) {
 		{"timeout above ceiling", "schedulable: 30s", "schedulable: 3m", []string{"budget.phases[1].timeouts.schedulable: 3m0s is above the phase ceiling 2m0s"}},
 		{"patch of another minor", "patch: v1.35.4", "patch: v1.34.4", []string{"kubernetes.patch: v1.34.4 is not a release of v1.35"}},
 		{"wrong type", "replicas: 2", "replicas: two", []string{`pools[0].replicas: "two" is not a whole number`}},
+		{"bad maxUnhealthy", "suites:", "sim: {machineHealthCheck: {maxUnhealthy: half}}\nsuites:",
+			[]string{`sim.machineHealthCheck.maxUnhealthy: must be a bare integer (e.g. 0, 1) or an integer percentage (e.g. 50%), got "half"`}},
+		{"nodeStartupTimeout too short", "suites:", "sim: {machineHealthCheck: {nodeStartupTimeout: 10s}}\nsuites:",
+			[]string{`sim.machineHealthCheck.nodeStartupTimeout: 10s is under 30s, which Cluster API refuses`}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

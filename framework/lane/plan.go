@@ -5,6 +5,8 @@ import (
 	"io"
 	"strings"
 	"time"
+
+	"github.com/cozystack/cozy-e2e/framework/install/upstream"
 )
 
 // PlanSection is a titled block of plan lines that another package contributes (the kind
@@ -23,18 +25,21 @@ func WritePlan(w io.Writer, l *Lane) { WritePlanWith(w, l) }
 func WritePlanWith(w io.Writer, l *Lane, extra ...PlanSection) {
 	a := l.Budget.Arithmetic()
 	fmt.Fprintf(w, "lane %s (%s substrate), tenant Kubernetes %s (kubelet %s)\n", l.Name, l.Substrate, l.Kubernetes.Version, l.Kubernetes.Patch)
-	fmt.Fprintf(w, "job cap %s: phases %s + diagnostics reserve %s + artifact reserve %s + margin %s = %s (headroom %s)\n\n",
+	fmt.Fprintf(w, "job cap %s: phases %s + diagnostics reserve %s + artifact reserve %s + margin %s = %s (headroom %s)\n",
 		a.Cap, a.Phases, a.Diagnostics, a.Artifacts, a.Margin, a.Total, a.Headroom)
+	if l.Budget.Note != "" {
+		fmt.Fprintf(w, "  where the numbers come from: %s\n", l.Budget.Note)
+	}
+	fmt.Fprintln(w)
 
 	fmt.Fprintln(w, "phases (offset from job start: latest end if every phase before used its ceiling)")
 	var at time.Duration
 	for i, p := range l.Budget.Phases {
 		at += p.Ceiling.D()
-		line := fmt.Sprintf("  %d. %-12s ceiling %-7s by +%s", i+1, p.Name, p.Ceiling, at)
+		fmt.Fprintf(w, "  %d. %-12s ceiling %-7s by +%s\n", i+1, p.Name, p.Ceiling, at)
 		if p.Note != "" {
-			line += "  " + p.Note
+			fmt.Fprintf(w, "       %s\n", p.Note)
 		}
-		fmt.Fprintln(w, line)
 		for _, name := range sortedKeys(p.Timeouts) {
 			fmt.Fprintf(w, "       timeout %s %s\n", name, p.Timeouts[name])
 		}
@@ -92,7 +97,13 @@ func WritePlanWith(w io.Writer, l *Lane, extra ...PlanSection) {
 	if len(l.Policy.Soft) > 0 {
 		soft = strings.Join(l.Policy.Soft, ", ")
 	}
-	fmt.Fprintf(w, "soft failure classes: %s\n\n", soft)
+	fmt.Fprintf(w, "soft failure classes: %s\n", soft)
+	if l.Substrate != SubstrateSim {
+		r := l.Policy.Remediation
+		fmt.Fprintf(w, "remediated HelmReleases (a failed or uninstalled release in status.history): at install %s, on the tenant's Kubernetes release %s\n",
+			r.InstallPolicy(), r.TenantPolicy())
+	}
+	fmt.Fprintln(w)
 	fmt.Fprintln(w, "artifacts ($E2E_ARTIFACTS, default _artifacts/<lane>-<UTC time>/)")
 	for _, f := range []string{"junit.xml", "verdict.json", "timings.json", "summary.md", "manifest.json", "repro.txt"} {
 		fmt.Fprintf(w, "  %s\n", f)
@@ -102,6 +113,8 @@ func WritePlanWith(w io.Writer, l *Lane, extra ...PlanSection) {
 			"substrate/preflight.txt      what the preflight found (docker, KVM, CPU, memory, disk, inotify, cgroup)",
 			"substrate/kind-config.yaml   the generated kind node config",
 			"substrate/platform.txt       the platform source used and the sha256 of every manifest applied",
+			"substrate/platform.json      the same for make repro: the source pinned at the verified digest, or the checkout and its commit",
+			"substrate/platform-build.log a checkout source's make targets, as they ran",
 			"substrate/gates.txt          each component gate as it passed or failed",
 		} {
 			fmt.Fprintf(w, "  %s\n", f)
@@ -132,6 +145,14 @@ func writeMachine(w io.Writer, l *Lane) {
 			fmt.Fprintf(w, ", pods %s, services %s, default CNI disabled %t, kube-proxy %q", n.PodSubnet, n.ServiceSubnet, n.DisableDefaultCNI, n.KubeProxyMode)
 		}
 		fmt.Fprintln(w)
+		domain := upstream.ClusterDomain
+		if k.Networking != nil && k.Networking.DNSDomain != "" {
+			domain = k.Networking.DNSDomain
+		}
+		fmt.Fprintf(w, "  created without waiting for Ready (no node is Ready before the platform's CNI); the gates judge Ready\n")
+		fmt.Fprintf(w, "  cluster domain %s: a kubeadm ClusterConfiguration networking.dnsDomain patch (kind has no field for it), and the platform's networking.clusterDomain\n", domain)
+		fmt.Fprintf(w, "  control-plane node labelled %s=%s after create (kube-ovn's MASTER_NODES_LABEL on %s; kubeadm sets it empty)\n",
+			upstream.ControlPlaneLabel, upstream.ControlPlaneLabelValue, upstream.PlatformVariant)
 		for _, host := range sortedKeys(k.RegistryMirrors) {
 			fmt.Fprintf(w, "  mirror %s -> %s\n", host, strings.Join(k.RegistryMirrors[host], ", "))
 		}
@@ -154,7 +175,11 @@ func writeMachine(w io.Writer, l *Lane) {
 			fmt.Fprintf(w, "  enabled packages: %s\n", strings.Join(p.Packages, ", "))
 		}
 		if len(p.DisabledPackages) > 0 {
-			fmt.Fprintf(w, "  disabled packages: %s\n", strings.Join(p.DisabledPackages, ", "))
+			fmt.Fprintf(w, "  disabled packages (checked against the dependency graphs at cozystack %s and %s: they orphan no Package)\n",
+				upstream.CozystackMain[:12], "v1.6.2")
+			for _, d := range p.DisabledPackages {
+				fmt.Fprintf(w, "    %-38s %s; %s\n", d.Name, d.Reason, upstream.WhySafe(d.Name, p.DisabledNames()))
+			}
 		}
 		fmt.Fprintln(w)
 	}

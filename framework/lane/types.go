@@ -80,6 +80,11 @@ type Pool struct {
 	// Lifecycle names the lifecycle spec that acts on this pool once it joined (one of
 	// LifecycleSpecs); a spec that no pool names picks a pool by its own rule.
 	Lifecycle string `json:"lifecycle,omitempty"`
+	// LogSerialConsole gives the pool's VMs KubeVirt's guest-console-log container, whose log
+	// the harness then reads instead of the console subresource. Off by default, as in
+	// Cozystack's chart: Cozystack disables the container cluster-wide, and it has been
+	// reported holding virt-launcher in PodInitializing.
+	LogSerialConsole bool `json:"logSerialConsole,omitempty"`
 }
 
 // LifecycleSpecs are the specs a pool can be given to (Pool.Lifecycle).
@@ -132,6 +137,9 @@ type Budget struct {
 	ArtifactReserve Duration `json:"artifactReserve" lane:"required"`
 	// Phases run in this order.
 	Phases []Phase `json:"phases" lane:"required"`
+	// Note says where the job cap and the reserves come from (each phase's own note says
+	// where its ceiling does).
+	Note string `json:"note,omitempty"`
 }
 
 // Phase is one step of the run with its ceiling.
@@ -157,6 +165,43 @@ func (p Phase) ReserveOrCeiling() time.Duration {
 type Policy struct {
 	// Soft classes make a failing run exit 3 instead of 1 when every failure is soft.
 	Soft []string `json:"soft,omitempty"`
+	// Remediation says what a remediated HelmRelease (a failed or uninstalled release in its
+	// status.history) does to the run.
+	Remediation RemediationPolicy `json:"remediation"`
+}
+
+// Remediation policies.
+const (
+	// RemediationReport lists the remediations in the run's summary and gates.txt.
+	RemediationReport = "report"
+	// RemediationFail fails the run on one.
+	RemediationFail = "fail"
+)
+
+// RemediationPolicy is what a remediation does, at install and on the tenant's release.
+type RemediationPolicy struct {
+	// Install covers every HelmRelease the platform install creates: report (the default;
+	// Cozystack's own install gate requires only Ready) or fail.
+	Install string `json:"install,omitempty"`
+	// Tenant covers the tenant Kubernetes app's HelmRelease: fail (the default; Cozystack's e2e
+	// fails on a remediation there) or report.
+	Tenant string `json:"tenant,omitempty"`
+}
+
+// InstallPolicy is Install with its default.
+func (r RemediationPolicy) InstallPolicy() string {
+	if r.Install == "" {
+		return RemediationReport
+	}
+	return r.Install
+}
+
+// TenantPolicy is Tenant with its default.
+func (r RemediationPolicy) TenantPolicy() string {
+	if r.Tenant == "" {
+		return RemediationFail
+	}
+	return r.Tenant
 }
 
 // Runner is the machine the lane needs.
@@ -176,16 +221,35 @@ type Runner struct {
 
 // Platform says which Cozystack to install.
 type Platform struct {
-	// Source is "release:<version>" or a local checkout path; E2E_PLATFORM_SOURCE overrides it.
+	// Source is release:<version>@sha256:<hex>, manifest:<path or https URL>@sha256:<hex> or
+	// checkout:<dir> (ParseSource); E2E_PLATFORM_SOURCE overrides it.
 	Source string `json:"source" lane:"required"`
 	// Variant is the platform bundle variant.
 	Variant string `json:"variant,omitempty"`
 	// Packages are extra platform packages to enable.
 	Packages []string `json:"packages,omitempty"`
-	// DisabledPackages are platform packages the lane leaves out (the variant would emit them).
-	DisabledPackages []string `json:"disabledPackages,omitempty"`
+	// DisabledPackages are platform packages the lane leaves out (the variant would emit them),
+	// each with why. A set that would leave a remaining Package without a dependency is
+	// refused (framework/install/upstream holds the dependency graph).
+	DisabledPackages []DisabledPackage `json:"disabledPackages,omitempty"`
 	// Note says what a reader of the plan must know about the source (an unreleased pin).
 	Note string `json:"note,omitempty"`
+}
+
+// DisabledPackage is one platform Package a lane leaves out.
+type DisabledPackage struct {
+	Name string `json:"name" lane:"required"`
+	// Reason says why the lane does without it.
+	Reason string `json:"reason" lane:"required"`
+}
+
+// DisabledNames are the names of the disabled packages, in lane order.
+func (p *Platform) DisabledNames() []string {
+	out := make([]string, len(p.DisabledPackages))
+	for i, d := range p.DisabledPackages {
+		out[i] = d.Name
+	}
+	return out
 }
 
 // KindSettings configures the kind management cluster.
@@ -214,6 +278,10 @@ type KindNetworking struct {
 	KubeProxyMode string `json:"kubeProxyMode,omitempty"`
 	PodSubnet     string `json:"podSubnet,omitempty"`
 	ServiceSubnet string `json:"serviceSubnet,omitempty"`
+	// DNSDomain is the cluster domain (kubeadm's networking.dnsDomain, the kubelets'
+	// clusterDomain), also given to the platform as networking.clusterDomain; empty means the
+	// platform's default, cozy.local, which its generic install guide requires.
+	DNSDomain string `json:"dnsDomain,omitempty"`
 }
 
 // KindPortMapping publishes a node container port on the runner.
@@ -229,6 +297,18 @@ type KindPortMapping struct {
 type SimSettings struct {
 	// Latencies of the stand-ins (disk import, boot, join); short by default.
 	Latencies map[string]Duration `json:"latencies,omitempty"`
+	// MachineHealthCheck overrides the Kubernetes chart's nodeHealthCheck values for every app
+	// the sim renders (the chart's own when unset: maxUnhealthy 50%, nodeStartupTimeout 10m).
+	MachineHealthCheck *SimMachineHealthCheck `json:"machineHealthCheck,omitempty"`
+}
+
+// SimMachineHealthCheck are the chart's nodeHealthCheck values, as an app sets them.
+type SimMachineHealthCheck struct {
+	// MaxUnhealthy is a bare integer or an integer percentage ("100%").
+	MaxUnhealthy string `json:"maxUnhealthy,omitempty"`
+	// NodeStartupTimeout is how long a Machine may take to get its Node before it is remediated
+	// (Cluster API refuses less than 30s).
+	NodeStartupTimeout Duration `json:"nodeStartupTimeout,omitempty"`
 }
 
 // Duration is a Go duration in a lane file ("29m", "90s").

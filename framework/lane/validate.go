@@ -6,18 +6,21 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/cozystack/cozy-e2e/framework/osfamily"
 	"github.com/cozystack/cozy-e2e/framework/verdict"
 )
 
 var (
-	dnsLabel    = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
-	minorRe     = regexp.MustCompile(`^v1\.(\d+)$`)
-	patchRe     = regexp.MustCompile(`^v1\.(\d+)\.\d+$`)
-	digestRe    = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
-	neverSoft   = map[verdict.Class]bool{verdict.Configuration: true, verdict.Preflight: true, verdict.Harness: true}
-	substrateOK = map[Substrate]bool{SubstrateKind: true, SubstrateExisting: true, SubstrateSim: true}
+	dnsLabel = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+	minorRe  = regexp.MustCompile(`^v1\.(\d+)$`)
+	patchRe  = regexp.MustCompile(`^v1\.(\d+)\.\d+$`)
+	digestRe = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
+	// maxUnhealthyRE is what the Kubernetes chart accepts for maxUnhealthy.
+	maxUnhealthyRE = regexp.MustCompile(`^[0-9]+%?$`)
+	neverSoft      = map[verdict.Class]bool{verdict.Configuration: true, verdict.Preflight: true, verdict.Harness: true}
+	substrateOK    = map[Substrate]bool{SubstrateKind: true, SubstrateExisting: true, SubstrateSim: true}
 )
 
 // Validate checks everything about the lane that decoding does not: names, references between
@@ -47,6 +50,14 @@ func (l *Lane) Validate() Errors {
 			v.fail(fmt.Sprintf("policy.soft[%d]", i), "%q can never be soft: it means the run could not judge the product", s)
 		}
 	}
+	for _, r := range []struct{ path, value string }{
+		{"policy.remediation.install", l.Policy.Remediation.Install},
+		{"policy.remediation.tenant", l.Policy.Remediation.Tenant},
+	} {
+		if r.value != "" && r.value != RemediationReport && r.value != RemediationFail {
+			v.fail(r.path, "%q is neither %s nor %s", r.value, RemediationReport, RemediationFail)
+		}
+	}
 	switch l.Substrate {
 	case SubstrateKind:
 		if l.Platform == nil {
@@ -62,6 +73,17 @@ func (l *Lane) Validate() Errors {
 		}
 		if l.Kind != nil {
 			v.fail("kind", "is only for kind lanes")
+		}
+		if l.Sim != nil && l.Sim.MachineHealthCheck != nil {
+			m := l.Sim.MachineHealthCheck
+			// The chart's own checks (packages/apps/kubernetes templates/cluster.yaml:827-836) and
+			// Cluster API's webhook minimum for nodeStartupTimeout.
+			if m.MaxUnhealthy != "" && !maxUnhealthyRE.MatchString(m.MaxUnhealthy) {
+				v.fail("sim.machineHealthCheck.maxUnhealthy", "must be a bare integer (e.g. 0, 1) or an integer percentage (e.g. 50%%), got %q", m.MaxUnhealthy)
+			}
+			if d := m.NodeStartupTimeout.D(); d != 0 && d < 30*time.Second {
+				v.fail("sim.machineHealthCheck.nodeStartupTimeout", "%s is under 30s, which Cluster API refuses", d)
+			}
 		}
 	}
 	return v.errs

@@ -4,10 +4,14 @@ import (
 	"fmt"
 	"net/netip"
 	"net/url"
+	"regexp"
 	"strings"
+
+	"github.com/cozystack/cozy-e2e/framework/install/upstream"
 )
 
 var (
+	dnsSubdomain   = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
 	kubeProxyModes = map[string]bool{"": true, "iptables": true, "nftables": true, "none": true}
 	portProtocols  = map[string]bool{"": true, "TCP": true, "UDP": true, "SCTP": true}
 )
@@ -31,13 +35,27 @@ func (l *Lane) validateKind(v *validator) {
 		for i, name := range p.Packages {
 			seen[name] = fmt.Sprintf("platform.packages[%d]", i)
 		}
-		for i, name := range p.DisabledPackages {
-			if at, ok := seen[name]; ok {
-				v.fail(fmt.Sprintf("platform.disabledPackages[%d]", i), "%q is also enabled at %s", name, at)
+		for i, d := range p.DisabledPackages {
+			if at, ok := seen[d.Name]; ok {
+				v.fail(fmt.Sprintf("platform.disabledPackages[%d]", i), "%q is also enabled at %s", d.Name, at)
 			}
+			seen[d.Name] = fmt.Sprintf("platform.disabledPackages[%d]", i)
 		}
-		if strings.HasPrefix(p.Source, "release:") && strings.TrimPrefix(p.Source, "release:") == "" {
-			v.fail("platform.source", "release: names no version (release:v1.6.2)")
+		// The operator creates no HelmRelease for a Package whose dependency is missing: a set
+		// that orphans a Package is refused here, before anything is installed.
+		problems, err := upstream.CheckDisabled(p.DisabledNames())
+		if err != nil {
+			v.fail("platform.disabledPackages", "%v", err)
+		}
+		for _, problem := range problems {
+			v.fail("platform.disabledPackages", "%s", problem)
+		}
+		// release:unknown is the lane saying no release is pinned yet; the preflight refuses it
+		// with the lane's note.
+		if p.Source != "release:"+DigestUnknown {
+			if _, err := ParseSource(p.Source); err != nil {
+				v.fail("platform.source", "%v", err)
+			}
 		}
 	}
 	k := l.Kind
@@ -50,6 +68,9 @@ func (l *Lane) validateKind(v *validator) {
 	if n := k.Networking; n != nil {
 		if !kubeProxyModes[n.KubeProxyMode] {
 			v.fail("kind.networking.kubeProxyMode", "%q is not iptables, nftables or none (ipvs needs a kernel module kind runners lack)", n.KubeProxyMode)
+		}
+		if d := n.DNSDomain; d != "" && !dnsSubdomain.MatchString(d) {
+			v.fail("kind.networking.dnsDomain", "%q is not a DNS domain (cozy.local)", d)
 		}
 		for path, cidr := range map[string]string{"kind.networking.podSubnet": n.PodSubnet, "kind.networking.serviceSubnet": n.ServiceSubnet} {
 			if cidr == "" {

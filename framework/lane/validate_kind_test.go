@@ -24,7 +24,8 @@ budget:
 platform:
   source: release:v1.6.2
   packages: [cozystack.external-dns]
-  disabledPackages: [cozystack.linstor]
+  disabledPackages:
+    - {name: cozystack.goldpinger, reason: not on the join path}
 kind:
   networking: {disableDefaultCNI: true, kubeProxyMode: none, podSubnet: 10.244.0.0/16}
   registryMirrors: {docker.io: ["http://mirror:5000"]}
@@ -44,15 +45,20 @@ func TestKindLaneValidation(t *testing.T) {
 		"mirror scheme": {`"http://mirror:5000"`, `kind.registryMirrors.docker.io[0]: "mirror:5000" is not an http(s):// endpoint`},
 		"port":          {"containerPort: 30080", "kind.portMappings[0].containerPort: 70000 is not a port"},
 		"range":         {"loadBalancerRange: 172.18.255.200-172.18.255.250", `kind.loadBalancerRange: "172.18.255.250-172.18.255.200" ends before it starts`},
-		"both lists":    {"disabledPackages: [cozystack.linstor]", `platform.disabledPackages[0]: "cozystack.external-dns" is also enabled at platform.packages[0]`},
-		"empty release": {"source: release:v1.6.2", "platform.source: release: names no version"},
+		"both lists":    {"{name: cozystack.goldpinger,", `platform.disabledPackages[0]: "cozystack.external-dns" is also enabled at platform.packages[0]`},
+		"no reason":     {"{name: cozystack.goldpinger, reason: not on the join path}", `platform.disabledPackages[0].reason: is required`},
+		"orphans":       {"{name: cozystack.goldpinger,", `lanes/x.yaml:20: platform.disabledPackages: at main 3c780acd417f and v1.6.2: disabling cozystack.seaweedfs-application orphans cozystack.tenant-application (needs it, sources/tenant-application.yaml:18) → cozystack.cozystack-basics (needs cozystack.tenant-application, sources/cozystack-basics.yaml:15) → cozystack.kubevirt-cdi (needs cozystack.cozystack-basics, sources/kubevirt-cdi.yaml:23), which the lane's suites need`},
+		"empty release": {"source: release:v1.6.2", `platform.source: release: names no release (release:v1.6.2)`},
+		"bad scheme":    {"source: release:v1.6.2", `platform.source: "relase:v1.6.2" is not a platform source`},
 		"sim with kind": {"substrate: kind", `kind: is only for kind lanes`},
 	}
 	repl := map[string]string{
 		"no node image": "", "ipvs": "kubeProxyMode: ipvs", "bad cidr": "podSubnet: 10.244.0.0/33",
 		"mirror scheme": `"mirror:5000"`, "port": "containerPort: 70000",
-		"range": "loadBalancerRange: 172.18.255.250-172.18.255.200", "both lists": "disabledPackages: [cozystack.external-dns]",
+		"range": "loadBalancerRange: 172.18.255.250-172.18.255.200", "both lists": "{name: cozystack.external-dns,",
+		"no reason": "{name: cozystack.goldpinger}", "orphans": "{name: cozystack.seaweedfs-application,",
 		"empty release": "source: \"release:\"", "sim with kind": "substrate: sim",
+		"bad scheme": "source: relase:v1.6.2",
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -9,8 +9,8 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// The committed workflow is exactly what the lanes generate, and each matrix entry's
-// timeout-minutes is its lane's job cap: the workflow and the budgets cannot drift apart.
+// The committed workflow is exactly what the lanes generate: the workflow and the budgets
+// cannot drift apart (workflow_lanes_test.go checks what it says of each lane).
 func TestCommittedWorkflowMatchesTheLanes(t *testing.T) {
 	lanes, err := LoadDir(filepath.Join("..", "..", "lanes"))
 	if err != nil {
@@ -27,39 +27,9 @@ func TestCommittedWorkflowMatchesTheLanes(t *testing.T) {
 	if string(have) != string(want) {
 		t.Fatalf("%s drifted from lanes/*.yaml; run `make workflows`:\n%s", WorkflowPath, Diff(string(have), string(want)))
 	}
-	var wf struct {
-		Jobs map[string]struct {
-			Strategy struct {
-				Matrix struct {
-					Include []struct {
-						Lane    string `json:"lane"`
-						Timeout int    `json:"timeout"`
-					} `json:"include"`
-				} `json:"matrix"`
-			} `json:"strategy"`
-			TimeoutMinutes string `json:"timeout-minutes"`
-		} `json:"jobs"`
-	}
+	var wf map[string]any
 	if err := yaml.Unmarshal(have, &wf); err != nil {
 		t.Fatalf("workflow is not valid YAML: %v", err)
-	}
-	job := wf.Jobs["e2e"]
-	if job.TimeoutMinutes != "${{ matrix.timeout }}" {
-		t.Fatalf("timeout-minutes = %q, want the matrix entry's", job.TimeoutMinutes)
-	}
-	caps := map[string]int{}
-	for _, l := range lanes {
-		if l.Substrate == SubstrateKind {
-			caps[l.Name] = l.Budget.JobCap.Minutes()
-		}
-	}
-	if len(job.Strategy.Matrix.Include) != len(caps) {
-		t.Fatalf("matrix has %d entries, %d kind lanes", len(job.Strategy.Matrix.Include), len(caps))
-	}
-	for _, e := range job.Strategy.Matrix.Include {
-		if caps[e.Lane] == 0 || e.Timeout != caps[e.Lane] {
-			t.Errorf("lane %s: timeout %d, job cap %d", e.Lane, e.Timeout, caps[e.Lane])
-		}
 	}
 }
 

@@ -48,6 +48,23 @@ type Access interface {
 	Describe() []string
 }
 
+// Component is one real upstream piece a run uses: the module it is built or read from, its
+// version, and the sum go.sum pins it by (run.json lists them).
+type Component struct {
+	Name    string `json:"name"`
+	Module  string `json:"module"`
+	Version string `json:"version"`
+	Sum     string `json:"sum"`
+	// Use says how the run uses it ("process", "in process", "chart", ...).
+	Use string `json:"use"`
+}
+
+// Inventory is a substrate that can list the real components a run of it uses; valid after
+// Preflight.
+type Inventory interface {
+	Components() ([]Component, error)
+}
+
 // PreflightError is a missing prerequisite; the run exits 2 with its message.
 type PreflightError struct {
 	Substrate string
@@ -62,3 +79,12 @@ func (e *PreflightError) Error() string {
 	}
 	return msg
 }
+
+// ConfigurationError is a bring-up stopped by something the lane or the invocation got wrong
+// (a disabled Package the platform turned out to need, a platform source that cannot be
+// used), not by the product: the run judges it class configuration and exits 2.
+type ConfigurationError struct{ Err error }
+
+func (e *ConfigurationError) Error() string { return e.Err.Error() }
+
+func (e *ConfigurationError) Unwrap() error { return e.Err }

@@ -34,12 +34,13 @@ type ClusterSpec struct {
 	Pools   []PoolSpec
 }
 
-// PoolsFromLane is the lane's pools with the serial console on, so the guest's boot and join
-// are visible.
+// PoolsFromLane is the lane's pools. The guests' consoles are read through the VMIs' console
+// subresource; a pool that sets logSerialConsole gets KubeVirt's guest-console-log container,
+// read instead.
 func PoolsFromLane(l *lane.Lane) []PoolSpec {
 	out := make([]PoolSpec, 0, len(l.Pools))
 	for _, p := range l.Pools {
-		out = append(out, PoolSpec{Name: p.Name, Class: p.Class, Replicas: p.Replicas, LogSerialConsole: true})
+		out = append(out, PoolSpec{Name: p.Name, Class: p.Class, Replicas: p.Replicas, LogSerialConsole: p.LogSerialConsole})
 	}
 	return out
 }

@@ -210,12 +210,22 @@ func (p Platform) WaitRendered(ctx context.Context, names Names, gen int64) (Ren
 			if attempted < gen {
 				return false, fmt.Sprintf("status.lastAttemptedGeneration %d < %d (Flux has not attempted it; %s)", attempted, gen, condDetail(rel)), nil
 			}
-			status, _, msg := condition(rel, "Ready")
+			status, reason, msg := condition(rel, "Ready")
 			if observed := conditionGeneration(rel, "Ready"); observed > 0 && observed < gen {
 				return false, fmt.Sprintf("Ready is of generation %d, not yet %d", observed, gen), nil
 			}
-			if status != "True" && status != "False" {
+			// Ready=False for a reason helm-controller gives while it still works on the release
+			// (a health check cancelled by a new reconcile, say) is no answer yet.
+			if status != "True" && (status != "False" || !failureReason(reason)) {
 				return false, condDetail(rel), nil
+			}
+			// Flux patches a release's conditions first and the rest of its status (history,
+			// observedGeneration) in a second request (github.com/fluxcd/pkg/runtime v0.110.1
+			// patch/patch.go:224-235, which helm-controller v1.6.2 uses,
+			// internal/controller/helmrelease_controller.go:143-164): a release is answered once
+			// both are written.
+			if observed, _, _ := unstructured.NestedInt64(rel.Object, "status", "observedGeneration"); status == "True" && observed < gen {
+				return false, fmt.Sprintf("Ready=True; status.observedGeneration %d < %d (Flux has not written the rest of its status yet)", observed, gen), nil
 			}
 			out = Rendering{Ready: status == "True", HelmRelease: msg}
 			return true, "HelmRelease Ready=" + status, nil
@@ -263,16 +273,6 @@ func refused(obj *unstructured.Unstructured, what string) *Terminal {
 		return nil
 	}
 	return &Terminal{Class: verdict.ProductAssertion, Detail: fmt.Sprintf("%s refused: %s: %s", what, reason, msg)}
-}
-
-// failureReason: the reasons Flux and the platform give a release that failed for good, as
-// opposed to one still progressing.
-func failureReason(reason string) bool {
-	switch reason {
-	case "Progressing", "ProgressingWithRetry", "DependencyNotReady", "ArtifactNotReady", "Reconciling", "":
-		return false
-	}
-	return true
 }
 
 // conditionGeneration is condition t's observedGeneration (Flux sets it on its conditions); 0

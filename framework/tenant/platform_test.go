@@ -37,6 +37,9 @@ func TestPlatform(t *testing.T) {
 		"WaitControlPlaneEndsOnARefusalAndOnTheDeadline": testWaitControlPlaneEndsOnARefusalAndOnTheDeadline,
 		"WaitControlPlaneEndsOnTheAwaitingEtcdBeacon":    testWaitControlPlaneEndsOnTheAwaitingEtcdBeacon,
 		"WaitRenderedWaitsForTheGenerationItWrote":       testWaitRenderedWaitsForTheGenerationItWrote,
+		"WaitRenderedWaitsForTheRestOfFluxsStatus":       testWaitRenderedWaitsForTheRestOfFluxsStatus,
+		"UpdatePoolWritesBackWhatItChanged":              testUpdatePoolWritesBackWhatItChanged,
+		"ReleaseHistoryFollowsThePolicy":                 testReleaseHistoryFollowsThePolicy,
 	} {
 		t.Run(name, func(t *testing.T) { f(t, env) })
 	}
@@ -48,7 +51,7 @@ func testLane() *lane.Lane {
 			Image:             "registry.example.invalid/acme/kairos@sha256:" + strings.Repeat("0", 63) + "1",
 			KubernetesVersion: "v1.35.4"}},
 		Pools: []lane.Pool{{Name: "md0", Class: "talos", Replicas: 2}, {Name: "kairos", Class: "kairos", Replicas: 1},
-			{Name: "acme", Class: "acme-kairos", Replicas: 1}}}
+			{Name: "acme", Class: "acme-kairos", Replicas: 1, LogSerialConsole: true}}}
 }
 
 // The builders write what the platform's schemas accept: nothing is pruned on the way in.
@@ -88,7 +91,7 @@ func testAppsAndClassesAreStoredAsBuilt(t *testing.T, env *tenanttest.Env) {
 		"spec.nodeGroups.md0.nodeGroupClassName":                "talos",
 		"spec.nodeGroups.md0.minReplicas":                       int64(2),
 		"spec.nodeGroups.md0.maxReplicas":                       int64(2),
-		"spec.nodeGroups.md0.logSerialConsole":                  true,
+		"spec.nodeGroups.md0.logSerialConsole":                  false,
 		"spec.nodeGroups.acme.nodeGroupClassName":               "acme-kairos",
 		"spec.nodeGroups.bad.osImage":                           "x",
 		"spec.nodeGroups.bad.kernelModules":                     []any{"drbd"},
@@ -281,6 +284,14 @@ func testWaitRenderedWaitsForTheGenerationItWrote(t *testing.T, env *tenanttest.
 		t.Fatalf("returned on the stale generation-1 answer: %+v %v", r, err)
 	case <-time.After(300 * time.Millisecond):
 	}
+	// helm-controller says Ready=False while it still works on the release (a new reconcile
+	// cancelled its health checks): no answer yet.
+	setHelmReleaseStatus(t, env, names, 2, "False", tenant.ReasonHealthCheckCanceled, "New reconciliation triggered")
+	select {
+	case err := <-done:
+		t.Fatalf("returned on a Ready=False that is no answer: %+v %v", r, err)
+	case <-time.After(300 * time.Millisecond):
+	}
 	msg := "nodeGroup kairos: gpus must be empty on a pool on a Kairos class"
 	setHelmReleaseStatus(t, env, names, 2, "False", "UpgradeFailed", msg)
 	if err := <-done; err != nil {
@@ -300,7 +311,7 @@ func testWaitRenderedWaitsForTheGenerationItWrote(t *testing.T, env *tenanttest.
 	}
 }
 
-func testUpdatePoolRemoves(t *testing.T, env *tenanttest.Env) {
+func testUpdatePoolWritesBackWhatItChanged(t *testing.T, env *tenanttest.Env) {
 	ctx := ctxFor(t, 30*time.Second)
 	names := tenant.For("tenant-z", "t1")
 	mustNamespace(t, env, names.Namespace)

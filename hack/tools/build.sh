@@ -214,14 +214,15 @@ module_dir() {
 }
 
 # keep <tools module dir | -> <module> <version> <pinned sum> <path...>: copies those files or
-# folders (relative to the module root) into src/<module>@<version>/ of the tools folder, once.
+# folders (relative to the module root) into src/<module>@<version>/ of the tools folder, once for
+# a given list of paths (.complete holds it: a longer list copies again).
 # framework/sim/upstream reads the CRDs and the chart from there, so they are the very files of the
 # pinned modules and outlive a cleaned module cache.
 keep() {
 	local tmod=$1 mod=$2 ver=$3 pin=$4 src out p
 	shift 4
 	out=$dir/src/$mod@$ver
-	[[ -f $out/.complete ]] && return
+	[[ -f $out/.complete && $(<"$out/.complete") == "$*" ]] && return
 	src=$(module_dir "$tmod" "$mod" "$ver" "$pin") || exit 1
 	rm -rf "$out"
 	for p in "$@"; do
@@ -229,7 +230,7 @@ keep() {
 		cp -R "$src/$p" "$out/$p"
 	done
 	chmod -R u+w "$out" # the module cache is read-only
-	touch "$out/.complete"
+	printf '%s' "$*" >"$out/.complete"
 	printf '  %-24s %s\n' "src/${mod##*/}@$ver" "$*"
 }
 
@@ -241,14 +242,20 @@ keep - "$SOURCE_CONTROLLER_MODULE" "v$SOURCE_CONTROLLER_VERSION" "$SOURCE_CONTRO
 keep - "$CILIUM_MODULE" "v$CILIUM_VERSION" "$CILIUM_SUM" pkg/k8s/apis/cilium.io/client/crds/v2/ciliumnetworkpolicies.yaml
 # virt-operator makes its CRDs at run time; their schemas are Go string literals there.
 keep - "$KUBEVIRT_MODULE" "v$KUBEVIRT_VERSION" "$KUBEVIRT_SUM" pkg/virt-operator/resource/generate/components/validations_generated.go
-# The Kubernetes chart and its library, and the platform's own CRDs the chart renders objects of:
+# The Kubernetes chart and its library, the platform's own CRDs the chart renders objects of:
 # WorkloadMonitor (cozystack-controller), cert-manager's (as the platform's cert-manager-crds chart
-# templates them) and KamajiControlPlane (in the Kamaji control plane provider's components).
+# templates them), KamajiControlPlane (in the Kamaji control plane provider's components) and the
+# Keycloak operator's KeycloakClient and KeycloakClientScope (the chart's oidc-bootstrap hook
+# deletes its own of them), and the KubeVirt instance types the platform installs, which the chart
+# looks up by name.
 keep - "$COZYSTACK_MODULE" "v$COZYSTACK_VERSION" "$COZYSTACK_SUM" \
 	packages/apps/kubernetes packages/library/cozy-lib \
 	packages/system/cozystack-controller/definitions/cozystack.io_workloadmonitors.yaml \
 	packages/system/cert-manager-crds/templates \
-	packages/system/capi-providers-cpprovider/files/control-plane-components.yaml
+	packages/system/capi-providers-cpprovider/files/control-plane-components.yaml \
+	packages/system/kubevirt-instancetypes/templates/instancetypes.yaml \
+	packages/system/keycloak-operator/charts/keycloak-operator/crds/v1.edp.epam.com_keycloakclients.yaml \
+	packages/system/keycloak-operator/charts/keycloak-operator/crds/v1.edp.epam.com_keycloakclientscopes.yaml
 
 # The chart as Cozystack's repository has it: its charts/cozy-lib is a symlink to
 # ../../../library/cozy-lib (cozystack v1.6.1, git mode 120000), which module zips do not keep; it

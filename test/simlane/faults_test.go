@@ -72,6 +72,17 @@ const (
 	maxDeadlineOverrun = 10 * time.Second
 )
 
+// The mhc-replacement fault runs on a copy of the sim lane whose MachineHealthChecks replace a
+// Machine without a Node after mhcStartupTimeout, whatever share of the pool is unhealthy: the
+// sim lane renders the pinned chart's values (nodeStartupTimeout 10m, maxUnhealthy 50%), under
+// which nothing is replaced within a run. mhcStartupTimeout is longer than a healthy Machine
+// takes to its Node on a loaded machine (the real CAPK looks at a new VM again after 20 s), and
+// the copy's pools ceiling leaves the replacement time to join.
+const (
+	mhcStartupTimeout = 90 * time.Second
+	mhcPoolsCeiling   = 4 * time.Minute
+)
+
 type outcome struct {
 	name     string
 	result   verdict.Result
@@ -99,6 +110,7 @@ func TestSimLaneUnderEachFault(t *testing.T) {
 	}
 	bin := buildOrchestrator(t, root)
 	short := shortPoolsLane(t, root, deadlineCeiling)
+	mhc := mhcLane(t, root, mhcStartupTimeout, mhcPoolsCeiling)
 	runs := append(append([]string{}, scenarios...), deadlineScenario)
 	for _, ls := range lifecycleScenarios {
 		runs = append(runs, lifecyclePrefix+ls.faults)
@@ -124,8 +136,13 @@ func TestSimLaneUnderEachFault(t *testing.T) {
 				return
 			}
 			laneArg := "sim"
-			if set, err := faults.Parse(name); err == nil && name != "green" && deadlines(poolFaults(l, set)) {
-				laneArg = short
+			if set, err := faults.Parse(name); err == nil && name != "green" {
+				switch {
+				case deadlines(poolFaults(l, set)):
+					laneArg = short
+				case set.Selected(faults.MHCReplacement):
+					laneArg = mhc
+				}
 			}
 			table = append(table, runLane(t, root, bin, l, laneArg, name))
 		})
@@ -139,7 +156,8 @@ func TestSimLaneUnderEachFault(t *testing.T) {
 
 // The scenarios exercise every fault of the catalogue, a run's judged faults never share a
 // pool, the absorbed ones never share a run with one that fails (which would hide whether they
-// pass), and the faults judged at a ceiling run alone in deadlineScenario with one on each pool.
+// pass) and each has a proof that it fired, and the faults judged at a ceiling run alone in
+// deadlineScenario with one on each pool.
 func TestScenariosCoverTheCatalogue(t *testing.T) {
 	l, err := lane.Load(filepath.Join(projectRoot(t), "lanes", "sim.yaml"))
 	if err != nil {
@@ -207,11 +225,31 @@ func TestScenariosCoverTheCatalogue(t *testing.T) {
 		if judged == f.Passes {
 			t.Errorf("%s: the catalogue says passes=%v, but test/simlane expects a verdict=%v", f.Name, f.Passes, judged)
 		}
+		if _, proof := fired[f.Name]; proof != f.Passes {
+			t.Errorf("%s: passes=%v, but a proof that it fired is %v: every absorbed fault, and only those, needs one in fired", f.Name, f.Passes, proof)
+		}
 	}
 }
 
-// runLane runs laneArg (a lane's name, or a lane file derived from l) under the faults of spec
-// and checks the run against l's pools.
+// The lane copies load, and the mhc copy carries its MachineHealthCheck values and a job cap
+// its longer pools ceiling fits in.
+func TestLaneCopies(t *testing.T) {
+	root := projectRoot(t)
+	if _, err := lane.Load(shortPoolsLane(t, root, deadlineCeiling)); err != nil {
+		t.Fatal(err)
+	}
+	l, err := lane.Load(mhcLane(t, root, mhcStartupTimeout, mhcPoolsCeiling))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := l.Sim.MachineHealthCheck; m == nil || m.MaxUnhealthy != "100%" || m.NodeStartupTimeout.D() != mhcStartupTimeout {
+		t.Fatalf("sim-mhc: machineHealthCheck %+v", l.Sim.MachineHealthCheck)
+	}
+}
+
+// runLane runs laneArg (a lane's name, or a lane file derived from l: the short copy for the
+// faults that end at a ceiling, the mhc copy for mhc-replacement, a filtered lifecycle lane)
+// under the faults of spec and checks the run against l's pools.
 func runLane(t *testing.T, root, bin string, l *lane.Lane, laneArg, spec string) outcome {
 	out := outcome{name: spec}
 	if l.Name != "sim" {
@@ -296,6 +334,9 @@ func runLane(t *testing.T, root, bin string, l *lane.Lane, laneArg, spec string)
 		}
 	} else if v.Result != verdict.Pass {
 		t.Errorf("%s: result %s, want pass: %s\n%s", spec, v.Result, v.Reason, tail(log.String(), 40))
+	}
+	if set != nil {
+		checkTolerated(t, l, set, art)
 	}
 	if err := diag.Scan(art, canary); err != nil {
 		t.Errorf("canary: %v", err)

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -90,30 +91,48 @@ func firstObservation(obs []simenv.Observation, f faults.Name, pool string) (tim
 	return at, !at.IsZero()
 }
 
-// diagnosticsSpan is the wall time of the on-failure collectors: from the first one's start
-// to the last one's end, over every process's entries in manifest.json.
+// diagnosticsRoundGap separates two rounds of on-failure collectors: a lifecycle run can fail
+// in one phase and again in a later one, each failure collected right after its spec.
+const diagnosticsRoundGap = 10 * time.Second
+
+// diagnosticsSpan is the wall time of the on-failure collectors over every process's entries in
+// manifest.json: for each round (collectors that start within diagnosticsRoundGap of the
+// round's end so far), from its first start to its last end, added up.
 func diagnosticsSpan(t *testing.T, art string) time.Duration {
 	entries, err := diag.ReadManifest(filepath.Join(art, "manifest.json"))
 	if err != nil {
 		t.Errorf("manifest.json: %v", err)
 		return 0
 	}
-	var first, last time.Time
+	var collected []diag.Entry
 	for _, e := range entries {
 		// Streams run all along; the tree of the whole cluster is written at the end of every
 		// run, for the summary, not because something failed.
 		if strings.HasPrefix(e.Name, "stream ") || e.Status == diag.Declined || (e.Name == "cluster tree" && strings.HasPrefix(e.Scope, "cluster ")) {
 			continue
 		}
+		collected = append(collected, e)
+	}
+	sort.Slice(collected, func(i, j int) bool { return collected[i].Start.Before(collected[j].Start) })
+	var total time.Duration
+	var first, last time.Time
+	for _, e := range collected {
 		end := e.Start.Add(e.Duration.D())
-		if first.IsZero() || e.Start.Before(first) {
-			first = e.Start
+		if !first.IsZero() && e.Start.After(last.Add(diagnosticsRoundGap)) {
+			total += last.Sub(first)
+			first = time.Time{}
+		}
+		if first.IsZero() {
+			first, last = e.Start, end
 		}
 		if end.After(last) {
 			last = end
 		}
 	}
-	return last.Sub(first)
+	if !first.IsZero() {
+		total += last.Sub(first)
+	}
+	return total
 }
 
 // laneCommand is `bin run --lane <laneArg>` from the project root, with env over this
@@ -176,17 +195,8 @@ func tail(s string, lines int) string {
 // ceiling instead of its own, and returns its path. It fails if sim.yaml has no pools phase.
 func shortPoolsLane(t *testing.T, root string, ceiling time.Duration) string {
 	t.Helper()
-	return laneCopy(t, root, "sim", "sim-short-pools", func(top *yaml.Node) bool {
-		set := false
-		if phases := mapValue(mapValue(top, "budget"), "phases"); phases != nil {
-			for _, ph := range phases.Content {
-				if n, c := mapValue(ph, "name"), mapValue(ph, "ceiling"); n != nil && n.Value == "pools" && c != nil {
-					c.Value = ceiling.String()
-					set = true
-				}
-			}
-		}
-		return set
+	return laneCopy(t, root, "sim", "sim-short-pools", func(top *yaml.Node) {
+		setPoolsCeiling(t, top, ceiling)
 	})
 }
 
@@ -194,26 +204,72 @@ func shortPoolsLane(t *testing.T, root string, ceiling time.Duration) string {
 // filter, and returns its path.
 func filteredLane(t *testing.T, root, src, filter string) string {
 	t.Helper()
-	return laneCopy(t, root, src, src+"-filtered", func(top *yaml.Node) bool {
-		suites := mapValue(top, "suites")
-		if suites == nil {
-			return false
-		}
-		for _, s := range suites.Content {
-			if n := mapValue(s, "name"); n != nil && n.Value == "kubernetes" {
-				if f := mapValue(s, "labelFilter"); f != nil {
-					f.Value = filter
-					return true
+	return laneCopy(t, root, src, src+"-filtered", func(top *yaml.Node) {
+		if suites := mapValue(top, "suites"); suites != nil {
+			for _, s := range suites.Content {
+				if n := mapValue(s, "name"); n != nil && n.Value == "kubernetes" {
+					if f := mapValue(s, "labelFilter"); f != nil {
+						f.Value = filter
+						return
+					}
 				}
 			}
 		}
-		return false
+		t.Fatalf("lanes/%s.yaml: no labelFilter of suite kubernetes to set", src)
 	})
 }
 
-// laneCopy writes lanes/<src>.yaml as lane name, changed by edit (false: it found nothing to
-// change, and the test fails), into the test's temp folder, and returns its path.
-func laneCopy(t *testing.T, root, src, name string, edit func(top *yaml.Node) bool) string {
+// mhcLane writes a copy of lanes/sim.yaml, named sim-mhc, for the mhc-replacement fault: its
+// apps' MachineHealthChecks replace a Machine that has no Node nodeStartupTimeout after it
+// (the chart's 10m would replace nothing within a run) whatever the share of unhealthy
+// Machines (the chart's 50% never remediates a one-machine pool), and its pools phase has
+// ceiling, so a replacement can still join within it; the job cap grows by what the pools
+// ceiling does.
+func mhcLane(t *testing.T, root string, nodeStartupTimeout, ceiling time.Duration) string {
+	t.Helper()
+	return laneCopy(t, root, "sim", "sim-mhc", func(top *yaml.Node) {
+		old := setPoolsCeiling(t, top, ceiling)
+		budget := mapValue(top, "budget")
+		jobCap := mapValue(budget, "jobCap")
+		d, err := time.ParseDuration(jobCap.Value)
+		if err != nil {
+			t.Fatalf("lanes/sim.yaml: budget.jobCap %q: %v", jobCap.Value, err)
+		}
+		jobCap.Value = (d + max(ceiling-old, 0)).String()
+		sim := mapValue(top, "sim")
+		if sim == nil {
+			t.Fatal("lanes/sim.yaml: no sim section")
+		}
+		mhc := &yaml.Node{Kind: yaml.MappingNode}
+		for _, kv := range [][2]string{{"maxUnhealthy", "100%"}, {"nodeStartupTimeout", nodeStartupTimeout.String()}} {
+			mhc.Content = append(mhc.Content, &yaml.Node{Kind: yaml.ScalarNode, Value: kv[0]}, &yaml.Node{Kind: yaml.ScalarNode, Value: kv[1]})
+		}
+		sim.Content = append(sim.Content, &yaml.Node{Kind: yaml.ScalarNode, Value: "machineHealthCheck"}, mhc)
+	})
+}
+
+// setPoolsCeiling sets the pools phase's ceiling and returns the one it had.
+func setPoolsCeiling(t *testing.T, top *yaml.Node, ceiling time.Duration) time.Duration {
+	t.Helper()
+	if phases := mapValue(mapValue(top, "budget"), "phases"); phases != nil {
+		for _, ph := range phases.Content {
+			if n, c := mapValue(ph, "name"), mapValue(ph, "ceiling"); n != nil && n.Value == "pools" && c != nil {
+				old, err := time.ParseDuration(c.Value)
+				if err != nil {
+					t.Fatalf("pools ceiling %q: %v", c.Value, err)
+				}
+				c.Value = ceiling.String()
+				return old
+			}
+		}
+	}
+	t.Fatal("no budget.phases entry named pools with a ceiling")
+	return 0
+}
+
+// laneCopy writes lanes/<src>.yaml, renamed name and changed by edit, into the test's temp
+// folder and returns its path; the copy must pass the lane checks.
+func laneCopy(t *testing.T, root, src, name string, edit func(top *yaml.Node)) string {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join(root, "lanes", src+".yaml"))
 	if err != nil {
@@ -229,9 +285,7 @@ func laneCopy(t *testing.T, root, src, name string, edit func(top *yaml.Node) bo
 		t.Fatalf("lanes/%s.yaml: no name", src)
 	}
 	n.Value = name
-	if !edit(top) {
-		t.Fatalf("lanes/%s.yaml: nothing to change for %s", src, name)
-	}
+	edit(top)
 	out, err := yaml.Marshal(&doc)
 	if err != nil {
 		t.Fatal(err)

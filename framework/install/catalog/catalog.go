@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/cozystack/cozy-e2e/framework/install/upstream"
 	"github.com/cozystack/cozy-e2e/framework/lane"
 )
 
@@ -53,10 +54,16 @@ type Component struct {
 	CRDs []string
 	// Deployments in Namespace must be Available.
 	Deployments []string
-	// SharedWebhooks: its webhook Services live in a namespace other providers share, so each
-	// must select only its own Deployment's pods (kairos-io/kairos#5815).
+	// Containers must all be in the first Deployment's pod template (Flux runs its
+	// controllers as containers of one pod).
+	Containers []string
+	// SharedWebhooks: the component serves admission webhooks from a namespace other providers
+	// share, so each of its webhook Services must select only its own Deployment's pods
+	// (kairos-io/kairos#5815). A provider that ships no webhook has none to check.
 	SharedWebhooks bool
-	Version        Version
+	// NoWebhooks says why a provider in the shared namespace has no webhook to check.
+	NoWebhooks string
+	Version    Version
 	// Checks are extra conditions of this component's gate, in words, for the plan.
 	Checks []string
 }
@@ -72,9 +79,12 @@ func Components() []Component {
 		{Name: "cozystack-operator", Title: "Cozystack operator", Namespace: "cozy-system",
 			CRDs:        []string{"packages.cozystack.io", "packagesources.cozystack.io"},
 			Deployments: []string{"cozystack-operator"}, Version: Version{Image: "cozystack-operator"}},
-		{Name: "flux", Title: "Flux", Namespace: "cozy-fluxcd",
-			CRDs:        []string{"helmreleases.helm.toolkit.fluxcd.io", "ocirepositories.source.toolkit.fluxcd.io"},
-			Deployments: []string{"helm-controller", "source-controller"},
+		// The operator's --install-flux applies internal/fluxinstall/manifests/fluxcd.yaml: one
+		// Deployment, flux, whose pod runs every controller as a container (l.7883-8236).
+		{Name: "flux", Title: "Flux", Namespace: upstream.FluxNamespace,
+			CRDs:        []string{"helmreleases.helm.toolkit.fluxcd.io", "ocirepositories.source.toolkit.fluxcd.io", "externalartifacts.source.toolkit.fluxcd.io"},
+			Deployments: []string{upstream.FluxDeployment},
+			Containers:  []string{"source-controller", "helm-controller"},
 			Version:     Version{Label: "app.kubernetes.io/version"}},
 		{Name: "cert-manager", Title: "cert-manager", Package: "cozystack.cert-manager", Namespace: "cozy-cert-manager",
 			CRDs:        []string{"certificates.cert-manager.io", "issuers.cert-manager.io", "clusterissuers.cert-manager.io"},
@@ -105,29 +115,32 @@ func Components() []Component {
 			Deployments: []string{"capi-operator-cluster-api-operator"}, Version: Version{Image: "capi-operator-cluster-api-operator"}},
 		provider("capi-core", "Cluster API core", "cozystack.capi-provider-core", "CoreProvider", "cluster-api",
 			[]string{"clusters.cluster.x-k8s.io", "machines.cluster.x-k8s.io", "machinedeployments.cluster.x-k8s.io", "machinehealthchecks.cluster.x-k8s.io"},
-			"capi-controller-manager"),
+			"capi-controller-manager", ""),
 		provider("capi-kubeadm-bootstrap", "Cluster API kubeadm bootstrap", "cozystack.capi-provider-bootstrap-kubeadm", "BootstrapProvider", "kubeadm",
 			[]string{"kubeadmconfigs.bootstrap.cluster.x-k8s.io", "kubeadmconfigtemplates.bootstrap.cluster.x-k8s.io"},
-			"capi-kubeadm-bootstrap-controller-manager"),
+			"capi-kubeadm-bootstrap-controller-manager", ""),
 		provider("capi-talos-bootstrap", "Talos bootstrap (CABPT)", "cozystack.capi-provider-bootstrap-kubeadm", "BootstrapProvider", "talos",
 			[]string{"talosconfigs.bootstrap.cluster.x-k8s.io", "talosconfigtemplates.bootstrap.cluster.x-k8s.io"},
-			"cabpt-controller-manager"),
+			"cabpt-controller-manager", ""),
 		provider("capi-kairos-bootstrap", "Kairos bootstrap", "cozystack.capi-provider-bootstrap-kubeadm", "BootstrapProvider", "kairos",
 			[]string{"kairosconfigs.bootstrap.cluster.x-k8s.io", "kairosconfigtemplates.bootstrap.cluster.x-k8s.io"},
-			"capi-kairos-bootstrap-controller-manager"),
+			"capi-kairos-bootstrap-controller-manager", ""),
 		provider("capi-kamaji", "Kamaji control plane provider", "cozystack.capi-provider-cp-kamaji", "ControlPlaneProvider", "kamaji",
 			[]string{"kamajicontrolplanes.controlplane.cluster.x-k8s.io"},
-			"capi-kamaji-controller-manager"),
+			"capi-kamaji-controller-manager",
+			"its components carry no Service and no webhook configuration (packages/system/capi-providers-cpprovider/files/control-plane-components.yaml at main and v1.6.2)"),
 		provider("capk", "KubeVirt infrastructure provider (CAPK)", "cozystack.capi-provider-infra-kubevirt", "InfrastructureProvider", "kubevirt",
 			[]string{"kubevirtclusters.infrastructure.cluster.x-k8s.io", "kubevirtmachines.infrastructure.cluster.x-k8s.io", "kubevirtmachinetemplates.infrastructure.cluster.x-k8s.io"},
-			"capk-controller-manager"),
+			"capk-controller-manager", ""),
 	}
 }
 
-func provider(name, title, pkg, kind, object string, crds []string, deployment string) Component {
+// provider is a Cluster API provider in the namespace they all share; noWebhooks, when not
+// empty, says why it has no webhook to check.
+func provider(name, title, pkg, kind, object string, crds []string, deployment, noWebhooks string) Component {
 	return Component{
 		Name: name, Title: title, Package: pkg, Namespace: nsCAPI, CRDs: crds,
-		Deployments: []string{deployment}, SharedWebhooks: true,
+		Deployments: []string{deployment}, SharedWebhooks: noWebhooks == "", NoWebhooks: noWebhooks,
 		Version: Version{APIVersion: capiOperAPI, Kind: kind, Namespace: nsCAPI, Name: object, Field: []string{"status", "installedVersion"}},
 	}
 }

@@ -61,15 +61,28 @@ func TestForLaneNamesWhatIsMissingOrUnknown(t *testing.T) {
 	}
 }
 
-// Every provider in the namespace the Cluster API providers share has its webhooks checked and
-// reports its version through the operator.
+// Every provider in the namespace the Cluster API providers share reports its version through
+// the operator and has its webhooks checked, except the Kamaji control plane provider, which
+// ships none (a check there would demand a Service that never exists).
 func TestProvidersShareOneNamespaceAndAreCheckedForIt(t *testing.T) {
 	for _, c := range Components() {
 		if c.Namespace != "cozy-cluster-api" || c.Name == "capi-operator" {
 			continue
 		}
-		if !c.SharedWebhooks || c.Version.Kind == "" || len(c.Deployments) != 1 {
+		wantWebhooks := c.Name != "capi-kamaji"
+		if c.SharedWebhooks != wantWebhooks || c.Version.Kind == "" || len(c.Deployments) != 1 {
 			t.Errorf("%s: shared webhooks %t, version %s, deployments %v", c.Name, c.SharedWebhooks, c.Version.Describe(), c.Deployments)
 		}
+		if !c.SharedWebhooks && c.NoWebhooks == "" {
+			t.Errorf("%s: no webhook check and no reason", c.Name)
+		}
+	}
+}
+
+// Flux is the one Deployment the operator installs, not one per controller.
+func TestFluxIsOneDeployment(t *testing.T) {
+	f, _ := Find("flux")
+	if f.Namespace != "cozy-fluxcd" || len(f.Deployments) != 1 || f.Deployments[0] != "flux" {
+		t.Fatalf("flux gate: %s %v", f.Namespace, f.Deployments)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/cozystack/cozy-e2e/framework/install/upstream"
 	"github.com/cozystack/cozy-e2e/framework/lane"
 )
 
@@ -19,10 +20,13 @@ func PlanSections(l *lane.Lane) []lane.PlanSection {
 		return []lane.PlanSection{{Title: "install (cannot plan)", Lines: []string{err.Error()}}}
 	}
 	install := []string{
-		"phase cluster: kind cluster " + l.Name + " from the generated node config; kubeconfig exported to the run's work folder",
+		"phase cluster: kind cluster " + l.Name + " from the generated node config, created without waiting for Ready; kubeconfig exported to the run's work folder;",
+		"  every Node registered, then the control-plane node labelled " + upstream.ControlPlaneLabel + "=" + upstream.ControlPlaneLabelValue,
 		"phase components, in order:",
 		"  StorageClasses local (default) and replicated on the node disk (rancher.io/local-path, WaitForFirstConsumer)",
-		"  Cozystack operator (generic variant) from the platform source, server-side applied",
+		"  Cozystack operator (generic variant) from the platform source, server-side applied: a release or manifest source",
+		"    as downloaded and verified against its sha256 in the preflight; a checkout built first with its own targets",
+		"    (make -C packages/core/installer image-operator image-packages, make manifests), the operator image loaded into the nodes",
 		"  Package cozystack.cozystack-platform (variant " + variant(l) + "), server-side applied",
 	}
 	for _, p := range pinned {
@@ -32,9 +36,13 @@ func PlanSections(l *lane.Lane) []lane.PlanSection {
 		}
 	}
 	install = append(install,
-		"phase platform: every HelmRelease Ready on a fresh listing (each non-Ready one's message printed),",
-		"  no install/upgrade remediation in any HelmRelease's status.history,",
-		"  built-in NodeGroupClasses talos and kairos present, APIServices v1alpha1.apps.cozystack.io and v1alpha1.core.cozystack.io Available")
+		"  beside the gates: a Package orphaned by a disabled one (Ready=False "+upstream.DependenciesNotReady+") ends the phase at once, class configuration",
+		"phase platform: every Package Ready (its HelmReleases created; an orphan is a configuration failure naming the chain),",
+		"  every HelmRelease Ready on a fresh listing (each non-Ready one's message printed),",
+		"  remediated HelmReleases (failed or uninstalled in status.history) handled by policy.remediation.install: "+l.Policy.Remediation.InstallPolicy()+",",
+		"  built-in NodeGroupClasses talos and kairos present, APIServices v1alpha1.apps.cozystack.io and v1alpha1.core.cozystack.io Available,",
+		"  then the root tenant's etcd: Tenant "+upstream.RootTenantNamespace+"/"+upstream.RootTenant+" spec.etcd true (as Cozystack's e2e patches it),",
+		"  HelmRelease "+upstream.RootTenantNamespace+"/"+upstream.RootEtcdRelease+" Ready and DataStore "+upstream.RootDataStore+" present (the tenant clusters' datastore)")
 	return []lane.PlanSection{{Title: "install (kind substrate; the existing substrate runs the gates only)", Lines: install}}
 }
 
@@ -45,8 +53,14 @@ func gateLine(p Pinned) string {
 	}
 	parts = append(parts, fmt.Sprintf("%d CRDs Established", len(p.CRDs)))
 	parts = append(parts, "Deployments Available in "+p.Namespace+": "+strings.Join(p.Deployments, ", "))
+	if len(p.Containers) > 0 {
+		parts = append(parts, "its pod runs "+strings.Join(p.Containers, ", "))
+	}
 	if p.SharedWebhooks {
 		parts = append(parts, "webhook Services select only its pods")
+	}
+	if p.NoWebhooks != "" {
+		parts = append(parts, "no webhook to check: "+p.NoWebhooks)
 	}
 	parts = append(parts, "version "+p.Pin.Version+" from "+p.Version.Describe())
 	return strings.Join(parts, "; ")

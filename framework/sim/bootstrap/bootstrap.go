@@ -1,14 +1,17 @@
-// Package bootstrap stands in for the Cluster API bootstrap providers the platform's pools use:
-// the Talos provider (CABPT, TalosConfig bootstrap.cluster.x-k8s.io/v1alpha3, the v1beta1
-// contract: status.ready) and the Kairos provider (KairosConfig v1beta2, the v1beta2 contract:
-// status.initialization.dataSecretCreated). For each config Cluster API clones from a pool's
-// template it writes the bootstrap data Secret, status.dataSecretName, the ready fields and the
-// providers' conditions; a KairosConfig whose spec the provider would refuse gets its
-// failureReason. Parse reads the data back, as a guest does.
+// Package bootstrap stands in for the Kairos Cluster API bootstrap provider (KairosConfig
+// bootstrap.cluster.x-k8s.io/v1beta2, the v1beta2 contract: status.initialization.
+// dataSecretCreated), which no module the sim can build serves: for each KairosConfig Cluster API
+// clones from a pool's template it writes the bootstrap data Secret, status.dataSecretName, the
+// ready fields and the provider's conditions; a KairosConfig whose spec the provider would refuse
+// gets its failureReason, and its validating webhook refuses what the provider's refuses. The
+// Talos pools' bootstrap data comes from the real Talos bootstrap provider (CABPT v0.6.12, run
+// by the sim substrate). Parse reads either kind of data back, as a guest does.
 package bootstrap
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"time"
 
@@ -35,15 +38,11 @@ const (
 	BootstrapReady                  = "BootstrapReady"
 	WaitingForClusterInfrastructure = "WaitingForClusterInfrastructure"
 	WaitingForControlPlaneInit      = "WaitingForControlPlaneInitialization"
-	TalosGenerationFailed           = "DataSecretGenerationFailed"
 	KairosGenerationFailed          = "BootstrapDataSecretGenerationFailed"
 )
 
-// Setup registers the TalosConfig and KairosConfig reconcilers on mgr.
+// Setup registers the KairosConfig reconciler and the provider's webhook on mgr.
 func Setup(mgr manager.Manager, env *simenv.Env) error {
-	if err := setup(mgr, names.TalosConfigGVK, &talos{base{c: mgr.GetClient(), env: env}}); err != nil {
-		return err
-	}
 	if err := setup(mgr, names.KairosConfigGVK, &kairos{base{c: mgr.GetClient(), env: env}}, names.KubevirtMachineGVK); err != nil {
 		return err
 	}
@@ -192,3 +191,9 @@ func (b *base) updateStatus(ctx context.Context, cfg *unstructured.Unstructured)
 func (b *base) now() time.Time { return b.env.Now() }
 
 func ptr[T any](v T) *T { return &v }
+
+func randHex(n int) string {
+	b := make([]byte, (n+1)/2)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)[:n]
+}

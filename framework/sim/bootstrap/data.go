@@ -2,7 +2,10 @@ package bootstrap
 
 import (
 	"bytes"
+	"encoding/base64"
 	"fmt"
+	"net/url"
+	"regexp"
 	"strings"
 
 	"sigs.k8s.io/yaml"
@@ -27,45 +30,123 @@ type Data struct {
 	Hostname string
 	// KubernetesVersion is the kubelet's version ("v1.35.4"), empty when the data does not say.
 	KubernetesVersion string
-	// Endpoint is the tenant API server the worker joins.
+	// Endpoint is the tenant API server the worker joins (a URL for Talos, host:port for kubeadm).
 	Endpoint string
 	// Kubeadm is true when the worker joins with kubeadm (which reads kube-system/kubelet-config).
 	Kubeadm bool
 	// ProviderID is the kubelet's --provider-id when the data passes one ("" otherwise).
 	ProviderID string
+
+	// BootstrapToken is the kubelet's bootstrap credential, a kubeadm-format token
+	// "<id>.<secret>" (Talos cluster.token; kubeadm's discovery bootstrap token).
+	BootstrapToken string
+	// ClusterCA is the PEM certificate the kubelet trusts the apiserver by (Talos cluster.ca.crt).
+	ClusterCA []byte
+	// MachineToken is Talos' machine.token, the trustd token a worker presents for its machine
+	// (apid) certificate; the kubelet's join does not use it.
+	MachineToken string
+	// Hosts are the worker's extra /etc/hosts entries (Talos machine.network.extraHostEntries):
+	// alias to address.
+	Hosts map[string]string
 }
 
-// Parse reads bootstrap data: a Talos machine configuration or a Kairos #cloud-config.
+// talosConfig is the part of a Talos v1alpha1 machine configuration a worker's join reads
+// (github.com/siderolabs/talos/pkg/machinery v1.13.0 config/types/v1alpha1/v1alpha1_types.go).
+type talosConfig struct {
+	Machine struct {
+		Type    string `json:"type"`
+		Token   string `json:"token"`
+		CA      *pki   `json:"ca"`
+		Kubelet struct {
+			Image string `json:"image"`
+		} `json:"kubelet"`
+		Network struct {
+			Hostname         string `json:"hostname"`
+			ExtraHostEntries []struct {
+				IP      string   `json:"ip"`
+				Aliases []string `json:"aliases"`
+			} `json:"extraHostEntries"`
+		} `json:"network"`
+	} `json:"machine"`
+	Cluster struct {
+		ControlPlane struct {
+			Endpoint string `json:"endpoint"`
+		} `json:"controlPlane"`
+		Token string `json:"token"`
+		CA    *pki   `json:"ca"`
+	} `json:"cluster"`
+}
+
+// pki is a Talos PEM pair, each base64-encoded.
+type pki struct {
+	Crt string `json:"crt"`
+	Key string `json:"key"`
+}
+
+// Parse reads bootstrap data: a Kairos #cloud-config, or a Talos machine configuration (its
+// v1alpha1 document among the documents the Talos bootstrap provider writes). A Talos
+// configuration Talos itself would refuse to load is an error quoting Talos' validation: a
+// missing or unparsable control plane endpoint, a machine without an issuing CA
+// (config/types/v1alpha1/v1alpha1_validation.go:139-141 and 417-423), a CA that is not base64.
 func Parse(data []byte) (Data, error) {
 	if bytes.HasPrefix(bytes.TrimSpace(data), []byte("#cloud-config")) {
 		return parseKairos(data)
 	}
-	var doc struct {
-		Machine struct {
-			Type    string `json:"type"`
-			Kubelet struct {
-				Image string `json:"image"`
-			} `json:"kubelet"`
-			Network struct {
-				Hostname string `json:"hostname"`
-			} `json:"network"`
-		} `json:"machine"`
-		Cluster struct {
-			ControlPlane struct {
-				Endpoint string `json:"endpoint"`
-			} `json:"controlPlane"`
-		} `json:"cluster"`
+	var doc talosConfig
+	found := false
+	for _, part := range splitDocuments(data) {
+		var d talosConfig
+		if err := yaml.Unmarshal(part, &d); err != nil {
+			return Data{}, fmt.Errorf("bootstrap data is neither a #cloud-config nor a Talos machine configuration: %v", err)
+		}
+		if d.Machine.Type != "" {
+			doc, found = d, true
+			break
+		}
 	}
-	if err := yaml.Unmarshal(data, &doc); err != nil || doc.Machine.Type == "" {
-		return Data{}, fmt.Errorf("bootstrap data is neither a #cloud-config nor a Talos machine configuration (machine.type): %v", err)
+	if !found {
+		return Data{}, fmt.Errorf("bootstrap data is neither a #cloud-config nor a Talos machine configuration (no document with machine.type)")
 	}
-	d := Data{OS: osTalos, Hostname: doc.Machine.Network.Hostname, Endpoint: doc.Cluster.ControlPlane.Endpoint}
+	d := Data{OS: osTalos, Hostname: doc.Machine.Network.Hostname, Endpoint: doc.Cluster.ControlPlane.Endpoint,
+		BootstrapToken: doc.Cluster.Token, MachineToken: doc.Machine.Token, Hosts: map[string]string{}}
 	if img := doc.Machine.Kubelet.Image; img != "" {
 		if i := strings.LastIndex(img, ":"); i > 0 && !strings.Contains(img[i:], "/") {
 			d.KubernetesVersion = img[i+1:]
 		}
 	}
+	for _, e := range doc.Machine.Network.ExtraHostEntries {
+		for _, a := range e.Aliases {
+			d.Hosts[a] = e.IP
+		}
+	}
+	if d.Endpoint == "" {
+		return d, fmt.Errorf("cluster controlplane endpoint is required")
+	}
+	if u, err := url.Parse(d.Endpoint); err != nil || u.Scheme != "https" || u.Hostname() == "" {
+		return d, fmt.Errorf("invalid controlplane endpoint: %q", d.Endpoint)
+	}
+	if doc.Machine.CA == nil || doc.Machine.CA.Crt == "" {
+		return d, fmt.Errorf("issuing CA or some accepted CAs are required (.machine.ca, machine.acceptedCAs)")
+	}
+	if doc.Cluster.CA != nil && doc.Cluster.CA.Crt != "" {
+		ca, err := base64.StdEncoding.DecodeString(doc.Cluster.CA.Crt)
+		if err != nil {
+			return d, fmt.Errorf("cluster.ca.crt is not base64: %v", err)
+		}
+		d.ClusterCA = ca
+	}
 	return d, nil
+}
+
+// splitDocuments splits a multi-document YAML at its "---" lines.
+func splitDocuments(data []byte) [][]byte {
+	var out [][]byte
+	for _, part := range regexp.MustCompile(`(?m)^---\s*$`).Split(string(data), -1) {
+		if strings.TrimSpace(part) != "" {
+			out = append(out, []byte(part))
+		}
+	}
+	return out
 }
 
 func parseKairos(data []byte) (Data, error) {
@@ -87,6 +168,7 @@ func parseKairos(data []byte) (Data, error) {
 			Discovery struct {
 				BootstrapToken struct {
 					APIServerEndpoint string `json:"apiServerEndpoint"`
+					Token             string `json:"token"`
 				} `json:"bootstrapToken"`
 			} `json:"discovery"`
 			NodeRegistration struct {
@@ -112,5 +194,6 @@ func parseKairos(data []byte) (Data, error) {
 		NodeName:          opts.JoinConfiguration.NodeRegistration.Name,
 		KubernetesVersion: opts.ClusterConfiguration.KubernetesVersion,
 		Endpoint:          opts.JoinConfiguration.Discovery.BootstrapToken.APIServerEndpoint,
+		BootstrapToken:    opts.JoinConfiguration.Discovery.BootstrapToken.Token,
 	}, nil
 }

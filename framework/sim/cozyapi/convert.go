@@ -6,6 +6,8 @@ import (
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/cozystack/cozy-e2e/framework/sim/simenv"
 )
 
 // toApp is the app a HelmRelease shows (rest.go:1340-1470): its name without the release prefix,
@@ -94,6 +96,9 @@ func toRelease(app *unstructured.Unstructured, k Kind, live *unstructured.Unstru
 	}
 	labels[LabelKind], labels[LabelGroup], labels[LabelName] = k.Kind, Group, app.GetName()
 	labels["sharding.fluxcd.io/key"] = "tenants"
+	if _, set := labels[simenv.RendererLabel]; !set && k.Kind == "Kubernetes" {
+		labels[simenv.RendererLabel] = renderer(app)
+	}
 	hr.SetLabels(labels)
 	annotations := map[string]string{}
 	for key, v := range hr.GetAnnotations() {
@@ -111,15 +116,33 @@ func toRelease(app *unstructured.Unstructured, k Kind, live *unstructured.Unstru
 	if spec == nil {
 		spec = map[string]any{}
 	}
+	install := map[string]any{"timeout": "20m", "strategy": map[string]any{"name": "RetryOnFailure", "retryInterval": "1m"}}
+	upgrade := map[string]any{"timeout": "20m", "strategy": map[string]any{"name": "RetryOnFailure", "retryInterval": "1m"}}
+	if k.DisableWait {
+		install["disableWait"], upgrade["disableWait"] = true, true
+	}
 	hr.Object["spec"] = map[string]any{
 		"chartRef":   k.ChartRef,
 		"interval":   "5m",
-		"install":    map[string]any{"timeout": "20m", "strategy": map[string]any{"name": "RetryOnFailure", "retryInterval": "1m"}},
-		"upgrade":    map[string]any{"timeout": "20m", "strategy": map[string]any{"name": "RetryOnFailure", "retryInterval": "1m"}},
+		"install":    install,
+		"upgrade":    upgrade,
 		"valuesFrom": []any{map[string]any{"kind": "Secret", "name": "cozystack-values"}},
 		"values":     spec,
 	}
 	return hr, nil
+}
+
+// renderer says which renders a Kubernetes app in the sim (simenv.RendererLabel): the real chart
+// when every pool runs Talos (no class, or the built-in talos), the #4911 model otherwise.
+func renderer(app *unstructured.Unstructured) string {
+	groups, _, _ := unstructured.NestedMap(app.Object, "spec", "nodeGroups")
+	for _, g := range groups {
+		spec, _ := g.(map[string]any)
+		if class, _ := spec["nodeGroupClassName"].(string); class != "" && class != "talos" {
+			return simenv.RendererModel
+		}
+	}
+	return simenv.RendererChart
 }
 
 func unprefixed(in map[string]string, prefix string) map[string]string {

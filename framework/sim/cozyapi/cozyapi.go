@@ -20,7 +20,6 @@
 package cozyapi
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -33,8 +32,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -61,12 +58,17 @@ type Kind struct {
 	Kind, Resource, Prefix string
 	// ChartRef is the ApplicationDefinition's release.chartRef.
 	ChartRef map[string]any
+	// DisableWait is the release's install and upgrade disableWait.
+	DisableWait bool
 }
 
 // Kinds are the apps the harness drives.
 var Kinds = []Kind{
 	{Kind: "Kubernetes", Resource: "kuberneteses", Prefix: "kubernetes-",
-		ChartRef: map[string]any{"kind": "ExternalArtifact", "name": "cozystack-kubernetes-application-kubevirt-kubernetes", "namespace": "cozy-system"}},
+		ChartRef: map[string]any{"kind": "ExternalArtifact", "name": "cozystack-kubernetes-application-kubevirt-kubernetes", "namespace": "cozy-system"},
+		// packages/system/kubernetes-rd/cozyrds/kubernetes.yaml lines 18-43 (Cozystack v1.6.1):
+		// install and upgrade without wait.
+		DisableWait: true},
 	{Kind: "Tenant", Resource: "tenants", Prefix: "tenant-",
 		ChartRef: map[string]any{"kind": "ExternalArtifact", "name": "cozystack-tenant-application-default-tenant", "namespace": "cozy-system"}},
 }
@@ -245,215 +247,6 @@ func (s *Server) get(ctx context.Context, req request) (any, error) {
 		return nil, notFound(req, err)
 	}
 	return s.toApp(ctx, hr, req.kind), nil
-}
-
-func (s *Server) list(ctx context.Context, req request, r *http.Request) (any, error) {
-	opts, err := listOptions(r, req)
-	if err != nil {
-		return nil, err
-	}
-	list, err := s.releases(req.namespace).List(ctx, opts)
-	if err != nil {
-		return nil, err
-	}
-	items := []any{}
-	for i := range list.Items {
-		items = append(items, s.toApp(ctx, &list.Items[i], req.kind).Object)
-	}
-	return map[string]any{"apiVersion": Group + "/" + Version, "kind": req.kind.Kind + "List",
-		"metadata": map[string]any{"resourceVersion": list.GetResourceVersion()}, "items": items}, nil
-}
-
-// listOptions turns an app list or watch query into one on the HelmReleases: the kind's labels,
-// the caller's label selector on the prefixed labels (rest.go:378), metadata.name on the
-// release's name.
-func listOptions(r *http.Request, req request) (metav1.ListOptions, error) {
-	q := r.URL.Query()
-	sel := []string{LabelKind + "=" + req.kind.Kind, LabelGroup + "=" + Group}
-	if ls := q.Get("labelSelector"); ls != "" {
-		for _, term := range strings.Split(ls, ",") {
-			sel = append(sel, LabelPrefix+strings.TrimSpace(term))
-		}
-	}
-	opts := metav1.ListOptions{LabelSelector: strings.Join(sel, ","), ResourceVersion: q.Get("resourceVersion"),
-		ResourceVersionMatch: metav1.ResourceVersionMatch(q.Get("resourceVersionMatch")), AllowWatchBookmarks: q.Get("allowWatchBookmarks") == "true",
-		Continue: q.Get("continue")}
-	if fs := q.Get("fieldSelector"); fs != "" {
-		name, ok := strings.CutPrefix(fs, "metadata.name=")
-		if !ok || strings.ContainsAny(name, ",=!") {
-			return opts, apierrors.NewBadRequest(fmt.Sprintf("field selector %q: only metadata.name=<name> is supported", fs))
-		}
-		opts.FieldSelector = "metadata.name=" + req.kind.Prefix + name
-	}
-	if v := q.Get("sendInitialEvents"); v != "" {
-		b := v == "true"
-		opts.SendInitialEvents = &b
-	}
-	if v := q.Get("timeoutSeconds"); v != "" {
-		var t int64
-		if _, err := fmt.Sscan(v, &t); err == nil {
-			opts.TimeoutSeconds = &t
-		}
-	}
-	return opts, nil
-}
-
-// watch streams the kind's HelmReleases as apps, in the watch stream's JSON framing.
-func (s *Server) watch(w http.ResponseWriter, r *http.Request, req request) {
-	opts, err := listOptions(r, req)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	if req.name != "" {
-		opts.FieldSelector = "metadata.name=" + req.kind.Prefix + req.name
-	}
-	wi, err := s.releases(req.namespace).Watch(r.Context(), opts)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	defer wi.Stop()
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Transfer-Encoding", "chunked")
-	w.WriteHeader(http.StatusOK)
-	flusher, _ := w.(http.Flusher)
-	if flusher != nil {
-		flusher.Flush()
-	}
-	enc := json.NewEncoder(w)
-	for {
-		select {
-		case <-r.Context().Done():
-			return
-		case ev, ok := <-wi.ResultChan():
-			if !ok {
-				return
-			}
-			var obj any
-			switch o := ev.Object.(type) {
-			case *unstructured.Unstructured:
-				if ev.Type == watch.Bookmark {
-					o.SetAPIVersion(Group + "/" + Version)
-					o.SetKind(req.kind.Kind)
-					obj = o.Object
-				} else {
-					obj = s.toApp(r.Context(), o, req.kind).Object
-				}
-			case *metav1.Status:
-				obj = o
-			default:
-				obj = ev.Object
-			}
-			if err := enc.Encode(map[string]any{"type": string(ev.Type), "object": obj}); err != nil {
-				return
-			}
-			if flusher != nil {
-				flusher.Flush()
-			}
-		}
-	}
-}
-
-func (s *Server) create(ctx context.Context, req request, r *http.Request) (any, error) {
-	app, err := readApp(r)
-	if err != nil {
-		return nil, err
-	}
-	if app.GetNamespace() == "" {
-		app.SetNamespace(req.namespace)
-	}
-	hr, err := toRelease(app, req.kind, nil)
-	if err != nil {
-		return nil, err
-	}
-	created, err := s.releases(req.namespace).Create(ctx, hr, metav1.CreateOptions{})
-	if err != nil {
-		return nil, asApp(err, req, app.GetName())
-	}
-	return s.toApp(ctx, created, req.kind), nil
-}
-
-func (s *Server) update(ctx context.Context, req request, r *http.Request) (any, error) {
-	app, err := readApp(r)
-	if err != nil {
-		return nil, err
-	}
-	return s.write(ctx, req, func(*unstructured.Unstructured) (*unstructured.Unstructured, error) { return app, nil })
-}
-
-// patch applies a JSON merge patch to the app as it is and writes the result, as the generic
-// apiserver does before it calls cozystack-api's Update.
-func (s *Server) patch(ctx context.Context, req request, r *http.Request) (any, error) {
-	if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, string(types.MergePatchType)) {
-		return nil, &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: http.StatusUnsupportedMediaType,
-			Reason: metav1.StatusReasonUnsupportedMediaType, Message: "the body of the request was in an unknown format: " + ct + " (the stand-in takes application/merge-patch+json)"}}
-	}
-	body, err := io.ReadAll(r.Body)
-	if err != nil {
-		return nil, err
-	}
-	return s.write(ctx, req, func(cur *unstructured.Unstructured) (*unstructured.Unstructured, error) {
-		data, err := json.Marshal(cur.Object)
-		if err != nil {
-			return nil, err
-		}
-		merged, err := mergePatch(data, body)
-		if err != nil {
-			return nil, apierrors.NewBadRequest("merge patch: " + err.Error())
-		}
-		out := &unstructured.Unstructured{}
-		return out, out.UnmarshalJSON(merged)
-	})
-}
-
-// write reads the app, changes it with change and writes it back to its HelmRelease.
-func (s *Server) write(ctx context.Context, req request, change func(*unstructured.Unstructured) (*unstructured.Unstructured, error)) (any, error) {
-	hr, err := s.releases(req.namespace).Get(ctx, req.kind.Prefix+req.name, metav1.GetOptions{})
-	if err != nil || !isApp(hr, req.kind) {
-		return nil, notFound(req, err)
-	}
-	cur := s.toApp(ctx, hr, req.kind)
-	app, err := change(cur)
-	if err != nil {
-		return nil, err
-	}
-	if app.GetName() != "" && app.GetName() != req.name {
-		return nil, apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", app.GetName(), req.name))
-	}
-	app.SetName(req.name)
-	app.SetNamespace(req.namespace)
-	next, err := toRelease(app, req.kind, hr)
-	if err != nil {
-		return nil, err
-	}
-	updated, err := s.releases(req.namespace).Update(ctx, next, metav1.UpdateOptions{})
-	if err != nil {
-		return nil, asApp(err, req, req.name)
-	}
-	return s.toApp(ctx, updated, req.kind), nil
-}
-
-func (s *Server) delete(ctx context.Context, req request, r *http.Request) (any, error) {
-	opts := metav1.DeleteOptions{}
-	if body, _ := io.ReadAll(r.Body); len(bytes.TrimSpace(body)) > 0 {
-		if err := json.Unmarshal(body, &opts); err != nil {
-			return nil, apierrors.NewBadRequest("delete options: " + err.Error())
-		}
-	}
-	if p := r.URL.Query().Get("propagationPolicy"); p != "" {
-		pp := metav1.DeletionPropagation(p)
-		opts.PropagationPolicy = &pp
-	}
-	hr, err := s.releases(req.namespace).Get(ctx, req.kind.Prefix+req.name, metav1.GetOptions{})
-	if err != nil || !isApp(hr, req.kind) {
-		return nil, notFound(req, err)
-	}
-	if err := s.releases(req.namespace).Delete(ctx, hr.GetName(), opts); err != nil {
-		return nil, asApp(err, req, req.name)
-	}
-	return metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusSuccess,
-		Details: &metav1.StatusDetails{Name: req.name, Group: Group, Kind: req.kind.Resource, UID: hr.GetUID()}}, nil
 }
 
 func isApp(hr *unstructured.Unstructured, k Kind) bool {

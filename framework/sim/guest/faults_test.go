@@ -153,4 +153,8 @@ func TestFaultsShowTheirEffectThroughTheAPI(t *testing.T) {
 		}
 		t.Logf("%-20s %-10s %s: %s", n, o.Pool, o.Object, o.Detail)
 	}
+	// The Talos guest's token is one the tenant does not hold: the tenant apiserver refused it.
+	if o := seen[faults.GuestJoinRejected]; !strings.Contains(o.Detail, "Unauthorized") {
+		t.Errorf("the refused join does not show the tenant refusing the bootstrap token: %s", o.Detail)
+	}
 }

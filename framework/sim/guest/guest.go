@@ -3,11 +3,17 @@
 // the serial console (the launcher's guest-console-log container; Talos or Kairos lines with
 // guest-relative stamps), then joins the tenant cluster: a Node named as the data says (the VMI's
 // name unless told otherwise), kubelet version from the data, managed by the tenant's kwok so it
-// goes Ready. A kubeadm (Kairos) join reads the tenant's kube-system/kubelet-config first. A VMI
-// being deleted powers its guest down on the console.
+// goes Ready. A Talos guest joins with nothing but its machine configuration: its kubelet's TLS
+// bootstrap goes to the configured endpoint (through the sim's stand-in for the pod network),
+// trusts the configured cluster CA, presents the configured bootstrap token, and registers the
+// Node with the certificate the tenant signs; whatever of that the tenant refuses, no Node
+// registers. A kubeadm (Kairos) join is modelled: it reads the tenant's kube-system/kubelet-config
+// and registers through the Cluster API kubeconfig. A VMI being deleted powers its guest down on
+// the console.
 //
 // Faults: guest-join-rejected (the control plane refuses the kubelet's bootstrap credentials: no
-// Node; a kubeadm join says so on the console, a Talos guest does not), provider-id-missing (the
+// Node; on a Talos pool the tenant refuses the token the platform rendered, a kubeadm join says
+// so on the console, a Talos guest does not), provider-id-missing (the
 // Node carries a name of its own and no providerID), node-not-ready (the kubelet reports
 // Ready=False), node-tainted (a NoSchedule taint that stays), cluster-dns-mismatch (observed
 // when the kubeadm join reads a clusterDNS no CoreDNS holds), mhc-replacement (the first Machine
@@ -16,7 +22,10 @@ package guest
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"sync"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
@@ -62,6 +71,7 @@ type guests struct {
 	base    context.Context
 
 	mu      sync.Mutex
+	logMu   sync.Mutex
 	running map[types.UID]*guest
 	// stalled is the Machine that stalls at boot, per pool, under mhc-replacement.
 	stalled map[string]string
@@ -102,6 +112,7 @@ func (g *guests) forget(key types.NamespacedName) {
 	for uid, gu := range g.running {
 		if gu.vmi.Namespace == key.Namespace && gu.vmi.Name == key.Name {
 			gu.cancel()
+			g.env.Serial.Hangup(key.Namespace, key.Name, string(uid))
 			delete(g.running, uid)
 		}
 	}
@@ -117,4 +128,21 @@ func (g *guests) claimStall(pool standin.Pool) bool {
 	}
 	g.stalled[key] = pool.Machine
 	return true
+}
+
+// logf appends a line to the sim's guest log (simenv.Env.GuestLogPath, which the sim substrate
+// copies into the run's artifacts): what a guest could not do that no console shows and no fault
+// explains. Error texts only: never a token, a key or the guest's data.
+func (g *guests) logf(format string, args ...any) {
+	if g.env.Dir == "" {
+		return
+	}
+	g.logMu.Lock()
+	defer g.logMu.Unlock()
+	f, err := os.OpenFile(g.env.GuestLogPath(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	fmt.Fprintf(f, "%s "+format+"\n", append([]any{g.env.Now().UTC().Format(time.RFC3339Nano)}, args...)...)
 }

@@ -40,7 +40,7 @@ func (gu *guest) env() *simenv.Env { return gu.g.env }
 func (gu *guest) run(ctx context.Context) {
 	defer close(gu.done)
 	vmi := gu.vmi
-	gu.con = console{start: gu.env().Now(), now: gu.env().Now}
+	gu.con = console{start: gu.env().Now(), now: gu.env().Now, ports: gu.env().Serial, ns: vmi.Namespace, vmi: vmi.Name, uid: string(vmi.UID)}
 	if pod, err := kubevirt.Launcher(ctx, gu.g.c, vmi); err == nil && pod != nil && kubevirt.ConsoleEnabled(vmi) && gu.env().Logs != nil {
 		if path, err := gu.env().Logs.ContainerLog(pod.Namespace, pod.Name, kubevirt.ConsoleContainer); err == nil {
 			gu.con.path = path
@@ -53,7 +53,7 @@ func (gu *guest) run(ctx context.Context) {
 	}
 	known := err == nil
 	active := func(n faults.Name) bool { return known && pool.Active(gu.env(), n) }
-	data, err := gu.userdata(ctx)
+	data, err := gu.userdata(ctx, pool, known)
 	if err != nil {
 		gu.con.say("SeaBIOS (version 1.16.3)", "Booting from Hard Disk...", "cloud-init: no usable datasource: "+err.Error())
 		return
@@ -73,30 +73,38 @@ func (gu *guest) run(ctx context.Context) {
 	}
 	if stall {
 		gu.con.say(stallLine(data))
-		_ = gu.env().Observe(simenv.Observation{Fault: faults.MHCReplacement, Pool: pool.Name, Object: "VirtualMachineInstance/" + vmi.Namespace + "/" + vmi.Name,
-			Detail: "the guest stalls at boot; its Machine " + pool.Machine + " never gets a Node"})
+		// The Machine is what its health check replaces: the record names it by UID, so a
+		// test can tell its replacement from it.
+		_ = gu.env().Observe(simenv.Observation{Fault: faults.MHCReplacement, Pool: pool.Name, Object: "Machine/" + vmi.Namespace + "/" + pool.Machine,
+			UID: pool.MachineUID, Detail: "the guest of VMI " + vmi.Name + " stalls at boot; its Machine never gets a Node"})
 		return
 	}
 	gu.join(ctx, pool, known, data)
 }
 
-// join registers the Node, or shows why not.
+// join registers the Node, or shows why not. A Talos guest joins only with what its machine
+// configuration gives its kubelet, against the tenant control plane itself (tlsBootstrap); a
+// kubeadm (Kairos) guest's join is modelled: it reads the tenant's kubelet-config and registers
+// through the Cluster API kubeconfig.
 func (gu *guest) join(ctx context.Context, pool standin.Pool, known bool, data bootstrap.Data) {
 	vmi := gu.vmi
 	active := func(n faults.Name) bool { return known && pool.Active(gu.env(), n) }
-	clusterName := vmi.Labels[clusterv1.ClusterNameLabel]
-	if known {
-		clusterName = pool.Cluster
-	}
-	wc, err := gu.g.tenants.Client(ctx, gu.g.c, vmi.Namespace, clusterName)
-	if err != nil {
-		gu.con.say(joinFailed(data, "cannot reach the control plane: "+err.Error())...)
-		return
-	}
 	// The data is read again as the join starts: a provider that renders it again once the
 	// KubevirtMachine has its providerID (Kairos) has done so by then.
-	if again, err := gu.userdata(ctx); err == nil {
+	if again, err := gu.userdata(ctx, pool, known); err == nil {
 		data = again
+	}
+	var wc client.Client
+	if data.Kubeadm {
+		clusterName := vmi.Labels[clusterv1.ClusterNameLabel]
+		if known {
+			clusterName = pool.Cluster
+		}
+		var err error
+		if wc, err = gu.g.tenants.Client(ctx, gu.g.c, vmi.Namespace, clusterName); err != nil {
+			gu.con.say(joinFailed(data, "cannot reach the control plane: "+err.Error())...)
+			return
+		}
 	}
 	name := nodeName(data, vmi)
 	steps := joinLines(data)
@@ -110,18 +118,21 @@ func (gu *guest) join(ctx context.Context, pool standin.Pool, known bool, data b
 				return
 			}
 		}
-		if i == len(steps)/2 && active(faults.GuestJoinRejected) {
-			lines := joinRefused(data)
-			gu.con.say(lines...)
-			detail := "the control plane refused the kubelet's bootstrap credentials: no CSR, no Node"
-			if len(lines) > 0 {
-				detail = lines[0]
+		if i == len(steps)/2 {
+			if data.Kubeadm && active(faults.GuestJoinRejected) {
+				gu.refused(pool, data, nil)
+				return
 			}
-			_ = gu.env().Observe(simenv.Observation{Fault: faults.GuestJoinRejected, Pool: pool.Name,
-				Object: "VirtualMachineInstance/" + vmi.Namespace + "/" + vmi.Name, Detail: detail})
-			return
+			if !data.Kubeadm {
+				if wc = gu.kubelet(ctx, pool, data, name); wc == nil {
+					return
+				}
+			}
 		}
 		gu.con.say(l)
+	}
+	if wc == nil {
+		return // a join whose console has no lines to pass the bootstrap at
 	}
 	node := newNode(name, data, vmi, active(faults.NodeNotReady), active(faults.NodeTainted))
 	node.Spec.ProviderID = data.ProviderID // the kubelet's --provider-id, when the data passes one
@@ -141,6 +152,28 @@ func (gu *guest) join(ctx context.Context, pool standin.Pool, known bool, data b
 		_ = gu.env().Observe(simenv.Observation{Fault: faults.NodeNotReady, Pool: pool.Name, Object: obj, Detail: "Ready=False " + notReadyMessage})
 		gu.heartbeat(ctx, wc, name)
 	}
+}
+
+// refused shows a refused join: kubeadm's error on the console, nothing on a Talos console
+// (its kubelet never registers). The moment is recorded when guest-join-rejected targets the
+// pool; a Talos refusal the fault did not bring about goes to the sim's guest log.
+func (gu *guest) refused(pool standin.Pool, data bootstrap.Data, why error) {
+	vmi := gu.vmi
+	lines := joinRefused(data)
+	gu.con.say(lines...)
+	detail := "the control plane refused the kubelet's bootstrap credentials: no CSR, no Node"
+	if len(lines) > 0 {
+		detail = lines[0]
+	}
+	if why != nil {
+		detail = "the kubelet's TLS bootstrap failed, no Node: " + why.Error()
+	}
+	if pool.Name != "" && pool.Active(gu.env(), faults.GuestJoinRejected) {
+		_ = gu.env().Observe(simenv.Observation{Fault: faults.GuestJoinRejected, Pool: pool.Name,
+			Object: "VirtualMachineInstance/" + vmi.Namespace + "/" + vmi.Name, Detail: detail})
+		return
+	}
+	gu.g.logf("VMI %s/%s: %s", vmi.Namespace, vmi.Name, detail)
 }
 
 // readKubeletConfig is kubeadm reading kube-system/kubelet-config; without clusterDNS the join
@@ -175,12 +208,15 @@ func (gu *guest) powerDown() {
 		go func() {
 			<-gu.done
 			gu.con.say(shutdownLines(gu.os)...)
+			gu.env().Serial.Hangup(gu.vmi.Namespace, gu.vmi.Name, string(gu.vmi.UID))
 		}()
 	})
 }
 
-// userdata reads the cloud-init ConfigDrive Secret CAPK wrote for the VMI.
-func (gu *guest) userdata(ctx context.Context) (bootstrap.Data, error) {
+// userdata reads the cloud-init ConfigDrive Secret CAPK wrote for the VMI. Under
+// provider-id-missing a Talos guest takes no host name from the instance metadata and names
+// itself as Talos does then, talos-<3>-<3>: its Node is not named like the VMI.
+func (gu *guest) userdata(ctx context.Context, pool standin.Pool, known bool) (bootstrap.Data, error) {
 	for _, v := range gu.vmi.Spec.Volumes {
 		cd := v.CloudInitConfigDrive
 		if cd == nil || cd.UserDataSecretRef == nil {
@@ -190,7 +226,12 @@ func (gu *guest) userdata(ctx context.Context) (bootstrap.Data, error) {
 		if err := gu.g.c.Get(ctx, client.ObjectKey{Namespace: gu.vmi.Namespace, Name: cd.UserDataSecretRef.Name}, &sec); err != nil {
 			return bootstrap.Data{}, fmt.Errorf("secret %s: %w", cd.UserDataSecretRef.Name, err)
 		}
-		return bootstrap.Parse(sec.Data["userdata"])
+		d, err := bootstrap.Parse(sec.Data["userdata"])
+		if err == nil && d.OS == names.OSTalos && d.Hostname == "" && known && pool.Active(gu.env(), faults.ProviderIDMissing) {
+			id := hex.EncodeToString(machineID(gu.vmi))[:6]
+			d.Hostname = "talos-" + id[:3] + "-" + id[3:]
+		}
+		return d, err
 	}
 	return bootstrap.Data{}, fmt.Errorf("VMI %s/%s has no cloudInitConfigDrive volume with a userDataSecretRef", gu.vmi.Namespace, gu.vmi.Name)
 }

@@ -137,6 +137,9 @@ func (k *Kamaji) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, 
 	// the tenant apiserver's address and credentials exist, and the TenantControlPlane says
 	// Provisioning until it answers.
 	t, err := k.ensureRunning(ctx, req.Namespace, req.Name, serviceCIDR, func(api *controlplane.APIServer, dir string) error {
+		if err := k.ensureEndpoint(ctx, tcp, api); err != nil {
+			return err
+		}
 		return k.ensureSecrets(ctx, kcp, tcp, api, dir)
 	})
 	if err != nil {
@@ -144,6 +147,9 @@ func (k *Kamaji) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, 
 	}
 	if err := k.ensureTenantObjects(ctx, t, serviceCIDR, dnsIPs); err != nil {
 		return ctrl.Result{}, fmt.Errorf("tenant %s: %w", t.name, err)
+	}
+	if err := k.ensureEndpoint(ctx, tcp, t.api); err != nil {
+		return ctrl.Result{}, err
 	}
 	if err := k.ensureSecrets(ctx, kcp, tcp, t.api, t.dir); err != nil {
 		return ctrl.Result{}, err

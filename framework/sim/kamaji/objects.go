@@ -16,7 +16,7 @@ import (
 // ensureTenantObjects writes what Kamaji and the platform put into the tenant cluster:
 // kube-system/kubelet-config (clusterDNS from the TenantControlPlane's dnsServiceIPs, absent
 // when the list is empty), the CoreDNS Service on the address derived from the Service CIDR,
-// and the canary Secret.
+// the bootstrap-token RBAC of kubeadm's phase, and the canary Secret.
 func (k *Kamaji) ensureTenantObjects(ctx context.Context, t *tenantCP, serviceCIDR string, dnsIPs []string) error {
 	c := t.client.Client
 	var kubelet strings.Builder
@@ -53,14 +53,17 @@ func (k *Kamaji) ensureTenantObjects(ctx context.Context, t *tenantCP, serviceCI
 		}
 		return nil
 	}); err != nil {
-		return fmt.Errorf("Service kube-system/%s: %w", CoreDNSService, err)
+		return fmt.Errorf("tenant Service kube-system/%s: %w", CoreDNSService, err)
+	}
+	if err := EnsureBootstrapTokenRBAC(ctx, c); err != nil {
+		return err
 	}
 	canary := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: CanarySecret}}
 	if _, err := controllerutil.CreateOrUpdate(ctx, c, canary, func() error {
 		canary.Data = map[string][]byte{CanaryKey: []byte(k.opts.Canary)}
 		return nil
 	}); err != nil {
-		return fmt.Errorf("Secret kube-system/%s: %w", CanarySecret, err)
+		return fmt.Errorf("tenant Secret kube-system/%s: %w", CanarySecret, err)
 	}
 	return nil
 }
@@ -80,7 +83,7 @@ func (k *Kamaji) ensureSecrets(ctx context.Context, kcp, tcp *unstructured.Unstr
 		admin.Data = map[string][]byte{AdminKubeconfigKey: kc, AdminKubeconfigSvcKey: kc}
 		return controllerutil.SetControllerReference(tcp, admin, k.client.Scheme())
 	}); err != nil {
-		return fmt.Errorf("Secret %s/%s: %w", admin.Namespace, admin.Name, err)
+		return fmt.Errorf("admin kubeconfig Secret %s/%s: %w", admin.Namespace, admin.Name, err)
 	}
 	capi := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: kcp.GetNamespace(), Name: KubeconfigSecret(r)}}
 	if _, err := controllerutil.CreateOrUpdate(ctx, k.client, capi, func() error {
@@ -89,7 +92,7 @@ func (k *Kamaji) ensureSecrets(ctx context.Context, kcp, tcp *unstructured.Unstr
 		capi.Data = map[string][]byte{KubeconfigKey: kc}
 		return controllerutil.SetControllerReference(kcp, capi, k.client.Scheme())
 	}); err != nil {
-		return fmt.Errorf("Secret %s/%s: %w", capi.Namespace, capi.Name, err)
+		return fmt.Errorf("the Cluster API kubeconfig Secret %s/%s: %w", capi.Namespace, capi.Name, err)
 	}
 	return nil
 }

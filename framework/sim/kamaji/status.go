@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -47,8 +48,11 @@ func (k *Kamaji) publishStatus(ctx context.Context, kcp, tcp *unstructured.Unstr
 		replicas = 1
 	}
 	ts := now().UTC().Format("2006-01-02T15:04:05Z")
+	// The provider's conditions are metav1.Conditions: a satisfied one has reason Succeeded and
+	// no message (controllers/conditions.go:14-49 of the provider v0.19.0).
 	cond := func(typ string) map[string]any {
-		return map[string]any{"type": typ, "status": "True", "lastTransitionTime": ts}
+		return map[string]any{"type": typ, "status": "True", "reason": "Succeeded", "message": "", "lastTransitionTime": ts,
+			"observedGeneration": kcp.GetGeneration()}
 	}
 	status := map[string]any{
 		"initialized": true, "ready": true, "externalManagedControlPlane": true, "version": version,
@@ -69,18 +73,26 @@ func (k *Kamaji) publishStatus(ctx context.Context, kcp, tcp *unstructured.Unstr
 	return nil
 }
 
-// publishInfrastructure does what the Kamaji control plane provider does for an infrastructure
-// cluster that carries cluster.x-k8s.io/managed-by: kamaji (the KubevirtCluster the platform
-// renders): it writes the control plane endpoint into the infrastructure cluster's spec and
-// reports it ready, so Cluster API sees the Cluster's infrastructure provisioned.
+// publishInfrastructure does what the Kamaji control plane provider does for a Cluster whose
+// infrastructure is a KubevirtCluster (clastix/cluster-api-control-plane-provider-kamaji v0.19.0
+// controllers/kamajicontrolplane_controller_cluster_patch.go lines 83-125, KubevirtCluster at 102, and 147-182): it
+// writes the control plane endpoint into the KubevirtCluster's spec.controlPlaneEndpoint and
+// sets its status.ready, so Cluster API sees the Cluster's infrastructure provisioned. CAPK
+// itself leaves that KubevirtCluster alone: the platform renders it annotated
+// cluster.x-k8s.io/managed-by: kamaji.
 func (k *Kamaji) publishInfrastructure(ctx context.Context, kcp *unstructured.Unstructured, host string, port int64) error {
+	var c clusterv1.Cluster
+	if err := k.client.Get(ctx, client.ObjectKey{Namespace: kcp.GetNamespace(), Name: kcp.GetName()}, &c); err != nil {
+		return fmt.Errorf("reading Cluster %s/%s (whose infrastructure the control plane publishes to): %w", kcp.GetNamespace(), kcp.GetName(), err)
+	}
+	ref := c.Spec.InfrastructureRef
+	if ref.Kind != kubevirtClusterGVK.Kind || ref.APIGroup != kubevirtClusterGVK.Group {
+		return nil
+	}
 	kc := &unstructured.Unstructured{}
 	kc.SetGroupVersionKind(kubevirtClusterGVK)
-	if err := k.client.Get(ctx, client.ObjectKey{Namespace: kcp.GetNamespace(), Name: kcp.GetName()}, kc); err != nil {
-		return fmt.Errorf("KubevirtCluster %s/%s (the infrastructure the control plane publishes to): %w", kcp.GetNamespace(), kcp.GetName(), err)
-	}
-	if kc.GetAnnotations()["cluster.x-k8s.io/managed-by"] != "kamaji" {
-		return nil
+	if err := k.client.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: ref.Name}, kc); err != nil {
+		return fmt.Errorf("KubevirtCluster %s/%s (the infrastructure the control plane publishes to): %w", c.Namespace, ref.Name, err)
 	}
 	if h, _, _ := unstructured.NestedString(kc.Object, "spec", "controlPlaneEndpoint", "host"); h != host {
 		patch := client.MergeFrom(kc.DeepCopy())

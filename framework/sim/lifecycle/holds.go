@@ -6,7 +6,6 @@ import (
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -137,9 +136,8 @@ func (h *holds) observe(key string, f faults.Name, pool, object string, finalize
 	_ = h.env.Observe(simenv.Observation{Fault: f, Pool: pool, Object: object, Detail: detail + " (finalizers: " + strings.Join(finalizers, ", ") + ")"})
 }
 
+// requeueOnConflict ignores an object that is gone; a write that lost a race is an error, so
+// the object is looked at again.
 func requeueOnConflict(err error) (ctrl.Result, error) {
-	if apierrors.IsConflict(err) {
-		return ctrl.Result{Requeue: true}, nil
-	}
 	return ctrl.Result{}, client.IgnoreNotFound(err)
 }

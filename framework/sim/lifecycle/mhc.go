@@ -18,21 +18,23 @@ import (
 )
 
 // mhcObserver records when a MachineHealthCheck of a pool mhc-blocked targets says it will not
-// remediate an unhealthy Machine: the moment the fault shows through the API. The platform
-// stand-in renders the fault (the chart's cluster-wide maxUnhealthy in place of the pool's).
+// remediate an unhealthy Machine: the moment the fault shows through the API. The kubelet
+// stand-in brings it about (a second worker of the pool goes silent with the broken one).
 type mhcObserver struct {
 	c   client.Client
 	env *simenv.Env
+
+	lost *lostWorkers
 
 	mu   sync.Mutex
 	seen map[string]bool
 }
 
-func setupMHC(mgr manager.Manager, env *simenv.Env) error {
+func setupMHC(mgr manager.Manager, env *simenv.Env, lost *lostWorkers) error {
 	if !env.Faults.Selected(faults.MHCBlocked) {
 		return nil
 	}
-	o := &mhcObserver{c: mgr.GetClient(), env: env, seen: map[string]bool{}}
+	o := &mhcObserver{c: mgr.GetClient(), env: env, lost: lost, seen: map[string]bool{}}
 	return ctrl.NewControllerManagedBy(mgr).Named("sim-lifecycle-mhc").
 		For(&clusterv1.MachineHealthCheck{}).
 		Complete(reconcileFunc(o.reconcile))
@@ -45,7 +47,7 @@ func (o *mhcObserver) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Res
 	}
 	// The platform names a pool's MachineHealthCheck <cluster>-<pool>.
 	pool := strings.TrimPrefix(mhc.Name, mhc.Spec.ClusterName+"-")
-	if !o.env.Faults.Active(faults.MHCBlocked, pool, false) && !o.env.Faults.Active(faults.MHCBlocked, pool, true) {
+	if !o.lost.has(mhc.Namespace + "/" + mhc.Spec.ClusterName + "/" + pool) {
 		return ctrl.Result{}, nil
 	}
 	c := meta.FindStatusCondition(mhc.Status.Conditions, clusterv1.MachineHealthCheckRemediationAllowedCondition)

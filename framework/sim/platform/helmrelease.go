@@ -2,6 +2,9 @@ package platform
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -53,9 +56,14 @@ func (p *Platform) released(ctx context.Context, hr *unstructured.Unstructured, 
 		action, reason = "upgrade", "UpgradeSucceeded"
 	}
 	now := time.Now().UTC().Format(time.RFC3339)
+	// Flux records the digests of the release's values (configDigest) and of the release itself
+	// (digest) with each history entry; its CRD requires both (helm-controller v1.6.2
+	// config/crd/bases/helm.toolkit.fluxcd.io_helmreleases.yaml, status.history.items.required).
+	values, _ := json.Marshal(hr.Object["spec"])
 	entry := map[string]any{
 		"name": hr.GetName(), "namespace": hr.GetNamespace(), "version": int64(len(history) + 1), "status": "deployed",
 		"chartName": chart, "chartVersion": chartVersion, "appVersion": version, "firstDeployed": now, "lastDeployed": now,
+		"configDigest": digestOf(values), "digest": digestOf([]byte(fmt.Sprintf("%s/%s.v%d %s", hr.GetNamespace(), hr.GetName(), len(history)+1, values))),
 	}
 	for _, h := range history {
 		if m, ok := h.(map[string]any); ok && m["status"] == "deployed" {
@@ -116,4 +124,10 @@ func condition(u *unstructured.Unstructured, typ string) map[string]string {
 		}
 	}
 	return map[string]string{}
+}
+
+// digestOf is a Flux-style digest, sha256:<hex>.
+func digestOf(data []byte) string {
+	sum := sha256.Sum256(data)
+	return "sha256:" + hex.EncodeToString(sum[:])
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -44,6 +45,14 @@ func (p *Platform) reconcileKubernetes(ctx context.Context, req reconcile.Reques
 			return reconcile.Result{}, err
 		}
 	}
+	// The chart's Talos secrets and the Talos CA cert-manager issues from its Certificate.
+	secrets, err := p.ensureTalosSecrets(ctx, app)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if err := p.ensureTalosCA(ctx, app); err != nil {
+		return reconcile.Result{}, err
+	}
 	for _, o := range rendered.Bootstrap {
 		if err := p.apply(ctx, o, nil); err != nil {
 			return reconcile.Result{}, err
@@ -52,9 +61,17 @@ func (p *Platform) reconcileKubernetes(ctx context.Context, req reconcile.Reques
 	if err := p.released(ctx, hr, "kubernetes", rendered.Version); err != nil {
 		return reconcile.Result{}, err
 	}
-	if !live.ControlPlaneUp {
-		// The reconcile Jobs poll for the control plane; the KamajiControlPlane watch usually
-		// fires first.
+	// The post-install hook: the bootstrap token into the tenant, once it answers.
+	tokenIn := false
+	if live.ControlPlaneUp {
+		if tokenIn, err = p.bootstrapTokenTenant(ctx, app, secrets); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
+	if !live.ControlPlaneUp || live.Talos == nil || !tokenIn {
+		// The reconcile Jobs poll for their inputs (every 5 s; the sim polls faster) and the
+		// hook Job restarts until the tenant answers; the KamajiControlPlane watch usually fires
+		// first.
 		return reconcile.Result{RequeueAfter: 2 * time.Second}, nil
 	}
 	return reconcile.Result{}, nil
@@ -100,7 +117,16 @@ func (p *Platform) live(ctx context.Context, app App) (Live, error) {
 	} else if !apierrors.IsNotFound(err) {
 		return l, err
 	}
-	return l, nil
+	var sec corev1.Secret
+	if err := p.r.Get(ctx, client.ObjectKey{Namespace: app.Namespace, Name: TalosSecretsName(Release(app.Name))}, &sec); err != nil {
+		return l, client.IgnoreNotFound(err)
+	}
+	secrets, err := p.ensureTalosSecrets(ctx, app) // reads the existing one
+	if err != nil {
+		return l, err
+	}
+	l.Talos, err = p.talosInputs(ctx, app, secrets)
+	return l, err
 }
 
 // apply creates o or patches the fields the chart owns, leaving what controllers own (the

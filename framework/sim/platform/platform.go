@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -20,6 +21,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/cozystack/cozy-e2e/framework/sim/simenv"
 )
 
 // Platform is the stand-in; Add registers it on a manager.
@@ -27,6 +30,10 @@ type Platform struct {
 	o Options
 	c client.Client
 	r client.Reader // live reads (NodeGroupClasses, live MachineDeployments)
+
+	mu sync.Mutex
+	// tokensDone are the releases whose bootstrap token the tenant holds, by admin kubeconfig.
+	tokensDone map[string]bool
 }
 
 // Add registers the platform's reconcilers on mgr. They reconcile the HelmReleases the apps
@@ -39,11 +46,13 @@ func Add(mgr ctrl.Manager, o Options) (*Platform, error) {
 	if o.Health == (HealthTimers{}) {
 		o.Health = ChartHealthTimers()
 	}
-	p := &Platform{o: o, c: mgr.GetClient(), r: mgr.GetAPIReader()}
+	p := &Platform{o: o, c: mgr.GetClient(), r: mgr.GetAPIReader(), tokensDone: map[string]bool{}}
 	// A release is reconciled when its spec changes (its status is the platform's own write).
+	// A Kubernetes app the real chart renders (simenv.RendererLabel) is helm-controller's.
 	of := func(kind string) predicate.Predicate {
-		return predicate.And(predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetLabels()[AppKindLabel] == kind }),
-			predicate.GenerationChangedPredicate{})
+		return predicate.And(predicate.NewPredicateFuncs(func(o client.Object) bool {
+			return o.GetLabels()[AppKindLabel] == kind && o.GetLabels()[simenv.RendererLabel] != simenv.RendererChart
+		}), predicate.GenerationChangedPredicate{})
 	}
 	hr := &unstructured.Unstructured{}
 	hr.SetGroupVersionKind(HelmReleaseGVK)
@@ -56,6 +65,11 @@ func Add(mgr ctrl.Manager, o Options) (*Platform, error) {
 	// A control plane coming up lets the reconcile Jobs apply the bootstrap templates.
 	toRelease := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 		if !strings.HasPrefix(o.GetName(), ReleasePrefix) {
+			return nil
+		}
+		hr := &unstructured.Unstructured{}
+		hr.SetGroupVersionKind(HelmReleaseGVK)
+		if err := mgr.GetClient().Get(context.Background(), client.ObjectKeyFromObject(o), hr); err != nil || hr.GetLabels()[simenv.RendererLabel] == simenv.RendererChart {
 			return nil
 		}
 		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()}}}
@@ -140,6 +154,15 @@ func (p *Platform) reconcileTenant(ctx context.Context, req reconcile.Request) (
 			Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.GroupKind, Name: TenantAdminGroup(name)}},
 		},
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: CanarySecret}, Data: map[string][]byte{CanaryKey: []byte(p.o.Canary)}},
+		// The platform's values every app's release reads (valuesFrom), as the Tenant chart writes
+		// them (Cozystack v1.6.1 packages/apps/tenant/templates/namespace.yaml lines 107-129): the
+		// cluster domain of packages/core/platform's values and the services of tenant-root.
+		&corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cozystack-values", Labels: map[string]string{"reconcile.fluxcd.io/watch": "Enabled"}},
+			Type:       corev1.SecretTypeOpaque,
+			StringData: map[string]string{"values.yaml": "_cluster:\n  cluster-domain: " + mgmtClusterDomain + "\n_namespace:\n  etcd: " + RootNamespace +
+				"\n  ingress: " + RootNamespace + "\n  gateway: \"\"\n  monitoring: " + RootNamespace + "\n  seaweedfs: \"\"\n  host: example.org\n"},
+		},
 	}
 	for _, o := range objs {
 		if err := p.c.Create(ctx, o); err != nil && !apierrors.IsAlreadyExists(err) {

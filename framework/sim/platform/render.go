@@ -28,6 +28,9 @@ type Class struct {
 type Live struct {
 	BootstrapKind  map[string]string
 	ControlPlaneUp bool
+	// Talos is what the talos-reconcile Job waits for, nil while something is missing: the
+	// Talos pools' bootstrap templates are rendered only with it.
+	Talos *TalosInputs
 }
 
 // Refusal is the chart failing to render: it names the pool and field, in the words the chart's
@@ -48,7 +51,8 @@ func (r *Refusal) Error() string {
 type Rendered struct {
 	// Version is the exact release of the control plane.
 	Version string
-	// Objects are applied on every render; Bootstrap only once the control plane is up.
+	// Objects are applied on every render; Bootstrap are the bootstrap templates the reconcile
+	// Jobs apply once their inputs are there (Talos: TalosInputs; Kairos: the control plane up).
 	Objects, Bootstrap []*unstructured.Unstructured
 }
 
@@ -95,7 +99,7 @@ func Render(app App, classes func(name string) (Class, bool), live Live, o Optio
 			return nil, err
 		}
 		out.Objects = append(out.Objects, objs...)
-		if live.ControlPlaneUp {
+		if boot != nil {
 			out.Bootstrap = append(out.Bootstrap, boot)
 		}
 	}

@@ -5,14 +5,11 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-
-	"github.com/cozystack/cozy-e2e/framework/sim/faults"
 )
 
 // Worker disk sources the chart renders: the Talos image factory for Talos pools, the
@@ -46,9 +43,9 @@ func (r *renderer) pool(p string) ([]*unstructured.Unstructured, *unstructured.U
 		}
 	}
 	md := r.release + "-" + p
-	want := "TalosConfigTemplate"
+	want, bootstrapGVK := "TalosConfigTemplate", TalosConfigTemplateGVK
 	if kairos {
-		want = "KairosConfigTemplate"
+		want, bootstrapGVK = "KairosConfigTemplate", KairosConfigTemplateGVK
 	}
 	if live := r.live.BootstrapKind[p]; (live == "TalosConfigTemplate" || live == "KairosConfigTemplate") && live != want {
 		return nil, nil, &Refusal{Pool: p, Field: "nodeGroupClassName", Message: fmt.Sprintf(
@@ -68,7 +65,7 @@ func (r *renderer) pool(p string) ([]*unstructured.Unstructured, *unstructured.U
 	for _, role := range roles {
 		templateLabels["node-role.kubernetes.io/"+role] = ""
 	}
-	bootstrap := r.bootstrapTemplate(p, class, version)
+	bootstrap := r.bootstrapTemplate(p, spec, class, version)
 	minR, maxR := num(spec["minReplicas"], 0), num(spec["maxReplicas"], 10)
 	mdObj := object(MachineDeploymentGVK, r.app.Namespace, md, r.labels())
 	mdObj.SetAnnotations(map[string]string{
@@ -92,64 +89,42 @@ func (r *renderer) pool(p string) ([]*unstructured.Unstructured, *unstructured.U
 			"spec": map[string]any{
 				"clusterName":       r.release,
 				"version":           version,
-				"bootstrap":         map[string]any{"configRef": ref(bootstrap.GroupVersionKind(), "", bootstrap.GetName())},
+				"bootstrap":         map[string]any{"configRef": ref(bootstrapGVK, "", md)},
 				"infrastructureRef": ref(KubevirtMachineTemplateGVK, "", kmt.GetName()),
 			},
 		},
 	}
 	mhc := object(MachineHealthCheckGVK, r.app.Namespace, md, r.labels())
 	h := r.o.Health
-	maxUnhealthy, err := r.maxUnhealthy(p, spec, kairos)
-	if err != nil {
-		return nil, nil, err
+	// The app's nodeHealthCheck, then the node group's own, override the cluster-wide values
+	// (templates/cluster.yaml:821-839).
+	maxUnhealthy, startup := h.MaxUnhealthy, h.NodeStartupTimeout.String()
+	if nhc, ok := r.app.Spec["nodeHealthCheck"].(map[string]any); ok {
+		maxUnhealthy, startup = str(nhc["maxUnhealthy"], maxUnhealthy), str(nhc["nodeStartupTimeout"], startup)
+	}
+	maxUnhealthy, startup = str(spec["maxUnhealthy"], maxUnhealthy), str(spec["nodeStartupTimeout"], startup)
+	var mu any = maxUnhealthy
+	if !strings.HasSuffix(maxUnhealthy, "%") {
+		n, err := strconv.ParseInt(maxUnhealthy, 10, 32)
+		if err != nil {
+			return nil, nil, &Refusal{Pool: p, Field: "maxUnhealthy", Message: fmt.Sprintf("must be a bare integer (e.g. 0, 1) or an integer percentage (e.g. 50%%), got %q", maxUnhealthy)}
+		}
+		mu = n
 	}
 	mhc.Object["spec"] = map[string]any{
 		"clusterName":        r.release,
-		"maxUnhealthy":       maxUnhealthy,
-		"nodeStartupTimeout": str(spec["nodeStartupTimeout"], h.NodeStartupTimeout.String()),
+		"maxUnhealthy":       mu,
+		"nodeStartupTimeout": startup,
 		"selector":           map[string]any{"matchLabels": map[string]any{"cluster.x-k8s.io/cluster-name": r.release, "cluster.x-k8s.io/deployment-name": md}},
 		"unhealthyConditions": []any{
 			map[string]any{"type": "Ready", "status": "Unknown", "timeout": h.ReadyUnknownTimeout.String()},
 			map[string]any{"type": "Ready", "status": "False", "timeout": h.ReadyFalseTimeout.String()},
 		},
 	}
+	if kairos && !r.live.ControlPlaneUp {
+		bootstrap = nil
+	}
 	return []*unstructured.Unstructured{kmt, mdObj, mhc}, bootstrap, nil
-}
-
-// chartMaxUnhealthy is the chart's cluster-wide nodeHealthCheck.maxUnhealthy (cozystack v1.6.1
-// packages/apps/kubernetes/values.yaml:307-309).
-const chartMaxUnhealthy = "50%"
-
-var (
-	bareInt    = regexp.MustCompile(`^[0-9]+$`)
-	percentage = regexp.MustCompile(`^[0-9]+%$`)
-)
-
-// maxUnhealthy is the pool's MachineHealthCheck maxUnhealthy: nodeGroups.<pool>.maxUnhealthy
-// when the pool sets it, else the sim's; a percentage is rendered quoted and a bare integer as
-// a number, anything else refused, as the chart does (cozystack v1.6.1
-// packages/apps/kubernetes/templates/cluster.yaml:821-836). Under mhc-blocked the pool's own
-// value is ignored and the chart's cluster-wide default rendered in its place.
-func (r *renderer) maxUnhealthy(p string, spec map[string]any, kairos bool) (any, error) {
-	v, ok := spec["maxUnhealthy"]
-	if !ok || v == nil {
-		return r.o.Health.MaxUnhealthy, nil
-	}
-	if r.o.Faults != nil && r.o.Faults.Active(faults.MHCBlocked, p, kairos) {
-		return chartMaxUnhealthy, nil
-	}
-	s := fmt.Sprint(v)
-	switch {
-	case percentage.MatchString(s):
-		return s, nil
-	case bareInt.MatchString(s):
-		n, err := strconv.ParseInt(s, 10, 64)
-		if err == nil {
-			return n, nil
-		}
-	}
-	return nil, &Refusal{Pool: p, Field: "maxUnhealthy", Message: fmt.Sprintf(
-		"nodeGroups.%s.maxUnhealthy must be a bare integer (e.g. 0, 1) or an integer percentage (e.g. 50%%), got %q", p, s)}
 }
 
 func kairosRefusalReason(field string) string {
@@ -224,8 +199,10 @@ func (r *renderer) machineTemplate(p string, spec map[string]any, class Class, v
 }
 
 // bootstrapTemplate is what the talos-reconcile or kairos-reconcile Job applies: owned by the
-// KamajiControlPlane, named like the MachineDeployment.
-func (r *renderer) bootstrapTemplate(p string, class Class, version string) *unstructured.Unstructured {
+// KamajiControlPlane, named like the MachineDeployment. The Talos one carries the full worker
+// machine configuration of the chart's Job (talosWorkerConfig); under guest-join-rejected its
+// bootstrap token is one the tenant does not hold, so the tenant refuses the kubelet.
+func (r *renderer) bootstrapTemplate(p string, spec map[string]any, class Class, version string) *unstructured.Unstructured {
 	name := r.release + "-" + p
 	apiserver := fmt.Sprintf("https://%s.%s.svc:6443", r.release, r.app.Namespace)
 	if class.OS == ClassKairos {
@@ -245,10 +222,21 @@ func (r *renderer) bootstrapTemplate(p string, class Class, version string) *uns
 		}}}
 		return t
 	}
+	if r.live.Talos == nil {
+		return nil
+	}
+	token := r.live.Talos.Secrets.bootstrapToken()
+	if r.o.Faults != nil && r.o.Faults.Active("guest-join-rejected", p, false) {
+		s := []rune(r.live.Talos.Secrets.BootstrapTokenSecret)
+		for i, j := 0, len(s)-1; i < j; i, j = i+1, j-1 {
+			s[i], s[j] = s[j], s[i]
+		}
+		token = r.live.Talos.Secrets.BootstrapTokenID + "." + string(s)
+	}
 	t := object(TalosConfigTemplateGVK, r.app.Namespace, name, r.labels())
 	t.Object["spec"] = map[string]any{"template": map[string]any{"spec": map[string]any{
-		"generateType": "none", "talosVersion": "v1.13.6",
-		"data": fmt.Sprintf("version: v1alpha1\nmachine:\n  type: worker\n  kubelet:\n    image: ghcr.io/siderolabs/kubelet:%s\ncluster:\n  controlPlane:\n    endpoint: %s\n", version, apiserver),
+		"generateType": "none", "talosVersion": talosVersion,
+		"data": talosWorkerConfig(r.live.Talos, r.release, r.app.Namespace, version, spec, token),
 	}}}
 	return t
 }

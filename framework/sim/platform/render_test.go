@@ -85,7 +85,7 @@ func TestRenderPoolsByClass(t *testing.T) {
 		"md0":    pool(map[string]any{"minReplicas": int64(2), "logSerialConsole": true, "roles": []any{"ingress-nginx"}}),
 		"kairos": pool(map[string]any{"nodeGroupClassName": "kairos"}),
 		"acme":   pool(map[string]any{"nodeGroupClassName": "acme"}),
-	}), classes, Live{ControlPlaneUp: true}, opts())
+	}), classes, Live{ControlPlaneUp: true, Talos: talosInputs()}, opts())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +136,57 @@ func TestRenderPoolsByClass(t *testing.T) {
 		t.Fatal("toggling logSerialConsole must change the KubevirtMachineTemplate's hash")
 	}
 	if len(again.Bootstrap) != 0 {
-		t.Fatal("bootstrap templates are applied only once the control plane is up")
+		t.Fatal("bootstrap templates are applied only once their reconcile Job's inputs are there")
+	}
+}
+
+func talosInputs() *TalosInputs {
+	return &TalosInputs{ServiceIP: "10.96.12.34", TalosCA: "VEFMT1M=", K8sCA: "SzhT", CoreDNSIP: "10.96.0.10",
+		Secrets: talosSecrets{Token: "abcdef.0123456789abcdef", ClusterID: "id", ClusterSecret: "secret", BootstrapTokenID: "k8sjn1", BootstrapTokenSecret: "0123456789abcdef"}}
+}
+
+// A Talos pool's TalosConfigTemplate is what the chart's talos-reconcile Job applies: generateType
+// none with the full worker configuration, the endpoint behind the apiserver's Service name with
+// its address among the extra host entries, the Kamaji CA, the release's bootstrap token, and
+// the node group's reservations; under guest-join-rejected the token is one the tenant lacks.
+func TestTalosTemplateCarriesWhatTheJobWrites(t *testing.T) {
+	set, err := faults.Parse("guest-join-rejected@bad")
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := opts()
+	o.Faults = set
+	r, err := Render(app(map[string]any{
+		"md0": pool(map[string]any{"resources": map[string]any{"cpu": "4", "memory": "16Gi"}}),
+		"bad": pool(nil),
+	}), classes, Live{Talos: talosInputs()}, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := func(p string) string {
+		tct := find(r.Bootstrap, "TalosConfigTemplate", "kubernetes-t1-"+p)
+		if tct == nil {
+			t.Fatalf("pool %s: no TalosConfigTemplate", p)
+		}
+		if g, _, _ := unstructured.NestedString(tct.Object, "spec", "template", "spec", "generateType"); g != "none" {
+			t.Fatalf("generateType %q", g)
+		}
+		d, _, _ := unstructured.NestedString(tct.Object, "spec", "template", "spec", "data")
+		return d
+	}
+	md0 := data("md0")
+	for _, want := range []string{"endpoint: https://kubernetes-t1.tenant-test.svc:6443", "- ip: 10.96.12.34", "- kubernetes-t1.tenant-test.svc\n",
+		"token: k8sjn1.0123456789abcdef", "crt: SzhT", "crt: VEFMT1M=", "token: abcdef.0123456789abcdef", "- 10.96.0.10",
+		"image: ghcr.io/siderolabs/kubelet:v1.35.4", `cpu: "200m"`, `memory: "819Mi"`} {
+		if !strings.Contains(md0, want) {
+			t.Errorf("pool md0's machine configuration lacks %q:\n%s", want, md0)
+		}
+	}
+	if bad := data("bad"); strings.Contains(bad, "token: k8sjn1.0123456789abcdef") || !strings.Contains(bad, "token: k8sjn1.") {
+		t.Errorf("under guest-join-rejected the pool's bootstrap token must be one the tenant does not hold:\n%s", bad)
+	}
+	if cpu, mem := reservations(nil); cpu != "50m" || mem != "256Mi" {
+		t.Errorf("default reservations %s %s, want 50m 256Mi", cpu, mem)
 	}
 }
 
@@ -158,3 +208,41 @@ func TestClusterDNSMismatchFaultRendersAnAddressNoCoreDNSHolds(t *testing.T) {
 }
 
 func fmtAny(v any) string { return strings.ReplaceAll(strings.TrimSpace(fmtSprint(v)), "\n", " ") }
+
+// The MachineHealthCheck gets the chart's values, the app's nodeHealthCheck over them, and a
+// node group's own over both (templates/cluster.yaml:821-849); maxUnhealthy renders as the
+// chart renders it, a percentage as a string and a bare integer as a number.
+func TestMachineHealthCheckValues(t *testing.T) {
+	a := app(map[string]any{"md0": pool(nil), "own": pool(map[string]any{"maxUnhealthy": "0", "nodeStartupTimeout": "90s"})})
+	r, err := Render(a, classes, Live{}, opts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := func(r *Rendered, p string) map[string]any {
+		s, _, _ := unstructured.NestedMap(find(r.Objects, "MachineHealthCheck", "kubernetes-t1-"+p).Object, "spec")
+		return s
+	}
+	md0 := spec(r, "md0")
+	if md0["maxUnhealthy"] != "50%" || md0["nodeStartupTimeout"] != "10m0s" {
+		t.Errorf("chart defaults: %v", md0)
+	}
+	conds := fmtAny(md0["unhealthyConditions"])
+	if !strings.Contains(conds, "Unknown") || !strings.Contains(conds, "30s") || !strings.Contains(conds, "5m0s") {
+		t.Errorf("unhealthy conditions %s", conds)
+	}
+	if own := spec(r, "own"); own["maxUnhealthy"] != int64(0) || own["nodeStartupTimeout"] != "90s" {
+		t.Errorf("the node group's own: %v", own)
+	}
+	a.Spec["nodeHealthCheck"] = map[string]any{"maxUnhealthy": "100%", "nodeStartupTimeout": "2m"}
+	r, err = Render(a, classes, Live{}, opts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if md0 := spec(r, "md0"); md0["maxUnhealthy"] != "100%" || md0["nodeStartupTimeout"] != "2m" {
+		t.Errorf("the app's nodeHealthCheck: %v", md0)
+	}
+	a.Spec["nodeHealthCheck"] = map[string]any{"maxUnhealthy": "half"}
+	if _, err := Render(a, classes, Live{}, opts()); err == nil || !strings.Contains(err.Error(), `must be a bare integer (e.g. 0, 1) or an integer percentage (e.g. 50%), got "half"`) {
+		t.Errorf("a bad maxUnhealthy: %v", err)
+	}
+}

@@ -62,6 +62,9 @@ type Env struct {
 	Logs LogSink
 	// Webhooks serves admission webhooks (nil: none are served, and stand-ins skip theirs).
 	Webhooks Webhooks
+	// Serial are the guests' serial ports, read through the VMIs' console subresource (nil:
+	// what guests write there is lost).
+	Serial *SerialPorts
 	// Dir is the sim's working folder (not an artifact).
 	Dir string
 	// Now is the clock.
@@ -87,7 +90,8 @@ func (e *Env) Latency(name string) time.Duration {
 type Observation struct {
 	Fault  faults.Name `json:"fault"`
 	Pool   string      `json:"pool"`
-	Object string      `json:"object"` // Kind/namespace/name the effect shows on
+	Object string      `json:"object"`        // Kind/namespace/name the effect shows on
+	UID    string      `json:"uid,omitempty"` // that object's UID, when the effect is tied to it
 	Detail string      `json:"detail"`
 	At     time.Time   `json:"at"`
 }
@@ -113,6 +117,10 @@ func (e *Env) Observe(o Observation) error {
 // ObservationsPath is where Observe writes.
 func (e *Env) ObservationsPath() string { return e.Dir + "/faults-observed.jsonl" }
 
+// GuestLogPath is the guests' log: what a guest could not do that no console shows and no fault
+// explains (error texts, never a guest's data).
+func (e *Env) GuestLogPath() string { return e.Dir + "/guests.log" }
+
 // Close releases the observations file.
 func (e *Env) Close() error {
 	e.mu.Lock()
@@ -124,3 +132,20 @@ func (e *Env) Close() error {
 	e.observed = nil
 	return err
 }
+
+// LoopbackAnnotation is the sim's own stand-in for the pod network: on a management Service, the
+// loopback address (127.0.0.1:<port>) its ClusterIP and first port lead to. The Kamaji stand-in
+// sets it on a tenant control plane's Service, whose apiserver listens on loopback; the guest
+// stand-in dials through it, as a worker VM reaches the Service through kube-proxy.
+const LoopbackAnnotation = "sim.cozy-e2e.io/loopback"
+
+// RendererLabel, on a Kubernetes app's HelmRelease, says which renders it in the sim: RendererChart,
+// the real Cozystack Kubernetes chart through the real helm-controller, for an app whose pools
+// all run Talos (what the pinned chart knows); RendererModel, the platform stand-in's model of
+// cozystack/cozystack#4911 (NodeGroupClass), for an app with a pool on any other class. The app
+// API stand-in sets it when it creates the release and keeps it.
+const (
+	RendererLabel = "sim.cozy-e2e.io/renderer"
+	RendererChart = "chart"
+	RendererModel = "model-4911"
+)

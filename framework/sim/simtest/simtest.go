@@ -96,7 +96,7 @@ func SimEnv(t testing.TB, dir, spec string, latencies map[string]time.Duration) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &simenv.Env{Faults: set, Latencies: latencies, Logs: DirLogs(dir), Dir: dir, Now: time.Now}
+	e := &simenv.Env{Faults: set, Latencies: latencies, Logs: DirLogs(dir), Dir: dir, Serial: &simenv.SerialPorts{}, Now: time.Now}
 	t.Cleanup(func() { _ = e.Close() })
 	return e
 }

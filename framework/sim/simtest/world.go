@@ -75,3 +75,36 @@ func Tenant(t testing.TB) (*controlplane.APIServer, *cluster.Cluster) {
 	}
 	return api, c
 }
+
+// KamajiTenant starts a tenant control plane as the Kamaji stand-in runs one for
+// TenantControlPlane namespace/name: its apiserver's certificate holds the Service names
+// <name>.<namespace>.svc[.cluster.local] and it authenticates bootstrap tokens, its
+// kube-controller-manager approves and signs the kubelets' CSRs, and kwok plays the Nodes
+// annotated kwok.x-k8s.io/node=fake. The caller writes what Kamaji and the platform write into
+// it (RBAC, tokens).
+func KamajiTenant(t testing.TB, namespace, name string) (*controlplane.APIServer, *cluster.Cluster) {
+	t.Helper()
+	api := cptest.APIServer(t, controlplane.APIServerOptions{Name: "tenant",
+		SANs:      []string{name, name + "." + namespace + ".svc", name + "." + namespace + ".svc.cluster.local"},
+		ExtraArgs: []string{"--enable-bootstrap-token-auth=true"}})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	kcm, err := controlplane.StartControllerManager(ctx, cptest.Tools(t), api, controlplane.ControllerManagerOptions{Dir: dir,
+		Controllers: "*,-nodeipam,-persistentvolume-binder,-attachdetach,-persistentvolume-expander,-cloud-node-lifecycle,-service-lb-controller,-node-route-controller"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { kcm.Stop(5 * time.Second) })
+	kwok, err := controlplane.StartKwok(ctx, cptest.Tools(t), api, controlplane.KwokOptions{Dir: dir,
+		ExtraArgs: []string{"--manage-all-nodes=false", "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { kwok.Stop(5 * time.Second) })
+	c, err := cluster.New("tenant", api.Admin())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return api, c
+}

@@ -23,8 +23,10 @@ type Pool struct {
 	Namespace, Cluster string
 	// Name is the pool (nodeGroups.<name>), from the MachineDeployment name R-<pool>.
 	Name string
-	// Machine is the Machine's name (and its KubevirtMachine's, VM's and VMI's).
-	Machine string
+	// Machine is the Machine's name (and its KubevirtMachine's, VM's and VMI's), MachineUID
+	// its UID (a replacement Machine is another UID, whatever its name).
+	Machine    string
+	MachineUID string
 	// Kairos is true when the Machine bootstraps with a KairosConfig.
 	Kairos bool
 }
@@ -41,7 +43,7 @@ func PoolOf(ctx context.Context, c client.Reader, namespace, machine string) (Po
 
 // PoolOfMachine says which pool m belongs to.
 func PoolOfMachine(m *clusterv1.Machine) Pool {
-	p := Pool{Namespace: m.Namespace, Cluster: m.Spec.ClusterName, Machine: m.Name, Name: m.Name,
+	p := Pool{Namespace: m.Namespace, Cluster: m.Spec.ClusterName, Machine: m.Name, MachineUID: string(m.UID), Name: m.Name,
 		Kairos: m.Spec.Bootstrap.ConfigRef.Kind == names.KairosConfigGVK.Kind}
 	if md := m.Labels[clusterv1.MachineDeploymentNameLabel]; md != "" {
 		p.Name = strings.TrimPrefix(md, p.Cluster+"-")

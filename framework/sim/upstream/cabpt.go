@@ -3,7 +3,6 @@ package upstream
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 
 	"github.com/cozystack/cozy-e2e/framework/cluster"
 )
@@ -32,11 +31,13 @@ func StartCABPT(ctx context.Context, b *Build, c *cluster.Cluster, o Options) (*
 	if err != nil {
 		return nil, err
 	}
-	if ctl.Webhook, err = NewServing(filepath.Join(o.Dir, "webhook-certs"), "cabpt"); err != nil {
+	if ctl.Webhook, err = o.serving("cabpt"); err != nil {
 		return nil, err
 	}
-	if err := InstallCRDs(ctx, c, crds, ctl.Webhook.Conversion()); err != nil {
-		return nil, err
+	if !o.CRDsInstalled {
+		if err := InstallCRDs(ctx, c, crds, ctl.Webhook.Conversion()); err != nil {
+			return nil, err
+		}
 	}
 	// config/default/kustomization.yaml line 3: namePrefix cabpt-.
 	hooks, err := InstallWebhookConfigurations(ctx, c, b.Src("cabpt", "config", "webhook", "manifests.yaml"), "cabpt-", ctl.Webhook)

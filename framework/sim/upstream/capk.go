@@ -3,7 +3,6 @@ package upstream
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 
 	"github.com/cozystack/cozy-e2e/framework/cluster"
 )
@@ -25,14 +24,16 @@ func StartCAPK(ctx context.Context, b *Build, c *cluster.Cluster, o Options) (*C
 		return nil, err
 	}
 	// CAPK's CRDs serve one version each: no conversion webhook.
-	if err := InstallCRDs(ctx, c, crds, nil); err != nil {
-		return nil, err
+	if !o.CRDsInstalled {
+		if err := InstallCRDs(ctx, c, crds, nil); err != nil {
+			return nil, err
+		}
 	}
 	ctl, err := newController("capk-manager", b.Path(CAPKBinary), o)
 	if err != nil {
 		return nil, err
 	}
-	if ctl.Webhook, err = NewServing(filepath.Join(o.Dir, "webhook-certs"), "capk"); err != nil {
+	if ctl.Webhook, err = o.serving("capk"); err != nil {
 		return nil, err
 	}
 	// config/default/kustomization.yaml line 3: namePrefix capk-.

@@ -3,7 +3,6 @@ package upstream
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"fmt"
 	"go/ast"
 	"go/parser"
@@ -11,19 +10,11 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"sort"
 	"strconv"
-	"strings"
-	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/util/wait"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
-
-	"github.com/cozystack/cozy-e2e/framework/cluster"
 )
 
 // CRD is one CustomResourceDefinition and where it came from ("<module>@<version> <path>").
@@ -84,7 +75,13 @@ func (b *Build) FluxCRDs() ([]CRD, error) {
 //   - VirtualMachineClusterInstancetype (instancetype.kubevirt.io/v1beta1): not rendered but looked
 //     up for every node group (templates/talos/talos-reconcile-job.yaml lines 506-510), and Helm's
 //     lookup fails on a kind the apiserver does not serve; KubeVirt v1.8.4 (the platform's) as
-//     InstancetypeCRD builds it.
+//     InstancetypeCRD builds it;
+//   - KeycloakClient and KeycloakClientScope (v1.edp.epam.com/v1): the Keycloak operator's, as the
+//     platform ships it (packages/system/keycloak-operator); the chart renders them only with
+//     oidc.mode System, but its oidc-bootstrap post-install hook deletes them by kind in every
+//     mode, and `kubectl delete` of a kind the apiserver does not serve fails the hook, and with
+//     it the install (templates/oidc-rbac-job.yaml: its guard, kubectl api-resources
+//     --api-group, exits 0 for a group that is not served).
 func (b *Build) ChartCRDs() ([]CRD, error) {
 	var out []CRD
 	add := func(crds []CRD, err error) error {
@@ -111,6 +108,14 @@ func (b *Build) ChartCRDs() ([]CRD, error) {
 		func() error {
 			crd, err := b.InstancetypeCRD()
 			return add([]CRD{crd}, err)
+		},
+		func() error {
+			for _, kind := range []string{"keycloakclients", "keycloakclientscopes"} {
+				if err := add(b.crdFiles("cozystack", "packages/system/keycloak-operator/charts/keycloak-operator/crds/v1.edp.epam.com_"+kind+".yaml")); err != nil {
+					return err
+				}
+			}
+			return nil
 		},
 	}
 	for _, s := range steps {
@@ -345,75 +350,4 @@ func pick(crds []CRD, err error, names ...string) ([]CRD, error) {
 		}
 	}
 	return out, nil
-}
-
-// Conversion is the webhook a CRD's versions convert through: a URL and the CA that signs the
-// serving certificate.
-type Conversion struct {
-	URL      string
-	CABundle []byte
-}
-
-// InstallCRDs creates each CRD, or replaces an existing one of that name (the sim's fixtures
-// hold stand-in versions of some), and waits until all are Established. A CRD serving more than
-// one version gets conv as its conversion webhook when conv is set.
-func InstallCRDs(ctx context.Context, c *cluster.Cluster, crds []CRD, conv *Conversion) error {
-	for _, in := range crds {
-		crd := in.CRD.DeepCopy()
-		if conv != nil && len(crd.Spec.Versions) > 1 {
-			crd.Spec.Conversion = &apiextensionsv1.CustomResourceConversion{
-				Strategy: apiextensionsv1.WebhookConverter,
-				Webhook: &apiextensionsv1.WebhookConversion{
-					ClientConfig:             &apiextensionsv1.WebhookClientConfig{URL: &conv.URL, CABundle: conv.CABundle},
-					ConversionReviewVersions: []string{"v1", "v1beta1"},
-				},
-			}
-		}
-		if err := createOrReplace(ctx, c, crd); err != nil {
-			return fmt.Errorf("upstream: installing CRD %s (%s): %w", crd.Name, in.Source, err)
-		}
-	}
-	return waitEstablished(ctx, c, crds)
-}
-
-func createOrReplace(ctx context.Context, c *cluster.Cluster, crd *apiextensionsv1.CustomResourceDefinition) error {
-	err := c.Client.Create(ctx, crd)
-	if !apierrors.IsAlreadyExists(err) {
-		return err
-	}
-	var live apiextensionsv1.CustomResourceDefinition
-	if err := c.Client.Get(ctx, client.ObjectKey{Name: crd.Name}, &live); err != nil {
-		return err
-	}
-	crd.ResourceVersion = live.ResourceVersion
-	return c.Client.Update(ctx, crd)
-}
-
-func waitEstablished(ctx context.Context, c *cluster.Cluster, crds []CRD) error {
-	var pending []string
-	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		pending = pending[:0]
-		for _, in := range crds {
-			var got apiextensionsv1.CustomResourceDefinition
-			if err := c.Client.Get(ctx, client.ObjectKey{Name: in.CRD.Name}, &got); err != nil {
-				pending = append(pending, in.CRD.Name)
-				continue
-			}
-			established := false
-			for _, cond := range got.Status.Conditions {
-				if cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue {
-					established = true
-				}
-			}
-			if !established {
-				pending = append(pending, in.CRD.Name)
-			}
-		}
-		return len(pending) == 0, nil
-	})
-	if err != nil {
-		sort.Strings(pending)
-		return fmt.Errorf("upstream: CRDs not Established (%w): %s", err, strings.Join(pending, ", "))
-	}
-	return nil
 }

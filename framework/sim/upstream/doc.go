@@ -82,34 +82,19 @@
 //   - The controllers run as the management apiserver's admin; their RBAC (config/rbac) is not
 //     exercised.
 //
-// # Phase 2 (wiring into the sim world)
+// # In the sim
 //
-//   - Start CAPK, CABPT and helm-controller with the world (after its CRDs, before Run returns),
-//     stop them with it (World.OnStop), and list Build.Components in run.json.
-//   - Install the upstream CRDs instead of the fixtures' stand-in ones (CAPK's are the same files;
-//     TalosConfig gains v1alpha2 and CABPT's conversion; the hand-written HelmRelease and
-//     KamajiControlPlane give way to the real ones); delete framework/sim/capk's KubevirtMachine
-//     and VM handling and the Talos half of framework/sim/bootstrap.
-//   - The Kamaji stand-in must do what the Kamaji control plane provider does for a KubevirtCluster
-//     managed by Kamaji: spec.controlPlaneEndpoint and status.ready (clastix/
-//     cluster-api-control-plane-provider-kamaji v0.19.0 controllers/
-//     kamajicontrolplane_controller_cluster_patch.go lines 147-180), or CAPK never creates a VM.
-//   - The platform stand-in hands a Kubernetes app to helm-controller as cozystack-api does: a
-//     HelmRelease kubernetes-<name> labelled sharding.fluxcd.io/key: tenants, chartRef to the
-//     ExternalArtifact cozystack-kubernetes-application-kubevirt-kubernetes in cozy-system,
-//     valuesFrom the namespace's cozystack-values Secret, install and upgrade without wait; and
-//     the instance types the chart names exist (packages/system/kubevirt-instancetypes).
-//   - The chart's Jobs must run for real: their pods must not be on a kwok Node whose
-//     pod-complete stage ends them, but be run on the host with the built kubectl and a shell,
-//     as the Job's ServiceAccount, with the pod's environment, Secrets and ConfigMaps; the pod's
-//     log is their output and its phase their exit code. The talos-reconcile Job then waits for
-//     the apiserver Service, the Talos CA (cert-manager's Certificate: nothing issues it in the
-//     sim), the Kamaji CA and CoreDNS's Service IP before it applies the TalosConfigTemplate;
-//     each of those must exist.
-//   - The addon HelmReleases the chart renders point at ExternalArtifacts that do not exist in the
-//     sim and at the tenant cluster; helm-controller retries them (reconcile errors in its log).
-//     Either publish those artifacts or accept them failing.
-//   - The guest stand-in must boot from the real bootstrap data (Talos machine configuration in
-//     <machine>-bootstrap-data, key value; CAPK copies it into <data secret>-userdata, key
-//     userdata, as the VM's config drive).
+// The sim substrate (framework/substrate/sim) runs CAPK, CABPT and helm-controller on every run:
+// their CRDs, and the chart's (the real HelmRelease and KamajiControlPlane among them), replace
+// the fixtures' copies and install beside the fixture CRDs before the world's manager starts
+// (CRDsInstalled), with the platform's instance types (InstanceTypes); the processes start once
+// Cluster API's webhooks answer (Options.Webhook carries CABPT's identity, which its CRDs name for
+// conversion) and stop with the world. The chart is packed, served and published as the
+// ExternalArtifact a Kubernetes app's release names; helm-controller takes only the releases the
+// app API stand-in marks for the chart (Talos-only apps). The Kamaji stand-in plays the Kamaji
+// control plane provider's part for the KubevirtCluster (endpoint and status.ready), and writes
+// <cluster>-kubeconfig, through which CAPK patches the providerID onto the tenant Node. kwok no
+// longer completes Job pods: framework/sim/hostjobs runs the chart's Jobs on the host, and
+// framework/sim/certmanager issues the chart's Certificates. The chart's Jobs then need the
+// Keycloak client kinds (the oidc-bootstrap hook deletes them by kind in every mode).
 package upstream

@@ -30,8 +30,10 @@ func StartHelmController(ctx context.Context, b *Build, c *cluster.Cluster, o Op
 	if err != nil {
 		return nil, err
 	}
-	if err := InstallCRDs(ctx, c, crds, nil); err != nil {
-		return nil, err
+	if !o.CRDsInstalled {
+		if err := InstallCRDs(ctx, c, crds, nil); err != nil {
+			return nil, err
+		}
 	}
 	ctl, err := newController("helm-controller", b.Path(HelmControllerBinary), o)
 	if err != nil {

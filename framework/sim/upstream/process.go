@@ -24,6 +24,13 @@ type Options struct {
 	Kubeconfig string
 	// ExtraArgs are appended verbatim.
 	ExtraArgs []string
+	// CRDsInstalled says the controller's CRDs are installed already (the sim substrate installs
+	// them before its manager starts); they are not installed again.
+	CRDsInstalled bool
+	// Webhook is the webhook server identity to serve with (made by NewServing beforehand, when
+	// CRDs must name its conversion endpoint before the controller runs); nil makes a fresh one
+	// in Dir.
+	Webhook *Serving
 }
 
 // Controller is an upstream controller running as a local process. Its log is LogPath; it dies
@@ -115,6 +122,14 @@ func (c *Controller) Memory() (rss, peak int64, err error) {
 		}
 	}
 	return rss, peak, s.Err()
+}
+
+// serving is o.Webhook, or a fresh webhook identity in Dir.
+func (o Options) serving(name string) (*Serving, error) {
+	if o.Webhook != nil {
+		return o.Webhook, nil
+	}
+	return NewServing(filepath.Join(o.Dir, "webhook-certs"), name)
 }
 
 // newController prepares a controller process with a health and a metrics port on loopback.

@@ -230,9 +230,9 @@ func TestREADMEListsEveryCRD(t *testing.T) {
 			t.Errorf("fixtures/upstream/README.md does not name %s %s", comp.Module, comp.Version)
 		}
 	}
-	// CAPK 4, CABPT 2, Flux 4, the chart's 6.
-	if len(all) != 16 {
-		t.Errorf("%d CRDs; the README lists 16", len(all))
+	// CAPK 4, CABPT 2, Flux 4, the chart's 8.
+	if len(all) != 18 {
+		t.Errorf("%d CRDs; the README lists 18", len(all))
 	}
 }
 
@@ -259,4 +259,27 @@ func TestAControllerThatCannotStartLeavesNoWebhook(t *testing.T) {
 	for _, h := range hooks.Items {
 		t.Errorf("webhook configuration %s left behind", h.Name)
 	}
+}
+
+// The platform's instance types are read from its package: u1.medium, which the harness's node
+// groups name, is 1 CPU and 4Gi.
+func TestInstanceTypes(t *testing.T) {
+	b := findBuild(t)
+	its, err := b.InstanceTypes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, it := range its {
+		if it.GetName() != "u1.medium" {
+			continue
+		}
+		cpu, _, _ := unstructured.NestedFieldNoCopy(it.Object, "spec", "cpu", "guest")
+		mem, _, _ := unstructured.NestedString(it.Object, "spec", "memory", "guest")
+		if fmt.Sprint(cpu) != "1" || mem != "4Gi" {
+			t.Fatalf("u1.medium: cpu %v memory %s", cpu, mem)
+		}
+		t.Logf("%d instance types, u1.medium among them", len(its))
+		return
+	}
+	t.Fatalf("no u1.medium among %d instance types", len(its))
 }

@@ -1,5 +1,7 @@
 package world
 
+//lint:file-ignore SA1019 the sim registers every Cluster API version its controllers serve, v1beta1 included, as Cluster API's own manager does.
+
 import (
 	"context"
 	"fmt"

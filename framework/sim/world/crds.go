@@ -16,13 +16,24 @@ import (
 	"github.com/cozystack/cozy-e2e/framework/cluster"
 )
 
-// installCRDs creates every fixture CRD and waits until each is Established. A CRD serving more
+// installCRDs creates every fixture CRD but the replaced ones and waits until each is
+// Established. A CRD serving more
 // than one version whose kinds convert through a hub in the manager's scheme (Cluster API's)
 // gets the in-process conversion webhook, so every served version reads correctly.
-func installCRDs(ctx context.Context, c *cluster.Cluster, s *webhookServing) error {
-	crds, err := fixtures.CRDs()
+func installCRDs(ctx context.Context, c *cluster.Cluster, s *webhookServing, replaced []string) error {
+	all, err := fixtures.CRDs()
 	if err != nil {
 		return err
+	}
+	skip := map[string]bool{}
+	for _, n := range replaced {
+		skip[n] = true
+	}
+	var crds []fixtures.CRD
+	for _, f := range all {
+		if !skip[f.CRD.Name] {
+			crds = append(crds, f)
+		}
 	}
 	scheme := managerScheme()
 	for _, f := range crds {

@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/yaml"
 
 	"github.com/cozystack/cozy-e2e/fixtures"
 	"github.com/cozystack/cozy-e2e/framework/controlplane"
@@ -25,8 +27,22 @@ func clientKey(ns, name string) types.NamespacedName {
 // address is 127.0.0.1 and its kubelet port the server's, which kwok writes into each Node's
 // status; the apiserver skips verifying kwok's self-signed certificate because it is given no
 // kubelet CA. Logs objects (--enable-crds=Logs) say which file a container's log is.
-func startKwok(ctx context.Context, tools controlplane.Tools, api *controlplane.APIServer, dir string) (*controlplane.Process, error) {
+//
+// With hostJobs, the upstream stages are passed without pod-complete, the stage that ends every
+// Job's pod Succeeded as soon as it runs.
+func startKwok(ctx context.Context, tools controlplane.Tools, api *controlplane.APIServer, dir string, hostJobs bool) (*controlplane.Process, error) {
 	configs := []string{tools.KwokStages()}
+	if hostJobs {
+		stages, err := withoutStage(tools.KwokStages(), "pod-complete")
+		if err != nil {
+			return nil, err
+		}
+		p := filepath.Join(dir, "kwok-stages.yaml")
+		if err := os.WriteFile(p, stages, 0o644); err != nil {
+			return nil, err
+		}
+		configs = []string{p}
+	}
 	extra, err := fixtures.KwokConfigs()
 	if err != nil {
 		return nil, err
@@ -50,4 +66,35 @@ func startKwok(ctx context.Context, tools controlplane.Tools, api *controlplane.
 			"--cidr=10.244.0.1/16", "--node-lease-duration-seconds=40", "--enable-crds=Logs",
 		},
 	})
+}
+
+// withoutStage is the stages file at path without the Stage named name; it fails when there is
+// no such stage (the upstream file changed).
+func withoutStage(path, name string) ([]byte, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var kept []string
+	found := false
+	for _, doc := range strings.Split(string(data), "\n---\n") {
+		var head struct {
+			Kind     string `json:"kind"`
+			Metadata struct {
+				Name string `json:"name"`
+			} `json:"metadata"`
+		}
+		if err := yaml.Unmarshal([]byte(doc), &head); err != nil {
+			return nil, fmt.Errorf("world: %s: %w", path, err)
+		}
+		if head.Kind == "Stage" && head.Metadata.Name == name {
+			found = true
+			continue
+		}
+		kept = append(kept, doc)
+	}
+	if !found {
+		return nil, fmt.Errorf("world: %s has no Stage %s", path, name)
+	}
+	return []byte(strings.Join(kept, "\n---\n")), nil
 }

@@ -28,6 +28,20 @@ type Options struct {
 	ServiceCIDR string
 	// Users are token users of the management apiserver besides the admin.
 	Users []controlplane.User
+	// DNSService creates the management cluster's CoreDNS Service (kube-system/kube-dns), as
+	// the platform has one; tests that play a tenant on the management apiserver leave it out.
+	DNSService bool
+	// HostJobs leaves kwok's pod-complete stage out: a Job's pod stays Running for a stand-in
+	// that runs its containers (framework/sim/hostjobs) instead of ending Succeeded at once.
+	HostJobs bool
+	// Replaced names fixture CRDs the world does not install because a real upstream component
+	// brings its own from its module (CAPK's and the Talos bootstrap provider's, which the sim
+	// substrate installs before Run).
+	Replaced []string
+	// AlsoInstall, when set, installs what else the management cluster must hold before its
+	// manager is built (the upstream components' CRDs); it runs beside the fixture CRDs'
+	// installation, which the apiserver then establishes together.
+	AlsoInstall func(context.Context, *cluster.Cluster) error
 	// Log receives progress lines for people; nil discards them.
 	Log io.Writer
 }
@@ -102,10 +116,22 @@ func Start(ctx context.Context, o Options) (_ *World, err error) {
 		return nil, err
 	}
 	t := time.Now()
-	if err := installCRDs(ctx, w.Cluster, w.webhooks); err != nil {
+	also := make(chan error, 1)
+	go func() {
+		if o.AlsoInstall == nil {
+			also <- nil
+			return
+		}
+		also <- o.AlsoInstall(ctx, w.Cluster)
+	}()
+	err = installCRDs(ctx, w.Cluster, w.webhooks, o.Replaced)
+	if alsoErr := <-also; err == nil {
+		err = alsoErr
+	}
+	if err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(o.Log, "sim: fixture CRDs established in %s\n", since(t))
+	fmt.Fprintf(o.Log, "sim: CRDs established in %s\n", since(t))
 
 	if err := w.startComponents(ctx); err != nil {
 		return nil, err
@@ -115,6 +141,15 @@ func Start(ctx context.Context, o Options) (_ *World, err error) {
 	}
 	if err := createNodes(ctx, w.Cluster, o.Nodes); err != nil {
 		return nil, err
+	}
+	if o.DNSService {
+		serviceCIDR := o.ServiceCIDR
+		if serviceCIDR == "" {
+			serviceCIDR = "10.96.0.0/16" // the apiserver's default here (controlplane.StartAPIServer)
+		}
+		if err := createDNSService(ctx, w.Cluster, serviceCIDR); err != nil {
+			return nil, err
+		}
 	}
 	if w.mgr, err = newManager(life, w.API.Admin(), w.webhooks, controllerLogger(filepath.Join(o.Dir, "controllers.log"))); err != nil {
 		return nil, err
@@ -144,7 +179,7 @@ func (w *World) startComponents(ctx context.Context) error {
 		return err
 	}
 	w.procs = append(w.procs, sched)
-	kw, err := startKwok(ctx, w.opts.Tools, w.API, mkdir(w.opts.Dir, "kwok"))
+	kw, err := startKwok(ctx, w.opts.Tools, w.API, mkdir(w.opts.Dir, "kwok"), w.opts.HostJobs)
 	if err != nil {
 		return err
 	}

@@ -1,5 +1,7 @@
 package world_test
 
+//lint:file-ignore SA1019 the test reads objects at v1beta1 as the v1beta1 providers do, through the conversion webhook.
+
 import (
 	"bufio"
 	"context"

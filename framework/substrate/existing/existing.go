@@ -117,6 +117,7 @@ func (s *Substrate) Up(ctx context.Context, clock *budget.Clock) (*cluster.Clust
 		o := install.Options{Lane: s.lane, GatesOnly: true}
 		o.Log = s.opts.Log
 		o.Emulation = s.lane.Kind != nil && s.lane.Kind.Emulation
+		o.Note = span.Note
 		if phase == "components" {
 			err = install.Components(pctx, s.c, o)
 		} else {

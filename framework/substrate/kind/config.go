@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/kind/pkg/apis/config/v1alpha4"
 	"sigs.k8s.io/yaml"
 
+	"github.com/cozystack/cozy-e2e/framework/install"
 	"github.com/cozystack/cozy-e2e/framework/lane"
 )
 
@@ -96,6 +97,11 @@ func Config(l *lane.Lane, o ConfigOptions) (*NodeConfig, error) {
 			PodSubnet: n.PodSubnet, ServiceSubnet: n.ServiceSubnet,
 		}
 	}
+	// kind has no cluster domain setting (v1alpha4 Networking, types.go:167-197 at v0.33.0):
+	// kubeadm's ClusterConfiguration carries it, and kubeadm gives it to the kubelets as
+	// clusterDomain. Without it the domain is kubeadm's cluster.local, not the platform's.
+	c.KubeadmConfigPatches = append(c.KubeadmConfigPatches,
+		"kind: ClusterConfiguration\nnetworking:\n  dnsDomain: "+install.ClusterDomain(l)+"\n")
 	if o.CgroupV1 && minorAtLeast(version, 35) {
 		// kubelet v1.35 defaults failCgroupV1 to true and refuses to start on a cgroup v1 host.
 		c.KubeadmConfigPatches = append(c.KubeadmConfigPatches,

@@ -79,13 +79,74 @@ func TestNodeConfigOfTheShippedLane(t *testing.T) {
 	if err := yaml.UnmarshalStrict(data, &back); err != nil {
 		t.Fatalf("kind's own types refuse the config: %v", err)
 	}
+	// The kubelet refuses node-role.kubernetes.io labels in --node-labels (kubelet
+	// options.go:150-164 at v1.35.4): the control-plane label is set after create, never here.
+	for _, n := range back.Nodes {
+		for k := range n.Labels {
+			if strings.HasPrefix(k, "node-role.kubernetes.io/") {
+				t.Fatalf("node %s carries %s in the kind config; kubelets refuse it", n.Role, k)
+			}
+		}
+	}
+	// The cluster domain the platform and its generic install guide require: kind has no field
+	// for it, so a kubeadm ClusterConfiguration patch carries it (kind applies a patch without
+	// apiVersion to every kubeadm API version, resource.go:66-70 at v0.33.0).
+	if got := clusterDomainPatch(t, back.KubeadmConfigPatches); got != "cozy.local" {
+		t.Fatalf("networking.dnsDomain %q in the kubeadm patches, want cozy.local:\n%s", got, data)
+	}
 	// v1.34 kubelets accept cgroup v1 by default: no patch there.
 	prev, err := Config(pinned(t, "kubernetes-previous"), ConfigOptions{CgroupV1: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(prev.Cluster.KubeadmConfigPatches) != 0 {
+	if len(prev.Cluster.KubeadmConfigPatches) != 1 || strings.Contains(prev.Cluster.KubeadmConfigPatches[0], "failCgroupV1") {
 		t.Fatalf("a v1.34 node got %v", prev.Cluster.KubeadmConfigPatches)
+	}
+}
+
+// clusterDomainPatch is networking.dnsDomain of the ClusterConfiguration patch, "" if none.
+func clusterDomainPatch(t *testing.T, patches []string) string {
+	t.Helper()
+	for _, p := range patches {
+		var doc struct {
+			Kind       string `json:"kind"`
+			APIVersion string `json:"apiVersion"`
+			Networking struct {
+				DNSDomain string `json:"dnsDomain"`
+			} `json:"networking"`
+		}
+		if err := yaml.UnmarshalStrict([]byte(p), &doc); err != nil {
+			continue
+		}
+		if doc.Kind == "ClusterConfiguration" {
+			if doc.APIVersion != "" {
+				t.Fatalf("the patch pins apiVersion %s: kind would apply it to one kubeadm API version only", doc.APIVersion)
+			}
+			return doc.Networking.DNSDomain
+		}
+	}
+	return ""
+}
+
+// A lane's own domain reaches both the kind config and the platform Package; a lane that
+// names none gets the platform's default.
+func TestClusterDomainFollowsTheLane(t *testing.T) {
+	l := pinned(t, "kubernetes-latest")
+	l.Kind.Networking.DNSDomain = "e2e.example"
+	cfg, err := Config(l, ConfigOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := clusterDomainPatch(t, cfg.Cluster.KubeadmConfigPatches); got != "e2e.example" {
+		t.Fatalf("dnsDomain %q", got)
+	}
+	l.Kind.Networking.DNSDomain = ""
+	cfg, err = Config(l, ConfigOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := clusterDomainPatch(t, cfg.Cluster.KubeadmConfigPatches); got != "cozy.local" {
+		t.Fatalf("default dnsDomain %q", got)
 	}
 }
 

@@ -2,23 +2,20 @@ package kind
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	kindcluster "sigs.k8s.io/kind/pkg/cluster"
+	"k8s.io/client-go/dynamic"
 
 	"github.com/cozystack/cozy-e2e/framework/budget"
 	"github.com/cozystack/cozy-e2e/framework/cluster"
 	"github.com/cozystack/cozy-e2e/framework/install"
+	"github.com/cozystack/cozy-e2e/framework/install/upstream"
 	"github.com/cozystack/cozy-e2e/framework/lane"
 	"github.com/cozystack/cozy-e2e/framework/substrate"
 )
@@ -38,24 +35,40 @@ type Options struct {
 	FromPhase string
 	// PlatformSource overrides the lane's platform.source (E2E_PLATFORM_SOURCE).
 	PlatformSource string
+	// PlatformRegistry is where a checkout source's build pushes the packages artifact
+	// (E2E_PLATFORM_REGISTRY).
+	PlatformRegistry string
 	// Host is how the preflight looks at the machine; zero means this machine.
 	Host Host
+
+	// provider stands in for kind's in tests; nil means kind's own, driving docker.
+	provider clusterProvider
+	// runner and loader stand in for the commands and the image loader of a checkout build in
+	// tests; nil means this machine's and Cluster API's kind loader.
+	runner install.Runner
+	loader install.ImageLoader
 }
 
-// OptionsFromEnv adds E2E_FROM_PHASE and E2E_PLATFORM_SOURCE to the common options.
+// OptionsFromEnv adds E2E_FROM_PHASE, E2E_PLATFORM_SOURCE and E2E_PLATFORM_REGISTRY to the
+// common options.
 func OptionsFromEnv(base substrate.Options) Options {
-	return Options{Options: base, FromPhase: os.Getenv("E2E_FROM_PHASE"), PlatformSource: os.Getenv("E2E_PLATFORM_SOURCE")}
+	return Options{Options: base, FromPhase: os.Getenv("E2E_FROM_PHASE"), PlatformSource: os.Getenv("E2E_PLATFORM_SOURCE"),
+		PlatformRegistry: os.Getenv("E2E_PLATFORM_REGISTRY")}
 }
 
 // Substrate is a kind management cluster with the platform installed.
 type Substrate struct {
 	lane       *lane.Lane
 	opts       Options
-	provider   *kindcluster.Provider
+	provider   clusterProvider
 	kubeconfig string
 	report     Report
 	created    bool
 	files      []*os.File
+	// source is the platform source the preflight resolved; manifest the operator manifest it
+	// verified (nil for a checkout, built in the components phase).
+	source   *install.PlatformSource
+	manifest *install.Manifest
 }
 
 // New builds the kind substrate of lane l.
@@ -87,11 +100,7 @@ func (s *Substrate) Preflight(ctx context.Context) error {
 	s.report = Check(pctx, s.lane, s.opts.Host)
 	// Where the platform comes from is known before anything is created: say so now, not after
 	// the cluster phase.
-	if src, err := install.ResolvePlatformSource(s.lane, s.opts.PlatformSource); err != nil {
-		s.report.Findings = append(s.report.Findings, Finding{Check: "platform", Detail: err.Error()})
-	} else {
-		s.report.Findings = append(s.report.Findings, Finding{Check: "platform", OK: true, Detail: "operator from " + src.OperatorManifest()})
-	}
+	s.report.Findings = append(s.report.Findings, s.checkPlatform(ctx))
 	s.writeArtifact("preflight.txt", []byte(s.report.Text()))
 	return s.report.Err(s.lane)
 }
@@ -107,7 +116,7 @@ func (s *Substrate) Up(ctx context.Context, clock *budget.Clock) (*cluster.Clust
 			}
 		}
 	}
-	s.provider = kindcluster.NewProvider(kindcluster.ProviderWithDocker())
+	s.ensureProvider()
 	var c *cluster.Cluster
 	for i, phase := range upPhases() {
 		if _, ok := s.lane.Budget.Phase(phase); !ok {
@@ -129,7 +138,7 @@ func (s *Substrate) Up(ctx context.Context, clock *budget.Clock) (*cluster.Clust
 		if err != nil {
 			return nil, err
 		}
-		err = s.run(pctx, phase, &c)
+		err = s.run(pctx, phase, &c, span.Note)
 		span.End(err)
 		if err != nil {
 			return c, fmt.Errorf("phase %s: %w", phase, err)
@@ -138,7 +147,8 @@ func (s *Substrate) Up(ctx context.Context, clock *budget.Clock) (*cluster.Clust
 	return c, nil
 }
 
-func (s *Substrate) run(ctx context.Context, phase string, c **cluster.Cluster) error {
+// run runs one phase; note adds a line to the phase's entry in the summary.
+func (s *Substrate) run(ctx context.Context, phase string, c **cluster.Cluster, note func(string)) error {
 	switch phase {
 	case "cluster":
 		var err error
@@ -149,7 +159,11 @@ func (s *Substrate) run(ctx context.Context, phase string, c **cluster.Cluster) 
 		if err != nil {
 			return err
 		}
+		o.Note = note
 		if phase == "components" {
+			if o.Manifest, err = s.platformManifest(ctx, o.Source); err != nil {
+				return err
+			}
 			return install.Components(ctx, *c, o)
 		}
 		return install.Platform(ctx, *c, o)
@@ -165,7 +179,7 @@ func (s *Substrate) bringUp(ctx context.Context) (*cluster.Cluster, error) {
 	switch {
 	case exists && s.opts.Reuse:
 		fmt.Fprintf(s.opts.Log, "kind: reusing cluster %s (E2E_REUSE=1)\n", s.lane.Name)
-		return s.attach(ctx)
+		return s.attachLabelled(ctx, s.nodeCount())
 	case exists:
 		return nil, fmt.Errorf("a kind cluster named %s exists already: E2E_REUSE=1 reuses it, or remove it (bin/e2e down --lane %s)", s.lane.Name, s.lane.Name)
 	}
@@ -191,12 +205,10 @@ func (s *Substrate) bringUp(ctx context.Context) (*cluster.Cluster, error) {
 	dl, _ := ctx.Deadline()
 	done := make(chan error, 1)
 	go func() {
-		done <- s.provider.Create(s.lane.Name,
-			kindcluster.CreateWithV1Alpha4Config(cfg.Cluster),
-			kindcluster.CreateWithKubeconfigPath(s.kubeconfig),
-			kindcluster.CreateWithWaitForReady(time.Until(dl)),
-			kindcluster.CreateWithDisplayUsage(false),
-			kindcluster.CreateWithDisplaySalutation(false))
+		// No wait for Ready: the nodes have no CNI until the platform installs kube-ovn and
+		// Cilium, so kind's wait (a busy loop) would spend the whole phase and then return nil.
+		// The Node objects are waited for below; Ready is judged by the platform gates.
+		done <- s.provider.Create(s.lane.Name, createSpec{Config: cfg.Cluster, Kubeconfig: s.kubeconfig, WaitForReady: 0})
 	}()
 	fmt.Fprintf(s.opts.Log, "kind: creating cluster %s (%d nodes), up to %s\n", s.lane.Name, len(cfg.Cluster.Nodes), time.Until(dl).Round(time.Second))
 	select {
@@ -209,7 +221,35 @@ func (s *Substrate) bringUp(ctx context.Context) (*cluster.Cluster, error) {
 		s.created = true
 		return nil, fmt.Errorf("kind create cluster %s: still creating when the cluster phase ran out (%w); Down removes it", s.lane.Name, ctx.Err())
 	}
-	return s.attach(ctx)
+	return s.attachLabelled(ctx, len(cfg.Cluster.Nodes))
+}
+
+// nodeCount is how many nodes the lane's kind cluster has.
+func (s *Substrate) nodeCount() int {
+	n := 1
+	if s.lane.Kind != nil {
+		n += s.lane.Kind.Workers
+	}
+	return n
+}
+
+// attachLabelled attaches to the cluster, waits for its nodes to register and labels the
+// control plane as the platform expects (LabelControlPlane).
+func (s *Substrate) attachLabelled(ctx context.Context, nodes int) (*cluster.Cluster, error) {
+	c, err := s.attach(ctx)
+	if err != nil {
+		return nil, err
+	}
+	dyn, err := dynamic.NewForConfig(c.REST)
+	if err != nil {
+		return c, err
+	}
+	labelled, err := LabelControlPlane(ctx, dyn, nodes, s.opts.Log)
+	if err != nil {
+		return c, fmt.Errorf("kind cluster %s: %w", s.lane.Name, err)
+	}
+	fmt.Fprintf(s.opts.Log, "kind: labelled %s %s=%s (the platform's kube-ovn selects it)\n", strings.Join(labelled, ", "), upstream.ControlPlaneLabel, upstream.ControlPlaneLabelValue)
+	return c, nil
 }
 
 func (s *Substrate) exists() (bool, error) {
@@ -222,15 +262,13 @@ func (s *Substrate) exists() (bool, error) {
 
 // attach exports the kubeconfig of the lane's cluster and builds the client.
 func (s *Substrate) attach(ctx context.Context) (*cluster.Cluster, error) {
-	if s.provider == nil {
-		s.provider = kindcluster.NewProvider(kindcluster.ProviderWithDocker())
-	}
+	s.ensureProvider()
 	if exists, err := s.exists(); err != nil {
 		return nil, err
 	} else if !exists {
 		return nil, fmt.Errorf("no kind cluster named %s to attach to (E2E_REUSE or E2E_FROM_PHASE need one from an earlier run kept with E2E_KEEP=1)", s.lane.Name)
 	}
-	if err := s.provider.ExportKubeConfig(s.lane.Name, s.kubeconfig, false); err != nil {
+	if err := s.provider.ExportKubeConfig(s.lane.Name, s.kubeconfig); err != nil {
 		return nil, fmt.Errorf("kind: export kubeconfig of %s: %w", s.lane.Name, err)
 	}
 	c, err := cluster.FromKubeconfig("management", s.kubeconfig)
@@ -239,66 +277,6 @@ func (s *Substrate) attach(ctx context.Context) (*cluster.Cluster, error) {
 	}
 	c.TenantConfig = TenantAccess(c, s.opts.Log)
 	return c, nil
-}
-
-func (s *Substrate) installOptions(ctx context.Context, c *cluster.Cluster) (install.Options, error) {
-	src, err := install.ResolvePlatformSource(s.lane, s.opts.PlatformSource)
-	if err != nil {
-		return install.Options{}, err
-	}
-	ip, err := controlPlaneIP(ctx, c)
-	if err != nil {
-		return install.Options{}, err
-	}
-	lb := ""
-	if s.lane.Kind != nil {
-		lb = s.lane.Kind.LoadBalancerRange
-	}
-	if lb == "" {
-		if lb, err = kindNetworkRange(ctx); err != nil {
-			return install.Options{}, err
-		}
-	}
-	o := install.Options{Lane: s.lane, Source: src, ControlPlaneIP: ip, LoadBalancerRange: lb}
-	o.Log = s.opts.Log
-	o.Record = s.artifactWriter("gates.txt")
-	o.PlatformRecord = s.artifactWriter("platform.txt")
-	o.Emulation = s.lane.Kind != nil && s.lane.Kind.Emulation
-	return o, nil
-}
-
-// controlPlaneIP is the InternalIP of the control-plane node.
-func controlPlaneIP(ctx context.Context, c *cluster.Cluster) (string, error) {
-	var nodes corev1.NodeList
-	if err := c.Client.List(ctx, &nodes, client.HasLabels{"node-role.kubernetes.io/control-plane"}); err != nil {
-		return "", fmt.Errorf("list control-plane nodes: %w", err)
-	}
-	for _, n := range nodes.Items {
-		for _, a := range n.Status.Addresses {
-			if a.Type == corev1.NodeInternalIP && !strings.Contains(a.Address, ":") {
-				return a.Address, nil
-			}
-		}
-	}
-	return "", fmt.Errorf("no control-plane Node with an IPv4 InternalIP")
-}
-
-// kindNetworkRange derives MetalLB's range from the IPv4 subnet of docker network "kind".
-func kindNetworkRange(ctx context.Context) (string, error) {
-	out, err := exec.CommandContext(ctx, "docker", "network", "inspect", "kind", "--format", "{{json .IPAM.Config}}").Output()
-	if err != nil {
-		return "", fmt.Errorf("docker network inspect kind: %w", err)
-	}
-	var cfgs []struct{ Subnet string }
-	if err := json.Unmarshal(out, &cfgs); err != nil {
-		return "", fmt.Errorf("docker network inspect kind: %w", err)
-	}
-	for _, c := range cfgs {
-		if !strings.Contains(c.Subnet, ":") {
-			return install.RangeInSubnet(c.Subnet)
-		}
-	}
-	return "", fmt.Errorf("docker network kind has no IPv4 subnet; set kind.loadBalancerRange in the lane")
 }
 
 // Down deletes the cluster this run created, unless the run keeps it (E2E_KEEP=1): then it

@@ -15,14 +15,16 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/cozystack/cozy-e2e/framework/install/upstream"
 	"github.com/cozystack/cozy-e2e/framework/lane"
 	"github.com/cozystack/cozy-e2e/framework/substrate"
 )
 
-// Defaults for the inotify limits when the lane gives none: what kind's known issues ask for.
+// Defaults for the inotify limits when the lane gives none: the Cozystack generic install
+// guide's (fs.inotify.max_user_instances 8192; kind's known issues ask only 512).
 const (
-	DefaultInotifyWatches   = 524288
-	DefaultInotifyInstances = 512
+	DefaultInotifyWatches   = upstream.InotifyWatches
+	DefaultInotifyInstances = upstream.InotifyInstances
 )
 
 // kvmGetAPIVersion is _IO(KVMIO, 0x00); every KVM answers 12 (KVM_API_VERSION).

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -28,13 +29,25 @@ func (s *Substrate) Describe() []string {
 	return lines
 }
 
-// copyEvidence copies the sim's fault observations into Artifacts/substrate. Nothing else:
-// every other file of the sim folder may hold a credential.
+// copyEvidence copies the sim's fault observations and the guests' log (error texts the guest
+// stand-in writes, never its data) into Artifacts/substrate. Nothing else: every other file of the
+// sim folder may hold a credential.
 func (s *Substrate) copyEvidence() error {
 	if s.o.Artifacts == "" || s.env.Dir == "" {
 		return nil
 	}
-	src := s.env.ObservationsPath()
+	dir := filepath.Join(s.o.Artifacts, "substrate")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	// The guests' log says what a guest could not do that no console shows (a Talos kubelet's
+	// failed TLS bootstrap).
+	return errors.Join(copyFile(s.env.ObservationsPath(), filepath.Join(dir, "faults-observed.jsonl")),
+		copyFile(s.env.GuestLogPath(), filepath.Join(dir, "guests.log")))
+}
+
+// copyFile copies src to dst; a src that does not exist copies nothing.
+func copyFile(src, dst string) error {
 	in, err := os.Open(src)
 	if os.IsNotExist(err) {
 		return nil
@@ -43,15 +56,10 @@ func (s *Substrate) copyEvidence() error {
 		return err
 	}
 	defer in.Close()
-	dir := filepath.Join(s.o.Artifacts, "substrate")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	out, err := os.Create(filepath.Join(dir, "faults-observed.jsonl"))
+	out, err := os.Create(dst)
 	if err != nil {
 		return err
 	}
-	defer out.Close()
 	_, err = io.Copy(out, in)
-	return err
+	return errors.Join(err, out.Close())
 }

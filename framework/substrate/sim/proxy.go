@@ -12,7 +12,6 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"strings"
-	"sync"
 	"sync/atomic"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -42,7 +41,9 @@ type proxy struct {
 	count  atomic.Int64
 	inject bool
 	env    *simenv.Env
-	once   sync.Once
+	// consoles serves the VMIs' console subresource (the apiserver does not: KubeVirt's
+	// virt-api does, through the aggregator).
+	consoles *consoleServer
 }
 
 func startProxy(upstream *controlplane.APIServer, admin *rest.Config, env *simenv.Env) (*proxy, error) {
@@ -82,6 +83,11 @@ func startProxy(upstream *controlplane.APIServer, admin *rest.Config, env *simen
 	if err != nil {
 		return nil, err
 	}
+	consoles, err := newConsoleServer(admin, env.Serial)
+	if err != nil {
+		return nil, err
+	}
+	p.consoles = consoles
 	p.srv = &http.Server{Handler: p.handler(apps)}
 	go func() { _ = p.srv.Serve(ln) }()
 	return p, nil
@@ -91,11 +97,14 @@ func (p *proxy) handler(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if p.inject && r.URL.Query().Get("watch") != "true" && !strings.HasSuffix(r.URL.Path, "/log") &&
 			p.count.Add(1)%transientEvery == 0 {
-			p.once.Do(func() {
-				_ = p.env.Observe(simenv.Observation{Fault: faults.APIServerTransient, Object: "management apiserver",
-					Detail: fmt.Sprintf("%s %s answered 500 etcdserver: leader changed", r.Method, r.URL.Path)})
-			})
+			// Every injection is recorded, so a run can show how many it absorbed.
+			_ = p.env.Observe(simenv.Observation{Fault: faults.APIServerTransient, Object: "management apiserver",
+				Detail: fmt.Sprintf("%s %s answered 500 etcdserver: leader changed", r.Method, r.URL.Path)})
 			writeStatus(w, http.StatusInternalServerError, "etcdserver: leader changed")
+			return
+		}
+		if m := consolePath.FindStringSubmatch(r.URL.Path); m != nil && p.consoles != nil {
+			p.consoles.serve(w, r, m[1], m[2])
 			return
 		}
 		if err := bufferBody(r); err != nil {

@@ -1,6 +1,11 @@
 // Package sim is the sim substrate: a real local management cluster (framework/sim/world) with
-// the real Cluster API controllers, the platform and Kamaji stand-ins, and whatever other
-// stand-ins are added before Up; faults from E2E_SIM_FAULT. The harness reaches the management
+// the real Cluster API controllers in process, the real CAPK, Talos bootstrap provider and Flux
+// helm-controller as processes beside it (framework/sim/upstream, built by `make tools`), the
+// Cozystack v1.6.1 Kubernetes chart published for helm-controller, which renders the apps whose
+// pools all run Talos (its Jobs run on the host: framework/sim/hostjobs), the platform stand-in
+// (the Tenants, and its model of #4911 for the other Kubernetes apps), the Kamaji and
+// cert-manager stand-ins, and whatever other stand-ins are added before Up; faults from
+// E2E_SIM_FAULT. The harness reaches the management
 // apiserver through a TLS-terminating proxy that passes tokens through and, under the
 // apiserver-transient fault, answers some requests 500 "etcdserver: leader changed".
 package sim
@@ -24,15 +29,18 @@ import (
 	"github.com/cozystack/cozy-e2e/framework/cluster"
 	"github.com/cozystack/cozy-e2e/framework/controlplane"
 	"github.com/cozystack/cozy-e2e/framework/lane"
+	"github.com/cozystack/cozy-e2e/framework/sim/certmanager"
 	"github.com/cozystack/cozy-e2e/framework/sim/faults"
+	"github.com/cozystack/cozy-e2e/framework/sim/hostjobs"
 	"github.com/cozystack/cozy-e2e/framework/sim/kamaji"
 	"github.com/cozystack/cozy-e2e/framework/sim/platform"
 	"github.com/cozystack/cozy-e2e/framework/sim/simenv"
+	"github.com/cozystack/cozy-e2e/framework/sim/upstream"
 	"github.com/cozystack/cozy-e2e/framework/sim/world"
 	"github.com/cozystack/cozy-e2e/framework/substrate"
 )
 
-// StandIn registers one stand-in (CAPK, a bootstrap provider, KubeVirt, CDI, the guest) on the
+// StandIn registers one stand-in (the Kairos bootstrap provider, KubeVirt, CDI, the guest) on the
 // management manager before it starts. The world gives the tools, the logs sink and OnStop.
 type StandIn func(mgr ctrl.Manager, w *world.World, env *simenv.Env) error
 
@@ -53,6 +61,7 @@ type Substrate struct {
 	mu      sync.Mutex
 	w       *world.World
 	k       *kamaji.Kamaji
+	real    *realControllers
 	px      *proxy
 	kubecfg string
 	down    bool
@@ -80,24 +89,33 @@ func New(l *lane.Lane, o substrate.Options) (*Substrate, error) {
 	if o.Log == nil {
 		o.Log = io.Discard
 	}
-	s := &Substrate{lane: l, o: o, canary: canary, health: simHealthTimers()}
+	s := &Substrate{lane: l, o: o, canary: canary, health: healthTimers(l)}
 	lat := map[string]time.Duration{}
 	if l.Sim != nil {
 		for k, v := range l.Sim.Latencies {
 			lat[k] = v.D()
 		}
 	}
-	s.env = &simenv.Env{Faults: set, Latencies: lat, Now: time.Now}
+	s.env = &simenv.Env{Faults: set, Latencies: lat, Serial: &simenv.SerialPorts{}, Now: time.Now}
 	return s, nil
 }
 
-// simHealthTimers are the MachineHealthCheck timers of the sim: short enough that the real
-// MachineHealthCheck controller replaces a stalled Machine within the pools phase (the
-// validating webhook refuses a node startup timeout under 30s), and maxUnhealthy 100% so a
-// one-machine pool remediates too.
-func simHealthTimers() platform.HealthTimers {
-	return platform.HealthTimers{NodeStartupTimeout: 30 * time.Second, ReadyUnknownTimeout: 30 * time.Second,
-		ReadyFalseTimeout: 5 * time.Minute, MaxUnhealthy: "100%"}
+// healthTimers are the MachineHealthCheck values the sim renders: the pinned chart's
+// (maxUnhealthy 50%, nodeStartupTimeout 10m), or the lane's sim.machineHealthCheck, as an app's
+// nodeHealthCheck values would set them (a lane for the mhc-replacement fault shortens them so
+// a stalled Machine is replaced within a run, and one-machine pools too).
+func healthTimers(l *lane.Lane) platform.HealthTimers {
+	h := platform.ChartHealthTimers()
+	if l.Sim == nil || l.Sim.MachineHealthCheck == nil {
+		return h
+	}
+	if m := l.Sim.MachineHealthCheck; m.MaxUnhealthy != "" {
+		h.MaxUnhealthy = m.MaxUnhealthy
+	}
+	if d := l.Sim.MachineHealthCheck.NodeStartupTimeout.D(); d != 0 {
+		h.NodeStartupTimeout = d
+	}
+	return h
 }
 
 // AddStandIn registers a stand-in to join the manager at Up. Call it before Up.
@@ -112,10 +130,14 @@ func (s *Substrate) Canary() string { return s.canary }
 // Name is "sim".
 func (s *Substrate) Name() string { return "sim" }
 
-// Preflight checks the control plane binaries are built.
+// Preflight checks the control plane binaries and the upstream controllers are built.
 func (s *Substrate) Preflight(ctx context.Context) error {
-	if _, err := controlplane.FindTools(); err != nil {
-		return &substrate.PreflightError{Substrate: "sim", Missing: err.Error(), Hint: "run `make tools` once (about 10 minutes cold)"}
+	tools, err := controlplane.FindTools()
+	if err == nil {
+		_, err = upstream.Find(tools)
+	}
+	if err != nil {
+		return &substrate.PreflightError{Substrate: "sim", Missing: err.Error(), Hint: "run `make tools` once (about 25 minutes cold)"}
 	}
 	return nil
 }
@@ -148,9 +170,17 @@ func (s *Substrate) Up(ctx context.Context, clock *budget.Clock) (c *cluster.Clu
 		return nil, err
 	}
 	s.env.Dir = s.dir
+	real, err := newRealControllers(tools, filepath.Join(s.dir, "upstream"))
+	if err != nil {
+		return nil, &substrate.PreflightError{Substrate: "sim", Missing: err.Error(), Hint: "run `make tools`"}
+	}
+	s.mu.Lock()
+	s.real = real
+	s.mu.Unlock()
 	start := time.Now()
 	admin := controlplane.User{Name: "e2e-harness", Groups: []string{"system:masters"}, Token: token()}
-	w, err := world.Start(pctx, world.Options{Tools: tools, Dir: filepath.Join(s.dir, "management"), Users: []controlplane.User{admin}, Log: s.o.Log})
+	w, err := world.Start(pctx, world.Options{Tools: tools, Dir: filepath.Join(s.dir, "management"), Users: []controlplane.User{admin},
+		Replaced: real.replaced(), AlsoInstall: real.installCRDs, DNSService: true, HostJobs: true, Log: s.o.Log})
 	s.mu.Lock()
 	s.w = w
 	s.mu.Unlock()
@@ -172,6 +202,17 @@ func (s *Substrate) Up(ctx context.Context, clock *budget.Clock) (c *cluster.Clu
 	}); err != nil {
 		return nil, err
 	}
+	// cert-manager, and the kubelets of the Job pods (the Kubernetes chart's kubectl scripts),
+	// which run on the host.
+	if err := certmanager.Setup(w.Manager()); err != nil {
+		return nil, err
+	}
+	if err := hostjobs.Setup(w.Manager(), hostjobs.Options{
+		Kubectl: tools.Path("kubectl"), APIServerURL: w.API.URL, APIServerCA: w.API.CA.CertPEM,
+		Logs: w, Dir: mkdir(s.dir, "jobs"), Log: s.o.Log,
+	}); err != nil {
+		return nil, err
+	}
 	for _, f := range s.standIns {
 		if err := f(w.Manager(), w, s.env); err != nil {
 			return nil, fmt.Errorf("sim: registering a stand-in: %w", err)
@@ -180,6 +221,11 @@ func (s *Substrate) Up(ctx context.Context, clock *budget.Clock) (c *cluster.Clu
 	if err := w.Run(pctx); err != nil {
 		return nil, err
 	}
+	t := time.Now()
+	if err := real.start(pctx, w); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(s.o.Log, "sim: upstream controllers running in %s (%s)\n", time.Since(t).Round(time.Millisecond), real.summary())
 	if err := platform.InstallBuiltins(pctx, w.Cluster.Client); err != nil {
 		return nil, err
 	}
@@ -265,7 +311,7 @@ func (s *Substrate) Pids() []int {
 	if s.k != nil {
 		out = append(out, s.k.Pids()...)
 	}
-	return out
+	return append(out, s.real.pids()...)
 }
 
 // World is the management world (nil before Up).
@@ -282,4 +328,10 @@ func orNone(s string) string {
 		return "none"
 	}
 	return s
+}
+
+func mkdir(parent, name string) string {
+	p := filepath.Join(parent, name)
+	_ = os.MkdirAll(p, 0o700)
+	return p
 }

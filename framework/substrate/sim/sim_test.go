@@ -176,6 +176,39 @@ func TestSimSubstrateEndToEnd(t *testing.T) {
 	}
 	t.Logf("app rendered and Machines created in %s", time.Since(appStart).Round(time.Millisecond))
 
+	t.Run("the real Talos bootstrap provider and CAPK make a Talos Machine's data and VM", func(t *testing.T) {
+		var machines clusterv1.MachineList
+		must(t, c.List(ctx, &machines, client.InNamespace(ns), client.MatchingLabels{clusterv1.MachineDeploymentNameLabel: R + "-md0"}))
+		for _, m := range machines.Items {
+			eventually(ctx, t, "bootstrap data and VirtualMachine of "+m.Name, func() error {
+				var got clusterv1.Machine
+				if err := c.Get(ctx, client.ObjectKeyFromObject(&m), &got); err != nil {
+					return err
+				}
+				if got.Spec.Bootstrap.DataSecretName == nil {
+					return errorf("no dataSecretName yet")
+				}
+				// CABPT v0.6.12 names the data <machine>-bootstrap-data; CAPK copies it into
+				// <data>-userdata and names the VM after the KubevirtMachine.
+				if want := m.Name + "-bootstrap-data"; *got.Spec.Bootstrap.DataSecretName != want {
+					t.Fatalf("dataSecretName %q, want %q", *got.Spec.Bootstrap.DataSecretName, want)
+				}
+				var data, userdata corev1.Secret
+				if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: m.Name + "-bootstrap-data"}, &data); err != nil {
+					return err
+				}
+				if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: m.Name + "-bootstrap-data-userdata"}, &userdata); err != nil {
+					return err
+				}
+				if string(userdata.Data["userdata"]) != string(data.Data["value"]) || !strings.Contains(string(data.Data["value"]), "type: worker") {
+					t.Fatalf("userdata is not the Talos bootstrap data")
+				}
+				vm := u(schema.GroupVersionKind{Group: "kubevirt.io", Version: "v1", Kind: "VirtualMachine"}, ns, got.Spec.InfrastructureRef.Name)
+				return c.Get(ctx, client.ObjectKeyFromObject(vm), vm)
+			})
+		}
+	})
+
 	t.Run("the tenant apiserver answers through the kubeconfig Secret", func(t *testing.T) {
 		tenant, err := mgmt.FromSecret(ctx, "tenant", ns, R+"-admin-kubeconfig", "super-admin.conf")
 		must(t, err)

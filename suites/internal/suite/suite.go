@@ -13,6 +13,7 @@ import (
 
 	"github.com/cozystack/cozy-e2e/framework/budget"
 	"github.com/cozystack/cozy-e2e/framework/cluster"
+	"github.com/cozystack/cozy-e2e/framework/console"
 	"github.com/cozystack/cozy-e2e/framework/diag"
 	"github.com/cozystack/cozy-e2e/framework/fixture"
 	"github.com/cozystack/cozy-e2e/framework/join"
@@ -163,6 +164,16 @@ func (s *Suite) StartDiagnostics(ctx context.Context, namespace string) error {
 		return fmt.Errorf("diagnostics: %w", err)
 	}
 	return nil
+}
+
+// Consoles is the run's console hub, which the diagnostics read the VMIs' consoles from; the
+// join judges the guests' boot from it too (join.Options.Consoles). Nil before
+// StartDiagnostics.
+func (s *Suite) Consoles() *console.Hub {
+	if s.rec == nil {
+		return nil
+	}
+	return s.rec.ConsoleHub()
 }
 
 // WatchPool attributes pool p's objects to its own folder from now on.

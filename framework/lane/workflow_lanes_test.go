@@ -1,0 +1,229 @@
+package lane
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	yamlv3 "go.yaml.in/yaml/v3"
+)
+
+type wfStep struct {
+	Name string `json:"name"`
+	If   string `json:"if"`
+	Uses string `json:"uses"`
+	Run  string `json:"run"`
+}
+
+type wfJob struct {
+	If             string `json:"if"`
+	RunsOn         string `json:"runs-on"`
+	TimeoutMinutes string `json:"timeout-minutes"`
+	Concurrency    struct {
+		Group            string `json:"group"`
+		CancelInProgress string `json:"cancel-in-progress"`
+	} `json:"concurrency"`
+	Steps []wfStep `json:"steps"`
+}
+
+type wfInput struct {
+	Type     string   `json:"type"`
+	Options  []string `json:"options"`
+	Required bool     `json:"required"`
+	Default  any      `json:"default"`
+}
+
+type wfFile struct {
+	On struct {
+		PullRequest      *struct{} `json:"pull_request"`
+		WorkflowDispatch struct {
+			Inputs map[string]wfInput `json:"inputs"`
+		} `json:"workflow_dispatch"`
+		WorkflowCall struct {
+			Inputs map[string]wfInput `json:"inputs"`
+		} `json:"workflow_call"`
+	} `json:"on"`
+	Jobs map[string]wfJob `json:"jobs"`
+}
+
+func shippedWorkflows(t *testing.T) ([]*Lane, map[string]wfFile, map[string][]byte) {
+	t.Helper()
+	lanes, err := LoadDir(filepath.Join("..", "..", "lanes"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := Workflows(lanes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	parsed := map[string]wfFile{}
+	for path, data := range want {
+		// YAML 1.2 (yaml.v3), as GitHub reads it: "on" is a key, not a boolean.
+		var doc any
+		if err := yamlv3.Unmarshal(data, &doc); err != nil {
+			t.Fatalf("%s is not valid YAML: %v", path, err)
+		}
+		js, err := json.Marshal(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var f wfFile
+		if err := json.Unmarshal(js, &f); err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		parsed[path] = f
+	}
+	return lanes, parsed, want
+}
+
+// The reusable workflow is committed exactly as the lanes generate it.
+func TestCommittedReusableWorkflowMatchesTheLanes(t *testing.T) {
+	_, _, want := shippedWorkflows(t)
+	have, err := os.ReadFile(filepath.Join("..", "..", ReusableWorkflowPath))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(have) != string(want[ReusableWorkflowPath]) {
+		t.Fatalf("%s drifted from lanes/*.yaml; run `make workflows`:\n%s", ReusableWorkflowPath, Diff(string(have), string(want[ReusableWorkflowPath])))
+	}
+}
+
+// In both workflows each lane's timeout-minutes is its job cap and its runner its
+// runner.runsOn.
+func TestWorkflowsTakeEachLanesCapAndRunner(t *testing.T) {
+	lanes, wfs, _ := shippedWorkflows(t)
+	for path, key := range map[string]string{WorkflowPath: "matrix.lane", ReusableWorkflowPath: "inputs.lane"} {
+		job := wfs[path].Jobs["e2e"]
+		var caps map[string]int
+		if err := json.Unmarshal([]byte(between(t, job.TimeoutMinutes, "fromJSON('", "')["+key+"]")), &caps); err != nil {
+			t.Fatalf("%s: timeout-minutes %q: %v", path, job.TimeoutMinutes, err)
+		}
+		var runners map[string][]string
+		if err := json.Unmarshal([]byte(between(t, job.RunsOn, "|| fromJSON('", "')["+key+"]")), &runners); err != nil {
+			t.Fatalf("%s: runs-on %q: %v", path, job.RunsOn, err)
+		}
+		n := 0
+		for _, l := range lanes {
+			if l.Substrate != SubstrateKind {
+				continue
+			}
+			n++
+			if caps[l.Name] != l.Budget.JobCap.Minutes() || strings.Join(runners[l.Name], ",") != strings.Join(l.Runner.RunsOn, ",") {
+				t.Errorf("%s: lane %s: timeout %d runner %v, want %d %v", path, l.Name, caps[l.Name], runners[l.Name], l.Budget.JobCap.Minutes(), l.Runner.RunsOn)
+			}
+		}
+		if len(caps) != n || len(runners) != n {
+			t.Errorf("%s: %d timeouts, %d runners, %d kind lanes", path, len(caps), len(runners), n)
+		}
+	}
+}
+
+// A pull request from a fork never gets a job on these runners, and runs are grouped per ref
+// and lane; the e2e workflow's dispatch takes the lane and the platform source, the reusable
+// one takes the lane, the platform source and the harness ref.
+func TestWorkflowGuardsConcurrencyAndInputs(t *testing.T) {
+	lanes, wfs, _ := shippedWorkflows(t)
+	for path, key := range map[string]string{WorkflowPath: "matrix.lane", ReusableWorkflowPath: "inputs.lane"} {
+		job := wfs[path].Jobs["e2e"]
+		if job.If != "github.event_name != 'pull_request' || github.event.pull_request.head.repo.full_name == github.repository" {
+			t.Errorf("%s: job condition %q lets fork pull requests in", path, job.If)
+		}
+		if !strings.Contains(job.Concurrency.Group, "${{ github.ref }}") || !strings.Contains(job.Concurrency.Group, "${{ "+key+" }}") {
+			t.Errorf("%s: concurrency group %q is not per ref and lane", path, job.Concurrency.Group)
+		}
+	}
+	d := wfs[WorkflowPath].On.WorkflowDispatch.Inputs
+	var kind []string
+	for _, l := range lanes {
+		if l.Substrate == SubstrateKind {
+			kind = append(kind, l.Name)
+		}
+	}
+	if d["lane"].Type != "choice" || strings.Join(d["lane"].Options, ",") != "all,"+strings.Join(kind, ",") {
+		t.Errorf("dispatch input lane: %+v", d["lane"])
+	}
+	if _, ok := d["platform-source"]; !ok {
+		t.Error("no dispatch input platform-source")
+	}
+	c := wfs[ReusableWorkflowPath].On.WorkflowCall.Inputs
+	for _, name := range []string{"lane", "platform-source", "harness-ref"} {
+		if c[name].Type != "string" {
+			t.Errorf("workflow_call input %s: %+v", name, c[name])
+		}
+	}
+	if !c["lane"].Required || !c["platform-source"].Required || c["harness-ref"].Default != "main" {
+		t.Errorf("workflow_call inputs: %+v", c)
+	}
+}
+
+// On a GitHub-hosted runner /dev/kvm is opened to the runner user and the inotify limits are
+// raised to the Cozystack generic install guide's, before anything runs the harness.
+func TestHostedRunnerStepsComeBeforeThePreflight(t *testing.T) {
+	_, wfs, _ := shippedWorkflows(t)
+	for path, wf := range wfs {
+		var kvm, sysctl, harness = -1, -1, -1
+		for i, s := range wf.Jobs["e2e"].Steps {
+			switch {
+			case strings.Contains(s.Run, `KERNEL=="kvm", GROUP="kvm", MODE="0666"`) && strings.Contains(s.Run, "udevadm trigger --name-match=kvm"):
+				kvm = i
+				if s.If != "runner.environment == 'github-hosted'" {
+					t.Errorf("%s: the /dev/kvm step runs if %q", path, s.If)
+				}
+			case strings.Contains(s.Run, "sysctl -w fs.inotify.max_user_watches=524288 fs.inotify.max_user_instances=8192"):
+				sysctl = i
+			case harness < 0 && (strings.Contains(s.Run, "make e2e") || strings.Contains(s.Run, "bin/e2e run")):
+				harness = i
+			}
+		}
+		if kvm < 0 || sysctl < 0 || harness < 0 || kvm > harness || sysctl > harness {
+			t.Errorf("%s: kvm step %d, sysctl step %d, harness step %d", path, kvm, sysctl, harness)
+		}
+	}
+}
+
+var pinnedUses = regexp.MustCompile(`^\s*(?:-\s+)?uses:\s+([\w.-]+/[\w.-]+)@([0-9a-f]{40}) # (v\d+\.\d+\.\d+)$`)
+
+// Every third-party action in every workflow is pinned by full commit, its version in a
+// comment, at the commit lane.ActionPins records for it.
+func TestEveryActionIsPinnedByCommit(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("..", "..", ".github", "workflows", "*.yaml"))
+	if err != nil || len(files) < 3 {
+		t.Fatalf("workflows: %v %v", files, err)
+	}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, line := range strings.Split(string(data), "\n") {
+			if !strings.Contains(line, "uses:") || strings.HasPrefix(strings.TrimSpace(line), "#") {
+				continue
+			}
+			m := pinnedUses.FindStringSubmatch(line)
+			if m == nil {
+				t.Errorf("%s:%d: %q is not owner/repo@<40-hex commit> # vX.Y.Z", f, i+1, strings.TrimSpace(line))
+				continue
+			}
+			if p, ok := ActionPins[m[1]]; !ok || p.Commit != m[2] || p.Tag != m[3] {
+				t.Errorf("%s:%d: %s@%s # %s is not the pin lane.ActionPins records (%+v)", f, i+1, m[1], m[2], m[3], p)
+			}
+		}
+	}
+}
+
+// between is the text of s between the first from and the next to.
+func between(t *testing.T, s, from, to string) string {
+	t.Helper()
+	_, rest, ok := strings.Cut(s, from)
+	if !ok {
+		t.Fatalf("%q lacks %q", s, from)
+	}
+	out, _, ok := strings.Cut(rest, to)
+	if !ok {
+		t.Fatalf("%q lacks %q", s, to)
+	}
+	return out
+}

@@ -1,0 +1,85 @@
+package platform
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/cozystack/cozy-e2e/framework/cluster"
+)
+
+// AdminKubeconfigSvcKey is the key of <release>-admin-kubeconfig the chart's Jobs mount as their
+// KUBECONFIG (bootstrap-token-tenant-job.yaml:71-72: /tenant-admin/super-admin.svc).
+const AdminKubeconfigSvcKey = "super-admin.svc"
+
+// bootstrapTokenTenant does what the chart's bootstrap-token-tenant hook Job does once the
+// tenant apiserver answers (bootstrap-token-tenant-job.yaml:112-176): through the tenant admin
+// kubeconfig it applies the bootstrap token Secret kube-system/bootstrap-token-<id> (the
+// release's talos-secrets bootstrapTokenId and bootstrapTokenSecret, usable for authentication
+// and signing, extra group system:bootstrappers:kubeadm:default-node-token) and the Role and
+// RoleBinding talos:node-apiserver-endpoint-discovery for system:nodes in default. Done once per
+// admin kubeconfig; false until the tenant answers.
+func (p *Platform) bootstrapTokenTenant(ctx context.Context, app App, s talosSecrets) (bool, error) {
+	release := Release(app.Name)
+	var admin corev1.Secret
+	if err := p.r.Get(ctx, client.ObjectKey{Namespace: app.Namespace, Name: release + "-admin-kubeconfig"}, &admin); err != nil {
+		return false, client.IgnoreNotFound(err)
+	}
+	key := app.Namespace + "/" + release + "@" + admin.ResourceVersion + "/" + s.BootstrapTokenID
+	p.mu.Lock()
+	done := p.tokensDone[key]
+	p.mu.Unlock()
+	if done {
+		return true, nil
+	}
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(admin.Data[AdminKubeconfigSvcKey])
+	if err != nil {
+		return false, fmt.Errorf("platform: %s-admin-kubeconfig key %s: %w", release, AdminKubeconfigSvcKey, err)
+	}
+	tc, err := cluster.New("tenant "+app.Namespace+"/"+release, cfg)
+	if err != nil {
+		return false, err
+	}
+	c := tc.Client
+	tok := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "bootstrap-token-" + s.BootstrapTokenID}}
+	if _, err := controllerutil.CreateOrUpdate(ctx, c, tok, func() error {
+		tok.Type = corev1.SecretTypeBootstrapToken
+		tok.Data = map[string][]byte{
+			"token-id": []byte(s.BootstrapTokenID), "token-secret": []byte(s.BootstrapTokenSecret),
+			"description":                    []byte("Talos worker bootstrap token, managed by cozystack kubernetes chart"),
+			"usage-bootstrap-authentication": []byte("true"), "usage-bootstrap-signing": []byte("true"),
+			"auth-extra-groups": []byte("system:bootstrappers:kubeadm:default-node-token"),
+		}
+		return nil
+	}); err != nil {
+		return false, nil // the tenant apiserver does not answer yet: the Job's pod restarts
+	}
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "talos:node-apiserver-endpoint-discovery"}}
+	if _, err := controllerutil.CreateOrUpdate(ctx, c, role, func() error {
+		role.Rules = []rbacv1.PolicyRule{
+			{APIGroups: []string{""}, Resources: []string{"endpoints"}, Verbs: []string{"get", "list", "watch"}},
+			{APIGroups: []string{"discovery.k8s.io"}, Resources: []string{"endpointslices"}, Verbs: []string{"get", "list", "watch"}},
+		}
+		return nil
+	}); err != nil {
+		return false, nil
+	}
+	rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: role.Name}}
+	if _, err := controllerutil.CreateOrUpdate(ctx, c, rb, func() error {
+		rb.RoleRef = rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name}
+		rb.Subjects = []rbacv1.Subject{{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: "system:nodes"}}
+		return nil
+	}); err != nil {
+		return false, nil
+	}
+	p.mu.Lock()
+	p.tokensDone[key] = true
+	p.mu.Unlock()
+	return true, nil
+}

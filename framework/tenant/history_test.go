@@ -1,0 +1,52 @@
+package tenant_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cozystack/cozy-e2e/framework/lane"
+	"github.com/cozystack/cozy-e2e/framework/tenant"
+	"github.com/cozystack/cozy-e2e/framework/tenant/tenanttest"
+)
+
+// The tenant's release is judged by its history as Cozystack's e2e judges it, and the lane's
+// policy decides whether a remediation fails the run or is reported.
+func testReleaseHistoryFollowsThePolicy(t *testing.T, env *tenanttest.Env) {
+	ctx := ctxFor(t, 30*time.Second)
+	p := tenant.Platform{Mgmt: env.Cluster}
+	mustNamespace(t, env, "tenant-h")
+	for _, tc := range []struct {
+		name    string
+		history []any
+		policy  string
+		err     string
+		note    string
+	}{
+		{"clean", []any{map[string]any{"version": int64(1), "status": "deployed"}}, lane.RemediationFail, "", ""},
+		{"empty", nil, lane.RemediationReport, "empty status.history", ""},
+		{"failed, policy fail", []any{map[string]any{"version": int64(2), "status": "deployed"}, map[string]any{"version": int64(1), "status": "failed"}},
+			lane.RemediationFail, "1 remediated (v1 failed) (policy.remediation.tenant: fail", ""},
+		{"failed, policy report", []any{map[string]any{"version": int64(2), "status": "deployed"}, map[string]any{"version": int64(1), "status": "uninstalled"}},
+			lane.RemediationReport, "", "1 remediated (v1 uninstalled) (reported, policy.remediation.tenant: report)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			names := tenant.For("tenant-h", "h"+strings.ReplaceAll(strings.ReplaceAll(tc.name, ",", ""), " ", "-"))
+			createHelmRelease(t, env, names, "", "", "")
+			status := map[string]any{"conditions": []any{cond("True", "InstallSucceeded", "ok")}}
+			if tc.history != nil {
+				status["history"] = tc.history
+			}
+			setStatus(t, env, tenant.HelmReleaseGVK, names.Namespace, names.HelmRelease(), status)
+			note, err := p.CheckReleaseHistory(ctx, names, tc.policy)
+			switch {
+			case tc.err == "" && err != nil:
+				t.Fatalf("unexpected error: %v", err)
+			case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+				t.Fatalf("error %v; want one with %q", err, tc.err)
+			case !strings.Contains(note, tc.note) || (tc.note == "") != (note == ""):
+				t.Fatalf("note %q; want %q", note, tc.note)
+			}
+		})
+	}
+}

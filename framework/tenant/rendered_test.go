@@ -1,0 +1,42 @@
+package tenant_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/cozystack/cozy-e2e/framework/tenant"
+	"github.com/cozystack/cozy-e2e/framework/tenant/tenanttest"
+)
+
+// Flux writes a release's Ready condition before the rest of its status (history,
+// observedGeneration): WaitRendered answers only once both are there, so the history read
+// after it holds the release.
+func testWaitRenderedWaitsForTheRestOfFluxsStatus(t *testing.T, env *tenanttest.Env) {
+	ctx := ctxFor(t, 30*time.Second)
+	run, _ := tenant.NewRun("r2")
+	names := run.Cluster("pools")
+	mustNamespace(t, env, names.Namespace)
+	p := tenant.Platform{Mgmt: env.Cluster}
+	if err := p.CreateCluster(ctx, tenant.ClusterSpec{Names: names, Version: "v1.35",
+		Pools: []tenant.PoolSpec{{Name: "md0", Class: "talos", Replicas: 1}}}); err != nil {
+		t.Fatal(err)
+	}
+	setStatus(t, env, tenant.HelmReleaseGVK, names.Namespace, names.HelmRelease(), map[string]any{
+		"lastAttemptedGeneration": int64(1), "conditions": []any{cond("True", "InstallSucceeded", "ok")}})
+	done := make(chan error, 1)
+	var r tenant.Rendering
+	go func() {
+		var err error
+		r, err = p.WaitRendered(ctx, names, 1)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		t.Fatalf("answered on the Ready condition alone: %+v %v", r, err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	setHelmReleaseStatus(t, env, names, 1, "True", "InstallSucceeded", "ok")
+	if err := <-done; err != nil || !r.Ready {
+		t.Fatalf("%+v %v", r, err)
+	}
+}

@@ -1,0 +1,159 @@
+package simlane
+
+import (
+	"bufio"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/cozystack/cozy-e2e/framework/budget"
+	"github.com/cozystack/cozy-e2e/framework/diag"
+	"github.com/cozystack/cozy-e2e/framework/lane"
+	"github.com/cozystack/cozy-e2e/framework/osfamily"
+	"github.com/cozystack/cozy-e2e/framework/sim/faults"
+	"github.com/cozystack/cozy-e2e/framework/sim/simenv"
+)
+
+// fired proves, from a run's artifacts, that a fault a correct harness absorbs did happen: a
+// green run under a fault that never fired proves nothing. Every fault of the catalogue that
+// passes has one (TestScenariosCoverTheCatalogue).
+var fired = map[faults.Name]func(t *testing.T, l *lane.Lane, set *faults.Set, art string, obs []simenv.Observation){
+	faults.MHCReplacement:     machineReplaced,
+	faults.APIServerTransient: transientAnswered,
+}
+
+// checkTolerated runs the proof of every absorbed fault the run selected.
+func checkTolerated(t *testing.T, l *lane.Lane, set *faults.Set, art string) {
+	t.Helper()
+	var obs []simenv.Observation
+	read := false
+	for _, n := range set.Names() {
+		if f, _ := faults.Lookup(n); !f.Passes {
+			continue
+		}
+		if !read {
+			obs, read = observations(t, art), true
+		}
+		fired[n](t, l, set, art, obs)
+	}
+}
+
+// transientAnswered: the sim's proxy answered at least one request 500, as it records each
+// injection.
+func transientAnswered(t *testing.T, _ *lane.Lane, _ *faults.Set, _ string, obs []simenv.Observation) {
+	t.Helper()
+	n := 0
+	for _, o := range obs {
+		if o.Fault == faults.APIServerTransient {
+			n++
+		}
+	}
+	if n == 0 {
+		t.Errorf("%s: the sim's proxy recorded no request it answered 500; the run proves nothing of the retries", faults.APIServerTransient)
+		return
+	}
+	t.Logf("%s: the harness absorbed %d injected 500s", faults.APIServerTransient, n)
+}
+
+// machineReplaced: in every pool the fault targets, the sim stalled one Machine (its record
+// names it by UID), the harness saw that Machine deleted while the pools phase ran, and saw
+// another Machine, created after the stall, get a Node.
+func machineReplaced(t *testing.T, l *lane.Lane, set *faults.Set, art string, obs []simenv.Observation) {
+	t.Helper()
+	oses := osOf(l)
+	var poolsEnd time.Time
+	if tm, err := budget.ReadTimings(filepath.Join(art, "timings.json")); err != nil {
+		t.Errorf("timings.json: %v", err)
+	} else {
+		for _, p := range tm.Phases {
+			if p.Name == "pools" {
+				poolsEnd = p.End
+			}
+		}
+	}
+	for _, p := range l.Pools {
+		if !set.Active(faults.MHCReplacement, p.Name, oses[p.Class] == osfamily.Kairos) {
+			continue
+		}
+		var stalled *simenv.Observation
+		for i, o := range obs {
+			if o.Fault == faults.MHCReplacement && o.Pool == p.Name {
+				stalled = &obs[i]
+				break
+			}
+		}
+		if stalled == nil || stalled.UID == "" {
+			t.Errorf("pool %s: the sim recorded no Machine it stalled under %s", p.Name, faults.MHCReplacement)
+			continue
+		}
+		machines := machineHistory(t, filepath.Join(art, "pools", p.Name, "timeline.jsonl"))
+		old := machines[stalled.UID]
+		switch {
+		case old == nil:
+			t.Errorf("pool %s: the harness's timeline never saw the stalled Machine %s (uid %s)", p.Name, stalled.Object, stalled.UID)
+		case old.deleted.IsZero():
+			t.Errorf("pool %s: the stalled Machine %s was never deleted: no health check replaced it", p.Name, old.name)
+		case !poolsEnd.IsZero() && old.deleted.After(poolsEnd):
+			t.Errorf("pool %s: the stalled Machine %s was deleted at %s, after the pools phase (%s): by teardown, not by its health check",
+				p.Name, old.name, old.deleted.Format(time.RFC3339Nano), poolsEnd.Format(time.RFC3339Nano))
+		case old.node != "":
+			t.Errorf("pool %s: the stalled Machine %s got Node %s; the fault did not stall it", p.Name, old.name, old.node)
+		}
+		var replacement *machineSeen
+		for uid, m := range machines {
+			if uid != stalled.UID && m.added.After(stalled.At) && m.node != "" {
+				replacement = m
+			}
+		}
+		if replacement == nil {
+			t.Errorf("pool %s: no Machine created after %s stalled got a Node: nothing replaced it", p.Name, stalled.Object)
+			continue
+		}
+		t.Logf("pool %s: Machine %s stalled and was deleted; Machine %s, created %s later, joined as Node %s",
+			p.Name, old.name, replacement.name, replacement.added.Sub(stalled.At).Round(time.Millisecond), replacement.node)
+	}
+}
+
+// machineSeen is one Machine as a pool's timeline shows it.
+type machineSeen struct {
+	name           string
+	added, deleted time.Time
+	node           string // its nodeRef, once set
+}
+
+// machineHistory reads the Machines of a pool's timeline, by UID.
+func machineHistory(t *testing.T, path string) map[string]*machineSeen {
+	t.Helper()
+	out := map[string]*machineSeen{}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Errorf("the pool's timeline: %v", err)
+		return out
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 0, 64<<10), 4<<20)
+	for sc.Scan() {
+		var c diag.Change
+		if json.Unmarshal(sc.Bytes(), &c) != nil || c.Kind != "Machine" || c.UID == "" {
+			continue
+		}
+		m := out[c.UID]
+		if m == nil {
+			m = &machineSeen{name: c.Name, added: c.At}
+			out[c.UID] = m
+		}
+		if c.Change == "deleted" {
+			m.deleted = c.At
+		}
+		if n := c.Fields["nodeRef"]; n != "" {
+			m.node = n
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Errorf("%s: %v", path, err)
+	}
+	return out
+}
