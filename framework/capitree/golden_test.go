@@ -11,15 +11,12 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/cozystack/cozy-e2e/fixtures"
 	"github.com/cozystack/cozy-e2e/framework/cluster"
 	"github.com/cozystack/cozy-e2e/framework/controlplane"
 	"github.com/cozystack/cozy-e2e/framework/controlplane/cptest"
@@ -147,7 +144,7 @@ func goldenTenant(t *testing.T, ctx context.Context, api *controlplane.APIServer
 	if err != nil {
 		t.Fatal(err)
 	}
-	installCRDs(t, ctx, c, "Cluster", "MachineDeployment", "MachineSet", "Machine", "MachinePool",
+	cptest.InstallFixtureCRDs(t, ctx, c.Client, "Cluster", "MachineDeployment", "MachineSet", "Machine", "MachinePool",
 		"KubevirtCluster", "KubevirtMachine", "KamajiControlPlane", "KairosConfig")
 	if c, err = cluster.New("management", api.Admin()); err != nil { // fresh discovery
 		t.Fatal(err)
@@ -316,46 +313,6 @@ func create(t *testing.T, ctx context.Context, c *cluster.Cluster, obj client.Ob
 	if ok && status != nil {
 		u.Object["status"] = status
 		must(t, c.Client.Status().Update(ctx, u))
-	}
-}
-
-// installCRDs installs the fixture CRDs of kinds, serving their storage version only.
-func installCRDs(t *testing.T, ctx context.Context, c *cluster.Cluster, kinds ...string) {
-	t.Helper()
-	all, err := fixtures.CRDs()
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := map[string]bool{}
-	for _, k := range kinds {
-		want[k] = true
-	}
-	for _, f := range all {
-		if !want[f.CRD.Spec.Names.Kind] {
-			continue
-		}
-		delete(want, f.CRD.Spec.Names.Kind)
-		crd := f.CRD.DeepCopy()
-		crd.Spec.Conversion = &apiextensionsv1.CustomResourceConversion{Strategy: apiextensionsv1.NoneConverter}
-		must(t, c.Client.Create(ctx, crd))
-		err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-			var got apiextensionsv1.CustomResourceDefinition
-			if c.Client.Get(ctx, client.ObjectKey{Name: crd.Name}, &got) != nil {
-				return false, nil
-			}
-			for _, cond := range got.Status.Conditions {
-				if cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue {
-					return true, nil
-				}
-			}
-			return false, nil
-		})
-		if err != nil {
-			t.Fatalf("CRD %s never Established: %v", crd.Name, err)
-		}
-	}
-	if len(want) > 0 {
-		t.Fatalf("no fixture CRD for %v", want)
 	}
 }
 

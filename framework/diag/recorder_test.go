@@ -10,14 +10,12 @@ import (
 
 	certv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
-	"github.com/cozystack/cozy-e2e/fixtures"
 	"github.com/cozystack/cozy-e2e/framework/cluster"
 	"github.com/cozystack/cozy-e2e/framework/controlplane"
 	"github.com/cozystack/cozy-e2e/framework/controlplane/cptest"
@@ -46,7 +44,7 @@ func newTwoClusters(t *testing.T, ctx context.Context) *twoClusters {
 	if w.tenant, err = cluster.New("tenant", tapi.Admin()); err != nil {
 		t.Fatal(err)
 	}
-	installCRDs(t, ctx, w.mgmt, "Machine", "MachineHealthCheck", "VirtualMachineInstance")
+	cptest.InstallFixtureCRDs(t, ctx, w.mgmt.Client, "Machine", "MachineHealthCheck", "VirtualMachineInstance")
 	if w.mgmt, err = cluster.New("management", mapi.Admin()); err != nil { // fresh discovery
 		t.Fatal(err)
 	}
@@ -59,44 +57,6 @@ func newTwoClusters(t *testing.T, ctx context.Context) *twoClusters {
 			StringData: map[string]string{"value": canary}}))
 	}
 	return w
-}
-
-// installCRDs installs the fixture CRDs of kinds, serving their storage version only (no
-// conversion webhook here: the harness reads the storage version).
-func installCRDs(t *testing.T, ctx context.Context, c *cluster.Cluster, kinds ...string) {
-	t.Helper()
-	all, err := fixtures.CRDs()
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := map[string]bool{}
-	for _, k := range kinds {
-		want[k] = true
-	}
-	for _, f := range all {
-		if !want[f.CRD.Spec.Names.Kind] {
-			continue
-		}
-		crd := f.CRD.DeepCopy()
-		crd.Spec.Conversion = &apiextensionsv1.CustomResourceConversion{Strategy: apiextensionsv1.NoneConverter}
-		must(t, c.Client.Create(ctx, crd))
-		delete(want, f.CRD.Spec.Names.Kind)
-		poll(t, ctx, "CRD "+crd.Name+" Established", func() bool {
-			var got apiextensionsv1.CustomResourceDefinition
-			if c.Client.Get(ctx, clientKey("", crd.Name), &got) != nil {
-				return false
-			}
-			for _, cond := range got.Status.Conditions {
-				if cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue {
-					return true
-				}
-			}
-			return false
-		})
-	}
-	if len(want) > 0 {
-		t.Fatalf("fixtures/crds lacks %v", want)
-	}
 }
 
 // A failing pool leaves, within the diagnostics reserve: its timeline and events streamed from
