@@ -8,16 +8,12 @@ const backlogLines = 4096
 // record is what the subscribers were told of one stream, so a late subscriber hears it too.
 type record struct {
 	started    bool
-	lines      []line
+	lines      []news
 	unreadable *news
 	ended      *news
 }
 
-type line struct {
-	at   time.Time
-	text string
-}
-
+// news is one line, or a reason, and when it was heard.
 type news struct {
 	at   time.Time
 	text string
@@ -61,16 +57,21 @@ func (h *Hub) Subscribe(s Subscriber) func() {
 	}
 }
 
-// The tell functions record a stream's news and tell every subscriber, under h.say.
+// The functions below record a stream's news and tell every subscriber, under h.say.
+
+// tellLocked hands news to every subscriber; h.say is held.
+func (h *Hub) tellLocked(each func(Subscriber)) {
+	for _, s := range h.subs {
+		each(s)
+	}
+}
 
 func (h *Hub) started(f *follower) {
 	h.say.Lock()
 	defer h.say.Unlock()
 	f.s.Start = h.o.Now()
 	f.heard.started = true
-	for _, s := range h.subs {
-		s.Started(f.s)
-	}
+	h.tellLocked(func(s Subscriber) { s.Started(f.s) })
 }
 
 func (h *Hub) line(f *follower, at time.Time, text string) {
@@ -80,11 +81,9 @@ func (h *Hub) line(f *follower, at time.Time, text string) {
 	if len(r.lines) == backlogLines {
 		r.lines = append(r.lines[:0], r.lines[backlogLines/2:]...)
 	}
-	r.lines = append(r.lines, line{at, text})
+	r.lines = append(r.lines, news{at, text})
 	r.unreadable = nil
-	for _, s := range h.subs {
-		s.Line(f.s, at, text)
-	}
+	h.tellLocked(func(s Subscriber) { s.Line(f.s, at, text) })
 }
 
 func (h *Hub) unreadable(f *follower, why string) {
@@ -92,9 +91,7 @@ func (h *Hub) unreadable(f *follower, why string) {
 	defer h.say.Unlock()
 	at := h.o.Now()
 	f.heard.unreadable = &news{at, why}
-	for _, s := range h.subs {
-		s.Unreadable(f.s, at, why)
-	}
+	h.tellLocked(func(s Subscriber) { s.Unreadable(f.s, at, why) })
 }
 
 func (h *Hub) ended(f *follower, reason string) {
@@ -102,7 +99,5 @@ func (h *Hub) ended(f *follower, reason string) {
 	defer h.say.Unlock()
 	at := h.o.Now()
 	f.heard.ended = &news{at, reason}
-	for _, s := range h.subs {
-		s.Ended(f.s, at, reason)
-	}
+	h.tellLocked(func(s Subscriber) { s.Ended(f.s, at, reason) })
 }
