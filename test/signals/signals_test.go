@@ -289,20 +289,16 @@ func stringConsts(t *testing.T, root string) []signalConst {
 	return out
 }
 
+// projectRoot is the repository's root: go test runs a package's tests in its own folder,
+// two levels below it.
 func projectRoot(t *testing.T) string {
 	t.Helper()
-	dir, err := os.Getwd()
+	dir, err := filepath.Abs(filepath.Join("..", ".."))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("no go.mod above the test's folder")
-		}
-		dir = parent
+	if _, err := os.Stat(filepath.Join(dir, "go.mod")); err != nil {
+		t.Fatalf("no go.mod at %s, two levels above the test's folder: %v", dir, err)
 	}
+	return dir
 }
