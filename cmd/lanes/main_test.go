@@ -13,8 +13,41 @@ func TestCheckPrintsSumsAndHeadroom(t *testing.T) {
 	if code := run([]string{"check", "--dir", "../../lanes"}, &out, &errb); code != 0 {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
-	if !strings.Contains(out.String(), "sim ") || !strings.Contains(out.String(), "headroom") {
-		t.Fatalf("output: %s", out.String())
+	files, err := filepath.Glob("../../lanes/*.yaml")
+	if err != nil || len(files) < 5 {
+		t.Fatalf("lanes: %v %v", files, err)
+	}
+	for _, f := range files {
+		name := strings.TrimSuffix(filepath.Base(f), ".yaml")
+		if !strings.Contains(out.String(), name+" ") || !strings.Contains(out.String(), "headroom") {
+			t.Errorf("lane %s has no ok line with its headroom:\n%s", name, out.String())
+		}
+	}
+}
+
+// The kind lifecycle lane holds its lifecycle phases to the floors of the real chart's
+// timeouts: a remediation ceiling under nodeMonitorGracePeriod 50s + readyUnknownTimeout 30s +
+// nodeStartupTimeout 10m + 1m30s is refused with that arithmetic.
+func TestCheckHoldsTheKindLifecycleLaneToTheChartsTimeouts(t *testing.T) {
+	dir := t.TempDir()
+	data, err := os.ReadFile("../../lanes/kubernetes-lifecycle.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	short := strings.Replace(string(data), "    - name: remediation\n      ceiling: 13m\n", "    - name: remediation\n      ceiling: 12m\n", 1)
+	if short == string(data) {
+		t.Fatal("lanes/kubernetes-lifecycle.yaml has no remediation ceiling of 13m to shorten; update the test")
+	}
+	if err := os.WriteFile(filepath.Join(dir, "kubernetes-lifecycle.yaml"), []byte(short), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb bytes.Buffer
+	if code := run([]string{"check", "--dir", dir}, &out, &errb); code != 2 {
+		t.Fatalf("exit %d, want 2: %s", code, out.String())
+	}
+	want := "ceiling: 12m0s is shorter than 12m50s, the least phase remediation of suite kubernetes can hold (nodeMonitorGracePeriod 50s + readyUnknownTimeout 30s + nodeStartupTimeout 10m0s + margin 1m30s"
+	if !strings.Contains(errb.String(), want) {
+		t.Fatalf("message lacks %q:\n%s", want, errb.String())
 	}
 }
 

@@ -65,6 +65,7 @@ func TestParseRefusesBrokenLanes(t *testing.T) {
 			[]string{`sim.machineHealthCheck.maxUnhealthy: must be a bare integer (e.g. 0, 1) or an integer percentage (e.g. 50%), got "half"`}},
 		{"nodeStartupTimeout too short", "suites:", "sim: {machineHealthCheck: {nodeStartupTimeout: 10s}}\nsuites:",
 			[]string{`sim.machineHealthCheck.nodeStartupTimeout: 10s is under 30s, which Cluster API refuses`}},
+		{"nightly sim lane", "suites:", "runner: {nightly: true}\nsuites:", []string{"lanes/x.yaml:7: runner.nightly: is only for kind lanes: the e2e workflow runs no other"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -122,7 +123,7 @@ func TestShippedLanesLoad(t *testing.T) {
 			t.Errorf("%s: budget over cap by %s", l.Name, -h)
 		}
 	}
-	for _, want := range []string{"sim", "kubernetes-latest", "kubernetes-previous"} {
+	for _, want := range []string{"sim", "sim-lifecycle", "kubernetes-latest", "kubernetes-previous", "kubernetes-lifecycle"} {
 		if !names[want] {
 			t.Errorf("lane %s missing", want)
 		}

@@ -217,6 +217,9 @@ type Runner struct {
 	// zero means the kind substrate's defaults.
 	InotifyWatches   int `json:"inotifyWatches,omitempty"`
 	InotifyInstances int `json:"inotifyInstances,omitempty"`
+	// Nightly keeps a kind lane out of the e2e workflow's pull request and push runs: it runs on
+	// the nightly schedule and when dispatched (a lane whose job takes the runner for hours).
+	Nightly bool `json:"nightly,omitempty"`
 }
 
 // Platform says which Cozystack to install.

@@ -58,6 +58,9 @@ func (l *Lane) Validate() Errors {
 			v.fail(r.path, "%q is neither %s nor %s", r.value, RemediationReport, RemediationFail)
 		}
 	}
+	if l.Runner.Nightly && l.Substrate != SubstrateKind {
+		v.fail("runner.nightly", "is only for kind lanes: the e2e workflow runs no other")
+	}
 	switch l.Substrate {
 	case SubstrateKind:
 		if l.Platform == nil {

@@ -47,9 +47,10 @@ func uses(action string) (string, error) {
 // workflowData is what both workflows are generated from.
 type workflowData struct {
 	Lanes []*Lane
-	// LaneNames, RunsOn and Timeouts are JSON for the workflows' fromJSON: the kind lanes, each
+	// LaneNames, EveryChange, RunsOn and Timeouts are JSON for the workflows' fromJSON: the kind
+	// lanes, those of them that run on every pull request and push (not runner.nightly), each
 	// lane's runner labels, each lane's job cap in minutes.
-	LaneNames, RunsOn, Timeouts string
+	LaneNames, EveryChange, RunsOn, Timeouts string
 	// The inotify limits the hosted-runner step sets: the highest any kind lane asks.
 	Watches, Instances, Queued int
 }
@@ -117,7 +118,9 @@ jobs:
     strategy:
       fail-fast: false
       matrix:
-        lane: ${{ "{{" }} fromJSON(inputs.lane && inputs.lane != 'all' && format('["{0}"]', inputs.lane) || '{{.LaneNames}}') {{ "}}" }}
+        # A dispatch runs the lane it names, or every kind lane; the nightly schedule every kind
+        # lane; a pull request or push those without runner.nightly.
+        lane: ${{ "{{" }} fromJSON(inputs.lane && inputs.lane != 'all' && format('["{0}"]', inputs.lane) || (github.event_name == 'schedule' || github.event_name == 'workflow_dispatch') && '{{.LaneNames}}' || '{{.EveryChange}}') {{ "}}" }}
     runs-on: ${{ "{{" }} (inputs.runs-on || vars.E2E_RUNS_ON) && fromJSON(inputs.runs-on || vars.E2E_RUNS_ON) || fromJSON('{{.RunsOn}}')[matrix.lane] {{ "}}" }}
     timeout-minutes: ${{ "{{" }} fromJSON('{{.Timeouts}}')[matrix.lane] {{ "}}" }}
     env:
@@ -298,11 +301,14 @@ func render(t *template.Template, lanes []*Lane) ([]byte, error) {
 	}
 	sort.Slice(kind, func(i, j int) bool { return kind[i].Name < kind[j].Name })
 	d := workflowData{Lanes: kind, Watches: upstream.InotifyWatches, Instances: upstream.InotifyInstances, Queued: upstream.InotifyQueuedEvents}
-	var names []string
+	var names, everyChange []string
 	runsOn := map[string][]string{}
 	timeouts := map[string]int{}
 	for _, l := range kind {
 		names = append(names, l.Name)
+		if !l.Runner.Nightly {
+			everyChange = append(everyChange, l.Name)
+		}
 		runsOn[l.Name] = l.Runner.RunsOn
 		if len(l.Runner.RunsOn) == 0 {
 			runsOn[l.Name] = []string{"ubuntu-latest"}
@@ -311,7 +317,11 @@ func render(t *template.Template, lanes []*Lane) ([]byte, error) {
 		d.Watches = max(d.Watches, l.Runner.InotifyWatches)
 		d.Instances = max(d.Instances, l.Runner.InotifyInstances)
 	}
-	d.LaneNames, d.RunsOn, d.Timeouts = compactJSON(names), compactJSON(runsOn), compactJSON(timeouts)
+	if len(everyChange) == 0 {
+		return nil, fmt.Errorf("every kind lane is runner.nightly: pull requests and pushes would get an empty e2e matrix")
+	}
+	d.LaneNames, d.EveryChange = compactJSON(names), compactJSON(everyChange)
+	d.RunsOn, d.Timeouts = compactJSON(runsOn), compactJSON(timeouts)
 	var buf bytes.Buffer
 	err := t.Execute(&buf, d)
 	return buf.Bytes(), err

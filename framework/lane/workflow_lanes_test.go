@@ -26,6 +26,11 @@ type wfJob struct {
 		Group            string `json:"group"`
 		CancelInProgress string `json:"cancel-in-progress"`
 	} `json:"concurrency"`
+	Strategy struct {
+		Matrix struct {
+			Lane string `json:"lane"`
+		} `json:"matrix"`
+	} `json:"strategy"`
 	Steps []wfStep `json:"steps"`
 }
 
@@ -118,6 +123,42 @@ func TestWorkflowsTakeEachLanesCapAndRunner(t *testing.T) {
 		if len(caps) != n || len(runners) != n {
 			t.Errorf("%s: %d timeouts, %d runners, %d kind lanes", path, len(caps), len(runners), n)
 		}
+	}
+}
+
+// A pull request or a push runs the kind lanes that are not runner.nightly; the nightly
+// schedule and a dispatch of all run every kind lane; a dispatch of one lane runs it alone.
+func TestWorkflowMatrixKeepsNightlyLanesOffPullRequests(t *testing.T) {
+	lanes, wfs, _ := shippedWorkflows(t)
+	expr := wfs[WorkflowPath].Jobs["e2e"].Strategy.Matrix.Lane
+	if !strings.Contains(expr, `inputs.lane && inputs.lane != 'all' && format('["{0}"]', inputs.lane) ||`) {
+		t.Errorf("matrix %q does not run the one lane a dispatch names", expr)
+	}
+	var all, every, wantAll, wantEvery []string
+	scheduled := between(t, expr, "(github.event_name == 'schedule' || github.event_name == 'workflow_dispatch') && '", "'")
+	if err := json.Unmarshal([]byte(scheduled), &all); err != nil {
+		t.Fatalf("matrix %q: the scheduled lanes: %v", expr, err)
+	}
+	if err := json.Unmarshal([]byte(between(t, expr, scheduled+"' || '", "'")), &every); err != nil {
+		t.Fatalf("matrix %q: the lanes of every change: %v", expr, err)
+	}
+	nightly := 0
+	for _, l := range lanes {
+		if l.Substrate != SubstrateKind {
+			continue
+		}
+		wantAll = append(wantAll, l.Name)
+		if l.Runner.Nightly {
+			nightly++
+			continue
+		}
+		wantEvery = append(wantEvery, l.Name)
+	}
+	if nightly == 0 {
+		t.Error("no shipped kind lane is runner.nightly (kubernetes-lifecycle is)")
+	}
+	if strings.Join(all, ",") != strings.Join(wantAll, ",") || strings.Join(every, ",") != strings.Join(wantEvery, ",") {
+		t.Errorf("matrix: scheduled %v, every change %v; want %v and %v", all, every, wantAll, wantEvery)
 	}
 }
 

@@ -65,3 +65,18 @@ func TestWorkflowRunsTheHarnessThatCarriesTheExitCode(t *testing.T) {
 		t.Error("no step runs bin/e2e run --lane ${{ matrix.lane }}")
 	}
 }
+
+// A lane set whose kind lanes are all nightly would leave pull requests an empty matrix, which
+// GitHub refuses: the workflow is not generated, and the error says why.
+func TestWorkflowRefusesOnlyNightlyKindLanes(t *testing.T) {
+	lanes, err := LoadDir(filepath.Join("..", "..", "lanes"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range lanes {
+		l.Runner.Nightly = l.Substrate == SubstrateKind
+	}
+	if _, err := Workflow(lanes); err == nil || !strings.Contains(err.Error(), "every kind lane is runner.nightly") {
+		t.Fatalf("every kind lane nightly: %v", err)
+	}
+}
