@@ -82,6 +82,15 @@ func (r *run) logf(format string, a ...any) {
 	}
 }
 
+// onPool begins a lifecycle spec on pool p in phase: it names the pool in the spec's report,
+// takes the pool's record from its join spec (the spec is skipped when the pool did not join)
+// and starts the phase (start).
+func (lc Lifecycle) onPool(spec context.Context, phase string, p fixture.Pool) (*join.Record, *run) {
+	AddReportEntry(PoolEntry, p.Name())
+	rec := joined(spec, lc, p)
+	return rec, lc.start(spec, phase, p.Name(), p.Name())
+}
+
 // joined is the pool's record from its join spec; the spec is skipped when the pool did not
 // join (its join spec failed, and says why).
 func joined(spec context.Context, lc Lifecycle, p fixture.Pool) *join.Record {
@@ -92,25 +101,23 @@ func joined(spec context.Context, lc Lifecycle, p fixture.Pool) *join.Record {
 	return rec
 }
 
-// rejoin follows pool p until replicas workers run a workload pod again, with a join of its
-// own (its join stages are not recorded again: the spec's stages say where it was), and reads
-// the pool's record.
-func (r *run) rejoin(ctx context.Context, p fixture.Pool, replicas int) (*join.Record, error) {
+// rejoined follows pool p until replicas workers run a workload pod again, with a join of its
+// own (its join stages are not recorded again: the spec's stages say where it was), and
+// returns the pool's record; a join that fails fails the spec, noted as the pool's.
+func (r *run) rejoined(ctx context.Context, p fixture.Pool, replicas int) *join.Record {
 	t := r.lc.Tenant
 	o := t.Options()
 	hub := t.Consoles()
 	w, err := join.Start(ctx, join.Options{Management: o.Management, Tenant: t.Cluster, Namespace: t.Names.Namespace,
 		OSes: []osfamily.Family{p.OS}, OnProgress: o.OnProgress, Consoles: hub})
-	if err != nil {
-		return nil, err
-	}
+	r.must(err)
 	defer w.Close()
 	pool := p.JoinPool(replicas, o.Lane.Workload.Ref(), hub != nil)
 	res, err := w.Join(ctx, pool)
-	if err != nil {
-		return nil, err
-	}
-	return join.Inspect(ctx, join.InspectOptions{Management: o.Management, Tenant: t.Cluster}, pool, res)
+	r.must(err)
+	rec, err := join.Inspect(ctx, join.InspectOptions{Management: o.Management, Tenant: t.Cluster}, pool, res)
+	r.must(err)
+	return rec
 }
 
 // since formats a duration for people.

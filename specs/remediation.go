@@ -59,9 +59,7 @@ func RemediationSpec(_ context.Context, inputGetter func() RemediationSpecInput)
 		func(spec SpecContext) {
 			in := inputGetter()
 			p := in.Pool
-			AddReportEntry(PoolEntry, p.Name())
-			rec := joined(spec, in.Lifecycle, p)
-			r := in.start(spec, PhaseRemediation, p.Name(), p.Name())
+			rec, r := in.onPool(spec, PhaseRemediation, p)
 			file := in.Tenant.Options().Lane.File
 			timers, err := fixture.Timeouts(in.Clock, file, PhaseRemediation, NodeMonitorGracePeriod, ReadyUnknownTimeout, NodeStartupTimeout)
 			r.must(err)
@@ -84,8 +82,7 @@ func RemediationSpec(_ context.Context, inputGetter func() RemediationSpecInput)
 			By("the Machine and its VM are replaced")
 			r.must(r.replaced(bctx, p, broken, want))
 			By("the replacement joins and the pool is whole again")
-			after, err := r.rejoin(bctx, p, p.Spec.Replicas)
-			r.must(err)
+			after := r.rejoined(bctx, p, p.Spec.Replicas)
 			took := time.Since(breakAt)
 			var replacement *join.MachineRecord
 			for i := range after.Machines {
@@ -259,17 +256,17 @@ func (r *run) markedUnhealthy(ctx context.Context, p fixture.Pool, w fixture.Wor
 			if m == nil {
 				return true, "Machine " + w.Machine + " is gone already (remediated)", nil
 			}
-			if s, _, _ := fixture.Condition(m, clusterv1.MachineHealthCheckSucceededCondition); s == "False" {
-				return true, "Machine " + w.Machine + " " + fixture.Describe(m, clusterv1.MachineHealthCheckSucceededCondition), nil
+			if s, _, _ := tenant.Condition(m, clusterv1.MachineHealthCheckSucceededCondition); s == "False" {
+				return true, "Machine " + w.Machine + " " + tenant.DescribeCondition(m, clusterv1.MachineHealthCheckSucceededCondition), nil
 			}
 			if t := blocked(objs.Get(mhc), p, w, hc); t != nil {
 				return false, "", t
 			}
 			nd := "no Node"
 			if n := objs.Get(node); n != nil {
-				nd = "Node " + n.GetName() + " " + fixture.Describe(n, "Ready")
+				nd = "Node " + n.GetName() + " " + tenant.DescribeCondition(n, "Ready")
 			}
-			return false, fmt.Sprintf("%s; Machine %s %s", nd, w.Machine, fixture.Describe(m, clusterv1.MachineHealthCheckSucceededCondition)), nil
+			return false, fmt.Sprintf("%s; Machine %s %s", nd, w.Machine, tenant.DescribeCondition(m, clusterv1.MachineHealthCheckSucceededCondition)), nil
 		})
 }
 
@@ -319,7 +316,7 @@ func (r *run) replaced(ctx context.Context, p fixture.Pool, w fixture.Worker, hc
 			sort.Strings(fresh)
 			detail := fmt.Sprintf("new Machines %v (%d of %d)", fresh, len(fresh), p.Spec.Replicas)
 			if broken != nil {
-				detail = fmt.Sprintf("Machine %s %s; %s", w.Machine, fixture.Describe(broken, clusterv1.MachineOwnerRemediatedCondition), detail)
+				detail = fmt.Sprintf("Machine %s %s; %s", w.Machine, tenant.DescribeCondition(broken, clusterv1.MachineOwnerRemediatedCondition), detail)
 			}
 			if len(left) > 0 {
 				return false, detail + "; left: " + strings.Join(fixture.Leftovers(left, now), "; "), nil
@@ -335,7 +332,7 @@ func blocked(mhc *unstructured.Unstructured, p fixture.Pool, w fixture.Worker, h
 	if mhc == nil {
 		return nil
 	}
-	a, reason, msg := fixture.Condition(mhc, clusterv1.MachineHealthCheckRemediationAllowedCondition)
+	a, reason, msg := tenant.Condition(mhc, clusterv1.MachineHealthCheckRemediationAllowedCondition)
 	expected, _, _ := unstructured.NestedInt64(mhc.Object, "status", "expectedMachines")
 	healthy, _, _ := unstructured.NestedInt64(mhc.Object, "status", "currentHealthy")
 	if a != "False" || expected-healthy < 1 {

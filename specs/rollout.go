@@ -69,9 +69,7 @@ func RolloutSpec(_ context.Context, inputGetter func() RolloutSpecInput) {
 		func(spec SpecContext) {
 			in := inputGetter()
 			p := in.Pool
-			AddReportEntry(PoolEntry, p.Name())
-			rec := joined(spec, in.Lifecycle, p)
-			r := in.start(spec, PhaseRollout, p.Name(), p.Name())
+			rec, r := in.onPool(spec, PhaseRollout, p)
 			md := rec.MachineDeployment
 			replicas := p.Spec.Replicas
 			maxUnavailable := 0
@@ -96,8 +94,7 @@ func RolloutSpec(_ context.Context, inputGetter func() RolloutSpecInput) {
 			By("the pool rolls onto " + newTemplate + ", never below " + fmt.Sprint(floor) + " Ready workers")
 			low := r.rolled(p, newTemplate, replicas, floor)
 			AddReportEntry("fewest Ready workers during the rollout", fmt.Sprint(low))
-			after, err := r.rejoin(r.ctx, p, replicas)
-			r.must(err)
+			after := r.rejoined(r.ctx, p, replicas)
 			for _, m := range after.Machines {
 				Expect(hasMachine(rec, m.Machine.Name)).To(BeFalse(), "Machine %s of the old template is still in the pool", m.Machine.Name)
 			}
@@ -144,7 +141,7 @@ func (r *run) rolled(p fixture.Pool, template string, replicas, floor int) int {
 			}
 			ready := map[string]bool{}
 			for _, n := range objs[nodes] {
-				if st, _, _ := fixture.Condition(n, "Ready"); st == "True" {
+				if st, _, _ := tenant.Condition(n, "Ready"); st == "True" {
 					ready[n.GetName()] = true
 				}
 			}

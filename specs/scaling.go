@@ -44,9 +44,7 @@ func ScalingSpec(_ context.Context, inputGetter func() ScalingSpecInput) {
 		func(spec SpecContext) {
 			in := inputGetter()
 			p := in.Pool
-			AddReportEntry(PoolEntry, p.Name())
-			rec := joined(spec, in.Lifecycle, p)
-			r := in.start(spec, PhaseScaling, p.Name(), p.Name())
+			rec, r := in.onPool(spec, PhaseScaling, p)
 			from, to := p.Spec.Replicas, in.To
 			Expect(to).To(BeNumerically(">", from), "the scaling spec grows pool %s from %d; give it a larger size", p.Name(), from)
 			image := in.Tenant.Options().Lane.Workload.Ref()
@@ -54,8 +52,7 @@ func ScalingSpec(_ context.Context, inputGetter func() ScalingSpecInput) {
 			By(fmt.Sprintf("scaling pool %s up from %d to %d", p.Name(), from, to))
 			r.must(r.resize(p, to))
 			r.stages.Pass(r.ctx, StageScaledUp, fmt.Sprintf("nodeGroups.%s.minReplicas=maxReplicas=%d rendered; MachineDeployment %s scaled to %d", p.Name(), to, p.Names.MachineDeployment(), to))
-			grown, err := r.rejoin(r.ctx, p, to)
-			r.must(err)
+			grown := r.rejoined(r.ctx, p, to)
 			var added []string
 			for i := range grown.Machines {
 				if !hasMachine(rec, grown.Machines[i].Machine.Name) {
@@ -79,8 +76,7 @@ func ScalingSpec(_ context.Context, inputGetter func() ScalingSpecInput) {
 			Expect(removed).To(HaveLen(to-from), "pool %s kept %v", p.Name(), survivors)
 			By("the removed workers leave nothing behind")
 			r.must(r.removed(p, removed))
-			after, err := r.rejoin(r.ctx, p, from)
-			r.must(err)
+			after := r.rejoined(r.ctx, p, from)
 			ExpectPoolJoined(p, after, from, image)
 			r.logf("pool %s: scaled %d→%d→%d; removed %d workers", p.Name(), from, to, from, len(removed))
 		})
