@@ -210,7 +210,7 @@ func (p Platform) WaitRendered(ctx context.Context, names Names, gen int64) (Ren
 			if attempted < gen {
 				return false, fmt.Sprintf("status.lastAttemptedGeneration %d < %d (Flux has not attempted it; %s)", attempted, gen, condDetail(rel)), nil
 			}
-			status, reason, msg := condition(rel, "Ready")
+			status, reason, msg := Condition(rel, "Ready")
 			if observed := conditionGeneration(rel, "Ready"); observed > 0 && observed < gen {
 				return false, fmt.Sprintf("Ready is of generation %d, not yet %d", observed, gen), nil
 			}
@@ -268,55 +268,11 @@ func (p Platform) DeleteClasses(ctx context.Context, names []string) error {
 // refused is a Terminal when obj's Ready condition is False with a failure reason: the
 // platform (or the chart it renders) refused it.
 func refused(obj *unstructured.Unstructured, what string) *Terminal {
-	status, reason, msg := condition(obj, "Ready")
+	status, reason, msg := Condition(obj, "Ready")
 	if status != "False" || !failureReason(reason) {
 		return nil
 	}
 	return &Terminal{Class: verdict.ProductAssertion, Detail: fmt.Sprintf("%s refused: %s: %s", what, reason, msg)}
-}
-
-// conditionGeneration is condition t's observedGeneration (Flux sets it on its conditions); 0
-// when absent.
-func conditionGeneration(obj *unstructured.Unstructured, t string) int64 {
-	conds, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
-	for _, c := range conds {
-		m, _ := c.(map[string]any)
-		if m != nil && m["type"] == t {
-			g, _ := m["observedGeneration"].(int64)
-			return g
-		}
-	}
-	return 0
-}
-
-// condition is the status, reason and message of condition t of obj ("" when absent).
-func condition(obj *unstructured.Unstructured, t string) (status, reason, message string) {
-	if obj == nil {
-		return "", "", ""
-	}
-	conds, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
-	for _, c := range conds {
-		m, _ := c.(map[string]any)
-		if m == nil || m["type"] != t {
-			continue
-		}
-		s, _ := m["status"].(string)
-		r, _ := m["reason"].(string)
-		msg, _ := m["message"].(string)
-		return s, r, msg
-	}
-	return "", "", ""
-}
-
-func condDetail(obj *unstructured.Unstructured) string {
-	if obj == nil {
-		return "not created yet"
-	}
-	s, r, m := condition(obj, "Ready")
-	if s == "" {
-		return "no Ready condition yet"
-	}
-	return strings.TrimSpace(fmt.Sprintf("Ready=%s %s %s", s, r, m))
 }
 
 func orDash(s string) string {
