@@ -30,12 +30,7 @@ func TestHubHoldsOneConnectionPerVMIAndGivesATakenConsoleUp(t *testing.T) {
 	w, ctx := startWorld(t)
 	c := w.Cluster
 	ports := newPorts()
-	h, err := Start(ctx, Options{Management: c, Namespace: ns, Dial: ports.dial, Retry: 50 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec := &recorder{}
-	h.Subscribe(rec)
+	h, rec := startHub(t, ctx, c, ports)
 
 	ports.refuse("vm-a", errors.New(`Can't connect to websocket (400): VMI is not running`))
 	vmiA := runGuest(t, ctx, w, "vm-a")
@@ -87,13 +82,7 @@ func TestHubReadsTheConsoleLogWhereTheLauncherHasOne(t *testing.T) {
 	w, ctx := startWorld(t)
 	c := w.Cluster
 	ports := newPorts()
-	h, err := Start(ctx, Options{Management: c, Namespace: ns, Dial: ports.dial, Retry: 50 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
-	rec := &recorder{}
-	h.Subscribe(rec)
+	h, rec := startHub(t, ctx, c, ports)
 
 	// The launcher runs before the VMI does, as on a real cluster.
 	vmi := &kubevirtv1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Name: "vm-log", Namespace: ns}}
@@ -160,6 +149,21 @@ func startWorld(t *testing.T) (*world.World, context.Context) {
 		return w.Cluster.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "default"}, &sa) == nil
 	})
 	return w, ctx
+}
+
+// startHub starts a hub on the management cluster c, dialling consoles through ports and
+// trying a failed dial again after 50 ms, with a recorder subscribed; the test's cleanup closes
+// it (a test may close it earlier: the second Close ends nothing more).
+func startHub(t *testing.T, ctx context.Context, c *cluster.Cluster, ports *ports) (*Hub, *recorder) {
+	t.Helper()
+	h, err := Start(ctx, Options{Management: c, Namespace: ns, Dial: ports.dial, Retry: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(h.Close)
+	rec := &recorder{}
+	h.Subscribe(rec)
+	return h, rec
 }
 
 // runVMI creates VMI name and sets it Running, as virt-handler does once its domain runs.
