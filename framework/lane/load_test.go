@@ -65,6 +65,11 @@ func TestParseRefusesBrokenLanes(t *testing.T) {
 			[]string{`sim.machineHealthCheck.maxUnhealthy: must be a bare integer (e.g. 0, 1) or an integer percentage (e.g. 50%), got "half"`}},
 		{"nodeStartupTimeout too short", "suites:", "sim: {machineHealthCheck: {nodeStartupTimeout: 10s}}\nsuites:",
 			[]string{`sim.machineHealthCheck.nodeStartupTimeout: 10s is under 30s, which Cluster API refuses`}},
+		{"duplicate pool", "  - {name: md0, class: talos, replicas: 2}\n", "  - {name: md0, class: talos, replicas: 2}\n  - {name: md0, class: talos, replicas: 1}\n", []string{`pools[1].name: "md0" is declared twice`}},
+		{"pool name not a label", "{name: md0,", "{name: MD0,", []string{`pools[0].name: "MD0" is not a DNS label`}},
+		{"duplicate suite", "suites: [{name: kubernetes}]", "suites: [{name: kubernetes}, {name: kubernetes}]", []string{`suites[1].name: "kubernetes" is declared twice`}},
+		{"suite name not a folder", "suites: [{name: kubernetes}]", "suites: [{name: Kubernetes}]", []string{`suites[0].name: "Kubernetes" is not a suite directory name`}},
+		{"phase name not a label", "{name: cluster, ceiling: 1m}", "{name: Cluster, ceiling: 1m}", []string{`budget.phases[0].name: "Cluster" is not a phase name (lower case, digits, dashes)`}},
 		{"nightly sim lane", "suites:", "runner: {nightly: true}\nsuites:", []string{"lanes/x.yaml:7: runner.nightly: is only for kind lanes: the e2e workflow runs no other"}},
 	}
 	for _, tc := range cases {

@@ -102,6 +102,18 @@ func (v *validator) fail(path, format string, args ...any) {
 	v.errs = append(v.errs, &FieldError{File: v.file, Path: path, Line: v.line(path), Issue: fmt.Sprintf(format, args...)})
 }
 
+// uniqueName checks the name of a list entry at path: a DNS label (else it "is not" what isNot
+// says), and not the name of an earlier entry (seen, which it adds to).
+func (v *validator) uniqueName(path, name, isNot string, seen map[string]bool) {
+	if !dnsLabel.MatchString(name) {
+		v.fail(path, "%q is not %s", name, isNot)
+	}
+	if seen[name] {
+		v.fail(path, "%q is declared twice", name)
+	}
+	seen[name] = true
+}
+
 // line is the line of path, or of its nearest parent that has one.
 func (v *validator) line(path string) int {
 	for p := path; p != ""; {
@@ -172,13 +184,7 @@ func (l *Lane) validatePools(v *validator, classes map[string]bool) {
 	}
 	for i, p := range l.Pools {
 		path := fmt.Sprintf("pools[%d]", i)
-		if !dnsLabel.MatchString(p.Name) {
-			v.fail(path+".name", "%q is not a DNS label", p.Name)
-		}
-		if seen[p.Name] {
-			v.fail(path+".name", "%q is declared twice", p.Name)
-		}
-		seen[p.Name] = true
+		v.uniqueName(path+".name", p.Name, "a DNS label", seen)
 		if !classes[p.Class] {
 			v.fail(path+".class", "%q is neither a built-in class (talos, kairos) nor declared under classes", p.Class)
 		}
@@ -226,13 +232,7 @@ func (l *Lane) validateSuites(v *validator) {
 	seen := map[string]bool{}
 	for i, s := range l.Suites {
 		path := fmt.Sprintf("suites[%d].name", i)
-		if !dnsLabel.MatchString(s.Name) {
-			v.fail(path, "%q is not a suite directory name", s.Name)
-		}
-		if seen[s.Name] {
-			v.fail(path, "%q is declared twice", s.Name)
-		}
-		seen[s.Name] = true
+		v.uniqueName(path, s.Name, "a suite directory name", seen)
 	}
 }
 
@@ -247,13 +247,7 @@ func (l *Lane) validateBudget(v *validator) {
 	seen := map[string]bool{}
 	for i, p := range b.Phases {
 		path := fmt.Sprintf("budget.phases[%d]", i)
-		if !dnsLabel.MatchString(p.Name) {
-			v.fail(path+".name", "%q is not a phase name (lower case, digits, dashes)", p.Name)
-		}
-		if seen[p.Name] {
-			v.fail(path+".name", "%q is declared twice", p.Name)
-		}
-		seen[p.Name] = true
+		v.uniqueName(path+".name", p.Name, "a phase name (lower case, digits, dashes)", seen)
 		if p.Ceiling <= 0 {
 			v.fail(path+".ceiling", "must be above zero")
 		}
