@@ -29,47 +29,40 @@ func TestCheckPrintsSumsAndHeadroom(t *testing.T) {
 // timeouts: a remediation ceiling under nodeMonitorGracePeriod 50s + readyUnknownTimeout 30s +
 // nodeStartupTimeout 10m + 1m30s is refused with that arithmetic.
 func TestCheckHoldsTheKindLifecycleLaneToTheChartsTimeouts(t *testing.T) {
+	msg := checkEdited(t, "kubernetes-lifecycle", "    - name: remediation\n      ceiling: 13m\n", "    - name: remediation\n      ceiling: 12m\n")
+	want := "ceiling: 12m0s is shorter than 12m50s, the least phase remediation of suite kubernetes can hold (nodeMonitorGracePeriod 50s + readyUnknownTimeout 30s + nodeStartupTimeout 10m0s + margin 1m30s"
+	if !strings.Contains(msg, want) {
+		t.Fatalf("message lacks %q:\n%s", want, msg)
+	}
+}
+
+// checkEdited runs the check on a folder holding only the shipped lane name with from replaced
+// by to, wants it refused (exit 2) and returns what it said.
+func checkEdited(t *testing.T, name, from, to string) string {
+	t.Helper()
 	dir := t.TempDir()
-	data, err := os.ReadFile("../../lanes/kubernetes-lifecycle.yaml")
+	data, err := os.ReadFile("../../lanes/" + name + ".yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	short := strings.Replace(string(data), "    - name: remediation\n      ceiling: 13m\n", "    - name: remediation\n      ceiling: 12m\n", 1)
-	if short == string(data) {
-		t.Fatal("lanes/kubernetes-lifecycle.yaml has no remediation ceiling of 13m to shorten; update the test")
+	edited := strings.Replace(string(data), from, to, 1)
+	if edited == string(data) {
+		t.Fatalf("lanes/%s.yaml has no %q to replace; update the test", name, from)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "kubernetes-lifecycle.yaml"), []byte(short), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, name+".yaml"), []byte(edited), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	var out, errb bytes.Buffer
 	if code := run([]string{"check", "--dir", dir}, &out, &errb); code != 2 {
-		t.Fatalf("exit %d, want 2: %s", code, out.String())
+		t.Fatalf("lanes/%s.yaml with %q for %q: exit %d, want 2: %s", name, to, from, code, out.String())
 	}
-	want := "ceiling: 12m0s is shorter than 12m50s, the least phase remediation of suite kubernetes can hold (nodeMonitorGracePeriod 50s + readyUnknownTimeout 30s + nodeStartupTimeout 10m0s + margin 1m30s"
-	if !strings.Contains(errb.String(), want) {
-		t.Fatalf("message lacks %q:\n%s", want, errb.String())
-	}
+	return errb.String()
 }
 
 // A broken lane makes the check exit non-zero naming the file and the field.
 func TestCheckRefusesABrokenLane(t *testing.T) {
-	dir := t.TempDir()
-	data, err := os.ReadFile("../../lanes/sim.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	broken := strings.Replace(string(data), "jobCap: 10m", "jobCap: 5m", 1)
-	broken = strings.Replace(broken, "ceiling: 10s", "ceiling: ten seconds", 1)
-	if err := os.WriteFile(filepath.Join(dir, "sim.yaml"), []byte(broken), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	var out, errb bytes.Buffer
-	code := run([]string{"check", "--dir", dir}, &out, &errb)
-	if code != 2 {
-		t.Fatalf("exit %d, want 2", code)
-	}
-	msg := errb.String()
-	if !strings.Contains(msg, filepath.Join(dir, "sim.yaml")) || !strings.Contains(msg, `budget.phases[0].ceiling: "ten seconds" is not a duration`) {
+	msg := checkEdited(t, "sim", "ceiling: 10s", "ceiling: ten seconds")
+	if !strings.Contains(msg, string(filepath.Separator)+"sim.yaml:") || !strings.Contains(msg, `budget.phases[0].ceiling: "ten seconds" is not a duration`) {
 		t.Fatalf("message does not name file and field:\n%s", msg)
 	}
 }
@@ -97,31 +90,10 @@ func TestWorkflowCheckReportsDrift(t *testing.T) {
 // A lane that runs a suite without one of the suite's phases is refused, naming the phase and
 // the suite; an unknown suite is refused with the known ones.
 func TestCheckRefusesALaneMissingASuitePhase(t *testing.T) {
-	dir := t.TempDir()
-	data, err := os.ReadFile("../../lanes/sim.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	broken := strings.Replace(string(data), "    - name: refusals\n      ceiling: 1m\n", "", 1)
-	if broken == string(data) {
-		t.Fatal("lanes/sim.yaml has no refusals phase to remove; update the test")
-	}
-	if err := os.WriteFile(filepath.Join(dir, "sim.yaml"), []byte(broken), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	var out, errb bytes.Buffer
-	if code := run([]string{"check", "--dir", dir}, &out, &errb); code != 2 {
-		t.Fatalf("exit %d, want 2: %s", code, out.String())
-	}
-	if msg := errb.String(); !strings.Contains(msg, `budget.phases: has no phase "refusals", which suite kubernetes runs in`) {
+	if msg := checkEdited(t, "sim", "    - name: refusals\n      ceiling: 1m\n", ""); !strings.Contains(msg, `budget.phases: has no phase "refusals", which suite kubernetes runs in`) {
 		t.Fatalf("message:\n%s", msg)
 	}
-	unknown := strings.Replace(string(data), "  - name: kubernetes\n", "  - name: kubernetess\n", 1)
-	if err := os.WriteFile(filepath.Join(dir, "sim.yaml"), []byte(unknown), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	errb.Reset()
-	if code := run([]string{"check", "--dir", dir}, &out, &errb); code != 2 || !strings.Contains(errb.String(), `suites[0].name: "kubernetess" is not a suite of this harness (suites: kubernetes)`) {
-		t.Fatalf("exit %d:\n%s", code, errb.String())
+	if msg := checkEdited(t, "sim", "  - name: kubernetes\n", "  - name: kubernetess\n"); !strings.Contains(msg, `suites[0].name: "kubernetess" is not a suite of this harness (suites: kubernetes)`) {
+		t.Fatalf("message:\n%s", msg)
 	}
 }
