@@ -137,6 +137,9 @@ func writeMachine(w io.Writer, l *Lane) {
 		if r.InotifyWatches > 0 || r.InotifyInstances > 0 {
 			fmt.Fprintf(w, "  inotify: max_user_watches >= %d, max_user_instances >= %d\n", r.InotifyWatches, r.InotifyInstances)
 		}
+		if r.Nightly {
+			fmt.Fprintln(w, "  e2e workflow: the nightly schedule and dispatch only, not pull requests or pushes (runner.nightly)")
+		}
 		fmt.Fprintln(w)
 	}
 	if k := l.Kind; k != nil {
