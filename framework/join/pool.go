@@ -52,8 +52,8 @@ func (w *Watcher) Join(ctx context.Context, p Pool) (*Result, error) {
 	}
 	start := time.Now()
 	var budget time.Duration
-	dl, hasDeadline := ctx.Deadline()
-	if hasDeadline {
+	dl, ok := ctx.Deadline() // zero without one
+	if ok {
 		budget = dl.Sub(start)
 	}
 	events, unsubscribe := w.subscribe()
