@@ -11,7 +11,6 @@ import (
 
 	"github.com/cozystack/cozy-e2e/framework/osfamily"
 	"github.com/cozystack/cozy-e2e/framework/tenant"
-	"github.com/cozystack/cozy-e2e/framework/verdict"
 )
 
 // Pool is one worker pool to follow.
@@ -53,18 +52,14 @@ func (w *Watcher) Join(ctx context.Context, p Pool) (*Result, error) {
 	}
 	start := time.Now()
 	var budget time.Duration
-	if dl, ok := ctx.Deadline(); ok {
+	dl, ok := ctx.Deadline() // zero without one
+	if ok {
 		budget = dl.Sub(start)
 	}
 	events, unsubscribe := w.subscribe()
 	defer unsubscribe()
 	pool := p.Names.Pool
-	cur := Progress{Pool: pool, Since: start}
-	// furthest is the most advanced stage the pool has stood at, since when, and its latest
-	// detail there. A pool can fall back (a MachineHealthCheck replaces Machines stuck at an
-	// import; the replacements start over): the deadline then names the stage the pool could
-	// not pass, not the one its newest Machines happen to be at.
-	furthest, fallbacks := cur, 0
+	c := newCourse(pool, start, dl)
 	highest, passedAt := -1, start
 	created := map[string]bool{}
 	for {
@@ -93,8 +88,8 @@ func (w *Watcher) Join(ctx context.Context, p Pool) (*Result, error) {
 				continue
 			}
 			from := passedAt
-			if i == cur.Stage.Index() {
-				from = cur.Since
+			if i == c.cur.Stage.Index() {
+				from = c.cur.Since
 			}
 			w.record(pool, Stages()[i], from, now)
 			passedAt = now
@@ -102,27 +97,14 @@ func (w *Watcher) Join(ctx context.Context, p Pool) (*Result, error) {
 		if reached-1 > highest {
 			highest = reached - 1
 		}
-		if out.Stage != cur.Stage || out.Detail != cur.Detail {
-			prev := cur.Stage
-			if out.Stage != cur.Stage {
-				cur.Since = now
-			}
-			cur.Stage, cur.Detail = out.Stage, out.Detail
-			switch {
-			case cur.Stage.Index() > furthest.Stage.Index():
-				furthest = cur
-			case cur.Stage == furthest.Stage:
-				furthest.Detail = cur.Detail
-			case cur.Stage != prev && prev == furthest.Stage:
-				fallbacks++
-			}
-			w.setProgress(cur)
-			w.logf(cur, now, start, budget, "")
+		if c.look(out.Stage, out.Detail, now) {
+			w.setProgress(c.cur)
+			w.logf(c.cur, now, start, budget, "")
 		}
 		if t := out.Terminal; t != nil {
 			e := &StageError{Pool: pool, Stage: t.Stage, Class: t.Class, Detail: t.Detail,
-				Elapsed: now.Sub(cur.Since), Budget: budget, At: now}
-			w.logf(Progress{Pool: pool, Stage: t.Stage, Detail: t.Detail, Since: cur.Since}, now, start, budget, string(t.Class)+": ")
+				Elapsed: now.Sub(c.cur.Since), Budget: budget, At: now}
+			w.logf(Progress{Pool: pool, Stage: t.Stage, Detail: t.Detail, Since: c.cur.Since}, now, start, budget, string(t.Class)+": ")
 			return nil, e
 		}
 		if out.Done {
@@ -130,28 +112,10 @@ func (w *Watcher) Join(ctx context.Context, p Pool) (*Result, error) {
 		}
 		select {
 		case <-ctx.Done():
-			return nil, deadline(cur, furthest, fallbacks, budget, time.Now())
+			return nil, c.deadline(budget, time.Now())
 		case <-events:
 		}
 	}
-}
-
-// deadline is the error of a join whose budget ran out at cur. It names the furthest stage the
-// pool stood at and how long ago it first got there: the stage it could not pass. When the pool
-// fell back from there, it says where to and how often.
-func deadline(cur, furthest Progress, fallbacks int, budget time.Duration, now time.Time) *StageError {
-	const why = "its Machines were deleted or replaced: the pool's events say by whom"
-	e := &StageError{Pool: cur.Pool, Stage: furthest.Stage, Class: verdict.Deadline, Detail: cur.Detail,
-		Elapsed: now.Sub(furthest.Since), Budget: budget, At: now}
-	switch {
-	case furthest.Stage.Index() > cur.Stage.Index():
-		e.Detail = fmt.Sprintf("%s; the pool fell back to %s %s ago (%s): %s",
-			furthest.Detail, cur.Stage, since(now.Sub(cur.Since)), why, cur.Detail)
-	case fallbacks > 0:
-		e.Detail = fmt.Sprintf("%s (the pool fell back from %s %d time(s) and reached it again %s ago; %s)",
-			cur.Detail, cur.Stage, fallbacks, since(now.Sub(cur.Since)), why)
-	}
-	return e
 }
 
 func (w *Watcher) record(pool string, st Stage, from, to time.Time) {

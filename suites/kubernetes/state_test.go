@@ -56,6 +56,8 @@ func (st *state) bringUp(spec context.Context, refusals bool) {
 	st.mu.Lock()
 	st.pools = ps
 	st.mu.Unlock()
+	// The joins run outside any spec, so Ginkgo's interrupt does not reach them: the signal does.
+	st.s.OnInterrupt(ps.Stop)
 	if refusals {
 		// The refusal cluster renders while the pools join, so the refusals phase only judges.
 		st.refusalsCreated = st.tenant.CreateCluster(ps.Context(), specs.RefusalCluster(st.refusals, st.s.Lane.Kubernetes.Version))
@@ -158,6 +160,8 @@ func (st *state) poolTree(ctx context.Context, pool string) []string {
 		capitree.Options{ShowConditions: strings.Join(show, ","), Echo: true, NoGrouping: true})
 	if err != nil {
 		fmt.Fprintf(st.s.Log, "pool %s: cluster tree: %v\n", pool, err)
+	}
+	if rel == "" {
 		return nil
 	}
 	return []string{rel}

@@ -38,6 +38,8 @@ type Kamaji struct {
 
 	mu      sync.Mutex
 	tenants map[string]*tenantCP
+	// stopping are the control planes of deleted KamajiControlPlanes, still shutting down.
+	stopping map[*tenantCP]bool
 }
 
 // Add registers the stand-in on mgr. Stop ends every tenant control plane it started.
@@ -45,7 +47,7 @@ func Add(mgr ctrl.Manager, o Options) (*Kamaji, error) {
 	if o.Log == nil {
 		o.Log = io.Discard
 	}
-	k := &Kamaji{opts: o, client: mgr.GetClient(), tenants: map[string]*tenantCP{}}
+	k := &Kamaji{opts: o, client: mgr.GetClient(), tenants: map[string]*tenantCP{}, stopping: map[*tenantCP]bool{}}
 	kcp := &unstructured.Unstructured{}
 	kcp.SetGroupVersionKind(KamajiControlPlaneGVK)
 	tcp := &unstructured.Unstructured{}
@@ -58,16 +60,24 @@ func Add(mgr ctrl.Manager, o Options) (*Kamaji, error) {
 	return k, nil
 }
 
-// Stop stops every tenant control plane. Idempotent.
+// Stop stops every tenant control plane, those of deleted KamajiControlPlanes still shutting
+// down included, at once: the world goes with them, so nothing waits for a graceful exit.
+// Idempotent.
 func (k *Kamaji) Stop() {
 	k.mu.Lock()
-	tenants := k.tenants
+	var all []*tenantCP
+	for _, t := range k.tenants {
+		all = append(all, t)
+	}
+	for t := range k.stopping {
+		all = append(all, t)
+	}
 	k.tenants = map[string]*tenantCP{}
 	k.mu.Unlock()
 	var wg sync.WaitGroup
-	for _, t := range tenants {
+	for _, t := range all {
 		wg.Add(1)
-		go func(t *tenantCP) { defer wg.Done(); t.stop() }(t)
+		go func(t *tenantCP) { defer wg.Done(); t.stop(stopGrace) }(t)
 	}
 	wg.Wait()
 }
@@ -78,6 +88,9 @@ func (k *Kamaji) Pids() []int {
 	defer k.mu.Unlock()
 	var out []int
 	for _, t := range k.tenants {
+		out = append(out, t.pids()...)
+	}
+	for t := range k.stopping {
 		out = append(out, t.pids()...)
 	}
 	return out
@@ -169,9 +182,22 @@ func (k *Kamaji) forget(key string) {
 	t := k.tenants[key]
 	delete(k.tenants, key)
 	k.mu.Unlock()
-	if t != nil {
-		t.stop()
+	if t == nil {
+		return
 	}
+	// The control plane's Deployment belongs to its TenantControlPlane (clastix/kamaji
+	// 26.8.2-edge internal/resources/k8s_deployment_resource.go:73): its pods go with the
+	// garbage collector, on their own time, and no reconcile waits for them. Nor does this one,
+	// or a deleted tenant's graceful exit would hold the controller, and the manager's shutdown.
+	k.mu.Lock()
+	k.stopping[t] = true
+	k.mu.Unlock()
+	go func() {
+		t.stop(deleteGrace)
+		k.mu.Lock()
+		delete(k.stopping, t)
+		k.mu.Unlock()
+	}()
 }
 
 func (k *Kamaji) ensureRunning(ctx context.Context, namespace, name, serviceCIDR string, started func(*controlplane.APIServer, string) error) (*tenantCP, error) {

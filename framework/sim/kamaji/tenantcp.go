@@ -24,11 +24,21 @@ type tenantCP struct {
 	published bool
 }
 
-func (t *tenantCP) stop() {
+// A deleted tenant's processes get deleteGrace to exit after SIGTERM, as a pod gets its
+// termination grace period; when the world stops they get stopGrace, since everything they
+// would finish goes with it (a tenant kube-apiserver v1.35 takes more than 5 s to exit).
+const (
+	deleteGrace = 5 * time.Second
+	stopGrace   = time.Second
+)
+
+// stop stops the control plane's processes together, each killed grace after its SIGTERM. A
+// second call with a shorter grace cuts a first one short.
+func (t *tenantCP) stop(grace time.Duration) {
 	var wg sync.WaitGroup
 	for _, p := range t.procs {
 		wg.Add(1)
-		go func(p *controlplane.Process) { defer wg.Done(); p.Stop(5 * time.Second) }(p)
+		go func(p *controlplane.Process) { defer wg.Done(); p.Stop(grace) }(p)
 	}
 	wg.Wait()
 }
@@ -55,7 +65,7 @@ func (k *Kamaji) startTenant(ctx context.Context, namespace, name, serviceCIDR s
 	t := &tenantCP{name: key, dir: dir}
 	defer func() {
 		if err != nil {
-			t.stop()
+			t.stop(deleteGrace)
 		}
 	}()
 	start := time.Now()

@@ -66,6 +66,11 @@ func managerScheme() *runtime.Scheme {
 	return s
 }
 
+// managerStopGrace bounds the manager's shutdown. Its reconciles end with their context; one
+// that does not is left to fail against the stopped apiserver rather than hold the world's stop
+// for controller-runtime's default 30 s (manager.Options.GracefulShutdownTimeout).
+const managerStopGrace = 2 * time.Second
+
 // newManager builds the manager with Cluster API's own cache and client settings (its main.go:
 // Secrets cached only when they carry a cluster name and read live otherwise, unstructured
 // objects cached), the webhook server on loopback, no metrics or health ports, and the Cluster
@@ -85,8 +90,9 @@ func newManager(ctx context.Context, cfg *rest.Config, s *webhookServing, log lo
 			SyncPeriod: &syncPeriod,
 			ByObject:   map[client.Object]cache.ByObject{&corev1.Secret{}: {Label: labels.NewSelector().Add(*req)}},
 		},
-		Client:        client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.ConfigMap{}, &corev1.Secret{}}, Unstructured: true}},
-		WebhookServer: s.server,
+		Client:                  client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.ConfigMap{}, &corev1.Secret{}}, Unstructured: true}},
+		WebhookServer:           s.server,
+		GracefulShutdownTimeout: ptr.To(managerStopGrace),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("world: controller manager: %w", err)

@@ -200,8 +200,9 @@ func (w *World) Dir() string { return w.opts.Dir }
 // Log is where progress lines for people go.
 func (w *World) Log() io.Writer { return w.opts.Log }
 
-// OnStop registers f to run when the world stops, before its own processes (stand-ins stop
-// the processes they started this way).
+// OnStop registers f to run when the world stops, beside the other hooks and before the
+// world's own processes (stand-ins stop the processes they started this way, within
+// StopGrace).
 func (w *World) OnStop(f func()) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -266,8 +267,13 @@ func (w *World) Pids() []int {
 	return out
 }
 
-// Stop stops the manager, runs the OnStop hooks, and stops every process, newest first.
-// It is idempotent and safe on a partly started world.
+// StopGrace is how long a process of a stopping world has to exit after SIGTERM before it is
+// killed: whatever a graceful exit would finish (a kube-apiserver's takes over a second, a
+// tenant's more than 5 s) goes with the world.
+const StopGrace = time.Second
+
+// Stop stops the manager, runs the OnStop hooks together, then stops every process (etcd
+// last), and says how long each part took. It is idempotent and safe on a partly started world.
 func (w *World) Stop() {
 	w.mu.Lock()
 	if w.stopped {
@@ -277,30 +283,43 @@ func (w *World) Stop() {
 	w.stopped = true
 	cancel, done, hooks, running := w.cancel, w.done, w.onStop, w.running
 	w.mu.Unlock()
+	start := time.Now()
 	cancel()
+	// The manager goes first, so no reconcile starts what the hooks below stop. Its webhook
+	// server's shutdown takes about a second (net/http gives an HTTP/2 client that long to
+	// leave after GOAWAY); a reconcile still running past the bound is left behind.
 	if running {
 		select {
 		case <-done:
-		case <-time.After(10 * time.Second):
+		case <-time.After(managerStopGrace):
+			fmt.Fprintf(w.opts.Log, "sim: the controller manager did not stop within %s (a reconcile still runs; controllers.log says which); going on\n", managerStopGrace)
 		}
 	}
-	for i := len(hooks) - 1; i >= 0; i-- {
-		hooks[i]()
-	}
+	mgr := since(start)
+	t := time.Now()
 	var wg sync.WaitGroup
+	for _, h := range hooks {
+		wg.Add(1)
+		go func() { defer wg.Done(); h() }()
+	}
+	wg.Wait()
+	standins := since(t)
+	t = time.Now()
 	// The apiserver and its clients first, etcd last: etcd stopping first makes every other
-	// process log errors for its grace period.
+	// process log errors until it is killed.
 	for i := len(w.procs) - 1; i >= 1; i-- {
 		wg.Add(1)
-		go func(p *controlplane.Process) { defer wg.Done(); p.Stop(5 * time.Second) }(w.procs[i])
+		go func(p *controlplane.Process) { defer wg.Done(); p.Stop(StopGrace) }(w.procs[i])
 	}
 	wg.Wait()
 	if len(w.procs) > 0 {
-		w.procs[0].Stop(5 * time.Second)
+		w.procs[0].Stop(StopGrace)
 	}
 	if w.webhooks != nil {
 		w.webhooks.close()
 	}
+	fmt.Fprintf(w.opts.Log, "sim: stopped in %s (controller manager %s, stand-ins and upstream controllers %s, processes %s)\n",
+		since(start), mgr, standins, since(t))
 }
 
 func mkdir(parent, name string) string {

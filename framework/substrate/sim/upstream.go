@@ -155,7 +155,7 @@ func (r *realControllers) start(ctx context.Context, w *world.World) error {
 			r.mu.Lock()
 			r.running = append(r.running, ctl)
 			r.mu.Unlock()
-			w.OnStop(func() { ctl.Stop(5 * time.Second) })
+			w.OnStop(func() { ctl.Stop(world.StopGrace) })
 		}()
 	}
 	// The chart, served as source-controller would serve its artifact.

@@ -113,6 +113,9 @@ func (f *Failures) Judge(r types.SpecReport) verdict.Failure {
 	v := verdict.Failure{Spec: spec, Pool: PoolOf(r), Message: r.Failure.Message, At: r.EndTime}
 	var j judged
 	switch {
+	case r.State == types.SpecStateInterrupted:
+		// Whatever the spec noted on its way out, a signal ended it.
+		j = judged{class: verdict.Deadline, stage: "spec " + r.State.String()}
 	case ok:
 		j = classify(n.err)
 		v.At = n.at
@@ -121,7 +124,7 @@ func (f *Failures) Judge(r types.SpecReport) verdict.Failure {
 		}
 	case r.State == types.SpecStatePanicked:
 		j = judged{class: verdict.Harness}
-	case r.State == types.SpecStateTimedout || r.State == types.SpecStateInterrupted || r.State == types.SpecStateAborted:
+	case r.State == types.SpecStateTimedout || r.State == types.SpecStateAborted:
 		j = judged{class: verdict.Deadline, stage: "spec " + r.State.String()}
 	case bounded && ranOut(pc.ctx):
 		// An assertion on a read that the phase's deadline cut short says nothing about the

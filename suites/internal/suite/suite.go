@@ -40,6 +40,8 @@ type Suite struct {
 	manifest *diag.Manifest
 	rec      *diag.Recorder
 	events   progress.Sink // nil when no orchestrator listens
+	// interrupt ends at the signal that interrupts the suite (interrupt.go).
+	interrupt context.Context
 }
 
 // Setup reads the lane, starts the clock at the job's start and connects to the management
@@ -79,6 +81,7 @@ func Setup(name string, env Env, phases func(*lane.Lane) ([]lane.PhaseNeed, erro
 		}
 	}
 	s.Clock = budget.New(l.Budget, opts)
+	s.watchInterrupt()
 	needs, err := phases(l)
 	if err != nil {
 		ce := &ConfigurationError{File: l.File, Err: fmt.Errorf("suite %s cannot run on this lane: %w", name, err)}
@@ -192,9 +195,10 @@ func (s *Suite) WatchTenant(ctx context.Context, c *cluster.Cluster) error {
 }
 
 // Collect runs the on-failure collectors for pools, inside the lane's diagnostics reserve,
-// and returns the evidence they name for a failure of class at stage.
+// and returns the evidence they name for a failure of class at stage. After an interrupt it
+// runs none and records them declined.
 func (s *Suite) Collect(ctx context.Context, pools []tenant.PoolNames, class verdict.Class, stage string) []string {
-	if s.rec == nil {
+	if s.rec == nil || s.declineInterrupted("on-failure collectors", verdict.Label(class, stage)) {
 		return nil
 	}
 	dctx, cancel, _ := s.Clock.Diagnostics(ctx)

@@ -63,8 +63,11 @@ func TestFailedSpecsBecomeFailuresWithTheirClass(t *testing.T) {
 	f.Spec(report(types.SpecStatePassed, "", "acme"))
 	f.Spec(report(types.SpecStatePanicked, "nil map", "acme"))
 	f.Spec(report(types.SpecStateInterrupted, "interrupted by user", ""))
+	// A spec the signal ended is not judged by what it noted on its way out.
+	f.Note("kubernetes pool md1 joins", "md1", errors.New("pool md1: the spec ended (Interrupted by User) while the pool was joining"))
+	f.Spec(report(types.SpecStateInterrupted, "pool md1: the spec ended (Interrupted by User) while the pool was joining", "md1"))
 	got := f.All()
-	if len(got) != 4 {
+	if len(got) != 5 {
 		t.Fatalf("%d failures: %+v", len(got), got)
 	}
 	want := []struct {
@@ -76,6 +79,7 @@ func TestFailedSpecsBecomeFailuresWithTheirClass(t *testing.T) {
 		{verdict.ProductAssertion, "", "md0"},
 		{verdict.Harness, "", "acme"},
 		{verdict.Deadline, "spec interrupted", ""},
+		{verdict.Deadline, "spec interrupted", "md1"},
 	}
 	for i, w := range want {
 		if got[i].Class != w.class || got[i].Stage != w.stage || got[i].Pool != w.pool {

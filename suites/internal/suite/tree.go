@@ -18,8 +18,12 @@ const (
 
 // Tree writes Cluster namespace/name's Cluster API object tree, as `clusterctl describe
 // cluster` shows it with o, to rel (a path of the artifacts), headed by the command line that
-// shows the same; it records the collector in manifest.json and returns rel.
+// shows the same; it records the collector in manifest.json and returns rel. After an
+// interrupt it writes nothing, records the tree declined and returns "".
 func (s *Suite) Tree(ctx context.Context, scope, namespace, name, rel string, o capitree.Options) (string, error) {
+	if s.declineInterrupted("cluster tree", scope) {
+		return "", nil
+	}
 	start := time.Now()
 	e := diag.Entry{Name: "cluster tree", Scope: scope, Process: "suite " + s.Name, Start: start,
 		Bound: diag.Bound{Seconds: budget.Seconds(treeTimeout), Bytes: treeBytes}}
