@@ -12,10 +12,10 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
 	"github.com/cozystack/cozy-e2e/framework/lane"
+	"github.com/cozystack/cozy-e2e/framework/yamldoc"
 )
 
 // maxManifest bounds what Fetch reads: a release manifest is a few MiB at most.
@@ -78,16 +78,12 @@ func (m *Manifest) Objects() ([]Object, error) { return Decode(m.Source, m.Data)
 // Decode reads a multi-document YAML manifest into objects; each must carry apiVersion, kind
 // and name. A List is flattened.
 func Decode(source string, data []byte) ([]Object, error) {
+	docs, err := yamldoc.Split(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", source, err)
+	}
 	var out []Object
-	r := utilyaml.NewYAMLReader(bufioReader(data))
-	for i := 0; ; i++ {
-		doc, err := r.Read()
-		if err == io.EOF {
-			return out, nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("%s: document %d: %w", source, i, err)
-		}
+	for i, doc := range docs {
 		if len(bytes.TrimSpace(doc)) == 0 {
 			continue
 		}
@@ -115,4 +111,5 @@ func Decode(source string, data []byte) ([]Object, error) {
 		}
 		out = append(out, Object{Source: at, Obj: u})
 	}
+	return out, nil
 }

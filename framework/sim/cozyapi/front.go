@@ -1,8 +1,6 @@
 package cozyapi
 
 import (
-	"crypto/tls"
-	"crypto/x509"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -29,26 +27,12 @@ func StartFront(upstream *controlplane.APIServer) (*Front, error) {
 	if err != nil {
 		return nil, err
 	}
-	ca, err := controlplane.NewCA("cozyapi-front-ca")
-	if err != nil {
-		return nil, err
-	}
-	kp, err := ca.Serving("cozyapi-front", "127.0.0.1", "localhost")
-	if err != nil {
-		return nil, err
-	}
-	cert, err := tls.X509KeyPair(kp.CertPEM, kp.KeyPEM)
-	if err != nil {
-		return nil, err
-	}
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(upstream.CA.CertPEM)
-	ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})
+	ln, ca, err := controlplane.ListenTLS("cozyapi-front")
 	if err != nil {
 		return nil, err
 	}
 	rp := httputil.NewSingleHostReverseProxy(target)
-	rp.Transport = &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}
+	rp.Transport = upstream.Transport()
 	rp.FlushInterval = -1
 	apps, err := New(upstream.Admin(), rp)
 	if err != nil {

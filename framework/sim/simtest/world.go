@@ -38,12 +38,7 @@ func (e *Env) Machines(t testing.TB, memory string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { sched.Stop(5 * time.Second) })
-	kwok, err := controlplane.StartKwok(ctx, tools, e.API, controlplane.KwokOptions{Dir: dir,
-		ExtraArgs: []string{"--manage-all-nodes=false", "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { kwok.Stop(5 * time.Second) })
+	startKwok(ctx, t, tools, e.API, dir)
 	res := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("32"), corev1.ResourceMemory: resource.MustParse(memory), corev1.ResourcePods: resource.MustParse("110")}
 	node := &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: "sim-node-1", Annotations: map[string]string{"kwok.x-k8s.io/node": "fake"},
@@ -62,18 +57,8 @@ func Tenant(t testing.TB) (*controlplane.APIServer, *cluster.Cluster) {
 	api := cptest.APIServer(t, controlplane.APIServerOptions{Name: "tenant"})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	dir := t.TempDir()
-	kwok, err := controlplane.StartKwok(ctx, cptest.Tools(t), api, controlplane.KwokOptions{Dir: dir,
-		ExtraArgs: []string{"--manage-all-nodes=false", "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { kwok.Stop(5 * time.Second) })
-	c, err := cluster.New("tenant", api.Admin())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return api, c
+	startKwok(ctx, t, cptest.Tools(t), api, t.TempDir())
+	return api, tenantClient(t, api)
 }
 
 // KamajiTenant starts a tenant control plane as the Kamaji stand-in runs one for
@@ -96,15 +81,28 @@ func KamajiTenant(t testing.TB, namespace, name string) (*controlplane.APIServer
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { kcm.Stop(5 * time.Second) })
-	kwok, err := controlplane.StartKwok(ctx, cptest.Tools(t), api, controlplane.KwokOptions{Dir: dir,
+	startKwok(ctx, t, cptest.Tools(t), api, dir)
+	return api, tenantClient(t, api)
+}
+
+// startKwok runs kwok against api with its files in dir, playing only the Nodes annotated
+// kwok.x-k8s.io/node=fake; it is stopped when the test ends.
+func startKwok(ctx context.Context, t testing.TB, tools controlplane.Tools, api *controlplane.APIServer, dir string) {
+	t.Helper()
+	kwok, err := controlplane.StartKwok(ctx, tools, api, controlplane.KwokOptions{Dir: dir,
 		ExtraArgs: []string{"--manage-all-nodes=false", "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { kwok.Stop(5 * time.Second) })
+}
+
+// tenantClient is a harness client of a tenant's apiserver.
+func tenantClient(t testing.TB, api *controlplane.APIServer) *cluster.Cluster {
+	t.Helper()
 	c, err := cluster.New("tenant", api.Admin())
 	if err != nil {
 		t.Fatal(err)
 	}
-	return api, c
+	return c
 }

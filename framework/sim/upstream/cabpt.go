@@ -27,22 +27,14 @@ func StartCABPT(ctx context.Context, b *Build, c *cluster.Cluster, o Options) (*
 	if err != nil {
 		return nil, err
 	}
-	ctl, err := newController("cabpt-manager", b.Path(CABPTBinary), o)
+	ctl, err := newWebhookController("cabpt-manager", b.Path(CABPTBinary), "cabpt", o)
 	if err != nil {
-		return nil, err
-	}
-	if ctl.Webhook, err = o.serving("cabpt"); err != nil {
 		return nil, err
 	}
 	if !o.CRDsInstalled {
 		if err := InstallCRDs(ctx, c, crds, ctl.Webhook.Conversion()); err != nil {
 			return nil, err
 		}
-	}
-	// config/default/kustomization.yaml line 3: namePrefix cabpt-.
-	hooks, err := InstallWebhookConfigurations(ctx, c, b.Src("cabpt", "config", "webhook", "manifests.yaml"), "cabpt-", ctl.Webhook)
-	if err != nil {
-		return nil, err
 	}
 	ctl.Args = append([]string{
 		"--kubeconfig=" + o.Kubeconfig,
@@ -53,9 +45,8 @@ func StartCABPT(ctx context.Context, b *Build, c *cluster.Cluster, o Options) (*
 		fmt.Sprintf("--webhook-port=%d", ctl.Webhook.Port),
 		"--webhook-cert-dir=" + ctl.Webhook.CertDir,
 	}, o.ExtraArgs...)
-	if err := ctl.start(ctx); err != nil {
-		// Webhooks that fail closed and point at nothing would refuse every write of their kinds.
-		deleteAll(c, hooks)
+	// config/default/kustomization.yaml line 3: namePrefix cabpt-.
+	if err := ctl.startWithWebhooks(ctx, c, b.Src("cabpt", "config", "webhook", "manifests.yaml"), "cabpt-"); err != nil {
 		return nil, err
 	}
 	return ctl, nil

@@ -30,14 +30,7 @@ func TestCABPT(t *testing.T) {
 	b := findBuild(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	w := startWorld(ctx, t, b)
-	cabpt, err := upstream.StartCABPT(ctx, b, w.Cluster, upstream.Options{Dir: controllerDir(t, "cabpt"), Kubeconfig: w.API.AdminKubeconfig})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cabpt.Stop(5 * time.Second)
-	logController(t, cabpt)
-	c := freshClient(t, w)
+	_, cabpt, c := startController(ctx, t, b, "cabpt", upstream.StartCABPT)
 	const ns = "tenant-talos"
 	const clusterName = "kubernetes-talos"
 	create(ctx, t, c, `

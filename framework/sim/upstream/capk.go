@@ -29,15 +29,7 @@ func StartCAPK(ctx context.Context, b *Build, c *cluster.Cluster, o Options) (*C
 			return nil, err
 		}
 	}
-	ctl, err := newController("capk-manager", b.Path(CAPKBinary), o)
-	if err != nil {
-		return nil, err
-	}
-	if ctl.Webhook, err = o.serving("capk"); err != nil {
-		return nil, err
-	}
-	// config/default/kustomization.yaml line 3: namePrefix capk-.
-	hooks, err := InstallWebhookConfigurations(ctx, c, b.Src("capk", "config", "webhook", "manifests.yaml"), "capk-", ctl.Webhook)
+	ctl, err := newWebhookController("capk-manager", b.Path(CAPKBinary), "capk", o)
 	if err != nil {
 		return nil, err
 	}
@@ -49,9 +41,8 @@ func StartCAPK(ctx context.Context, b *Build, c *cluster.Cluster, o Options) (*C
 		fmt.Sprintf("--webhook-port=%d", ctl.Webhook.Port),
 		"--webhook-cert-dir=" + ctl.Webhook.CertDir,
 	}, o.ExtraArgs...)
-	if err := ctl.start(ctx); err != nil {
-		// Webhooks that fail closed and point at nothing would refuse every write of their kinds.
-		deleteAll(c, hooks)
+	// config/default/kustomization.yaml line 3: namePrefix capk-.
+	if err := ctl.startWithWebhooks(ctx, c, b.Src("capk", "config", "webhook", "manifests.yaml"), "capk-"); err != nil {
 		return nil, err
 	}
 	return ctl, nil

@@ -71,14 +71,7 @@ func TestCAPK(t *testing.T) {
 	b := findBuild(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	w := startWorld(ctx, t, b)
-	capk, err := upstream.StartCAPK(ctx, b, w.Cluster, upstream.Options{Dir: controllerDir(t, "capk"), Kubeconfig: w.API.AdminKubeconfig})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer capk.Stop(5 * time.Second)
-	logController(t, capk)
-	c := freshClient(t, w)
+	_, capk, c := startController(ctx, t, b, "capk", upstream.StartCAPK)
 	create(ctx, t, c, `
 apiVersion: v1
 kind: Namespace

@@ -29,19 +29,12 @@ func TestHelmController(t *testing.T) {
 	b := findBuild(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	w := startWorld(ctx, t, b)
-	hc, err := upstream.StartHelmController(ctx, b, w.Cluster, upstream.Options{Dir: controllerDir(t, "helm-controller"), Kubeconfig: w.API.AdminKubeconfig})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer hc.Stop(5 * time.Second)
-	logController(t, hc)
+	w, hc, c := startController(ctx, t, b, "helm-controller", upstream.StartHelmController)
 	charts, err := upstream.StartChartServer()
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer charts.Close()
-	c := freshClient(t, w)
 	create(ctx, t, c, `
 apiVersion: v1
 kind: Namespace

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cozystack/cozy-e2e/framework/cluster"
 	"github.com/cozystack/cozy-e2e/framework/controlplane"
 )
 
@@ -155,6 +156,35 @@ func newController(name, path string, o Options) (*Controller, error) {
 		HealthURL:  fmt.Sprintf("http://127.0.0.1:%d", health),
 		MetricsURL: fmt.Sprintf("http://127.0.0.1:%d", metrics),
 	}, nil
+}
+
+// newWebhookController prepares a controller process as newController does, with a webhook
+// server identity: o.Webhook, or a fresh one named provider.
+func newWebhookController(name, path, provider string, o Options) (*Controller, error) {
+	ctl, err := newController(name, path, o)
+	if err != nil {
+		return nil, err
+	}
+	if ctl.Webhook, err = o.serving(provider); err != nil {
+		return nil, err
+	}
+	return ctl, nil
+}
+
+// startWithWebhooks installs the webhook configurations of manifests (see
+// InstallWebhookConfigurations), pointed at c's webhook server, then starts c. If c does not get
+// ready they are deleted again: webhooks that fail closed and point at nothing would refuse
+// every write of their kinds.
+func (c *Controller) startWithWebhooks(ctx context.Context, cl *cluster.Cluster, manifests, prefix string) error {
+	hooks, err := InstallWebhookConfigurations(ctx, cl, manifests, prefix, c.Webhook)
+	if err != nil {
+		return err
+	}
+	if err := c.start(ctx); err != nil {
+		deleteAll(cl, hooks)
+		return err
+	}
+	return nil
 }
 
 // withEnv makes c run its binary through env(1) with vars set, since a Process takes no

@@ -75,6 +75,23 @@ func freshClient(t *testing.T, w *world.World) *cluster.Cluster {
 	return c
 }
 
+// startController starts the sim's management world and, against it, the controller that start
+// starts, stopped when the test ends. It logs how the controller started and returns the world,
+// the controller and a client that sees the CRDs the controller installed.
+func startController(ctx context.Context, t *testing.T, b *upstream.Build, name string,
+	start func(context.Context, *upstream.Build, *cluster.Cluster, upstream.Options) (*upstream.Controller, error),
+) (*world.World, *upstream.Controller, *cluster.Cluster) {
+	t.Helper()
+	w := startWorld(ctx, t, b)
+	ctl, err := start(ctx, b, w.Cluster, upstream.Options{Dir: controllerDir(t, name), Kubeconfig: w.API.AdminKubeconfig})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ctl.Stop(5 * time.Second) })
+	logController(t, ctl)
+	return w, ctl, freshClient(t, w)
+}
+
 // logController reports how long a controller took to get ready and what it holds in memory.
 func logController(t *testing.T, c *upstream.Controller) {
 	t.Helper()

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"path/filepath"
 	"time"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
@@ -35,18 +34,7 @@ func NewServing(dir, name string) (*Serving, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
-	ca, err := controlplane.NewCA(name + "-webhook-ca")
-	if err != nil {
-		return nil, err
-	}
-	kp, err := ca.Serving(name+"-webhook", "127.0.0.1", "localhost")
-	if err != nil {
-		return nil, err
-	}
-	if err := kp.Write(filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")); err != nil {
-		return nil, err
-	}
-	port, err := controlplane.FreePort()
+	ca, port, err := controlplane.WebhookServing(dir, name+"-webhook")
 	if err != nil {
 		return nil, err
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"path/filepath"
 	"time"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
@@ -30,18 +29,7 @@ type webhookServing struct {
 }
 
 func newWebhookServing(dir string) (*webhookServing, error) {
-	ca, err := controlplane.NewCA("sim-webhooks-ca")
-	if err != nil {
-		return nil, err
-	}
-	kp, err := ca.Serving("sim-webhooks", "127.0.0.1", "localhost")
-	if err != nil {
-		return nil, err
-	}
-	if err := kp.Write(filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")); err != nil {
-		return nil, err
-	}
-	port, err := controlplane.FreePort()
+	ca, port, err := controlplane.WebhookServing(dir, "sim-webhooks")
 	if err != nil {
 		return nil, err
 	}

@@ -2,8 +2,6 @@ package sim
 
 import (
 	"bytes"
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -51,31 +49,17 @@ func startProxy(upstream *controlplane.APIServer, admin *rest.Config, env *simen
 	if err != nil {
 		return nil, err
 	}
-	ca, err := controlplane.NewCA("sim-proxy-ca")
-	if err != nil {
-		return nil, err
-	}
-	kp, err := ca.Serving("sim-proxy", "127.0.0.1", "localhost")
-	if err != nil {
-		return nil, err
-	}
-	cert, err := tls.X509KeyPair(kp.CertPEM, kp.KeyPEM)
-	if err != nil {
-		return nil, err
-	}
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(upstream.CA.CertPEM)
-	ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12, NextProtos: []string{"h2", "http/1.1"}})
+	ln, ca, err := controlplane.ListenTLS("sim-proxy", "h2", "http/1.1")
 	if err != nil {
 		return nil, err
 	}
 	p := &proxy{URL: "https://" + ln.Addr().String(), CA: ca, ln: ln, env: env,
 		inject: env.Faults.Selected(faults.APIServerTransient)}
 	rp := httputil.NewSingleHostReverseProxy(target)
-	rp.Transport = &http.Transport{
-		TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}, ForceAttemptHTTP2: true,
-		MaxIdleConnsPerHost: 100,
-	}
+	transport := upstream.Transport()
+	transport.ForceAttemptHTTP2 = true
+	transport.MaxIdleConnsPerHost = 100
+	rp.Transport = transport
 	rp.FlushInterval = -1 // watches and log follows stream
 	// The platform's apps are served the way cozystack-api serves them: views of their
 	// HelmReleases (framework/sim/cozyapi).
