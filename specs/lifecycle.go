@@ -99,7 +99,7 @@ func (r *run) rejoin(ctx context.Context, p fixture.Pool, replicas int) (*join.R
 	t := r.lc.Tenant
 	o := t.Options()
 	hub := t.Consoles()
-	w, err := join.Start(ctx, join.Options{Management: o.Management, Tenant: t.Cluster, Namespace: t.Names.Namespace,
+	w, err := join.Start(ctx, join.Options{Management: o.Management, Tenant: p.Tenant(), Namespace: p.Names.Namespace,
 		OSes: []osfamily.Family{p.OS}, OnProgress: o.OnProgress, Consoles: hub})
 	if err != nil {
 		return nil, err
@@ -110,7 +110,7 @@ func (r *run) rejoin(ctx context.Context, p fixture.Pool, replicas int) (*join.R
 	if err != nil {
 		return nil, err
 	}
-	return join.Inspect(ctx, join.InspectOptions{Management: o.Management, Tenant: t.Cluster}, pool, res)
+	return join.Inspect(ctx, join.InspectOptions{Management: o.Management, Tenant: p.Tenant()}, pool, res)
 }
 
 // since formats a duration for people.
