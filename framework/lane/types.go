@@ -328,7 +328,9 @@ type SimSettings struct {
 	// Latencies of the stand-ins (disk import, boot, join); short by default.
 	Latencies map[string]Duration `json:"latencies,omitempty"`
 	// MachineHealthCheck overrides the Kubernetes chart's nodeHealthCheck values for every app
-	// the sim renders (the chart's own when unset: maxUnhealthy 50%, nodeStartupTimeout 10m).
+	// the sim's model of cozystack/cozystack#4911 renders (the chart's own when unset:
+	// maxUnhealthy 50%, nodeStartupTimeout 10m); an app the real chart renders (its pools all
+	// run Talos) keeps the chart's values, which a spec may override per node group.
 	MachineHealthCheck *SimMachineHealthCheck `json:"machineHealthCheck,omitempty"`
 }
 

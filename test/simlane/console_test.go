@@ -195,6 +195,16 @@ func checkKept(t *testing.T, art, out string, deleted bool) {
 	if err := mgmt.Client.List(ctx, &mds, client.InNamespace(k.Namespace)); err != nil || len(mds.Items) == 0 {
 		t.Errorf("the kept namespace %s has no MachineDeployment (%v): the teardown ran", k.Namespace, err)
 	}
+	// Each failed pool's own conformance cluster is kept with a kubeconfig to reach it.
+	kubeconfigs := map[string]bool{}
+	for _, c := range k.Clusters {
+		kubeconfigs[c.Name] = c.Kubeconfig != ""
+	}
+	for _, p := range k.Pools {
+		if !kubeconfigs[p.Cluster] {
+			t.Errorf("pool %s: kept.json gives its cluster %s no kubeconfig: %+v", p.Pool, p.Cluster, k.Clusters)
+		}
+	}
 	for _, c := range k.Clusters {
 		if c.Kubeconfig == "" {
 			continue

@@ -30,13 +30,16 @@ const (
 // scenarios are the runs, each an E2E_SIM_FAULT value: green, then the terminal faults packed
 // one to a pool (a run's pools join independently, so three faults cost one run), then the
 // faults a correct harness absorbs, together. cluster-dns-mismatch reaches every pool on a
-// Kairos class, so only a Talos fault shares its run.
+// Kairos class, so only a Talos fault shares its run. mhc-replacement needs the lane copy's
+// MachineHealthCheck values (sim.machineHealthCheck), which only the sim's model of #4911
+// renders: it targets the pools of the classes cluster, as the real chart renders md0's with
+// its own (nodeStartupTimeout 10m, under which nothing is replaced within a run).
 var scenarios = []string{
 	"green",
 	"cluster-dns-mismatch,disk-import-refused@md0",
 	"vmi-unschedulable@md0,provider-id-missing@kairos,guest-join-rejected@acme",
 	"node-tainted@md0,node-tainted@acme,kairos-config-refused@kairos",
-	"mhc-replacement,apiserver-transient",
+	"mhc-replacement@kairos,mhc-replacement@acme,apiserver-transient",
 }
 
 // lifecycleScenarios run on lanes/sim-lifecycle.yaml: green, then the lifecycle faults, each
