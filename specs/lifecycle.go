@@ -108,14 +108,14 @@ func (r *run) rejoined(ctx context.Context, p fixture.Pool, replicas int) *join.
 	t := r.lc.Tenant
 	o := t.Options()
 	hub := t.Consoles()
-	w, err := join.Start(ctx, join.Options{Management: o.Management, Tenant: t.Cluster, Namespace: t.Names.Namespace,
+	w, err := join.Start(ctx, join.Options{Management: o.Management, Tenant: p.Tenant(), Namespace: p.Names.Namespace,
 		OSes: []osfamily.Family{p.OS}, OnProgress: o.OnProgress, Consoles: hub})
 	r.must(err)
 	defer w.Close()
 	pool := p.JoinPool(replicas, o.Lane.Workload.Ref(), hub != nil)
 	res, err := w.Join(ctx, pool)
 	r.must(err)
-	rec, err := join.Inspect(ctx, join.InspectOptions{Management: o.Management, Tenant: t.Cluster}, pool, res)
+	rec, err := join.Inspect(ctx, join.InspectOptions{Management: o.Management, Tenant: p.Tenant()}, pool, res)
 	r.must(err)
 	return rec
 }

@@ -117,7 +117,7 @@ type healthCheck struct {
 // the rendered MachineHealthCheck times as the lane says.
 func (r *run) prepareHealthCheck(p fixture.Pool, set string, timers map[string]time.Duration) healthCheck {
 	plat := r.lc.Tenant.Platform
-	names := r.lc.Tenant.Names
+	names := p.Names.Names
 	file := r.lc.Tenant.Options().Lane.File
 	app, err := plat.Get(r.ctx, names)
 	r.must(err)
@@ -246,7 +246,7 @@ func (r *run) markedUnhealthy(ctx context.Context, p fixture.Pool, w fixture.Wor
 	refs := []tenant.Ref{machine, mhc}
 	var node tenant.Ref
 	if w.Node != "" {
-		node = tenant.Ref{GVK: fixture.NodeGVK, Name: w.Node, In: r.lc.Tenant.Cluster}
+		node = tenant.Ref{GVK: fixture.NodeGVK, Name: w.Node, In: p.Tenant()}
 		refs = append(refs, node)
 	}
 	return r.stages.Wait(ctx, r.lc.Tenant.Options().Management, StageMarkedUnhealthy,

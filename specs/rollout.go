@@ -84,9 +84,9 @@ func RolloutSpec(_ context.Context, inputGetter func() RolloutSpecInput) {
 
 			By("changing the pool: " + in.Change.What)
 			t := in.Tenant
-			gen, err := t.Platform.UpdatePool(r.ctx, t.Names, p.Name(), in.Change.Mutate)
+			gen, err := t.Platform.UpdatePool(r.ctx, p.Names.Names, p.Name(), in.Change.Mutate)
 			r.must(err)
-			rd, err := t.Platform.WaitRendered(r.ctx, t.Names, gen)
+			rd, err := t.Platform.WaitRendered(r.ctx, p.Names.Names, gen)
 			r.must(err)
 			Expect(rd.Ready).To(BeTrue(), "the platform refused pool %s with %s: %s", p.Name(), in.Change.What, rd.HelmRelease)
 			newTemplate := r.changed(p, oldTemplate)
@@ -131,7 +131,7 @@ func (r *run) rolled(p fixture.Pool, template string, replicas, floor int) int {
 	mgmt := r.lc.Tenant.Options().Management
 	machines := tenant.Ref{GVK: fixture.MachineGVK, Namespace: ns}
 	sets := tenant.Ref{GVK: fixture.MachineSetGVK, Namespace: ns}
-	nodes := tenant.Ref{GVK: fixture.NodeGVK, In: r.lc.Tenant.Cluster}
+	nodes := tenant.Ref{GVK: fixture.NodeGVK, In: p.Tenant()}
 	low := replicas
 	r.must(r.stages.Wait(r.ctx, mgmt, StageRolled, fmt.Sprintf("pool %s on %s", p.Name(), template),
 		[]tenant.Ref{machines, sets, nodes}, func(objs tenant.Objects) (bool, string, error) {

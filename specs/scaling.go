@@ -87,13 +87,13 @@ func ScalingSpec(_ context.Context, inputGetter func() ScalingSpecInput) {
 // MachineDeployment's scale subresource.
 func (r *run) resize(p fixture.Pool, n int) error {
 	t := r.lc.Tenant
-	gen, err := t.Platform.UpdatePool(r.ctx, t.Names, p.Name(), func(g map[string]any) {
+	gen, err := t.Platform.UpdatePool(r.ctx, p.Names.Names, p.Name(), func(g map[string]any) {
 		g["minReplicas"], g["maxReplicas"] = int64(n), int64(n)
 	})
 	if err != nil {
 		return err
 	}
-	rd, err := t.Platform.WaitRendered(r.ctx, t.Names, gen)
+	rd, err := t.Platform.WaitRendered(r.ctx, p.Names.Names, gen)
 	if err != nil {
 		return err
 	}
@@ -143,7 +143,7 @@ func (r *run) removed(p fixture.Pool, workers []fixture.Worker) error {
 	var refs []tenant.Ref
 	var names []string
 	for _, w := range workers {
-		refs = append(refs, w.Refs(p.Names.Namespace, r.lc.Tenant.Cluster)...)
+		refs = append(refs, w.Refs(p.Names.Namespace, p.Tenant())...)
 		names = append(names, w.Machine)
 	}
 	return r.stages.Wait(r.ctx, r.lc.Tenant.Options().Management, StageRemoved,

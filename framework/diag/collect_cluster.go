@@ -16,17 +16,23 @@ import (
 	"github.com/cozystack/cozy-e2e/framework/tenant"
 )
 
-// tenantJoin writes what a joining worker meets in the tenant cluster: every CSR with who asked,
+// tenantJoin writes what a joining worker meets in tenant cluster tc: every CSR with who asked,
 // for what and how it was answered (without the request and certificate bytes), and Kamaji's
-// kubelet configuration, whose clusterDNS a kubeadm join reads.
-func (s *scene) tenantJoin() collector {
-	return collector{name: "tenant-join", scope: "cluster " + Tenant, share: 0.06, bytes: 1 << 20, key: "tenant-join",
+// kubelet configuration, whose clusterDNS a kubeadm join reads. A nil tc notes that no tenant
+// cluster is there to read.
+func (s *scene) tenantJoin(tc *reader) collector {
+	name := Tenant
+	if tc != nil {
+		name = tc.name
+	}
+	dir := "clusters/" + name + "/"
+	return collector{name: "tenant-join", scope: "cluster " + name, share: 0.06, bytes: 1 << 20, key: "tenant-join " + name,
 		run: func(ctx context.Context, w *work) error {
-			if s.tenant == nil {
+			if tc == nil {
 				w.note("no tenant cluster: CSRs and kubelet-config cannot be read")
 				return nil
 			}
-			list, err := s.tenant.c.Kube.CertificatesV1().CertificateSigningRequests().List(ctx, listOptions(""))
+			list, err := tc.c.Kube.CertificatesV1().CertificateSigningRequests().List(ctx, listOptions(""))
 			if err != nil {
 				return fmt.Errorf("listing CSRs of the tenant cluster: %w", err)
 			}
@@ -39,14 +45,14 @@ func (s *scene) tenantJoin() collector {
 				lines = append(lines, fmt.Sprintf("%s %s: signer %s, user %s, usages %v: %s", stamp(c.CreationTimestamp.Time), c.Name,
 					c.Spec.SignerName, c.Spec.Username, c.Spec.Usages, csrState(&c)))
 			}
-			if err := w.file("clusters/tenant/csrs.txt", []byte(strings.Join(lines, "\n")+"\n"), 512<<10); err != nil {
+			if err := w.file(dir+"csrs.txt", []byte(strings.Join(lines, "\n")+"\n"), 512<<10); err != nil {
 				return err
 			}
-			cm, err := s.tenant.c.Kube.CoreV1().ConfigMaps(tenant.KubeletConfigNamespace).Get(ctx, tenant.KubeletConfigName, metav1.GetOptions{})
+			cm, err := tc.c.Kube.CoreV1().ConfigMaps(tenant.KubeletConfigNamespace).Get(ctx, tenant.KubeletConfigName, metav1.GetOptions{})
 			switch {
 			case apierrors.IsNotFound(err):
 				w.note("the tenant has no ConfigMap %s/%s", tenant.KubeletConfigNamespace, tenant.KubeletConfigName)
-				return w.file("clusters/tenant/kubelet-config.yaml", []byte(fmt.Sprintf("# ConfigMap %s/%s does not exist in the tenant cluster\n",
+				return w.file(dir+"kubelet-config.yaml", []byte(fmt.Sprintf("# ConfigMap %s/%s does not exist in the tenant cluster\n",
 					tenant.KubeletConfigNamespace, tenant.KubeletConfigName)), 0)
 			case err != nil:
 				return fmt.Errorf("reading the tenant's %s/%s: %w", tenant.KubeletConfigNamespace, tenant.KubeletConfigName, err)
@@ -54,7 +60,7 @@ func (s *scene) tenantJoin() collector {
 			cm.ManagedFields = nil
 			cm.Kind, cm.APIVersion = "ConfigMap", "v1"
 			head := "# clusterDNS: " + clusterDNSOf(cm.Data[tenant.KubeletConfigKey]) + "\n"
-			svc, serr := s.tenant.c.Kube.CoreV1().Services(tenant.CoreDNSNamespace).Get(ctx, tenant.CoreDNSService, metav1.GetOptions{})
+			svc, serr := tc.c.Kube.CoreV1().Services(tenant.CoreDNSNamespace).Get(ctx, tenant.CoreDNSService, metav1.GetOptions{})
 			switch {
 			case serr != nil:
 				head += fmt.Sprintf("# tenant CoreDNS Service %s/%s: not read (%v)\n", tenant.CoreDNSNamespace, tenant.CoreDNSService, serr)
@@ -63,7 +69,7 @@ func (s *scene) tenantJoin() collector {
 			default:
 				head += fmt.Sprintf("# tenant CoreDNS Service %s/%s is at %s\n", svc.Namespace, svc.Name, svc.Spec.ClusterIP)
 			}
-			return w.yamlWithHead("clusters/tenant/kubelet-config.yaml", head, cm, 256<<10)
+			return w.yamlWithHead(dir+"kubelet-config.yaml", head, cm, 256<<10)
 		}}
 }
 
@@ -114,12 +120,9 @@ func (s *scene) previousLogs() collector {
 		run: func(ctx context.Context, w *work) error {
 			count := 0
 			var errs []error
-			for _, r := range []*reader{s.mgmt, s.tenant} {
-				if r == nil {
-					continue
-				}
+			for _, r := range append([]*reader{s.mgmt}, s.tenants...) {
 				ns := s.namespace
-				if r == s.tenant {
+				if r != s.mgmt {
 					ns = ""
 				}
 				pods, err := r.pods(ctx, ns)

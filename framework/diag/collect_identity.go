@@ -32,13 +32,14 @@ func (s *scene) identity(pn tenant.PoolNames) collector {
 				w.note("%v", err)
 			}
 			machines = s.mine(pn, machines)
-			if s.tenant == nil {
+			tc := s.tenantOf(pn)
+			if tc == nil {
 				w.note("no tenant cluster: Nodes cannot be read")
 				return w.file(poolDir(pn)+"/identity.txt", []byte(identityReport(pn, vmis, machines, nil, false)), 256<<10)
 			}
-			list, err := s.tenant.c.Kube.CoreV1().Nodes().List(ctx, listOptions(""))
+			list, err := tc.c.Kube.CoreV1().Nodes().List(ctx, listOptions(""))
 			if err != nil {
-				return fmt.Errorf("listing Nodes of the tenant cluster: %w", err)
+				return fmt.Errorf("listing Nodes of the tenant cluster %s: %w", tc.name, err)
 			}
 			w.items = len(vmis) + len(list.Items)
 			if err := w.file(poolDir(pn)+"/identity.txt", []byte(identityReport(pn, vmis, machines, list.Items, true)), 256<<10); err != nil {

@@ -21,11 +21,16 @@ import (
 type scene struct {
 	namespace string
 	mgmt      *reader
-	tenant    *reader // nil when there is no tenant cluster
-	pools     *pools
-	streamed  func() []ConsoleRecord
-	now       func() time.Time
+	// tenants are the tenant clusters, apps the same by their Kubernetes app.
+	tenants  []*reader
+	apps     map[tenant.Names]*reader
+	pools    *pools
+	streamed func() []ConsoleRecord
+	now      func() time.Time
 }
+
+// tenantOf is the tenant cluster of pool pn's app, nil when none is streamed.
+func (s *scene) tenantOf(pn tenant.PoolNames) *reader { return s.apps[pn.Names] }
 
 var (
 	dataVolumeGVK = schema.GroupVersionKind{Group: "cdi.kubevirt.io", Version: "v1beta1", Kind: "DataVolume"}
@@ -72,12 +77,12 @@ func (s *scene) poolEvents(pn tenant.PoolNames) collector {
 	return collector{name: "events", scope: "pool " + pn.Pool, share: 0.04, bytes: 1 << 20,
 		run: func(ctx context.Context, w *work) error {
 			var lines []string
-			for _, r := range []*reader{s.mgmt, s.tenant} {
+			for _, r := range []*reader{s.mgmt, s.tenantOf(pn)} {
 				if r == nil {
 					continue
 				}
 				ns := s.namespace
-				if r == s.tenant {
+				if r != s.mgmt {
 					ns = ""
 				}
 				list, err := r.c.Kube.CoreV1().Events(ns).List(ctx, listOptions(""))

@@ -68,12 +68,17 @@ func (r *Recorder) Collect(ctx context.Context, o CollectOptions) Result {
 	perPool(sc.poolEvents)
 	perPool(sc.diskImport)
 	perPool(sc.machines)
-	cs = append(cs, sc.tenantJoin())
+	if len(sc.tenants) == 0 {
+		cs = append(cs, sc.tenantJoin(nil))
+	}
+	for _, t := range sc.tenants {
+		cs = append(cs, sc.tenantJoin(t))
+	}
 	perPool(sc.identity)
 	perPool(sc.consoles)
 	cs = append(cs, sc.previousLogs(), sc.resources(sc.mgmt, r.opts.Namespace))
-	if sc.tenant != nil {
-		cs = append(cs, sc.resources(sc.tenant, ""))
+	for _, t := range sc.tenants {
+		cs = append(cs, sc.resources(t, ""))
 	}
 	o.Budget.used = r.spent
 	entries := runCollectors(ctx, r.opts.Artifacts, r.opts.Manifest, r.opts.Process, r.opts.Limits, r.now, o.Budget, cs, &r.once)
@@ -91,9 +96,11 @@ func (r *Recorder) scene(ctx context.Context) (*scene, *Entry) {
 			Start: r.now(), Error: err.Error()}
 	}
 	sc := &scene{namespace: r.opts.Namespace, mgmt: mgmt, pools: &r.pools, streamed: r.consoles.all, now: r.now}
-	if t := r.Tenant(); t != nil {
-		if tr, err := newReader(Tenant, t); err == nil {
-			sc.tenant = tr
+	sc.apps = map[tenant.Names]*reader{}
+	for _, t := range r.tenantClusters() {
+		if tr, err := newReader(t.name, t.c); err == nil {
+			sc.tenants = append(sc.tenants, tr)
+			sc.apps[t.app] = tr
 		}
 	}
 	return sc, nil

@@ -74,7 +74,7 @@ type Recorder struct {
 	mu       sync.Mutex
 	files    map[string]*poolFiles
 	clusters []*clusterStream
-	tenant   *cluster.Cluster
+	tenants  []tenantCluster
 	consoles *consoles
 	// ownHub is the console hub the recorder started (Options.Consoles was nil); unsubscribe
 	// ends its subscription to the hub.
@@ -85,6 +85,13 @@ type Recorder struct {
 	once      onceCache     // on-failure collectors run once (per pool or cluster-wide)
 	collectMu sync.Mutex    // one Collect at a time
 	spent     time.Duration // of the diagnostics reserve, by Collect calls so far; under collectMu
+}
+
+// tenantCluster is one conformance cluster's tenant cluster: its artifacts name and its app.
+type tenantCluster struct {
+	name string
+	app  tenant.Names
+	c    *cluster.Cluster
 }
 
 type poolFiles struct {
@@ -169,22 +176,30 @@ func (r *Recorder) poolFiles(pn tenant.PoolNames) *poolFiles {
 	return f
 }
 
-// SetTenant starts streaming the tenant cluster (every namespace): its events, Nodes and CSRs.
-// It learns the tenant's Secret values first and keeps learning them.
-func (r *Recorder) SetTenant(ctx context.Context, c *cluster.Cluster) error {
+// SetTenant starts streaming the tenant cluster of the Kubernetes app app (every namespace):
+// its events, Nodes and CSRs, under clusters/<name>/ (Tenant for a run's only or first
+// conformance cluster). It learns the tenant's Secret values first and keeps learning them.
+// The on-failure collectors read each pool's Nodes from its own app's tenant cluster.
+func (r *Recorder) SetTenant(ctx context.Context, name string, app tenant.Names, c *cluster.Cluster) error {
 	r.mu.Lock()
-	if r.tenant != nil || r.stopped {
+	for _, t := range r.tenants {
+		if t.name == name || t.app == app {
+			r.mu.Unlock()
+			return nil
+		}
+	}
+	if r.stopped {
 		r.mu.Unlock()
 		return nil
 	}
-	r.tenant = c
+	r.tenants = append(r.tenants, tenantCluster{name: name, app: app, c: c})
 	r.mu.Unlock()
 	if err := WatchSecrets(r.ctx, c, r.opts.Artifacts.Redactor(), ""); err != nil {
 		return err
 	}
-	ts := newClusterStream(r, Tenant, c, "")
+	ts := newClusterStream(r, name, c, "")
 	if err := ts.start(r.ctx, tenantKinds); err != nil {
-		return fmt.Errorf("diagnostics stream of the tenant cluster: %w", err)
+		return fmt.Errorf("diagnostics stream of the tenant cluster of %s: %w", app, err)
 	}
 	r.mu.Lock()
 	r.clusters = append(r.clusters, ts)
@@ -196,11 +211,11 @@ func (r *Recorder) SetTenant(ctx context.Context, c *cluster.Cluster) error {
 // (join.Options.Consoles) so each VMI's console is held once.
 func (r *Recorder) ConsoleHub() *console.Hub { return r.opts.Consoles }
 
-// Tenant is the tenant cluster given to SetTenant, or nil.
-func (r *Recorder) Tenant() *cluster.Cluster {
+// tenantClusters are the tenant clusters given to SetTenant.
+func (r *Recorder) tenantClusters() []tenantCluster {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.tenant
+	return slices.Clone(r.tenants)
 }
 
 // Consoles are the console files read so far (finished ones only until Stop).

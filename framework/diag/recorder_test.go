@@ -79,7 +79,7 @@ func TestRecorderStreamsAndCollectsWithoutLeakingSecrets(t *testing.T) {
 	}
 	defer rec.Stop()
 	rec.WatchPool(w.pn)
-	must(t, rec.SetTenant(ctx, w.tenant))
+	must(t, rec.SetTenant(ctx, Tenant, w.pn.Names, w.tenant))
 
 	vmi := w.pn.MachineDeployment() + "-7d9f8c6b5x-abcde"
 	launcher := tenant.LauncherPrefix + vmi + "-q2w3e"

@@ -61,6 +61,12 @@ func TestParseRefusesBrokenLanes(t *testing.T) {
 		{"timeout above ceiling", "schedulable: 30s", "schedulable: 3m", []string{"budget.phases[1].timeouts.schedulable: 3m0s is above the phase ceiling 2m0s"}},
 		{"patch of another minor", "patch: v1.35.4", "patch: v1.34.4", []string{"kubernetes.patch: v1.34.4 is not a release of v1.35"}},
 		{"wrong type", "replicas: 2", "replicas: two", []string{`pools[0].replicas: "two" is not a whole number`}},
+		{"cluster not a DNS label", "replicas: 2}", "replicas: 2, cluster: Classes}", []string{`lanes/x.yaml:5: pools[0].cluster: "Classes" is not a DNS label`}},
+		{"cluster of the refusals", "replicas: 2}", "replicas: 2, cluster: refusals}", []string{`lanes/x.yaml:5: pools[0].cluster: "refusals" is the kubernetes suite's cluster of refused pools`}},
+		{"cluster name too long", "replicas: 2}", "replicas: 2, cluster: classes-of-the-acme-vendor}", []string{
+			`lanes/x.yaml:5: pools[0].cluster: pool "md0" in cluster "classes-of-the-acme-vendor": its Machine and VM names (kubernetes-<cluster>-<run id>-<pool>-<5>-<5>) reach 64 characters with a 10-character run id, over the 63 of a label value; shorten the pool or cluster name by 1`}},
+		{"pool name too long", "name: md0,", "name: md0-with-a-long-name-abc,", []string{
+			`lanes/x.yaml:5: pools[0].name: pool "md0-with-a-long-name-abc" in cluster "pools": its Machine and VM names (kubernetes-<cluster>-<run id>-<pool>-<5>-<5>) reach 64 characters`}},
 		{"bad maxUnhealthy", "suites:", "sim: {machineHealthCheck: {maxUnhealthy: half}}\nsuites:",
 			[]string{`sim.machineHealthCheck.maxUnhealthy: must be a bare integer (e.g. 0, 1) or an integer percentage (e.g. 50%), got "half"`}},
 		{"nodeStartupTimeout too short", "suites:", "sim: {machineHealthCheck: {nodeStartupTimeout: 10s}}\nsuites:",

@@ -80,9 +80,9 @@ func WritePlanWith(w io.Writer, l *Lane, extra ...PlanSection) {
 		}
 		fmt.Fprintln(w)
 	}
-	fmt.Fprintln(w, "pools (in parallel)")
+	fmt.Fprintln(w, "pools (in parallel; each in its conformance cluster, a Kubernetes app of the tenant)")
 	for _, p := range l.Pools {
-		fmt.Fprintf(w, "  %-10s class %-12s replicas %d\n", p.Name, p.Class, p.Replicas)
+		fmt.Fprintf(w, "  %-10s cluster %-10s class %-12s replicas %d\n", p.Name, p.ClusterName(), p.Class, p.Replicas)
 	}
 	fmt.Fprintf(w, "workload %s\n\n", l.Workload.Ref())
 	fmt.Fprintln(w, "suites")

@@ -3,6 +3,7 @@ package lane
 import (
 	"fmt"
 	"math"
+	"slices"
 	"time"
 )
 
@@ -69,9 +70,12 @@ type Class struct {
 	KubernetesVersion string `json:"kubernetesVersion,omitempty"`
 }
 
-// Pool is one worker pool of the tenant cluster.
+// Pool is one worker pool of a conformance cluster.
 type Pool struct {
 	Name string `json:"name" lane:"required"`
+	// Cluster names the conformance cluster (a Kubernetes app of the tenant) the pool is a
+	// node group of; pools that name the same cluster share it. Empty: DefaultCluster.
+	Cluster string `json:"cluster,omitempty"`
 	// Class is the NodeGroupClass the pool names (talos, kairos or an operator class).
 	Class    string `json:"class" lane:"required"`
 	Replicas int    `json:"replicas" lane:"required"`
@@ -85,6 +89,32 @@ type Pool struct {
 	// Cozystack's chart: Cozystack disables the container cluster-wide, and it has been
 	// reported holding virt-launcher in PodInitializing.
 	LogSerialConsole bool `json:"logSerialConsole,omitempty"`
+}
+
+// DefaultCluster is the conformance cluster of a pool that names none; RefusalCluster is the
+// kubernetes suite's own cluster of refused pools, which no lane pool may name.
+const (
+	DefaultCluster = "pools"
+	RefusalCluster = "refusals"
+)
+
+// ClusterName is the conformance cluster the pool is in (DefaultCluster unless it names one).
+func (p Pool) ClusterName() string {
+	if p.Cluster == "" {
+		return DefaultCluster
+	}
+	return p.Cluster
+}
+
+// Clusters are the lane's conformance clusters, in the order their first pool comes.
+func (l *Lane) Clusters() []string {
+	var out []string
+	for _, p := range l.Pools {
+		if c := p.ClusterName(); !slices.Contains(out, c) {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // LifecycleSpecs are the specs a pool can be given to (Pool.Lifecycle).
@@ -301,7 +331,9 @@ type SimSettings struct {
 	// Latencies of the stand-ins (disk import, boot, join); short by default.
 	Latencies map[string]Duration `json:"latencies,omitempty"`
 	// MachineHealthCheck overrides the Kubernetes chart's nodeHealthCheck values for every app
-	// the sim renders (the chart's own when unset: maxUnhealthy 50%, nodeStartupTimeout 10m).
+	// the sim's model of cozystack/cozystack#4911 renders (the chart's own when unset:
+	// maxUnhealthy 50%, nodeStartupTimeout 10m); an app the real chart renders (its pools all
+	// run Talos) keeps the chart's values, which a spec may override per node group.
 	MachineHealthCheck *SimMachineHealthCheck `json:"machineHealthCheck,omitempty"`
 }
 

@@ -185,6 +185,7 @@ func (l *Lane) validatePools(v *validator, classes map[string]bool) {
 	for i, p := range l.Pools {
 		path := fmt.Sprintf("pools[%d]", i)
 		v.uniqueName(path+".name", p.Name, "a DNS label", seen)
+		validatePoolNames(v, path, p)
 		if !classes[p.Class] {
 			v.fail(path+".class", "%q is neither a built-in class (talos, kairos) nor declared under classes", p.Class)
 		}
@@ -202,6 +203,40 @@ func (l *Lane) validatePools(v *validator, classes map[string]bool) {
 		default:
 			given[p.Lifecycle] = p.Name
 		}
+	}
+}
+
+// The names a pool's objects get, as framework/tenant derives them (a test there holds this
+// arithmetic to its CheckPoolNames): the Kubernetes app of cluster c is <c>-<run id>, released
+// as kubernetes-<c>-<run id>; a pool's Machines and VMs are <release>-<pool>-<5>-<5> and travel
+// as label values (63 characters at most).
+const (
+	// MaxRunID is the longest run id (E2E_RUN_ID) a lane's names must fit with.
+	MaxRunID = 10
+	// machineNameFixed is every character of a Machine's name but the cluster's and pool's.
+	machineNameFixed = len("kubernetes-") + len("-") + MaxRunID + len("-") + 12
+	maxLabelValue    = 63
+)
+
+// validatePoolNames checks the pool's cluster name, and that its Machine and VM names fit a
+// label value with the longest run id.
+func validatePoolNames(v *validator, path string, p Pool) {
+	if p.Cluster != "" {
+		switch {
+		case !dnsLabel.MatchString(p.Cluster):
+			v.fail(path+".cluster", "%q is not a DNS label", p.Cluster)
+			return
+		case p.Cluster == RefusalCluster:
+			v.fail(path+".cluster", "%q is the kubernetes suite's cluster of refused pools; name the cluster otherwise", p.Cluster)
+		}
+	}
+	if n := machineNameFixed + len(p.ClusterName()) + len(p.Name); dnsLabel.MatchString(p.Name) && n > maxLabelValue {
+		field := ".name"
+		if p.Cluster != "" {
+			field = ".cluster"
+		}
+		v.fail(path+field, "pool %q in cluster %q: its Machine and VM names (kubernetes-<cluster>-<run id>-<pool>-<5>-<5>) reach %d characters with a %d-character run id, over the %d of a label value; shorten the pool or cluster name by %d",
+			p.Name, p.ClusterName(), n, MaxRunID, maxLabelValue, n-maxLabelValue)
 	}
 }
 

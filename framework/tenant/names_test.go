@@ -137,3 +137,35 @@ func TestClassFamilyKnowsTheBuiltInsAndRefusesAnUnknownOS(t *testing.T) {
 		t.Fatalf("nope: %v", err)
 	}
 }
+
+// The lane refuses exactly the cluster and pool names whose Machine and VM names a run with the
+// longest run id could not hold: what it accepts at its limit, CheckPoolNames accepts too, and
+// one character more both refuse.
+func TestLaneNameLimitIsTheNamesOwn(t *testing.T) {
+	r, err := NewRun(strings.Repeat("z", lane.MaxRunID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		cluster, pool string
+		fits          bool
+	}{
+		{"pools", strings.Repeat("p", 23), true},
+		{"pools", strings.Repeat("p", 24), false},
+		{strings.Repeat("c", 25), "md0", true},
+		{strings.Repeat("c", 26), "md0", false},
+	} {
+		l := &lane.Lane{Pools: []lane.Pool{{Name: tc.pool, Cluster: tc.cluster, Class: "talos", Replicas: 1}}}
+		laneErr := ""
+		for _, e := range l.Validate() {
+			if strings.Contains(e.Error(), "Machine and VM names") {
+				laneErr = e.Error()
+			}
+		}
+		nameErr := r.Cluster(tc.cluster).CheckPoolNames(tc.pool)
+		if (laneErr == "") != tc.fits || (nameErr == nil) != tc.fits {
+			t.Errorf("cluster %q pool %q: lane says %q, CheckPoolNames says %v; want both to agree that it fits: %v",
+				tc.cluster, tc.pool, laneErr, nameErr, tc.fits)
+		}
+	}
+}

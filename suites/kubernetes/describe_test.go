@@ -45,7 +45,9 @@ func describe(st *state, sel Selection) {
 			var pools []tenant.PoolNames
 			switch {
 			case v.Pool != "":
-				pools = append(pools, t.Names.Pool(v.Pool))
+				if p, ok := t.Pool(v.Pool); ok {
+					pools = append(pools, p.Names)
+				}
 			case v.Stage != "tenant" && v.Stage != "pools" && v.Class != "leak":
 				// A refusal or an API-version disagreement says all in its message; the
 				// reserve is kept for the pools.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/cozystack/cozy-e2e/framework/capitree"
 	"github.com/cozystack/cozy-e2e/framework/fixture"
+	"github.com/cozystack/cozy-e2e/framework/lane"
 	"github.com/cozystack/cozy-e2e/framework/tenant"
 	"github.com/cozystack/cozy-e2e/framework/verdict"
 	"github.com/cozystack/cozy-e2e/specs"
@@ -35,7 +36,7 @@ type state struct {
 func newState(s *suite.Suite) *state {
 	t := fixture.New(fixture.Options{Management: s.Mgmt, Lane: s.Lane, Clock: s.Clock, Run: s.Run, Log: s.Log,
 		Diagnostics: s, JoinLog: s.JoinLog(), OnProgress: s.JoinProgress(replicas(s))})
-	return &state{s: s, tenant: t, refusals: s.Run.Cluster("refusals"),
+	return &state{s: s, tenant: t, refusals: s.Run.Cluster(lane.RefusalCluster),
 		refusalsCreated: fmt.Errorf("the refusal cluster was not created: the pools phase never started")}
 }
 
@@ -80,7 +81,7 @@ func (st *state) endPools() { st.joins().End() }
 // delete. A run kept for inspection (E2E_KEEP) deletes nothing and writes kept.json.
 func (st *state) teardown(spec context.Context) {
 	st.endPools()
-	if tenantApp, _ := st.tenant.Created(st.tenant.Names); !tenantApp && len(st.tenant.Clusters()) == 0 && len(st.tenant.Classes) == 0 {
+	if tenantApp, _ := st.tenant.Created(tenant.Names{}); !tenantApp && len(st.tenant.Clusters()) == 0 && len(st.tenant.Classes) == 0 {
 		return
 	}
 	st.clusterTree(spec)
@@ -100,11 +101,17 @@ func (st *state) teardown(spec context.Context) {
 // every failed pool.
 func (st *state) keep(spec context.Context, why string) {
 	_ = st.s.Clock.Skip(fixture.PhaseTeardown, why+": kept for inspection")
-	path, err := st.s.KeptKubeconfig("tenant-"+st.tenant.Names.Cluster(), st.tenant.Cluster)
-	if err != nil {
-		fmt.Fprintf(st.s.Log, "keep: %v\n", err)
+	kubeconfigs := map[tenant.Names]string{}
+	for _, a := range st.tenant.Apps {
+		path, err := st.s.KeptKubeconfig("tenant-"+a.Names.Cluster(), a.Cluster)
+		if err != nil {
+			fmt.Fprintf(st.s.Log, "keep: %v\n", err)
+		}
+		if path != "" {
+			kubeconfigs[a.Names] = path
+		}
 	}
-	k := st.tenant.Kept(why, path)
+	k := st.tenant.Kept(why, kubeconfigs)
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(spec), 10*time.Second)
 	defer cancel()
 	seen := map[string]bool{}
@@ -123,21 +130,23 @@ func (st *state) keep(spec context.Context, why string) {
 	}
 }
 
-// clusterTreeFile is where the conformance cluster's Cluster API tree is written at the end of
+// clusterTreeFile is where a conformance cluster's Cluster API tree is written at the end of
 // every run (report.Write puts it in summary.md).
 func clusterTreeFile(cluster string) string {
 	return "clusters/management/cluster-tree-" + cluster + ".txt"
 }
 
-// clusterTree writes the conformance cluster's tree as clusterctl describe shows it by default,
-// before the teardown deletes it.
+// clusterTree writes each conformance cluster's tree as clusterctl describe shows it by
+// default, before the teardown deletes it.
 func (st *state) clusterTree(spec context.Context) {
-	if _, app := st.tenant.Created(st.tenant.Names); !app || spec.Err() != nil {
-		return
-	}
-	n := st.tenant.Names
-	if _, err := st.s.Tree(spec, "cluster "+n.Cluster(), n.Namespace, n.Cluster(), clusterTreeFile(n.Cluster()), capitree.Options{}); err != nil {
-		fmt.Fprintf(st.s.Log, "cluster tree: %v\n", err)
+	for _, a := range st.tenant.Apps {
+		if _, app := st.tenant.Created(a.Names); !app || spec.Err() != nil {
+			continue
+		}
+		n := a.Names
+		if _, err := st.s.Tree(spec, "cluster "+n.Cluster(), n.Namespace, n.Cluster(), clusterTreeFile(n.Cluster()), capitree.Options{}); err != nil {
+			fmt.Fprintf(st.s.Log, "cluster tree: %v\n", err)
+		}
 	}
 }
 
@@ -145,10 +154,14 @@ func (st *state) clusterTree(spec context.Context) {
 // condition of its MachineDeployment and Machines, their bootstrap and infrastructure objects
 // even when Ready, one row per Machine. It returns the path as evidence, or none.
 func (st *state) poolTree(ctx context.Context, pool string) []string {
-	if _, app := st.tenant.Created(st.tenant.Names); !app {
+	lp, ok := st.tenant.Pool(pool)
+	if !ok {
 		return nil
 	}
-	p := st.tenant.Names.Pool(pool)
+	if _, app := st.tenant.Created(lp.Names.Names); !app {
+		return nil
+	}
+	p := lp.Names
 	show := []string{"MachineDeployment/" + p.MachineDeployment()}
 	var list clusterv1.MachineList
 	if err := st.s.Mgmt.Client.List(ctx, &list, client.InNamespace(p.Namespace), p.Selector()); err == nil {
@@ -156,7 +169,7 @@ func (st *state) poolTree(ctx context.Context, pool string) []string {
 			show = append(show, "Machine/"+m.Name)
 		}
 	}
-	rel, err := st.s.Tree(ctx, "pool "+pool, p.Namespace, st.tenant.Names.Cluster(), "pools/"+pool+"/cluster-tree.txt",
+	rel, err := st.s.Tree(ctx, "pool "+pool, p.Namespace, p.Cluster(), "pools/"+pool+"/cluster-tree.txt",
 		capitree.Options{ShowConditions: strings.Join(show, ","), Echo: true, NoGrouping: true})
 	if err != nil {
 		fmt.Fprintf(st.s.Log, "pool %s: cluster tree: %v\n", pool, err)

@@ -115,11 +115,15 @@ func checkReports(t *testing.T, l *lane.Lane, art string) {
 			t.Errorf("%s has no timeline row for pool %s", report.HTMLFile, p.Name)
 		}
 	}
+	// One tree per conformance cluster of the lane.
 	trees, _ := filepath.Glob(filepath.Join(art, "clusters", "management", "cluster-tree-*.txt"))
-	if len(trees) != 1 {
-		t.Errorf("the run's Cluster API tree: %v", trees)
-	} else if data, _ := os.ReadFile(trees[0]); !bytes.HasPrefix(data, []byte("# clusterctl describe cluster ")) || !bytes.Contains(data, []byte("└─Workers")) {
-		t.Errorf("%s is not a clusterctl describe tree:\n%s", trees[0], data)
+	if len(trees) != len(l.Clusters()) {
+		t.Errorf("the run's Cluster API trees: %v; want one for each of the lane's clusters %v", trees, l.Clusters())
+	}
+	for _, tree := range trees {
+		if data, _ := os.ReadFile(tree); !bytes.HasPrefix(data, []byte("# clusterctl describe cluster ")) || !bytes.Contains(data, []byte("└─Workers")) {
+			t.Errorf("%s is not a clusterctl describe tree:\n%s", tree, data)
+		}
 	}
 	v, err := verdict.ReadVerdict(filepath.Join(art, "verdict.json"))
 	if err != nil {
@@ -200,6 +204,16 @@ func checkKept(t *testing.T, art, out string, deleted bool) {
 	var mds clusterv1.MachineDeploymentList
 	if err := mgmt.Client.List(ctx, &mds, client.InNamespace(k.Namespace)); err != nil || len(mds.Items) == 0 {
 		t.Errorf("the kept namespace %s has no MachineDeployment (%v): the teardown ran", k.Namespace, err)
+	}
+	// Each failed pool's own conformance cluster is kept with a kubeconfig to reach it.
+	kubeconfigs := map[string]bool{}
+	for _, c := range k.Clusters {
+		kubeconfigs[c.Name] = c.Kubeconfig != ""
+	}
+	for _, p := range k.Pools {
+		if !kubeconfigs[p.Cluster] {
+			t.Errorf("pool %s: kept.json gives its cluster %s no kubeconfig: %+v", p.Pool, p.Cluster, k.Clusters)
+		}
 	}
 	for _, c := range k.Clusters {
 		if c.Kubeconfig == "" {

@@ -27,16 +27,21 @@ const (
 	runTimeout = 12 * time.Minute
 )
 
-// scenarios are the runs, each an E2E_SIM_FAULT value: green, then the terminal faults packed
+// scenarios are the runs, each an E2E_SIM_FAULT value: green (on the sim lane with its longest
+// names: a run id of lane.MaxRunID characters and the longest second cluster name its pools
+// allow, longRunID and longNamesLane), then the terminal faults packed
 // one to a pool (a run's pools join independently, so three faults cost one run), then the
 // faults a correct harness absorbs, together. cluster-dns-mismatch reaches every pool on a
-// Kairos class, so only a Talos fault shares its run.
+// Kairos class, so only a Talos fault shares its run. mhc-replacement needs the lane copy's
+// MachineHealthCheck values (sim.machineHealthCheck), which only the sim's model of #4911
+// renders: it targets the pools of the classes cluster, as the real chart renders md0's with
+// its own (nodeStartupTimeout 10m, under which nothing is replaced within a run).
 var scenarios = []string{
 	"green",
 	"cluster-dns-mismatch,disk-import-refused@md0",
 	"vmi-unschedulable@md0,provider-id-missing@kairos,guest-join-rejected@acme",
 	"node-tainted@md0,node-tainted@acme,kairos-config-refused@kairos",
-	"mhc-replacement,apiserver-transient",
+	"mhc-replacement@kairos,mhc-replacement@acme,apiserver-transient",
 }
 
 // lifecycleScenarios run on lanes/sim-lifecycle.yaml: green, then the lifecycle faults, each
@@ -93,6 +98,27 @@ type outcome struct {
 	diagnostics   time.Duration
 	artifacts     int64
 	wall          time.Duration
+	// art is the run's artifacts folder.
+	art string
+}
+
+// longRunID is the run id of the green run: as long as a run id may be.
+var longRunID = strings.Repeat("z", lane.MaxRunID)
+
+// checkLongNames: the green run with the longest names brought up both conformance clusters
+// under their full names, and a pool of each joined there (each cluster's tree and tenant
+// stream are in the artifacts).
+func checkLongNames(t *testing.T, cluster string, o outcome) {
+	t.Helper()
+	for _, c := range []string{lane.DefaultCluster, cluster} {
+		tree := filepath.Join(o.art, "clusters", "management", "cluster-tree-kubernetes-"+c+"-"+longRunID+".txt")
+		if _, err := os.Stat(tree); err != nil {
+			t.Errorf("cluster %s-%s: no tree of it in the artifacts: %v", c, longRunID, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(o.art, "clusters", "tenant-"+cluster, "events.jsonl")); err != nil {
+		t.Errorf("cluster %s: its tenant cluster was not streamed: %v", cluster, err)
+	}
 }
 
 func TestSimLaneUnderEachFault(t *testing.T) {
@@ -109,6 +135,7 @@ func TestSimLaneUnderEachFault(t *testing.T) {
 		t.Fatal(err)
 	}
 	bin := buildOrchestrator(t, root)
+	long, longCluster := longNamesLane(t, root)
 	short := shortPoolsLane(t, root, deadlineCeiling)
 	mhc := mhcLane(t, root, mhcStartupTimeout, mhcPoolsCeiling)
 	runs := append(append([]string{}, scenarios...), deadlineScenario)
@@ -135,8 +162,14 @@ func TestSimLaneUnderEachFault(t *testing.T) {
 				table = append(table, runLane(t, root, bin, ll, laneArg, spec))
 				return
 			}
+			if name == "green" {
+				o := runLane(t, root, bin, l, long, name, "E2E_RUN_ID="+longRunID)
+				checkLongNames(t, longCluster, o)
+				table = append(table, o)
+				return
+			}
 			laneArg := "sim"
-			if set, err := faults.Parse(name); err == nil && name != "green" {
+			if set, err := faults.Parse(name); err == nil {
 				switch {
 				case deadlines(poolFaults(l, set)):
 					laneArg = short
@@ -231,12 +264,15 @@ func TestScenariosCoverTheCatalogue(t *testing.T) {
 	}
 }
 
-// The lane copies load, and the mhc copy carries its MachineHealthCheck values and a job cap
+// The lane copies load (the long-names one with a longer cluster name), and the mhc copy carries its MachineHealthCheck values and a job cap
 // its longer pools ceiling fits in.
 func TestLaneCopies(t *testing.T) {
 	root := projectRoot(t)
 	if _, err := lane.Load(shortPoolsLane(t, root, deadlineCeiling)); err != nil {
 		t.Fatal(err)
+	}
+	if _, name := longNamesLane(t, root); len(name) <= len("classes") {
+		t.Fatalf("sim-long-names: cluster %q is no longer than the sim lane's", name)
 	}
 	l, err := lane.Load(mhcLane(t, root, mhcStartupTimeout, mhcPoolsCeiling))
 	if err != nil {
@@ -250,7 +286,7 @@ func TestLaneCopies(t *testing.T) {
 // runLane runs laneArg (a lane's name, or a lane file derived from l: the short copy for the
 // faults that end at a ceiling, the mhc copy for mhc-replacement, a filtered lifecycle lane)
 // under the faults of spec and checks the run against l's pools.
-func runLane(t *testing.T, root, bin string, l *lane.Lane, laneArg, spec string) outcome {
+func runLane(t *testing.T, root, bin string, l *lane.Lane, laneArg, spec string, env ...string) outcome {
 	out := outcome{name: spec}
 	if l.Name != "sim" {
 		out.name = l.Name + ": " + spec
@@ -277,7 +313,8 @@ func runLane(t *testing.T, root, bin string, l *lane.Lane, laneArg, spec string)
 	}
 	// Every run keeps a red run (E2E_KEEP=on-failure): a green one must end by itself, a red one
 	// stays up, is looked at (checkKept) and ended with SIGINT.
-	cmd := laneCommand(root, bin, laneArg, "E2E_ARTIFACTS="+art, "E2E_SIM_CANARY="+canary, "E2E_SIM_FAULT="+fault, "E2E_KEEP=on-failure")
+	out.art = art
+	cmd := laneCommand(root, bin, laneArg, append([]string{"E2E_ARTIFACTS=" + art, "E2E_SIM_CANARY=" + canary, "E2E_SIM_FAULT=" + fault, "E2E_KEEP=on-failure"}, env...)...)
 	log := &watchedLog{marker: keptMarker, seen: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = log, log
 	start := time.Now()

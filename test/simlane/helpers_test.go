@@ -248,6 +248,35 @@ func mhcLane(t *testing.T, root string, nodeStartupTimeout, ceiling time.Duratio
 	})
 }
 
+// longNamesLane writes a copy of lanes/sim.yaml, named sim-long-names, whose second cluster
+// (the one its class-based pools name) has the longest name the lane accepts for them with a
+// run id of lane.MaxRunID characters, and returns its path and that name.
+func longNamesLane(t *testing.T, root string) (string, string) {
+	t.Helper()
+	name := ""
+	path := laneCopy(t, root, "sim", "sim-long-names", func(top *yaml.Node) {
+		pools := mapValue(top, "pools")
+		longest := 0
+		for _, p := range pools.Content {
+			if mapValue(p, "cluster") != nil {
+				longest = max(longest, len(mapValue(p, "name").Value))
+			}
+		}
+		if longest == 0 {
+			t.Fatal("lanes/sim.yaml: no pool names a cluster of its own")
+		}
+		// kubernetes-<cluster>-<run id>-<pool>-<5>-<5> within a label value's 63 characters.
+		n := 63 - len("kubernetes-") - 1 - lane.MaxRunID - 1 - 12 - longest
+		name = "classes-" + strings.Repeat("l", n-len("classes-"))
+		for _, p := range pools.Content {
+			if c := mapValue(p, "cluster"); c != nil {
+				c.Value = name
+			}
+		}
+	})
+	return path, name
+}
+
 // setPoolsCeiling sets the pools phase's ceiling and returns the one it had.
 func setPoolsCeiling(t *testing.T, top *yaml.Node, ceiling time.Duration) time.Duration {
 	t.Helper()

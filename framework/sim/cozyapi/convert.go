@@ -145,6 +145,17 @@ func renderer(app *unstructured.Unstructured) string {
 	return simenv.RendererChart
 }
 
+// rendererText says in words what renderer r is.
+func rendererText(r string) string {
+	switch r {
+	case simenv.RendererChart:
+		return "the real Cozystack Kubernetes chart through helm-controller (its pools all run Talos)"
+	case simenv.RendererModel:
+		return "the sim's model of cozystack/cozystack#4911 (a pool on a class other than talos)"
+	}
+	return r
+}
+
 func unprefixed(in map[string]string, prefix string) map[string]string {
 	out := map[string]string{}
 	for k, v := range in {

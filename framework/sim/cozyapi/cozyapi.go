@@ -80,6 +80,8 @@ type Server struct {
 	// Admin reaches the management apiserver as cozystack-api's own identity.
 	Admin *rest.Config
 	Next  http.Handler
+	// Log hears which renders each Kubernetes app created (simenv.RendererLabel); nil: nothing.
+	Log io.Writer
 
 	dyn dynamic.Interface
 }

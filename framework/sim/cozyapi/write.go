@@ -13,6 +13,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/cozystack/cozy-e2e/framework/sim/simenv"
 )
 
 // create is an app create: the app becomes its HelmRelease.
@@ -31,6 +33,9 @@ func (s *Server) create(ctx context.Context, req request, r *http.Request) (any,
 	created, err := s.releases(req.namespace).Create(ctx, hr, metav1.CreateOptions{})
 	if err != nil {
 		return nil, asApp(err, req, app.GetName())
+	}
+	if r := created.GetLabels()[simenv.RendererLabel]; r != "" && s.Log != nil {
+		fmt.Fprintf(s.Log, "sim: %s %s/%s is rendered by %s\n", req.kind.Kind, app.GetNamespace(), app.GetName(), rendererText(r))
 	}
 	return s.toApp(ctx, created, req.kind), nil
 }

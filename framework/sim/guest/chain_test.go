@@ -25,7 +25,6 @@ import (
 	"github.com/cozystack/cozy-e2e/framework/cluster"
 	"github.com/cozystack/cozy-e2e/framework/sim/bootstrap"
 	"github.com/cozystack/cozy-e2e/framework/sim/cdi"
-	"github.com/cozystack/cozy-e2e/framework/sim/faults"
 	"github.com/cozystack/cozy-e2e/framework/sim/guest"
 	"github.com/cozystack/cozy-e2e/framework/sim/kamaji"
 	"github.com/cozystack/cozy-e2e/framework/sim/kubevirt"
@@ -154,13 +153,9 @@ func (w *world) machine(t *testing.T, pool, name string, kairos bool) {
 			return secret != "", nil
 		})
 	} else {
-		// CABPT v0.6.12 for generateType none: <machine>-bootstrap-data, key value, the config;
-		// under guest-join-rejected with a token the tenant does not hold, as the platform
-		// renders it then.
+		// CABPT v0.6.12 for generateType none: <machine>-bootstrap-data, key value, the config
+		// (under guest-join-rejected the guest itself presents a token the tenant does not hold).
 		token := tokenID + "." + tokenSecret
-		if w.env.Faults.Active(faults.GuestJoinRejected, pool, false) {
-			token = tokenID + ".fedcba9876543210"
-		}
 		secret = name + "-bootstrap-data"
 		must(t, w.c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: secret,
 			Labels: map[string]string{clusterv1.ClusterNameLabel: release}}, Data: map[string][]byte{"value": []byte(w.talosData(token))}}))

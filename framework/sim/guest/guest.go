@@ -12,8 +12,8 @@
 // the console.
 //
 // Faults: guest-join-rejected (the control plane refuses the kubelet's bootstrap credentials: no
-// Node; on a Talos pool the tenant refuses the token the platform rendered, a kubeadm join says
-// so on the console, a Talos guest does not), provider-id-missing (the
+// Node; on a Talos pool the kubelet presents a token the tenant does not hold and the tenant
+// refuses it, a kubeadm join says so on the console, a Talos guest does not), provider-id-missing (the
 // Node carries a name of its own and no providerID), node-not-ready (the kubelet reports
 // Ready=False), node-tainted (a NoSchedule taint that stays), cluster-dns-mismatch (observed
 // when the kubeadm join reads a clusterDNS no CoreDNS holds), mhc-replacement (the first Machine

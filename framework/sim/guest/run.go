@@ -124,6 +124,9 @@ func (gu *guest) join(ctx context.Context, pool standin.Pool, known bool, data b
 				return
 			}
 			if !data.Kubeadm {
+				if active(faults.GuestJoinRejected) {
+					data.BootstrapToken = foreignToken(data.BootstrapToken)
+				}
 				if wc = gu.kubelet(ctx, pool, data, name); wc == nil {
 					return
 				}
@@ -157,6 +160,18 @@ func (gu *guest) join(ctx context.Context, pool standin.Pool, known bool, data b
 // refused shows a refused join: kubeadm's error on the console, nothing on a Talos console
 // (its kubelet never registers). The moment is recorded when guest-join-rejected targets the
 // pool; a Talos refusal the fault did not bring about goes to the sim's guest log.
+// foreignToken is a bootstrap token of token's id whose secret the tenant does not hold (token's
+// secret reversed): what a kubelet presents when its machine configuration was rendered from a
+// token the tenant no longer has. The tenant apiserver refuses it (401) and no CSR is made.
+func foreignToken(token string) string {
+	id, secret, _ := strings.Cut(token, ".")
+	s := []rune(secret)
+	for i, j := 0, len(s)-1; i < j; i, j = i+1, j-1 {
+		s[i], s[j] = s[j], s[i]
+	}
+	return id + "." + string(s)
+}
+
 func (gu *guest) refused(pool standin.Pool, data bootstrap.Data, why error) {
 	vmi := gu.vmi
 	lines := joinRefused(data)

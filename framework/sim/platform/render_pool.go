@@ -200,8 +200,7 @@ func (r *renderer) machineTemplate(p string, spec map[string]any, class Class, v
 
 // bootstrapTemplate is what the talos-reconcile or kairos-reconcile Job applies: owned by the
 // KamajiControlPlane, named like the MachineDeployment. The Talos one carries the full worker
-// machine configuration of the chart's Job (talosWorkerConfig); under guest-join-rejected its
-// bootstrap token is one the tenant does not hold, so the tenant refuses the kubelet.
+// machine configuration of the chart's Job (talosWorkerConfig).
 func (r *renderer) bootstrapTemplate(p string, spec map[string]any, class Class, version string) *unstructured.Unstructured {
 	name := r.release + "-" + p
 	apiserver := fmt.Sprintf("https://%s.%s.svc:6443", r.release, r.app.Namespace)
@@ -226,13 +225,6 @@ func (r *renderer) bootstrapTemplate(p string, spec map[string]any, class Class,
 		return nil
 	}
 	token := r.live.Talos.Secrets.bootstrapToken()
-	if r.o.Faults != nil && r.o.Faults.Active("guest-join-rejected", p, false) {
-		s := []rune(r.live.Talos.Secrets.BootstrapTokenSecret)
-		for i, j := 0, len(s)-1; i < j; i, j = i+1, j-1 {
-			s[i], s[j] = s[j], s[i]
-		}
-		token = r.live.Talos.Secrets.BootstrapTokenID + "." + string(s)
-	}
 	t := object(TalosConfigTemplateGVK, r.app.Namespace, name, r.labels())
 	t.Object["spec"] = map[string]any{"template": map[string]any{"spec": map[string]any{
 		"generateType": "none", "talosVersion": talosVersion,

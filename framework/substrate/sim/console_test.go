@@ -37,7 +37,7 @@ func TestAPersonsConsoleTakesItFromTheHarnessForGood(t *testing.T) {
 		t.Fatal(err)
 	}
 	ports := &simenv.SerialPorts{}
-	px, err := startProxy(api, api.Admin(), &simenv.Env{Serial: ports})
+	px, err := startProxy(api, api.Admin(), &simenv.Env{Serial: ports}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -44,7 +44,7 @@ type proxy struct {
 	consoles *consoleServer
 }
 
-func startProxy(upstream *controlplane.APIServer, admin *rest.Config, env *simenv.Env) (*proxy, error) {
+func startProxy(upstream *controlplane.APIServer, admin *rest.Config, env *simenv.Env, log io.Writer) (*proxy, error) {
 	target, err := url.Parse(upstream.URL)
 	if err != nil {
 		return nil, err
@@ -67,6 +67,7 @@ func startProxy(upstream *controlplane.APIServer, admin *rest.Config, env *simen
 	if err != nil {
 		return nil, err
 	}
+	apps.Log = log
 	consoles, err := newConsoleServer(admin, env.Serial)
 	if err != nil {
 		return nil, err

@@ -33,7 +33,7 @@ func TestProxyPassesARefusalSentBeforeTheBody(t *testing.T) {
 	upstream.StartTLS()
 	defer upstream.Close()
 	caPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: upstream.Certificate().Raw})
-	px, err := startProxy(&controlplane.APIServer{URL: upstream.URL, CA: &controlplane.CA{CertPEM: caPEM}}, &rest.Config{Host: upstream.URL}, &simenv.Env{})
+	px, err := startProxy(&controlplane.APIServer{URL: upstream.URL, CA: &controlplane.CA{CertPEM: caPEM}}, &rest.Config{Host: upstream.URL}, &simenv.Env{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

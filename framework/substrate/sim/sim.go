@@ -229,7 +229,7 @@ func (s *Substrate) Up(ctx context.Context, clock *budget.Clock) (c *cluster.Clu
 	if err := platform.InstallBuiltins(pctx, w.Cluster.Client); err != nil {
 		return nil, err
 	}
-	px, err := startProxy(w.API, w.API.Admin(), s.env)
+	px, err := startProxy(w.API, w.API.Admin(), s.env, s.o.Log)
 	if err != nil {
 		return nil, err
 	}

@@ -186,12 +186,21 @@ func (s *Suite) WatchPool(p tenant.PoolNames) {
 	}
 }
 
-// WatchTenant streams the tenant cluster too.
-func (s *Suite) WatchTenant(ctx context.Context, c *cluster.Cluster) error {
+// WatchTenant streams the tenant cluster c of the conformance cluster app too, under
+// clusters/tenant/ for the lane's default cluster and clusters/tenant-<role>/ for another.
+func (s *Suite) WatchTenant(ctx context.Context, role string, app tenant.Names, c *cluster.Cluster) error {
 	if s.rec == nil {
 		return nil
 	}
-	return s.rec.SetTenant(ctx, c)
+	return s.rec.SetTenant(ctx, TenantArtifacts(role), app, c)
+}
+
+// TenantArtifacts is the folder name (under clusters/) of the tenant cluster the lane calls role.
+func TenantArtifacts(role string) string {
+	if role == lane.DefaultCluster {
+		return diag.Tenant
+	}
+	return diag.Tenant + "-" + role
 }
 
 // Collect runs the on-failure collectors for pools, inside the lane's diagnostics reserve,
