@@ -22,7 +22,7 @@ import (
 )
 
 // PoolJoinSpecInput is what PoolJoinSpec checks: one pool of the fixture's tenant, whose join
-// PoolsUp started.
+// Tenant.Up started.
 type PoolJoinSpecInput struct {
 	Pools *fixture.Pools
 	Pool  fixture.Pool

@@ -48,17 +48,18 @@ func replicas(s *suite.Suite) map[string]int {
 	return out
 }
 
-// bringUp is the tenant phase, then the start of the pools phase (every pool's join in the
-// background) and, when the refusal specs run, the refusal cluster rendering meanwhile.
+// bringUp is the tenant phase and, from the first conformance cluster up, the pools phase
+// (every pool's join in the background, each from its cluster's coming up) and, when the
+// refusal specs run, the refusal cluster rendering meanwhile.
 func (st *state) bringUp(spec context.Context, refusals bool) {
-	st.s.Must("", st.tenant.Up(spec))
-	ps, err := st.tenant.PoolsUp(spec)
-	st.s.Must("", err)
+	ps, err := st.tenant.Up(spec)
 	st.mu.Lock()
 	st.pools = ps
 	st.mu.Unlock()
-	// The joins run outside any spec, so Ginkgo's interrupt does not reach them: the signal does.
+	// The joins run outside any spec, so Ginkgo's interrupt does not reach them: the signal does
+	// (at once when it came while the clusters were coming up).
 	st.s.OnInterrupt(ps.Stop)
+	st.s.Must("", err)
 	if refusals {
 		// The refusal cluster renders while the pools join, so the refusals phase only judges.
 		st.refusalsCreated = st.tenant.CreateCluster(ps.Context(), specs.RefusalCluster(st.refusals, st.s.Lane.Kubernetes.Version))
