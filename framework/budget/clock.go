@@ -262,6 +262,9 @@ func (s *Span) Deadline() time.Time { return s.deadline }
 // Name is the phase name.
 func (s *Span) Name() string { return s.name }
 
+// Start is when the phase started.
+func (s *Span) Start() time.Time { return s.start }
+
 // End records the phase with its outcome: ok when err is nil, deadline when it ran out of time,
 // failed otherwise. It releases the phase context. Calling it again does nothing.
 func (s *Span) End(err error) {

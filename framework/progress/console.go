@@ -42,7 +42,7 @@ type Console struct {
 	mu      sync.Mutex
 	cond    *sync.Cond
 	pools   map[string]*unit
-	phase   *unit
+	phases  []*unit            // the phases running, oldest first (phases.go)
 	pass    map[string]*passed // stages passed at one instant, waiting for their line
 	queue   []func()           // output in order, run outside mu by the writer
 	closing bool
@@ -54,7 +54,7 @@ type Console struct {
 	tickers sync.WaitGroup
 }
 
-// unit is a pool, or the phase that runs, as the console follows it.
+// unit is a pool, or a phase that runs, as the console follows it.
 type unit struct {
 	name   string
 	pool   bool
@@ -202,8 +202,8 @@ func (c *Console) Close() {
 
 func (c *Console) detail(ev Event) {
 	if ev.Pool == "" {
-		if c.phase != nil && (ev.Phase == "" || ev.Phase == c.phase.name) {
-			c.phase.detail = ev.Detail
+		if u := c.running(ev.Phase); u != nil {
+			u.detail = ev.Detail
 		}
 		c.logLine(ev.At, true, ev.Detail)
 		return
@@ -287,44 +287,6 @@ func (c *Console) failure(ev Event) {
 		c.dropBar(u)
 	}
 	c.permanent(ev.At, "FAIL "+ev.Detail)
-}
-
-func (c *Console) phaseStart(ev Event) {
-	if c.phase != nil {
-		c.dropBar(c.phase)
-	}
-	c.phase = &unit{name: ev.Phase, since: ev.At, first: ev.At, lastLine: ev.At, ceiling: ev.Ceiling}
-	c.logLine(ev.At, true, fmt.Sprintf("phase %s started (ceiling %s)", ev.Phase, ev.Ceiling))
-	c.addBar(c.phase)
-}
-
-func (c *Console) phaseEnd(ev Event) {
-	if c.phase != nil && c.phase.name == ev.Phase {
-		c.phase.over = true
-		c.dropBar(c.phase)
-		c.phase = nil
-	}
-	// A lifecycle spec ends with its phase.
-	for _, u := range c.pools {
-		if u.lifecycle && !u.over {
-			c.flushPass(u.name, false, time.Time{})
-			u.over, u.lifecycle = true, false
-			c.dropBar(u)
-		}
-	}
-	line := fmt.Sprintf("phase %s %s", ev.Phase, ev.Outcome)
-	switch ev.Outcome {
-	case "skipped", "declined":
-	default:
-		line += " in " + secs(ev.At.Sub(ev.Since))
-		if ev.Ceiling > 0 {
-			line += fmt.Sprintf(" (of %s)", ev.Ceiling)
-		}
-	}
-	if ev.Detail != "" {
-		line += ": " + clip(ev.Detail, 240)
-	}
-	c.permanent(ev.At, line)
 }
 
 // pool is pool's unit, made (with its live line) at its first event.

@@ -13,6 +13,7 @@ import (
 	"io"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -70,10 +71,12 @@ type Sink func(Event)
 // Emitter writes events as JSON lines (the suite's side of the channel). Safe for concurrent
 // use; a write error (the orchestrator gone) drops the event: progress never fails a run.
 type Emitter struct {
-	mu    sync.Mutex
-	w     io.Writer
-	enc   *json.Encoder
-	phase string
+	mu  sync.Mutex
+	w   io.Writer
+	enc *json.Encoder
+	// running are the phases started and not ended, oldest first; last is the last started.
+	running []string
+	last    string
 }
 
 // NewEmitter writes events to w.
@@ -92,8 +95,8 @@ func FromEnv(getenv func(string) string) (*Emitter, error) {
 	return NewEmitter(os.NewFile(uintptr(fd), "progress")), nil
 }
 
-// Emit writes ev, stamped now when it has no time. A phase start makes later details without a
-// phase belong to it.
+// Emit writes ev, stamped now when it has no time. A detail without a phase belongs to the
+// oldest phase running (phaseOf).
 func (e *Emitter) Emit(ev Event) {
 	if ev.At.IsZero() {
 		ev.At = time.Now()
@@ -102,9 +105,11 @@ func (e *Emitter) Emit(ev Event) {
 	defer e.mu.Unlock()
 	switch {
 	case ev.Kind == PhaseStart:
-		e.phase = ev.Phase
+		e.running, e.last = append(e.running, ev.Phase), ev.Phase
+	case ev.Kind == PhaseEnd:
+		e.running = slices.DeleteFunc(e.running, func(p string) bool { return p == ev.Phase })
 	case ev.Kind == Detail && ev.Pool == "" && ev.Phase == "":
-		ev.Phase = e.phase
+		ev.Phase = e.phaseOf()
 	}
 	_ = e.enc.Encode(ev)
 }

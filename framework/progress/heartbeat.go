@@ -50,7 +50,7 @@ func (c *Console) heartbeats(now time.Time) {
 			u.lastLine = now
 		}
 	}
-	if p := c.phase; p != nil && !waiting && now.Sub(p.lastLine) >= c.o.Heartbeat {
+	if p := c.running(""); p != nil && !waiting && now.Sub(p.lastLine) >= c.o.Heartbeat {
 		c.permanent(now, c.status(p, now))
 		p.lastLine = now
 	}
@@ -79,7 +79,7 @@ func (c *Console) status(u *unit, now time.Time) string {
 	return s
 }
 
-// units are the pools in name order, then the phase.
+// units are the pools in name order, then the phases running.
 func (c *Console) units() []*unit {
 	names := make([]string, 0, len(c.pools))
 	for n := range c.pools {
@@ -90,10 +90,7 @@ func (c *Console) units() []*unit {
 	for _, n := range names {
 		out = append(out, c.pools[n])
 	}
-	if c.phase != nil {
-		out = append(out, c.phase)
-	}
-	return out
+	return append(out, c.phases...)
 }
 
 func last() join.Stage {

@@ -52,7 +52,9 @@ func BuildTimeline(t budget.Timings, failures []verdict.Failure) Timeline {
 			tl.End = b
 		}
 	}
-	phases := Row{Name: "phases"}
+	// A phase that starts before the one before it ended (the pools phase, with the first
+	// conformance cluster up) is drawn on a row of its own, below, so neither hides the other.
+	phases := []Row{{Name: "phases"}}
 	var poolsStart time.Time
 	for _, p := range t.Phases {
 		status := "ok"
@@ -71,7 +73,7 @@ func BuildTimeline(t budget.Timings, failures []verdict.Failure) Timeline {
 		if why := firstNonEmpty(p.Error, p.Note); why != "" {
 			title += ": " + why
 		}
-		phases.Bars = append(phases.Bars, Bar{Label: p.Name, Start: p.Start, End: p.End, Status: status, Title: title})
+		phases = placePhase(phases, Bar{Label: p.Name, Start: p.Start, End: p.End, Status: status, Title: title})
 		widen(p.Start, p.End)
 		if p.Name == "pools" {
 			poolsStart = p.Start
@@ -122,12 +124,24 @@ func BuildTimeline(t budget.Timings, failures []verdict.Failure) Timeline {
 	}
 	for _, f := range failures {
 		if f.Pool == "" && !f.At.IsZero() {
-			phases.Bars = append(phases.Bars, Bar{Label: string(f.Class), Start: f.At, End: f.At, Status: "failure", Title: f.Line()})
+			phases[0].Bars = append(phases[0].Bars, Bar{Label: string(f.Class), Start: f.At, End: f.At, Status: "failure", Title: f.Line()})
 			widen(f.At, f.At)
 		}
 	}
-	tl.Rows = append([]Row{phases}, rows...)
+	tl.Rows = append(phases, rows...)
 	return tl
+}
+
+// placePhase puts b on the first phases row whose bars all ended by its start, or on a new row
+// "phases (overlapping)".
+func placePhase(rows []Row, b Bar) []Row {
+	for i, r := range rows {
+		if n := len(r.Bars); n == 0 || !b.Start.Before(r.Bars[n-1].End) {
+			rows[i].Bars = append(rows[i].Bars, b)
+			return rows
+		}
+	}
+	return append(rows, Row{Name: "phases (overlapping)", Bars: []Bar{b}})
 }
 
 // Mermaid is the timeline as a Mermaid gantt chart (GitHub draws it in step summaries and
