@@ -201,6 +201,17 @@ func (r *recorder) text() string {
 	return strings.Join(r.events, "\n")
 }
 
+// withoutUnreadable drops the "unreadable" news from a recorder's text.
+func withoutUnreadable(text string) string {
+	var kept []string
+	for _, e := range strings.Split(text, "\n") {
+		if !strings.HasPrefix(e, "unreadable ") {
+			kept = append(kept, e)
+		}
+	}
+	return strings.Join(kept, "\n")
+}
+
 func eventually(t *testing.T, what string, ok func() bool, heard ...*recorder) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)

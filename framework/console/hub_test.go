@@ -122,7 +122,9 @@ func TestHubReadsTheConsoleLogWhereTheLauncherHasOne(t *testing.T) {
 	// from its start, in order, and then what follows.
 	late := &recorder{}
 	h.Subscribe(late)
-	if got, want := late.text(), rec.text(); got != want {
+	// A reason the log was unreadable that a later line cleared (the log appeared a moment late
+	// on a busy machine) is history, not backlog: the late subscriber does not hear it.
+	if got, want := late.text(), withoutUnreadable(rec.text()); got != want {
 		t.Fatalf("a late subscriber heard\n%s\nwhere the first one heard\n%s", got, want)
 	}
 	if err := simenv.WriteContainerLog(path, logged.Add(time.Second), "after the late subscriber"); err != nil {

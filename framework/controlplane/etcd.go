@@ -19,7 +19,7 @@ type Etcd struct {
 
 // StartEtcd starts etcd with its data in dir and waits until it answers /health.
 func StartEtcd(ctx context.Context, tools Tools, dir string) (*Etcd, error) {
-	ports, err := freePorts(2)
+	ports, err := FreePorts(2)
 	if err != nil {
 		return nil, err
 	}

@@ -141,14 +141,11 @@ func newController(name, path string, o Options) (*Controller, error) {
 	if err := os.MkdirAll(o.Dir, 0o700); err != nil {
 		return nil, err
 	}
-	health, err := controlplane.FreePort()
+	ports, err := controlplane.FreePorts(2)
 	if err != nil {
 		return nil, err
 	}
-	metrics, err := controlplane.FreePort()
-	if err != nil {
-		return nil, err
-	}
+	health, metrics := ports[0], ports[1]
 	return &Controller{
 		Process: controlplane.Process{
 			Name: name, Path: path, LogPath: filepath.Join(o.Dir, name+".log"),

@@ -97,7 +97,9 @@ func newManager(ctx context.Context, cfg *rest.Config, s *webhookServing, log lo
 	if err != nil {
 		return nil, fmt.Errorf("world: controller manager: %w", err)
 	}
-	if err := setupClusterAPI(ctx, mgr); err != nil {
+	// Set-up code logs through the context's logger, which falls back to controller-runtime's
+	// global one: give it the manager's, so nothing waits on a global logger no one set.
+	if err := setupClusterAPI(ctrl.LoggerInto(ctx, log), mgr); err != nil {
 		return nil, err
 	}
 	return mgr, nil
