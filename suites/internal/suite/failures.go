@@ -9,9 +9,7 @@ import (
 
 	"github.com/onsi/ginkgo/v2/types"
 
-	"github.com/cozystack/cozy-e2e/framework/budget"
-	"github.com/cozystack/cozy-e2e/framework/join"
-	"github.com/cozystack/cozy-e2e/framework/tenant"
+	"github.com/cozystack/cozy-e2e/framework/fixture"
 	"github.com/cozystack/cozy-e2e/framework/verdict"
 	"github.com/cozystack/cozy-e2e/specs"
 )
@@ -57,7 +55,7 @@ func (f *Failures) Note(spec, pool string, err error) {
 	f.noted[spec] = append(f.noted[spec], noted{pool: pool, err: err, at: time.Now()})
 	f.mu.Unlock()
 	j := classify(err)
-	f.decided(verdict.Failure{Spec: spec, Pool: pool, Class: j.class, Stage: j.stage, Message: err.Error(), At: time.Now()})
+	f.decided(verdict.Failure{Spec: spec, Pool: pool, Class: j.Class, Stage: j.Stage, Message: err.Error(), At: time.Now()})
 }
 
 func (f *Failures) decided(v verdict.Failure) {
@@ -115,7 +113,7 @@ func (f *Failures) Judge(r types.SpecReport) verdict.Failure {
 	switch {
 	case r.State == types.SpecStateInterrupted:
 		// Whatever the spec noted on its way out, a signal ended it.
-		j = judged{class: verdict.Deadline, stage: "spec " + r.State.String()}
+		j = judged{Class: verdict.Deadline, Stage: "spec " + r.State.String()}
 	case ok:
 		j = classify(n.err)
 		v.At = n.at
@@ -123,20 +121,20 @@ func (f *Failures) Judge(r types.SpecReport) verdict.Failure {
 			v.Pool = n.pool
 		}
 	case r.State == types.SpecStatePanicked:
-		j = judged{class: verdict.Harness}
+		j = judged{Class: verdict.Harness}
 	case r.State == types.SpecStateTimedout || r.State == types.SpecStateAborted:
-		j = judged{class: verdict.Deadline, stage: "spec " + r.State.String()}
+		j = judged{Class: verdict.Deadline, Stage: "spec " + r.State.String()}
 	case bounded && ranOut(pc.ctx):
 		// An assertion on a read that the phase's deadline cut short says nothing about the
 		// product: the phase ran out of time.
 		dl, _ := pc.ctx.Deadline()
-		j = judged{class: verdict.Deadline, stage: pc.phase, at: dl}
+		j = judged{Class: verdict.Deadline, Stage: pc.phase, At: dl}
 	default:
-		j = judged{class: verdict.ProductAssertion}
+		j = judged{Class: verdict.ProductAssertion}
 	}
-	v.Class, v.Stage, v.Evidence = j.class, j.stage, j.evidence
-	if !j.at.IsZero() {
-		v.At = j.at // decided by the wait itself, maybe before the spec reported it
+	v.Class, v.Stage, v.Evidence = j.Class, j.Stage, j.Evidence
+	if !j.At.IsZero() {
+		v.At = j.At // decided by the wait itself, maybe before the spec reported it
 	}
 	if v.Message == "" {
 		v.Message = r.State.String()
@@ -180,38 +178,15 @@ func (f *Failures) Spec(r types.SpecReport) {
 }
 
 // judged is what classify finds in an error, with when it was decided (zero: unknown).
-type judged struct {
-	class    verdict.Class
-	stage    string
-	evidence []string
-	at       time.Time
-}
+type judged = fixture.Judgement
 
-// classify is the class, stage and evidence of an error: a join.StageError's own; a
-// tenant.WaitError's class and phase; an exhausted budget or a DeadlineError a deadline at
-// its phase; a ConfigurationError a configuration failure; anything else a product assertion.
+// classify is the class, stage and evidence an error carries (fixture.Classify); an error that
+// carries none is a product assertion.
 func classify(err error) judged {
-	var se *join.StageError
-	var we *tenant.WaitError
-	var ex *budget.ExhaustedError
-	var de *DeadlineError
-	var ce *ConfigurationError
-	var up *budget.UnknownPhaseError
-	switch {
-	case errors.As(err, &up):
-		return judged{verdict.Configuration, "", nil, time.Time{}}
-	case errors.As(err, &se):
-		return judged{se.Class, string(se.Stage), se.Evidence, se.At}
-	case errors.As(err, &we):
-		return judged{we.Class, we.Phase, nil, we.At}
-	case errors.As(err, &ex):
-		return judged{verdict.Deadline, ex.Phase, nil, ex.Now}
-	case errors.As(err, &de):
-		return judged{verdict.Deadline, de.Phase, nil, de.At}
-	case errors.As(err, &ce):
-		return judged{verdict.Configuration, "", nil, time.Time{}}
+	if j, ok := fixture.Classify(err); ok {
+		return j
 	}
-	return judged{verdict.ProductAssertion, "", nil, time.Time{}}
+	return judged{Class: verdict.ProductAssertion}
 }
 
 // PoolOf is the pool a spec reported with AddReportEntry(PoolEntry, name), or "".

@@ -105,7 +105,7 @@ func TestClassify(t *testing.T) {
 		{errors.New("boom"), verdict.ProductAssertion, ""},
 	} {
 		j := classify(tc.err)
-		if c, s := j.class, j.stage; c != tc.class || s != tc.stage {
+		if c, s := j.Class, j.Stage; c != tc.class || s != tc.stage {
 			t.Errorf("%v: %s %q, want %s %q", tc.err, c, s, tc.class, tc.stage)
 		}
 	}
@@ -157,10 +157,10 @@ func TestDeadlineErrorNamesItsPool(t *testing.T) {
 	if !strings.HasPrefix(e.Error(), "pool kairos: pools:") {
 		t.Errorf("%q", e.Error())
 	}
-	if j := classify(e); j.class != verdict.Deadline || j.stage != "pools" {
+	if j := classify(e); j.Class != verdict.Deadline || j.Stage != "pools" {
 		t.Errorf("%+v", j)
 	}
-	if j := classify(&ConfigurationError{File: "lanes/x.yaml", Err: errors.New("no phase")}); j.class != verdict.Configuration {
+	if j := classify(&ConfigurationError{File: "lanes/x.yaml", Err: errors.New("no phase")}); j.Class != verdict.Configuration {
 		t.Errorf("configuration: %+v", j)
 	}
 }
