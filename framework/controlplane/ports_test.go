@@ -7,6 +7,7 @@ import "testing"
 // metrics server and exited with "address already in use".
 func TestFreePortsAreNeverHandedOutTwice(t *testing.T) {
 	seen := map[int]bool{}
+	high := ephemeralLow()
 	for i := range 500 {
 		var ports []int
 		if i%2 == 0 {
@@ -26,6 +27,9 @@ func TestFreePortsAreNeverHandedOutTwice(t *testing.T) {
 				t.Fatalf("ask %d: port %d handed out a second time", i, p)
 			}
 			seen[p] = true
+			if high-portsLow >= portsMinSpan && (p < portsLow || p >= high) {
+				t.Fatalf("port %d is outside [%d, %d), where no bind(\":0\") of another process lands", p, portsLow, high)
+			}
 		}
 	}
 }
