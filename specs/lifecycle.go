@@ -12,6 +12,7 @@ import (
 	"github.com/cozystack/cozy-e2e/framework/budget"
 	"github.com/cozystack/cozy-e2e/framework/fixture"
 	"github.com/cozystack/cozy-e2e/framework/join"
+	"github.com/cozystack/cozy-e2e/framework/lane"
 	"github.com/cozystack/cozy-e2e/framework/osfamily"
 )
 
@@ -128,26 +129,42 @@ func since(d time.Duration) string { return d.Round(100 * time.Millisecond).Stri
 // (a pool of several remediates at the chart's maxUnhealthy and rolls with a worker to spare),
 // scaling the first pool of one worker; the first pool when none fits.
 func PoolFor(pools []fixture.Pool, spec string) fixture.Pool {
-	for _, p := range pools {
-		if p.Lifecycle == spec {
-			return p
+	return pools[poolFor(len(pools), spec, func(i int) (string, int) { return pools[i].Lifecycle, pools[i].Spec.Replicas })]
+}
+
+// LanePoolFor is the index of the lane pool PoolFor picks for spec, before any pool exists.
+func LanePoolFor(pools []lane.Pool, spec string) int {
+	return poolFor(len(pools), spec, func(i int) (string, int) { return pools[i].Lifecycle, pools[i].Replicas })
+}
+
+// poolFor is PoolFor's rule over n pools, each read by of.
+func poolFor(n int, spec string, of func(i int) (lifecycle string, replicas int)) int {
+	for i := range n {
+		if l, _ := of(i); l == spec {
+			return i
 		}
 	}
-	best := pools[0]
-	for _, p := range pools {
+	best := 0
+	for i := range n {
+		_, r := of(i)
+		_, b := of(best)
 		switch spec {
 		case PhaseScaling:
-			if p.Spec.Replicas == 1 && best.Spec.Replicas != 1 {
-				best = p
+			if r == 1 && b != 1 {
+				best = i
 			}
 		default:
-			if p.Spec.Replicas > best.Spec.Replicas {
-				best = p
+			if r > b {
+				best = i
 			}
 		}
 	}
 	return best
 }
 
-// ScaleTo is the size the scaling spec grows pool p to: 3, or two more than it has.
-func ScaleTo(p fixture.Pool) int { return max(3, p.Spec.Replicas+2) }
+// ScaleTo is the size the scaling spec grows pool p to (ScaleSize).
+func ScaleTo(p fixture.Pool) int { return ScaleSize(p.Spec.Replicas) }
+
+// ScaleSize is the size the scaling spec grows a pool of replicas workers to: 3, or two more
+// than it has.
+func ScaleSize(replicas int) int { return max(3, replicas+2) }

@@ -170,8 +170,8 @@ func newRun(o runOptions, stdout io.Writer) (*run, error) {
 			return nil, err
 		}
 	}
-	if errs := l.CheckSuites(registry.Catalog(l)); len(errs) > 0 {
-		return nil, errs
+	if err := registry.Check(l); err != nil {
+		return nil, err
 	}
 	started := time.Now()
 	artifacts, err := prepareArtifacts(root, o.Artifacts, l.Name, started)

@@ -64,13 +64,17 @@ func run(args []string, stdout, stderr io.Writer) int {
 func check(dir string, stdout, stderr io.Writer) int {
 	lanes, err := lane.LoadDir(dir)
 	for _, l := range lanes {
-		if errs := l.CheckSuites(registry.Catalog(l)); len(errs) > 0 {
-			err = errors.Join(err, errs)
+		if cerr := registry.Check(l); cerr != nil {
+			err = errors.Join(err, cerr)
 			continue
 		}
 		a := l.Budget.Arithmetic()
 		fmt.Fprintf(stdout, "%-22s ok  phases %s + diagnostics %s + artifacts %s + margin %s = %s of jobCap %s (headroom %s)\n",
 			l.Name, a.Phases, a.Diagnostics, a.Artifacts, a.Margin, a.Total, a.Cap, a.Headroom)
+		if peak, _ := registry.PeakWorkers(l); l.Substrate == lane.SubstrateKind {
+			fmt.Fprintf(stdout, "%-22s     workers: %d VMs at most (%s), %.1f GiB each: %.1f of runner.memoryGiB %d\n",
+				"", peak.Workers, peak.Why, registry.WorkerGiB(), float64(peak.Workers)*registry.WorkerGiB(), l.Runner.MemoryGiB)
+		}
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "lanes check: refused:\n%v\n", err)

@@ -36,6 +36,16 @@ func TestCheckHoldsTheKindLifecycleLaneToTheChartsTimeouts(t *testing.T) {
 	}
 }
 
+// A kind lane's runner must hold the worker VMs its suites run at once: seven 4 GiB workers
+// with KubeVirt's overhead do not fit in 16 GiB.
+func TestCheckHoldsAKindLaneToItsPeakWorkers(t *testing.T) {
+	msg := checkEdited(t, "kubernetes-lifecycle", "memoryGiB: 64\n", "memoryGiB: 16\n")
+	want := "runner.memoryGiB: 16 GiB cannot hold the 7 worker VMs the suites run at once (5 in the pools, then at most +2"
+	if !strings.Contains(msg, want) || !strings.Contains(msg, "4.5 GiB each: 31.5 GiB") {
+		t.Fatalf("message lacks %q and the arithmetic:\n%s", want, msg)
+	}
+}
+
 // checkEdited runs the check on a folder holding only the shipped lane name with from replaced
 // by to, wants it refused (exit 2) and returns what it said.
 func checkEdited(t *testing.T, name, from, to string) string {

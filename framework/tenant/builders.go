@@ -110,6 +110,12 @@ func KubernetesApp(spec ClusterSpec) *unstructured.Unstructured {
 	return u
 }
 
+// A worker's resources as NodeGroup renders every pool (nodeGroups.<pool>.resources).
+const (
+	WorkerCPU       = "1"
+	WorkerMemoryGiB = 4
+)
+
 // NodeGroup is one nodeGroups.<pool> entry. Replicas pins minReplicas and maxReplicas, so the
 // autoscaler never adds a worker (a pool at zero stays empty even with Pending system pods).
 func NodeGroup(p PoolSpec) map[string]any {
@@ -119,7 +125,7 @@ func NodeGroup(p PoolSpec) map[string]any {
 		"maxReplicas":        int64(p.Replicas),
 		"instanceType":       "u1.medium",
 		"diskSize":           "20Gi",
-		"resources":          map[string]any{"cpu": "1", "memory": "4Gi"},
+		"resources":          map[string]any{"cpu": WorkerCPU, "memory": fmt.Sprintf("%dGi", WorkerMemoryGiB)},
 		"podCpuLimit":        "2",
 		"podCpuRequest":      "100m",
 		"roles":              []any{"ingress-nginx"},

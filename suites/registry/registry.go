@@ -3,7 +3,10 @@
 package registry
 
 import (
+	"fmt"
+
 	"github.com/cozystack/cozy-e2e/framework/lane"
+	"github.com/cozystack/cozy-e2e/framework/tenant"
 	"github.com/cozystack/cozy-e2e/suites/kubernetes"
 )
 
@@ -16,4 +19,34 @@ func Catalog(l *lane.Lane) lane.SuiteCatalog {
 		needs = []lane.PhaseNeed{{Err: err}}
 	}
 	return lane.SuiteCatalog{kubernetes.Name: needs}
+}
+
+// workerOverheadGiB is what KubeVirt adds to a worker's guest memory in its virt-launcher pod,
+// rounded up: about 0.3 GiB for a 4 GiB guest of one or two vCPUs (240Mi for its processes,
+// guest/512 for page tables, 8Mi a vCPU and 8Mi an IO thread, 32Mi of video RAM, 100Mi more
+// for dedicated CPUs: kubevirt/kubevirt d923fdb8 pkg/hypervisor/kvm/hypervisorbackend.go:37-42,
+// 69-170).
+const workerOverheadGiB = 0.5
+
+// WorkerGiB is the memory one worker VM takes on its node: its guest (tenant.NodeGroup's
+// resources.memory) and KubeVirt's overhead.
+func WorkerGiB() float64 { return tenant.WorkerMemoryGiB + workerOverheadGiB }
+
+// PeakWorkers is the most worker VMs the lane's suites run at once.
+func PeakWorkers(l *lane.Lane) (kubernetes.Peak, error) { return kubernetes.PeakWorkers(l) }
+
+// Check holds lane l to what its suites need: the phases of Catalog and, on a kind lane, the
+// runner memory for their peak worker VMs. It names the lane file, line and field.
+func Check(l *lane.Lane) error {
+	if errs := l.CheckSuites(Catalog(l)); len(errs) > 0 {
+		return errs
+	}
+	peak, err := PeakWorkers(l)
+	if err != nil {
+		return fmt.Errorf("%s: %w", l.File, err)
+	}
+	if errs := l.CheckCapacity(peak.Workers, WorkerGiB(), peak.Why); len(errs) > 0 {
+		return errs
+	}
+	return nil
 }

@@ -1,0 +1,22 @@
+package lane
+
+// CheckCapacity holds a kind lane's runner to the worker VMs its suites run at once: workers
+// VMs of perWorkerGiB each (guest and virtualisation overhead) must fit in runner.memoryGiB,
+// else the surplus VMIs stay Pending and the run can only report a deadline. It counts the
+// workers alone, so a lane it passes may still be short of memory for its management cluster.
+// Other substrates run no worker VM on the runner.
+func (l *Lane) CheckCapacity(workers int, perWorkerGiB float64, why string) Errors {
+	v := &validator{file: l.File, lines: l.lines}
+	if l.Substrate != SubstrateKind {
+		return nil
+	}
+	need := float64(workers) * perWorkerGiB
+	if need > float64(l.Runner.MemoryGiB) {
+		v.fail("runner.memoryGiB", "%d GiB cannot hold the %d worker VMs the suites run at once (%s), %.1f GiB each: %.1f GiB; "+
+			"raise runner.memoryGiB (and the runner) or run fewer workers at once", l.Runner.MemoryGiB, workers, why, perWorkerGiB, need)
+	}
+	if len(v.errs) == 0 {
+		return nil
+	}
+	return v.errs
+}

@@ -1,0 +1,66 @@
+package kubernetes
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/cozystack/cozy-e2e/framework/lane"
+	"github.com/cozystack/cozy-e2e/specs"
+)
+
+// Peak is the most worker VMs the suite runs at once on a lane, and when.
+type Peak struct {
+	Workers int
+	// Why is the arithmetic in words.
+	Why string
+}
+
+// PeakWorkers is the most worker VMs the suite runs at once on lane l: every pool's workers
+// from the pools phase on, plus the most that one of the lifecycle phases the lane's label
+// filter selects adds (they run one after another, each pool back at its size after its
+// phase):
+//   - remediation: one replacement, created while the broken Machine is still being deleted;
+//   - scaling: the pool grown to specs.ScaleSize;
+//   - rollout: the MachineDeployment's maxSurge, which the chart renders as the pool's
+//     maxReplicas (cozystack v1.6.1 packages/apps/kubernetes/templates/cluster.yaml:777), and
+//     the harness pins maxReplicas to the pool's replicas (tenant.NodeGroup).
+func PeakWorkers(l *lane.Lane) (Peak, error) {
+	sel, err := Select(l)
+	if err != nil {
+		return Peak{}, err
+	}
+	base := 0
+	for _, p := range l.Pools {
+		base += p.Replicas
+	}
+	peak := Peak{Workers: base, Why: fmt.Sprintf("%d in the pools", base)}
+	if len(l.Pools) == 0 {
+		return peak, nil
+	}
+	var extras []string
+	most := 0
+	add := func(on bool, spec string, extra func(p lane.Pool) (int, string)) {
+		if !on {
+			return
+		}
+		p := l.Pools[specs.LanePoolFor(l.Pools, spec)]
+		n, what := extra(p)
+		extras = append(extras, fmt.Sprintf("%s +%d (%s)", spec, n, what))
+		most = max(most, n)
+	}
+	add(sel.Remediation, specs.PhaseRemediation, func(p lane.Pool) (int, string) {
+		return 1, "a replacement in pool " + p.Name
+	})
+	add(sel.Scaling, specs.PhaseScaling, func(p lane.Pool) (int, string) {
+		to := specs.ScaleSize(p.Replicas)
+		return to - p.Replicas, fmt.Sprintf("pool %s from %d to %d", p.Name, p.Replicas, to)
+	})
+	add(sel.Rollout, specs.PhaseRollout, func(p lane.Pool) (int, string) {
+		return p.Replicas, fmt.Sprintf("pool %s surges by maxSurge = maxReplicas = %d", p.Name, p.Replicas)
+	})
+	if len(extras) > 0 {
+		peak.Workers += most
+		peak.Why += fmt.Sprintf(", then at most +%d in one lifecycle phase: %s", most, strings.Join(extras, ", "))
+	}
+	return peak, nil
+}

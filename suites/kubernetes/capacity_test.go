@@ -1,0 +1,68 @@
+package kubernetes
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cozystack/cozy-e2e/framework/fixture"
+	"github.com/cozystack/cozy-e2e/framework/lane"
+	"github.com/cozystack/cozy-e2e/framework/tenant"
+	"github.com/cozystack/cozy-e2e/specs"
+)
+
+// The kind lifecycle lane runs five workers in its pools, and one lifecycle phase at a time
+// adds at most two: scaling grows pool scale from 1 to 3, and the rollout surges pool roll by
+// its maxReplicas of 2.
+func TestPeakWorkersOfTheLifecycleLane(t *testing.T) {
+	l, err := lane.Load(filepath.Join("..", "..", "lanes", "kubernetes-lifecycle.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := PeakWorkers(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Workers != 7 {
+		t.Errorf("peak %d workers, want 7: %s", p.Workers, p.Why)
+	}
+	for _, want := range []string{"5 in the pools", "remediation +1", "scaling +2 (pool scale from 1 to 3)", "rollout +2 (pool roll surges"} {
+		if !strings.Contains(p.Why, want) {
+			t.Errorf("the arithmetic lacks %q: %s", want, p.Why)
+		}
+	}
+	// Without the lifecycle specs, the pools are the peak.
+	l.Suites[0].LabelFilter = "!lifecycle"
+	if p, err = PeakWorkers(l); err != nil || p.Workers != 5 {
+		t.Errorf("without the lifecycle specs: %d workers (%s), %v; want 5", p.Workers, p.Why, err)
+	}
+	// A rollout of a larger pool surges by all of its workers.
+	l.Suites[0].LabelFilter = ""
+	for i := range l.Pools {
+		if l.Pools[i].Lifecycle == specs.PhaseRollout {
+			l.Pools[i].Replicas = 4
+		}
+	}
+	if p, err = PeakWorkers(l); err != nil || p.Workers != 7+2+2 {
+		t.Errorf("with a rollout pool of 4: %d workers (%s), %v; want 11", p.Workers, p.Why, err)
+	}
+}
+
+// The capacity arithmetic picks the pool the specs act on by the rule the suite uses.
+func TestLanePoolForPicksAsPoolFor(t *testing.T) {
+	for _, pools := range [][]lane.Pool{
+		{{Name: "a", Replicas: 1}, {Name: "b", Replicas: 3}, {Name: "c", Replicas: 1}},
+		{{Name: "a", Replicas: 2}, {Name: "b", Replicas: 2}},
+		{{Name: "a", Replicas: 2}, {Name: "b", Replicas: 1, Lifecycle: specs.PhaseRollout}, {Name: "c", Replicas: 5}},
+	} {
+		var fps []fixture.Pool
+		for _, p := range pools {
+			fps = append(fps, fixture.Pool{Spec: tenant.PoolSpec{Name: p.Name, Replicas: p.Replicas}, Lifecycle: p.Lifecycle})
+		}
+		for _, spec := range []string{specs.PhaseRemediation, specs.PhaseScaling, specs.PhaseRollout} {
+			if got, want := pools[specs.LanePoolFor(pools, spec)].Name, specs.PoolFor(fps, spec).Name(); got != want {
+				t.Errorf("%s over %+v: LanePoolFor picks %s, PoolFor %s", spec, pools, got, want)
+			}
+		}
+	}
+}
