@@ -66,18 +66,7 @@ func Scan(dir string, needles ...string) error {
 		)
 	}
 	var leaks []Leak
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if !d.Type().IsRegular() {
-			return nil
-		}
-		data, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, p)
+	err := eachFile(dir, func(rel string, _ fs.FileMode, data []byte) error {
 		at := map[int]bool{}
 		for _, f := range forms {
 			if i := bytes.Index(data, f.b); i >= 0 && !at[i] {
@@ -103,7 +92,24 @@ func Scan(dir string, needles ...string) error {
 // the files it changed.
 func ScrubTree(dir string, r *Redactor) ([]string, error) {
 	var changed []string
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+	err := eachFile(dir, func(rel string, mode fs.FileMode, data []byte) error {
+		clean := r.Scrub(data)
+		if bytes.Equal(clean, data) {
+			return nil
+		}
+		if err := os.WriteFile(filepath.Join(dir, rel), clean, mode.Perm()); err != nil {
+			return err
+		}
+		changed = append(changed, filepath.ToSlash(rel))
+		return nil
+	})
+	return changed, err
+}
+
+// eachFile calls do with every regular file under dir: its path relative to dir, its mode and
+// its content.
+func eachFile(dir string, do func(rel string, mode fs.FileMode, data []byte) error) error {
+	return filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -114,20 +120,11 @@ func ScrubTree(dir string, r *Redactor) ([]string, error) {
 		if err != nil {
 			return err
 		}
-		clean := r.Scrub(data)
-		if bytes.Equal(clean, data) {
-			return nil
-		}
 		info, err := d.Info()
 		if err != nil {
 			return err
 		}
-		if err := os.WriteFile(p, clean, info.Mode().Perm()); err != nil {
-			return err
-		}
 		rel, _ := filepath.Rel(dir, p)
-		changed = append(changed, filepath.ToSlash(rel))
-		return nil
+		return do(rel, info.Mode(), data)
 	})
-	return changed, err
 }
