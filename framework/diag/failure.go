@@ -3,6 +3,7 @@ package diag
 import (
 	"context"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -68,11 +69,15 @@ func (r *Recorder) Collect(ctx context.Context, o CollectOptions) Result {
 	perPool(sc.poolEvents)
 	perPool(sc.diskImport)
 	perPool(sc.machines)
-	if len(sc.tenants) == 0 {
+	// What a joining worker meets is read in the failing pools' own tenant clusters only.
+	mine := sc.clustersOf(pns)
+	if len(mine) == 0 {
 		cs = append(cs, sc.tenantJoin(nil))
 	}
 	for _, t := range sc.tenants {
-		cs = append(cs, sc.tenantJoin(t))
+		if mine[t.name] {
+			cs = append(cs, sc.tenantJoin(t))
+		}
 	}
 	perPool(sc.identity)
 	perPool(sc.consoles)
@@ -84,7 +89,36 @@ func (r *Recorder) Collect(ctx context.Context, o CollectOptions) Result {
 	entries := runCollectors(ctx, r.opts.Artifacts, r.opts.Manifest, r.opts.Process, r.opts.Limits, r.now, o.Budget, cs, &r.once)
 	took := r.now().Sub(start)
 	r.spent += took
-	return Result{Entries: entries, Evidence: r.evidence(pns, entries, o.Class, o.Stage), Duration: took}
+	return Result{Entries: entries, Evidence: r.evidence(pns, entries, o.Class, o.Stage, sc.othersThan(mine)), Duration: took}
+}
+
+// clustersOf are the names of the tenant clusters pools pns are node groups of (every tenant
+// cluster when pns is empty: a failure of no pool).
+func (sc *scene) clustersOf(pns []tenant.PoolNames) map[string]bool {
+	mine := map[string]bool{}
+	for _, t := range sc.tenants {
+		if len(pns) == 0 {
+			mine[t.name] = true
+		}
+	}
+	for _, pn := range pns {
+		if t, ok := sc.apps[pn.Names]; ok {
+			mine[t.name] = true
+		}
+	}
+	return mine
+}
+
+// othersThan are the scopes of the tenant clusters not in mine: their files tell nothing of
+// the failing pools.
+func (sc *scene) othersThan(mine map[string]bool) map[string]bool {
+	others := map[string]bool{}
+	for _, t := range sc.tenants {
+		if !mine[t.name] {
+			others["cluster "+t.name] = true
+		}
+	}
+	return others
 }
 
 // scene builds the readers of both clusters; a management cluster that cannot be read is
@@ -142,7 +176,9 @@ var tellingAt = map[join.Stage][]string{
 
 // evidence orders the files: the collectors that tell most about the class (or the stage of a
 // deadline) first, then the pools' consoles and timelines, then everything else collected.
-func (r *Recorder) evidence(pns []tenant.PoolNames, entries []Entry, class verdict.Class, stage join.Stage) []string {
+// Entries scoped to another tenant cluster (others, by scope) are no evidence of these pools.
+func (r *Recorder) evidence(pns []tenant.PoolNames, entries []Entry, class verdict.Class, stage join.Stage, others map[string]bool) []string {
+	entries = slices.DeleteFunc(slices.Clone(entries), func(e Entry) bool { return others[e.Scope] })
 	names := telling[class]
 	if len(names) == 0 {
 		names = tellingAt[stage]

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -218,5 +219,53 @@ func must(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// With two conformance clusters, a failing pool's join is read in its own tenant cluster: the
+// other cluster's CSRs, kubelet configuration and dumps are no evidence of it.
+func TestAPoolsEvidenceIsOfItsOwnCluster(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	w := newTwoClusters(t, ctx)
+	dir := t.TempDir()
+	a, err := NewArtifacts(dir, NewRedactor(), 20<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := Start(ctx, Options{Artifacts: a, Manifest: NewManifest(), Process: "kubernetes", Management: w.mgmt, Namespace: ns})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rec.Stop()
+	other := tenant.For(ns, "classes-abc").Pool("kairos")
+	rec.WatchPool(w.pn)
+	rec.WatchPool(other)
+	must(t, rec.SetTenant(ctx, Tenant, w.pn.Names, w.tenant))
+	must(t, rec.SetTenant(ctx, "tenant-classes", other.Names, w.tenant))
+
+	collected := func(pn tenant.PoolNames) (map[string]bool, []string) {
+		res := rec.Collect(ctx, CollectOptions{Budget: Budget{Reserve: 30 * time.Second}, Pools: []tenant.PoolNames{pn},
+			Class: verdict.JoinRejected})
+		ran := map[string]bool{}
+		for _, e := range res.Entries {
+			ran[e.Name+" "+e.Scope] = true
+		}
+		return ran, res.Evidence
+	}
+	ran, evidence := collected(w.pn)
+	if !ran["tenant-join cluster tenant"] || ran["tenant-join cluster tenant-classes"] {
+		t.Errorf("pool md0 of cluster tenant: tenant-join ran for %v", ran)
+	}
+	if !slices.Contains(evidence, "clusters/tenant/csrs.txt") {
+		t.Errorf("pool md0's evidence lacks its own cluster's CSRs: %v", evidence)
+	}
+	for _, p := range evidence {
+		if strings.HasPrefix(p, "clusters/tenant-classes/") {
+			t.Errorf("pool md0's evidence holds %s, of the other cluster", p)
+		}
+	}
+	if ran, _ = collected(other); !ran["tenant-join cluster tenant-classes"] {
+		t.Errorf("pool kairos of cluster tenant-classes: tenant-join ran for %v", ran)
 	}
 }
