@@ -285,21 +285,7 @@ func (r *refusals) tenantCannotCreateClass(ctx context.Context) {
 	mgmt := r.in.Management
 	var rbs rbacv1.RoleBindingList
 	r.must(mgmt.Client.List(ctx, &rbs, client.InNamespace(ns)))
-	binding, group := "", ""
-	for _, rb := range rbs.Items {
-		// The tenant's own bindings grant the platform's ClusterRoles (cozystack v1.6.1
-		// packages/apps/tenant/templates/tenant.yaml:32-35); an app's RoleBindings grant Roles it
-		// renders itself (packages/apps/kubernetes/templates/dashboard-resourcemap.yaml:38-47),
-		// to groups of other access levels.
-		if rb.RoleRef.Kind != "ClusterRole" {
-			continue
-		}
-		for _, s := range rb.Subjects {
-			if s.Kind == rbacv1.GroupKind && group == "" {
-				binding, group = rb.Name, s.Name
-			}
-		}
-	}
+	binding, group := tenantGroup(ns, rbs.Items)
 	Expect(group).NotTo(BeEmpty(), "no RoleBinding of a ClusterRole in %s grants a group; the platform binds the tenant's group there", ns)
 	AddReportEntry("tenant group", fmt.Sprintf("%s (RoleBinding %s/%s)", group, ns, binding))
 	cfg := rest.CopyConfig(mgmt.REST)
@@ -329,4 +315,31 @@ func (r *refusals) tenantCannotCreateClass(ctx context.Context) {
 		r.must(err)
 	}
 	Expect(apierrors.IsNotFound(err)).To(BeTrue(), "NodeGroupClass %s exists", name)
+}
+
+// tenantGroup is the group to act as a member of tenant namespace ns, and the RoleBinding that
+// grants it: a group the tenant's own bindings of the platform's ClusterRoles name.
+func tenantGroup(ns string, rbs []rbacv1.RoleBinding) (binding, group string) {
+	own := false
+	for _, rb := range rbs {
+		// The tenant's own bindings grant the platform's ClusterRoles (cozystack v1.6.1
+		// packages/apps/tenant/templates/tenant.yaml:32-35); an app's RoleBindings grant Roles it
+		// renders itself (packages/apps/kubernetes/templates/dashboard-resourcemap.yaml:38-47),
+		// to groups of other access levels.
+		if rb.RoleRef.Kind != "ClusterRole" {
+			continue
+		}
+		// Each binding names the groups of the tenant (<namespace>-<level>) and of every parent
+		// tenant up to tenant-root (packages/library/cozy-lib/templates/_rbac.tpl:26-41, 84-96):
+		// a member of the tenant's own group is the one to act as.
+		for _, s := range rb.Subjects {
+			if s.Kind != rbacv1.GroupKind || own {
+				continue
+			}
+			if mine := strings.HasPrefix(s.Name, ns+"-"); mine || group == "" {
+				binding, group, own = rb.Name, s.Name, mine
+			}
+		}
+	}
+	return binding, group
 }

@@ -48,6 +48,7 @@ var notSignals = map[string]string{
 	"tenant.LabelManagedBy":    "the harness's mark on the objects it creates",
 	"tenant.ManagedBy":         "the value of that mark",
 	"tenant.WorkloadNamespace": "the harness's own namespace in the tenant cluster",
+	"tenant.WorkerCPU":         "the vCPUs the harness asks for its workers (nodeGroups.<pool>.resources.cpu)",
 	// The harness's words in its records and messages.
 	"console.SourceSubresource": "the name of a stream's source in the harness's records",
 	"console.SourceLog":         "the name of a stream's source in the harness's records",

@@ -27,8 +27,15 @@ const (
 	AppNameLabel = "apps.cozystack.io/application.name"
 )
 
-// TenantAdminGroup is the group whose members administer tenant t (the harness impersonates it).
-func TenantAdminGroup(tenant string) string { return "tenant-" + tenant + "-admins" }
+// TenantAdminGroup is the group whose members administer tenant t, a child of tenant-root (the
+// harness impersonates it): <tenant.name>-admin, tenant.name being tenant-<t> (Cozystack v1.6.1
+// packages/apps/tenant/templates/_helpers.tpl:1-14, tenant.yaml:62-74 and
+// packages/library/cozy-lib/templates/_rbac.tpl:84-96).
+func TenantAdminGroup(tenant string) string { return "tenant-" + tenant + "-admin" }
+
+// TenantAdminBinding is the RoleBinding of TenantAdminClusterRole in a tenant namespace
+// (Cozystack v1.6.1 packages/apps/tenant/templates/tenant.yaml:64-67).
+const TenantAdminBinding = "cozy:tenant:admin"
 
 // Release is the HelmRelease, Cluster and control plane name of Kubernetes app name.
 func Release(name string) string { return ReleasePrefix + name }

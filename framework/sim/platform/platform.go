@@ -149,7 +149,7 @@ func (p *Platform) reconcileTenant(ctx context.Context, req reconcile.Request) (
 			"tenant.cozystack.io/" + name: "", "apps.cozystack.io/tenant": name,
 		}}},
 		&rbacv1.RoleBinding{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: NamespacePrefix + name + "-admin"},
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: TenantAdminBinding},
 			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: TenantAdminClusterRole},
 			Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.GroupKind, Name: TenantAdminGroup(name)}},
 		},
