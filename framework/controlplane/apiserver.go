@@ -164,18 +164,7 @@ func (a *APIServer) waitReady(ctx context.Context) error {
 		return err
 	}
 	hc := &http.Client{Transport: rt, Timeout: 2 * time.Second}
-	return a.waitFor(ctx, "ready (/readyz)", func(ctx context.Context) error {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, a.URL+"/readyz", nil)
-		resp, err := hc.Do(req)
-		if err != nil {
-			return err
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("/readyz answered %d", resp.StatusCode)
-		}
-		return nil
-	})
+	return a.WaitFor(ctx, "ready (/readyz)", Readyz(hc, a.URL))
 }
 
 // Admin is a REST config for the admin user (client certificate, system:masters).

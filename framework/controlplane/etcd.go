@@ -44,7 +44,7 @@ func StartEtcd(ctx context.Context, tools Tools, dir string) (*Etcd, error) {
 		return nil, err
 	}
 	hc := &http.Client{Timeout: time.Second}
-	err = e.waitFor(ctx, "healthy", func(ctx context.Context) error {
+	err = e.WaitFor(ctx, "healthy", func(ctx context.Context) error {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, client+"/health", nil)
 		resp, err := hc.Do(req)
 		if err != nil {

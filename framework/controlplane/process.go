@@ -3,6 +3,7 @@ package controlplane
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"strings"
@@ -109,9 +110,9 @@ func (p *Process) tail(lines int) string {
 	return "    " + strings.Join(all, "\n    ")
 }
 
-// waitFor polls ready until it returns nil, the process exits, or ctx ends; the error names
+// WaitFor polls ready until it returns nil, the process exits, or ctx ends; the error names
 // the process, what it waited for, and the end of its log.
-func (p *Process) waitFor(ctx context.Context, what string, ready func(context.Context) error) error {
+func (p *Process) WaitFor(ctx context.Context, what string, ready func(context.Context) error) error {
 	start := time.Now()
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
@@ -129,5 +130,24 @@ func (p *Process) waitFor(ctx context.Context, what string, ready func(context.C
 				p.Name, what, time.Since(start).Round(time.Millisecond), ctx.Err(), last, p.LogPath, p.tail(15))
 		case <-tick.C:
 		}
+	}
+}
+
+// Readyz is a readiness check that GETs base+"/readyz" with hc and wants 200.
+func Readyz(hc *http.Client, base string) func(context.Context) error {
+	return func(ctx context.Context) error {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/readyz", nil)
+		if err != nil {
+			return err
+		}
+		resp, err := hc.Do(req)
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("/readyz answered %d", resp.StatusCode)
+		}
+		return nil
 	}
 }

@@ -56,41 +56,22 @@ func (c *Controller) start(ctx context.Context) error {
 	if err := c.Start(); err != nil {
 		return err
 	}
-	hc := &http.Client{Timeout: time.Second}
-	ready := func(ctx context.Context) error {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, c.HealthURL+"/readyz", nil)
-		resp, err := hc.Do(req)
-		if err != nil {
+	readyz := controlplane.Readyz(&http.Client{Timeout: time.Second}, c.HealthURL)
+	err := c.WaitFor(ctx, "ready (/readyz and its webhook server)", func(ctx context.Context) error {
+		if err := readyz(ctx); err != nil {
 			return err
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("/readyz answered %d", resp.StatusCode)
 		}
 		if c.Webhook != nil {
 			return c.Webhook.answers(ctx)
 		}
 		return nil
+	})
+	if err != nil {
+		c.Stop(5 * time.Second)
+		return err
 	}
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	var last error
-	for {
-		if last = ready(ctx); last == nil {
-			c.Ready = time.Since(c.Started)
-			return nil
-		}
-		if exited, err := c.Exited(); exited {
-			return fmt.Errorf("%s exited (%v) before it was ready; end of %s:\n%s", c.Name, err, c.LogPath, tail(c.LogPath, 20))
-		}
-		select {
-		case <-ctx.Done():
-			c.Stop(5 * time.Second)
-			return fmt.Errorf("%s not ready after %s (%w); last: %v; end of %s:\n%s",
-				c.Name, time.Since(c.Started).Round(time.Millisecond), ctx.Err(), last, c.LogPath, tail(c.LogPath, 20))
-		case <-tick.C:
-		}
-	}
+	c.Ready = time.Since(c.Started)
+	return nil
 }
 
 // Memory is the process's resident set size now and at its peak (VmRSS and VmHWM), in bytes.
@@ -198,16 +179,3 @@ func withEnv(c *Controller, vars ...string) ([]string, error) {
 }
 
 func hostPort(url string) string { return strings.TrimPrefix(url, "http://") }
-
-// tail is the end of a log file, indented, for error messages.
-func tail(path string, lines int) string {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return "    (no log: " + err.Error() + ")"
-	}
-	all := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
-	if len(all) > lines {
-		all = all[len(all)-lines:]
-	}
-	return "    " + strings.Join(all, "\n    ")
-}
