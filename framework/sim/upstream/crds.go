@@ -1,19 +1,17 @@
 package upstream
 
 import (
-	"bufio"
 	"bytes"
 	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"io"
 	"os"
 	"path/filepath"
 	"strconv"
 
+	"github.com/cozystack/cozy-e2e/framework/yamldoc"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 )
 
@@ -285,51 +283,28 @@ func stripHelmGuards(data []byte) ([]byte, error) {
 
 // decodeCRDs reads the CustomResourceDefinitions of a multi-document YAML, skipping other kinds.
 func decodeCRDs(data []byte) ([]*apiextensionsv1.CustomResourceDefinition, error) {
+	docs, err := yamldoc.Split(data)
+	if err != nil {
+		return nil, err
+	}
 	var out []*apiextensionsv1.CustomResourceDefinition
-	r := newDocReader(data)
-	for {
-		doc, ok, err := r.next()
-		if err != nil || !ok {
-			return out, err
-		}
+	for i, doc := range docs {
 		var head struct {
 			Kind string `json:"kind"`
 		}
 		if err := yaml.Unmarshal(doc, &head); err != nil {
-			return nil, fmt.Errorf("document %d: %w", r.n, err)
+			return nil, fmt.Errorf("document %d: %w", i, err)
 		}
 		if head.Kind != "CustomResourceDefinition" {
 			continue
 		}
 		crd := &apiextensionsv1.CustomResourceDefinition{}
 		if err := yaml.UnmarshalStrict(doc, crd); err != nil {
-			return nil, fmt.Errorf("document %d: %w", r.n, err)
+			return nil, fmt.Errorf("document %d: %w", i, err)
 		}
 		out = append(out, crd)
 	}
-}
-
-// docReader reads the documents of a multi-document YAML one by one.
-type docReader struct {
-	r *utilyaml.YAMLReader
-	n int
-}
-
-func newDocReader(data []byte) *docReader {
-	return &docReader{r: utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))}
-}
-
-// next is the next document; false at the end.
-func (d *docReader) next() ([]byte, bool, error) {
-	doc, err := d.r.Read()
-	if err == io.EOF {
-		return nil, false, nil
-	}
-	d.n++
-	if err != nil {
-		return nil, false, fmt.Errorf("document %d: %w", d.n, err)
-	}
-	return doc, true, nil
+	return out, nil
 }
 
 func pick(crds []CRD, err error, names ...string) ([]CRD, error) {

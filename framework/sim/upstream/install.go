@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/cozystack/cozy-e2e/framework/cluster"
+	"github.com/cozystack/cozy-e2e/framework/yamldoc"
 )
 
 // Conversion is the webhook a CRD's versions convert through: a URL and the CA that signs the
@@ -101,19 +102,15 @@ func (b *Build) InstanceTypes() ([]*unstructured.Unstructured, error) {
 	if err != nil {
 		return nil, fmt.Errorf("upstream: %w; run `make tools`", err)
 	}
+	docs, err := yamldoc.Split(data)
+	if err != nil {
+		return nil, fmt.Errorf("upstream: %s: %w", rel, err)
+	}
 	var out []*unstructured.Unstructured
-	r := newDocReader(data)
-	for {
-		doc, ok, err := r.next()
-		if err != nil {
-			return nil, fmt.Errorf("upstream: %s: %w", rel, err)
-		}
-		if !ok {
-			break
-		}
+	for i, doc := range docs {
 		u := &unstructured.Unstructured{}
 		if err := yaml.Unmarshal(doc, &u.Object); err != nil {
-			return nil, fmt.Errorf("upstream: %s: document %d: %w", rel, r.n, err)
+			return nil, fmt.Errorf("upstream: %s: document %d: %w", rel, i, err)
 		}
 		if u.GetKind() == "VirtualMachineClusterInstancetype" {
 			out = append(out, u)

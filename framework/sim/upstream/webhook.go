@@ -16,6 +16,7 @@ import (
 
 	"github.com/cozystack/cozy-e2e/framework/cluster"
 	"github.com/cozystack/cozy-e2e/framework/controlplane"
+	"github.com/cozystack/cozy-e2e/framework/yamldoc"
 )
 
 // Serving is the TLS identity of one controller's webhook server: a CA of its own, a serving
@@ -72,16 +73,12 @@ func InstallWebhookConfigurations(ctx context.Context, c *cluster.Cluster, manif
 	if err != nil {
 		return nil, fmt.Errorf("upstream: %w; run `make tools`", err)
 	}
-	r := newDocReader(data)
+	docs, err := yamldoc.Split(data)
+	if err != nil {
+		return nil, fmt.Errorf("upstream: %s: %w", manifests, err)
+	}
 	var objs []client.Object
-	for {
-		doc, ok, err := r.next()
-		if err != nil {
-			return nil, fmt.Errorf("upstream: %s: %w", manifests, err)
-		}
-		if !ok {
-			break
-		}
+	for _, doc := range docs {
 		var head struct {
 			Kind string `json:"kind"`
 		}
