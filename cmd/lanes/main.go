@@ -54,7 +54,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stderr, err)
 			return 2
 		}
-		lane.WritePlanWith(stdout, l, catalog.PlanSections(l)...)
+		lane.WritePlanWith(stdout, l, append(catalog.PlanSections(l), registry.PlanSections(l)...)...)
 		return 0
 	}
 	fmt.Fprintf(stderr, "lanes: unknown command %q (check, workflow, plan)\n", cmd)
@@ -71,9 +71,8 @@ func check(dir string, stdout, stderr io.Writer) int {
 		a := l.Budget.Arithmetic()
 		fmt.Fprintf(stdout, "%-22s ok  phases %s + diagnostics %s + artifacts %s + margin %s = %s of jobCap %s (headroom %s)\n",
 			l.Name, a.Phases, a.Diagnostics, a.Artifacts, a.Margin, a.Total, a.Cap, a.Headroom)
-		if peak, _ := registry.PeakWorkers(l); l.Substrate == lane.SubstrateKind {
-			fmt.Fprintf(stdout, "%-22s     workers: %d VMs at most (%s), %.1f GiB each: %.1f of runner.memoryGiB %d\n",
-				"", peak.Workers, peak.Why, registry.WorkerGiB(), float64(peak.Workers)*registry.WorkerGiB(), l.Runner.MemoryGiB)
+		if line := registry.WorkersLine(l); line != "" {
+			fmt.Fprintf(stdout, "%-22s     workers: %s\n", "", line)
 		}
 	}
 	if err != nil {

@@ -46,6 +46,23 @@ func TestCheckHoldsAKindLaneToItsPeakWorkers(t *testing.T) {
 	}
 }
 
+// The plan of a kind lane says its peak worker VMs against the runner; a sim lane's has none.
+func TestPlanSaysTheWorkerVMs(t *testing.T) {
+	for name, want := range map[string]bool{"kubernetes-lifecycle": true, "sim": false} {
+		var out, errb bytes.Buffer
+		if code := run([]string{"plan", "--dir", "../../lanes", "--lane", name}, &out, &errb); code != 0 {
+			t.Fatalf("plan %s: exit %d: %s", name, code, errb.String())
+		}
+		got := strings.Contains(out.String(), "\nworkers\n  7 worker VMs at most (5 in the pools")
+		if name == "sim" {
+			got = strings.Contains(out.String(), "\nworkers\n")
+		}
+		if got != want {
+			t.Errorf("plan %s: workers section %v, want %v:\n%s", name, got, want, out.String())
+		}
+	}
+}
+
 // checkEdited runs the check on a folder holding only the shipped lane name with from replaced
 // by to, wants it refused (exit 2) and returns what it said.
 func checkEdited(t *testing.T, name, from, to string) string {

@@ -50,3 +50,25 @@ func Check(l *lane.Lane) error {
 	}
 	return nil
 }
+
+// WorkersLine says a kind lane's peak worker VMs against its runner's memory; "" for other
+// substrates, whose runner holds no worker VM.
+func WorkersLine(l *lane.Lane) string {
+	if l.Substrate != lane.SubstrateKind {
+		return ""
+	}
+	peak, err := PeakWorkers(l)
+	if err != nil {
+		return err.Error()
+	}
+	return fmt.Sprintf("%d worker VMs at most (%s), %.1f GiB each: %.1f of runner.memoryGiB %d",
+		peak.Workers, peak.Why, WorkerGiB(), float64(peak.Workers)*WorkerGiB(), l.Runner.MemoryGiB)
+}
+
+// PlanSections are the suites' sections of a lane's plan: the worker VMs of a kind lane.
+func PlanSections(l *lane.Lane) []lane.PlanSection {
+	if line := WorkersLine(l); line != "" {
+		return []lane.PlanSection{{Title: "workers", Lines: []string{line}}}
+	}
+	return nil
+}
