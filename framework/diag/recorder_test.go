@@ -60,6 +60,22 @@ func newTwoClusters(t *testing.T, ctx context.Context) *twoClusters {
 	return w
 }
 
+// startRecorder starts a recorder on the management cluster, writing to a fresh folder (dir,
+// its Artifacts a) and manifest m.
+func (w *twoClusters) startRecorder(t *testing.T, ctx context.Context) (dir string, a *Artifacts, m *Manifest, rec *Recorder) {
+	t.Helper()
+	dir = t.TempDir()
+	a, err := NewArtifacts(dir, NewRedactor(), 20<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m = NewManifest()
+	if rec, err = Start(ctx, Options{Artifacts: a, Manifest: m, Process: "kubernetes", Management: w.mgmt, Namespace: ns}); err != nil {
+		t.Fatal(err)
+	}
+	return dir, a, m, rec
+}
+
 // A failing pool leaves, within the diagnostics reserve: its timeline and events streamed from
 // its start, the Warning that explains it, Node names against VMI names, the tenant's CSRs and
 // kubelet configuration, and dumps of both clusters; every collector in the manifest; and the
@@ -68,16 +84,7 @@ func TestRecorderStreamsAndCollectsWithoutLeakingSecrets(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	w := newTwoClusters(t, ctx)
-	dir := t.TempDir()
-	a, err := NewArtifacts(dir, NewRedactor(), 20<<20)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := NewManifest()
-	rec, err := Start(ctx, Options{Artifacts: a, Manifest: m, Process: "kubernetes", Management: w.mgmt, Namespace: ns})
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, a, m, rec := w.startRecorder(t, ctx)
 	defer rec.Stop()
 	rec.WatchPool(w.pn)
 	must(t, rec.SetTenant(ctx, Tenant, w.pn.Names, w.tenant))
@@ -228,15 +235,7 @@ func TestAPoolsEvidenceIsOfItsOwnCluster(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	w := newTwoClusters(t, ctx)
-	dir := t.TempDir()
-	a, err := NewArtifacts(dir, NewRedactor(), 20<<20)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec, err := Start(ctx, Options{Artifacts: a, Manifest: NewManifest(), Process: "kubernetes", Management: w.mgmt, Namespace: ns})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, _, _, rec := w.startRecorder(t, ctx)
 	defer rec.Stop()
 	other := tenant.For(ns, "classes-abc").Pool("kairos")
 	rec.WatchPool(w.pn)
