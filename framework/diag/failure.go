@@ -96,8 +96,8 @@ func (r *Recorder) Collect(ctx context.Context, o CollectOptions) Result {
 // cluster when pns is empty: a failure of no pool).
 func (sc *scene) clustersOf(pns []tenant.PoolNames) map[string]bool {
 	mine := map[string]bool{}
-	for _, t := range sc.tenants {
-		if len(pns) == 0 {
+	if len(pns) == 0 {
+		for _, t := range sc.tenants {
 			mine[t.name] = true
 		}
 	}
