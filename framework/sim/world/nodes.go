@@ -25,16 +25,17 @@ type NodeSpec struct {
 // KwokNodeAnnotation marks the Nodes the management kwok plays.
 const KwokNodeAnnotation = "kwok.x-k8s.io/node"
 
-// DefaultNodes are three nodes of 8 cpu and 16Gi, three 4Gi workers each: room for every pool
-// of the sim lanes (the lifecycle lane runs six workers at its peak, a pool scaled to three
-// beside a rolling one, and a worker's disk binds it to the node its first consumer landed on),
-// and a virt-launcher asking for more memory than one node has stays Pending with
+// DefaultNodes are three nodes of 8 cpu and 32Gi. A worker's disk binds on first consumer to
+// the node its temporary launcher was placed on, and its launcher must follow it there whatever
+// landed on that node meanwhile, so any one node may end up with every worker of a phase: each
+// holds seven 4Gi workers, the lifecycle lane's peak (test/simlane holds every sim lane to it).
+// A virt-launcher asking for more memory than one node has stays Pending with
 // "Insufficient memory", as on a real cluster.
 func DefaultNodes() []NodeSpec {
 	return []NodeSpec{
-		{Name: "sim-worker-1", CPU: "8", Memory: "16Gi", Pods: 110},
-		{Name: "sim-worker-2", CPU: "8", Memory: "16Gi", Pods: 110},
-		{Name: "sim-worker-3", CPU: "8", Memory: "16Gi", Pods: 110},
+		{Name: "sim-worker-1", CPU: "8", Memory: "32Gi", Pods: 110},
+		{Name: "sim-worker-2", CPU: "8", Memory: "32Gi", Pods: 110},
+		{Name: "sim-worker-3", CPU: "8", Memory: "32Gi", Pods: 110},
 	}
 }
 
