@@ -15,7 +15,7 @@ import (
 func testReleaseHistoryFollowsThePolicy(t *testing.T, env *tenanttest.Env) {
 	ctx := ctxFor(t, 30*time.Second)
 	p := tenant.Platform{Mgmt: env.Cluster}
-	mustNamespace(t, env, "tenant-h")
+	env.Namespace(t, "tenant-h")
 	for _, tc := range []struct {
 		name    string
 		history []any
@@ -32,12 +32,12 @@ func testReleaseHistoryFollowsThePolicy(t *testing.T, env *tenanttest.Env) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			names := tenant.For("tenant-h", "h"+strings.ReplaceAll(strings.ReplaceAll(tc.name, ",", ""), " ", "-"))
-			createHelmRelease(t, env, names, "", "", "")
-			status := map[string]any{"conditions": []any{cond("True", "InstallSucceeded", "ok")}}
+			env.HelmRelease(t, names, "", "", "")
+			status := map[string]any{"conditions": []any{tenanttest.Ready("True", "InstallSucceeded", "ok")}}
 			if tc.history != nil {
 				status["history"] = tc.history
 			}
-			setStatus(t, env, tenant.HelmReleaseGVK, names.Namespace, names.HelmRelease(), status)
+			env.SetStatus(t, tenant.HelmReleaseGVK, names.Namespace, names.HelmRelease(), status)
 			note, err := p.CheckReleaseHistory(ctx, names, tc.policy)
 			switch {
 			case tc.err == "" && err != nil:

@@ -152,8 +152,8 @@ func testAClassWithAnotherSpecIsNamed(t *testing.T, env *tenanttest.Env) {
 func testWaitControlPlaneReturnsTheTenantCluster(t *testing.T, env *tenanttest.Env) {
 	ctx := ctxFor(t, time.Minute)
 	names := tenant.For("tenant-x", "t1")
-	mustNamespace(t, env, names.Namespace)
-	createHelmRelease(t, env, names, "", "", "")
+	env.Namespace(t, names.Namespace)
+	env.HelmRelease(t, names, "", "", "")
 	done := make(chan error, 1)
 	var got interface{ String() string }
 	go func() {
@@ -165,7 +165,7 @@ func testWaitControlPlaneReturnsTheTenantCluster(t *testing.T, env *tenanttest.E
 	}()
 	sk := names.AdminKubeconfig()
 	if err := env.Cluster.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: sk.Namespace, Name: sk.Name},
-		Data: map[string][]byte{sk.Key: kubeconfigFor(t, env)}}); err != nil {
+		Data: map[string][]byte{sk.Key: env.AdminKubeconfig(t)}}); err != nil {
 		t.Fatal(err)
 	}
 	tcp := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{}}}
@@ -175,14 +175,14 @@ func testWaitControlPlaneReturnsTheTenantCluster(t *testing.T, env *tenanttest.E
 	if err := env.Cluster.Client.Create(ctx, tcp); err != nil {
 		t.Fatal(err)
 	}
-	setTCPVersionStatus(t, env, names, "Provisioning")
+	env.SetControlPlaneStatus(t, names, "Provisioning")
 	select {
 	case err := <-done:
 		t.Fatalf("the wait ended on a Secret and a Provisioning control plane: %v", err)
 	case <-time.After(500 * time.Millisecond):
 	}
 	ready := time.Now()
-	setTCPVersionStatus(t, env, names, "Ready")
+	env.SetControlPlaneStatus(t, names, "Ready")
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
@@ -199,8 +199,8 @@ func testWaitControlPlaneReturnsTheTenantCluster(t *testing.T, env *tenanttest.E
 func testWaitControlPlaneEndsOnTheAwaitingEtcdBeacon(t *testing.T, env *tenanttest.Env) {
 	ctx := ctxFor(t, 30*time.Second)
 	names := tenant.For("tenant-e", "t1")
-	mustNamespace(t, env, names.Namespace)
-	createHelmRelease(t, env, names, "True", "InstallSucceeded", "Helm install succeeded")
+	env.Namespace(t, names.Namespace)
+	env.HelmRelease(t, names, "True", "InstallSucceeded", "Helm install succeeded")
 	// As packages/apps/kubernetes/templates/cluster.yaml:226-244 renders it.
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: names.Namespace, Name: names.Release() + "-awaiting-etcd",
 		Labels: map[string]string{"app.kubernetes.io/name": "kubernetes", "app.kubernetes.io/instance": names.Release()}},
@@ -222,8 +222,8 @@ func testWaitControlPlaneEndsOnTheAwaitingEtcdBeacon(t *testing.T, env *tenantte
 
 func testWaitControlPlaneEndsOnARefusalAndOnTheDeadline(t *testing.T, env *tenanttest.Env) {
 	names := tenant.For("tenant-y", "t1")
-	mustNamespace(t, env, names.Namespace)
-	createHelmRelease(t, env, names, "False", "InstallFailed", "nodeGroups.kairos: gpus is not supported on a Kairos class")
+	env.Namespace(t, names.Namespace)
+	env.HelmRelease(t, names, "False", "InstallFailed", "nodeGroups.kairos: gpus is not supported on a Kairos class")
 	ctx := ctxFor(t, 30*time.Second)
 	_, err := tenant.Platform{Mgmt: env.Cluster}.WaitControlPlane(ctx, names)
 	var we *tenant.WaitError
@@ -231,7 +231,7 @@ func testWaitControlPlaneEndsOnARefusalAndOnTheDeadline(t *testing.T, env *tenan
 		t.Fatalf("%v", err)
 	}
 	names2 := tenant.For("tenant-y", "t2")
-	createHelmRelease(t, env, names2, "Unknown", "Progressing", "installing")
+	env.HelmRelease(t, names2, "Unknown", "Progressing", "installing")
 	var log bytes.Buffer
 	// The wait names the phase its context belongs to.
 	clock := budget.New(lane.Budget{JobCap: lane.Duration(time.Hour), Phases: []lane.Phase{{Name: "tenant", Ceiling: lane.Duration(700 * time.Millisecond)}}}, budget.Options{})
@@ -257,7 +257,7 @@ func testWaitRenderedWaitsForTheGenerationItWrote(t *testing.T, env *tenanttest.
 	ctx := ctxFor(t, 30*time.Second)
 	run, _ := tenant.NewRun("r1")
 	names := run.Cluster("refusals")
-	mustNamespace(t, env, names.Namespace)
+	env.Namespace(t, names.Namespace)
 	p := tenant.Platform{Mgmt: env.Cluster}
 	if err := p.CreateCluster(ctx, tenant.ClusterSpec{Names: names, Version: "v1.35",
 		Pools: []tenant.PoolSpec{{Name: "kairos", Class: "kairos"}}}); err != nil {
@@ -267,7 +267,7 @@ func testWaitRenderedWaitsForTheGenerationItWrote(t *testing.T, env *tenanttest.
 	if err != nil || app.GetGeneration() != 0 {
 		t.Fatalf("the app is a view of its HelmRelease and carries no generation: %v %v", app, err)
 	}
-	setHelmReleaseStatus(t, env, names, 1, "True", "InstallSucceeded", "ok")
+	env.SetHelmReleaseStatus(t, names, 1, "True", "InstallSucceeded", "ok")
 	gen, err := p.UpdatePool(ctx, names, "kairos", func(g map[string]any) { g["gpus"] = []any{map[string]any{"name": "nvidia"}} })
 	if err != nil || gen != 2 {
 		t.Fatalf("HelmRelease generation %d, %v", gen, err)
@@ -286,14 +286,14 @@ func testWaitRenderedWaitsForTheGenerationItWrote(t *testing.T, env *tenanttest.
 	}
 	// helm-controller says Ready=False while it still works on the release (a new reconcile
 	// cancelled its health checks): no answer yet.
-	setHelmReleaseStatus(t, env, names, 2, "False", tenant.ReasonHealthCheckCanceled, "New reconciliation triggered")
+	env.SetHelmReleaseStatus(t, names, 2, "False", tenant.ReasonHealthCheckCanceled, "New reconciliation triggered")
 	select {
 	case err := <-done:
 		t.Fatalf("returned on a Ready=False that is no answer: %+v %v", r, err)
 	case <-time.After(300 * time.Millisecond):
 	}
 	msg := "nodeGroup kairos: gpus must be empty on a pool on a Kairos class"
-	setHelmReleaseStatus(t, env, names, 2, "False", "UpgradeFailed", msg)
+	env.SetHelmReleaseStatus(t, names, 2, "False", "UpgradeFailed", msg)
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
@@ -314,7 +314,7 @@ func testWaitRenderedWaitsForTheGenerationItWrote(t *testing.T, env *tenanttest.
 func testUpdatePoolWritesBackWhatItChanged(t *testing.T, env *tenanttest.Env) {
 	ctx := ctxFor(t, 30*time.Second)
 	names := tenant.For("tenant-z", "t1")
-	mustNamespace(t, env, names.Namespace)
+	env.Namespace(t, names.Namespace)
 	p := tenant.Platform{Mgmt: env.Cluster}
 	if err := p.CreateCluster(ctx, tenant.ClusterSpec{Names: names, Version: "v1.35",
 		Pools: []tenant.PoolSpec{{Name: "a", Class: "kairos"}, {Name: "b", Class: "talos", Replicas: 1}}}); err != nil {

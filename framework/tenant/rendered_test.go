@@ -15,14 +15,14 @@ func testWaitRenderedWaitsForTheRestOfFluxsStatus(t *testing.T, env *tenanttest.
 	ctx := ctxFor(t, 30*time.Second)
 	run, _ := tenant.NewRun("r2")
 	names := run.Cluster("pools")
-	mustNamespace(t, env, names.Namespace)
+	env.Namespace(t, names.Namespace)
 	p := tenant.Platform{Mgmt: env.Cluster}
 	if err := p.CreateCluster(ctx, tenant.ClusterSpec{Names: names, Version: "v1.35",
 		Pools: []tenant.PoolSpec{{Name: "md0", Class: "talos", Replicas: 1}}}); err != nil {
 		t.Fatal(err)
 	}
-	setStatus(t, env, tenant.HelmReleaseGVK, names.Namespace, names.HelmRelease(), map[string]any{
-		"lastAttemptedGeneration": int64(1), "conditions": []any{cond("True", "InstallSucceeded", "ok")}})
+	env.SetStatus(t, tenant.HelmReleaseGVK, names.Namespace, names.HelmRelease(), map[string]any{
+		"lastAttemptedGeneration": int64(1), "conditions": []any{tenanttest.Ready("True", "InstallSucceeded", "ok")}})
 	done := make(chan error, 1)
 	var r tenant.Rendering
 	go func() {
@@ -35,7 +35,7 @@ func testWaitRenderedWaitsForTheRestOfFluxsStatus(t *testing.T, env *tenanttest.
 		t.Fatalf("answered on the Ready condition alone: %+v %v", r, err)
 	case <-time.After(300 * time.Millisecond):
 	}
-	setHelmReleaseStatus(t, env, names, 1, "True", "InstallSucceeded", "ok")
+	env.SetHelmReleaseStatus(t, names, 1, "True", "InstallSucceeded", "ok")
 	if err := <-done; err != nil || !r.Ready {
 		t.Fatalf("%+v %v", r, err)
 	}
