@@ -48,7 +48,7 @@ func replicas(s *suite.Suite) map[string]int {
 	return out
 }
 
-// bringUp is the tenant phase and, from the first conformance cluster up, the pools phase
+// bringUp is the tenant phase and, from the first control plane up, the pools phase
 // (every pool's join in the background, each from its cluster's coming up) and, when the
 // refusal specs run, the refusal cluster rendering meanwhile.
 func (st *state) bringUp(spec context.Context, refusals bool) {
