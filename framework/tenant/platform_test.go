@@ -163,19 +163,7 @@ func testWaitControlPlaneReturnsTheTenantCluster(t *testing.T, env *tenanttest.E
 		}
 		done <- err
 	}()
-	sk := names.AdminKubeconfig()
-	if err := env.Cluster.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: sk.Namespace, Name: sk.Name},
-		Data: map[string][]byte{sk.Key: env.AdminKubeconfig(t)}}); err != nil {
-		t.Fatal(err)
-	}
-	tcp := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{}}}
-	tcp.SetGroupVersionKind(tenant.TenantControlPlaneGVK)
-	tcp.SetNamespace(names.Namespace)
-	tcp.SetName(names.ControlPlane())
-	if err := env.Cluster.Client.Create(ctx, tcp); err != nil {
-		t.Fatal(err)
-	}
-	env.SetControlPlaneStatus(t, names, "Provisioning")
+	env.ControlPlane(t, names, "Provisioning")
 	select {
 	case err := <-done:
 		t.Fatalf("the wait ended on a Secret and a Provisioning control plane: %v", err)

@@ -63,10 +63,10 @@ func (e *Env) SetControlPlaneStatus(t testing.TB, names tenant.Names, status str
 		"kubernetesResources": map[string]any{"version": map[string]any{"status": status, "version": "v1.35.4"}}})
 }
 
-// ControlPlaneUp is what Kamaji leaves once app names' control plane runs: the admin kubeconfig
-// Secret (of this apiserver's admin, so the tenant cluster is this one) and a TenantControlPlane
-// whose version status is Ready.
-func (e *Env) ControlPlaneUp(t testing.TB, names tenant.Names) {
+// ControlPlane is what Kamaji writes for app names' control plane: the admin kubeconfig Secret
+// (of this apiserver's admin, so the tenant cluster is this one) and a TenantControlPlane whose
+// version status is status ("Ready" once its control plane runs).
+func (e *Env) ControlPlane(t testing.TB, names tenant.Names, status string) {
 	t.Helper()
 	ctx := context.Background()
 	sk := names.AdminKubeconfig()
@@ -81,7 +81,7 @@ func (e *Env) ControlPlaneUp(t testing.TB, names tenant.Names) {
 	if err := e.Cluster.Client.Create(ctx, tcp); err != nil {
 		t.Fatal(err)
 	}
-	e.SetControlPlaneStatus(t, names, "Ready")
+	e.SetControlPlaneStatus(t, names, status)
 }
 
 // Ready is a Ready condition as Flux writes it.
