@@ -98,8 +98,8 @@ type outcome struct {
 	// slowest is the fault whose verdict took timeToVerdict, as fault@pool.
 	slowest     string
 	diagnostics time.Duration
-	artifacts     int64
-	wall          time.Duration
+	artifacts   int64
+	wall        time.Duration
 	// art is the run's artifacts folder.
 	art string
 }
