@@ -107,8 +107,8 @@ type outcome struct {
 // decided records that the verdict on fault took d after it became observable (or after the
 // pools deadline), keeping the slowest.
 func (o *outcome) decided(fault string, d time.Duration) {
-	if d > o.timeToVerdict || o.slowest == "" {
-		o.timeToVerdict, o.slowest = max(o.timeToVerdict, d), fault
+	if o.slowest == "" || d > o.timeToVerdict {
+		o.timeToVerdict, o.slowest = max(d, 0), fault
 	}
 }
 
