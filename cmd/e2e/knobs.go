@@ -12,6 +12,7 @@ import (
 
 	"github.com/cozystack/cozy-e2e/framework/lane"
 	"github.com/cozystack/cozy-e2e/framework/sim/faults"
+	"github.com/cozystack/cozy-e2e/framework/substrate/kind"
 	"github.com/cozystack/cozy-e2e/framework/verdict/report"
 )
 
@@ -54,6 +55,9 @@ var knobs = []knob{
 		example: "/root/.cache/cozy-e2e/tools/k8s-v1.35.4", check: checkToolsDir},
 	{name: "E2E_PLATFORM_SOURCE", rule: "release:<version>[@sha256:<hex>], manifest:<path or https URL>@sha256:<hex> or checkout:<dir>",
 		example: "release:v1.6.2@sha256:<hex>", substrates: []lane.Substrate{lane.SubstrateKind, lane.SubstrateExisting}, check: checkPlatformSource},
+	{name: kind.NodeImageEnv, rule: "<image>:<tag>@sha256:<64 hex>, the tag a Kubernetes release Cluster API v1.13 supports for a management cluster (v1.32 to v1.36)",
+		example:    "kindest/node:v1.35.0@sha256:452d707d4862f52530247495d180205e029056831160e22870e37e3f6c1ac31f",
+		substrates: []lane.Substrate{lane.SubstrateKind}, check: checkNodeImage},
 	{name: "KUBECONFIG", rule: "the management cluster's kubeconfig file (existing lanes; other lanes ignore it)",
 		example: "$HOME/.kube/config", check: checkKubeconfig},
 	{name: "GITHUB_STEP_SUMMARY", rule: "a file in an existing folder (GitHub Actions sets it)", example: "/tmp/step-summary.md",
@@ -219,6 +223,11 @@ func checkPlatformSource(v string, _ *lane.Lane) error {
 		}
 	}
 	return nil
+}
+
+func checkNodeImage(v string, _ *lane.Lane) error {
+	_, err := kind.ParseNodeImage(v)
+	return err
 }
 
 func checkKubeconfig(v string, _ *lane.Lane) error {

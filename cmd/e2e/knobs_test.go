@@ -59,6 +59,10 @@ func TestEveryKnobIsCheckedBeforeAnythingStarts(t *testing.T) {
 		{"E2E_PLATFORM_SOURCE", []string{"--lane", kind}, map[string]string{"E2E_PLATFORM_SOURCE": "release:unknown"}, []string{"names no release"}},
 		{"E2E_PLATFORM_SOURCE folder", []string{"--lane", kind}, map[string]string{"E2E_PLATFORM_SOURCE": "no/checkout"}, []string{"checkout no/checkout is not a folder here"}},
 		{"E2E_PLATFORM_SOURCE manifest", []string{"--lane", kind}, map[string]string{"E2E_PLATFORM_SOURCE": "manifest:no/op.yaml"}, []string{"has no @sha256:<hex>"}},
+		{"E2E_KIND_NODE_IMAGE", []string{"--lane", kind}, map[string]string{"E2E_KIND_NODE_IMAGE": "kindest/node:v1.35.0"}, []string{"has no digest", "example: E2E_KIND_NODE_IMAGE=kindest/node:v1.35.0@sha256:"}},
+		{"E2E_KIND_NODE_IMAGE too new", []string{"--lane", kind}, map[string]string{"E2E_KIND_NODE_IMAGE": "kindest/node:v1.37.0@sha256:a1ed56cfb0e7b93589bdf97c8cd566405a265939e3620fc4f5de89adff580ae5"},
+			[]string{"it runs Kubernetes v1.37.0, outside the management range: Cluster API v1.13 supports v1.32 to v1.36"}},
+		{"E2E_KIND_NODE_IMAGE on sim", nil, map[string]string{"E2E_KIND_NODE_IMAGE": "kindest/node:v1.35.0@sha256:452d707d4862f52530247495d180205e029056831160e22870e37e3f6c1ac31f"}, []string{"applies to kind lanes only"}},
 		{"GITHUB_STEP_SUMMARY", nil, map[string]string{"GITHUB_STEP_SUMMARY": "/no/such/folder/summary.md"}, []string{"its folder /no/such/folder does not exist"}},
 	}
 	for _, c := range cases {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/cozystack/cozy-e2e/framework/diag"
+	"github.com/cozystack/cozy-e2e/framework/substrate/kind"
 	"github.com/cozystack/cozy-e2e/framework/substrate/sim"
 	"github.com/cozystack/cozy-e2e/framework/verdict"
 	"github.com/cozystack/cozy-e2e/framework/verdict/report"
@@ -47,6 +48,17 @@ func (r *run) secrets() []string {
 	return nil
 }
 
+// reproEnv is the environment a repro reruns with: the recorded knobs, and a kind lane's node
+// image as this run resolved it (from the lane or E2E_KIND_NODE_IMAGE), so the repro creates its
+// nodes from the very image, whatever the lane file or the person's environment say then.
+func (r *run) reproEnv() map[string]string {
+	env := report.ReproEnv(os.LookupEnv)
+	if ni := nodeImageOf(r.lane, os.Getenv); ni != nil && ni.Image != "" {
+		env[kind.NodeImageEnv] = ni.Image
+	}
+	return env
+}
+
 // finish judges the run and writes its reports; it returns the exit code.
 func (r *run) finish(interrupted bool) int {
 	commit, dirty, err := report.GitHead(r.root)
@@ -67,7 +79,7 @@ func (r *run) finish(interrupted bool) int {
 		Dir: r.artifacts, Lane: r.lane.Name, LaneFile: r.laneCopy(), SoftClasses: r.lane.Policy.Soft,
 		RunID: r.opts.RunID, Suites: suites, Timings: r.clock.Timings(), Failures: r.failures,
 		Manifest: r.manifest, Interrupted: interrupted, Signal: signal, Start: r.started, End: time.Now(),
-		Repro:       report.Repro{Commit: commit, Dirty: dirty, Env: report.ReproEnv(os.LookupEnv)},
+		Repro:       report.Repro{Commit: commit, Dirty: dirty, Env: r.reproEnv()},
 		Baseline:    os.Getenv("E2E_BASELINE"),
 		Secrets:     r.secrets(),
 		StepSummary: os.Getenv("GITHUB_STEP_SUMMARY"),

@@ -152,6 +152,7 @@ func writeMachine(w io.Writer, l *Lane) {
 		if k.Networking != nil && k.Networking.DNSDomain != "" {
 			domain = k.Networking.DNSDomain
 		}
+		writeNodeImage(w, l)
 		fmt.Fprintf(w, "  created without waiting for Ready (no node is Ready before the platform's CNI); the gates judge Ready\n")
 		fmt.Fprintf(w, "  cluster domain %s: a kubeadm ClusterConfiguration networking.dnsDomain patch (kind has no field for it), and the platform's networking.clusterDomain\n", domain)
 		fmt.Fprintf(w, "  control-plane node labelled %s=%s after create (kube-ovn's MASTER_NODES_LABEL on %s; kubeadm sets it empty)\n",
@@ -185,6 +186,26 @@ func writeMachine(w io.Writer, l *Lane) {
 			}
 		}
 		fmt.Fprintln(w)
+	}
+}
+
+// writeNodeImage prints the kind node image every node is created from, where its pin comes
+// from and why, and how a run overrides it.
+func writeNodeImage(w io.Writer, l *Lane) {
+	for _, c := range l.Components {
+		if c.Name != KindNodeComponent {
+			continue
+		}
+		if c.Digest == DigestUnknown || c.Digest == "" {
+			fmt.Fprintf(w, "  node image %s:%s, digest not pinned: the preflight refuses it unless E2E_KIND_NODE_IMAGE pins one\n", c.Image, c.Version)
+		} else {
+			fmt.Fprintf(w, "  node image %s:%s@%s, from %s\n", c.Image, c.Version, c.Digest, c.Source)
+			if c.Note != "" {
+				fmt.Fprintf(w, "    why: %s\n", c.Note)
+			}
+		}
+		fmt.Fprintf(w, "    E2E_KIND_NODE_IMAGE=<image>:<tag>@sha256:<hex> overrides it for a run (%s); run.json and repro.json record the image used, a repro refuses another\n",
+			ManagementRange)
 	}
 }
 

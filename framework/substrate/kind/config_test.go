@@ -195,11 +195,38 @@ func TestNodeConfigWithMirrorsPortsAndWorkers(t *testing.T) {
 	}
 }
 
-// The shipped lanes do not pin the node image digest yet: the config refuses to invent one.
+// A lane whose node image digest is unknown gets no config: it refuses to invent a digest. The
+// shipped lanes pin kind v0.31.0's v1.35.0 image, and an override replaces it on every node.
 func TestUnpinnedNodeImageIsRefused(t *testing.T) {
-	_, err := Config(shippedLane(t, "kubernetes-latest"), ConfigOptions{})
+	_, err := Config(unpinnedLane(t), ConfigOptions{})
 	if err == nil || !strings.Contains(err.Error(), "components kind-node: the node image docker.io/kindest/node:v1.35 has no digest") {
 		t.Fatalf("want the unpinned node image named, got %v", err)
+	}
+	cfg, err := Config(shippedLane(t, "kubernetes-latest"), ConfigOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const shipped = "docker.io/kindest/node:v1.35.0@sha256:452d707d4862f52530247495d180205e029056831160e22870e37e3f6c1ac31f"
+	if got := cfg.Cluster.Nodes[0].Image; got != shipped {
+		t.Fatalf("node image %s, want %s", got, shipped)
+	}
+	ref, err := ParseNodeImage("registry.local:5000/kind/node:v1.36.1@sha256:3489c7674813ba5d8b1a9977baea8a6e553784dab7b84759d1014dbd78f7ebd5")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := unpinnedLane(t)
+	l.Kind.Workers = 1
+	cfg, err = Config(WithNodeImage(l, ref), ConfigOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range cfg.Cluster.Nodes {
+		if n.Image != ref.String() {
+			t.Fatalf("node %s: image %s, want the override %s", n.Role, n.Image, ref)
+		}
+	}
+	if laneNodeImage(l) != "docker.io/kindest/node:v1.35@unknown" {
+		t.Fatalf("the lane was changed by the override: %s", laneNodeImage(l))
 	}
 }
 

@@ -38,6 +38,9 @@ type Options struct {
 	// PlatformRegistry is where a checkout source's build pushes the packages artifact
 	// (E2E_PLATFORM_REGISTRY).
 	PlatformRegistry string
+	// NodeImage overrides the lane's node image (E2E_KIND_NODE_IMAGE,
+	// <image>:<tag>@sha256:<hex>).
+	NodeImage string
 	// Host is how the preflight looks at the machine; zero means this machine.
 	Host Host
 
@@ -49,11 +52,11 @@ type Options struct {
 	loader install.ImageLoader
 }
 
-// OptionsFromEnv adds E2E_FROM_PHASE, E2E_PLATFORM_SOURCE and E2E_PLATFORM_REGISTRY to the
-// common options.
+// OptionsFromEnv adds E2E_FROM_PHASE, E2E_PLATFORM_SOURCE, E2E_PLATFORM_REGISTRY and
+// E2E_KIND_NODE_IMAGE to the common options.
 func OptionsFromEnv(base substrate.Options) Options {
 	return Options{Options: base, FromPhase: os.Getenv("E2E_FROM_PHASE"), PlatformSource: os.Getenv("E2E_PLATFORM_SOURCE"),
-		PlatformRegistry: os.Getenv("E2E_PLATFORM_REGISTRY")}
+		PlatformRegistry: os.Getenv("E2E_PLATFORM_REGISTRY"), NodeImage: os.Getenv(NodeImageEnv)}
 }
 
 // Substrate is a kind management cluster with the platform installed.
@@ -81,6 +84,13 @@ func New(l *lane.Lane, o Options) (*Substrate, error) {
 			return nil, fmt.Errorf("E2E_FROM_PHASE=%s is not a phase of %s (phases: %s)", o.FromPhase, l.File, phaseNames(l))
 		}
 	}
+	if o.NodeImage != "" {
+		ref, err := ParseNodeImage(o.NodeImage)
+		if err != nil {
+			return nil, fmt.Errorf("%s=%s: %w", NodeImageEnv, o.NodeImage, err)
+		}
+		l = WithNodeImage(l, ref)
+	}
 	if o.Host.Docker == nil {
 		o.Host = RealHost()
 	}
@@ -92,6 +102,13 @@ func New(l *lane.Lane, o Options) (*Substrate, error) {
 
 // Name is "kind".
 func (s *Substrate) Name() string { return "kind" }
+
+// NodeImage is the node image the run uses (the lane's, or E2E_KIND_NODE_IMAGE's) and where
+// its pin comes from; an unpinned one is returned with the error the preflight names.
+func (s *Substrate) NodeImage() (image, source string, err error) {
+	image, _, err = NodeImage(s.lane)
+	return image, nodeImageSource(s.lane), err
+}
 
 // Preflight checks the machine before anything slow and writes substrate/preflight.txt.
 func (s *Substrate) Preflight(ctx context.Context) error {

@@ -197,8 +197,10 @@ func Check(ctx context.Context, l *lane.Lane, h Host) Report {
 		defer wg.Done()
 		dinfo, dockerErr = h.Docker(ctx)
 	}()
-	if _, _, err := NodeImage(l); err != nil {
+	if image, _, err := NodeImage(l); err != nil {
 		add(Finding{Check: "node image", Detail: err.Error()})
+	} else {
+		add(Finding{Check: "node image", OK: true, Detail: image + " (" + nodeImageSource(l) + ")"})
 	}
 	kvm, kvmMissing := checkKVM(l, h)
 	add(kvm)
