@@ -155,6 +155,10 @@ func writeMachine(w io.Writer, l *Lane) {
 		writeNodeImage(w, l)
 		fmt.Fprintf(w, "  created without waiting for Ready (no node is Ready before the platform's CNI); the gates judge Ready\n")
 		fmt.Fprintf(w, "  cluster domain %s: a kubeadm ClusterConfiguration networking.dnsDomain patch (kind has no field for it), and the platform's networking.clusterDomain\n", domain)
+		fmt.Fprintf(w, "  kubelet maxPods %d: a kubeadm KubeletConfiguration patch (kubelet default %d; Cozystack's e2e and Talos presets give %d, its generic guide %d to a k3s node; this one node carries what Cozystack's e2e spreads over three)\n",
+			upstream.KubeletMaxPods, upstream.KubeletDefaultMaxPods, upstream.KubeletMaxPods, upstream.GenericGuideMaxPods)
+		fmt.Fprintf(w, "  containerd: containerdConfigPatches [%s] %s = true (the CRI plugin of the version 2 config kind's node images ship, which containerd 2.x migrates), so KubeVirt's non-root launcher opens a /dev/kvm that is not world-writable; the preflight says the host's mode\n",
+			upstream.CRIPluginV2, upstream.DeviceOwnershipKey)
 		fmt.Fprintf(w, "  control-plane node labelled %s=%s after create (kube-ovn's MASTER_NODES_LABEL on %s; kubeadm sets it empty)\n",
 			upstream.ControlPlaneLabel, upstream.ControlPlaneLabelValue, upstream.PlatformVariant)
 		for _, host := range sortedKeys(k.RegistryMirrors) {

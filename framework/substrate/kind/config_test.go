@@ -4,12 +4,15 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
 	"sigs.k8s.io/kind/pkg/apis/config/v1alpha4"
 	"sigs.k8s.io/yaml"
 
+	"github.com/cozystack/cozy-e2e/framework/install/upstream"
 	"github.com/cozystack/cozy-e2e/framework/lane"
 )
 
@@ -94,14 +97,50 @@ func TestNodeConfigOfTheShippedLane(t *testing.T) {
 	if got := clusterDomainPatch(t, back.KubeadmConfigPatches); got != "cozy.local" {
 		t.Fatalf("networking.dnsDomain %q in the kubeadm patches, want cozy.local:\n%s", got, data)
 	}
-	// v1.34 kubelets accept cgroup v1 by default: no patch there.
+	// The kubelet's maxPods and cgroup setting, decoded by the kubelet's own configuration type,
+	// the one kubeadm reads a KubeletConfiguration document into.
+	kc := kubeletPatchOf(t, back.KubeadmConfigPatches)
+	if kc.MaxPods != upstream.KubeletMaxPods || kc.FailCgroupV1 == nil || *kc.FailCgroupV1 {
+		t.Fatalf("KubeletConfiguration patch: maxPods %d, failCgroupV1 %v", kc.MaxPods, kc.FailCgroupV1)
+	}
+	if !slices.Contains(back.ContainerdConfigPatches, DeviceOwnershipPatch) {
+		t.Fatalf("containerd patches %q lack %q", back.ContainerdConfigPatches, DeviceOwnershipPatch)
+	}
+	// v1.34 kubelets accept cgroup v1 by default: no failCgroupV1 there, maxPods still.
 	prev, err := Config(pinned(t, "kubernetes-previous"), ConfigOptions{CgroupV1: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(prev.Cluster.KubeadmConfigPatches) != 1 || strings.Contains(prev.Cluster.KubeadmConfigPatches[0], "failCgroupV1") {
-		t.Fatalf("a v1.34 node got %v", prev.Cluster.KubeadmConfigPatches)
+	if kc := kubeletPatchOf(t, prev.Cluster.KubeadmConfigPatches); kc.FailCgroupV1 != nil || kc.MaxPods != upstream.KubeletMaxPods {
+		t.Fatalf("a v1.34 node got maxPods %d, failCgroupV1 %v", kc.MaxPods, kc.FailCgroupV1)
 	}
+}
+
+// kubeletPatchOf is the one KubeletConfiguration patch, decoded strictly by
+// k8s.io/kubelet/config/v1beta1, the type kubeadm decodes it into.
+func kubeletPatchOf(t *testing.T, patches []string) kubeletv1beta1.KubeletConfiguration {
+	t.Helper()
+	var out []kubeletv1beta1.KubeletConfiguration
+	for _, p := range patches {
+		var meta struct {
+			Kind string `json:"kind"`
+		}
+		if err := yaml.Unmarshal([]byte(p), &meta); err != nil || meta.Kind != "KubeletConfiguration" {
+			continue
+		}
+		var kc kubeletv1beta1.KubeletConfiguration
+		if err := yaml.UnmarshalStrict([]byte(p), &kc); err != nil {
+			t.Fatalf("the kubelet's own type refuses the patch: %v\n%s", err, p)
+		}
+		if kc.APIVersion != kubeletv1beta1.SchemeGroupVersion.String() {
+			t.Fatalf("KubeletConfiguration patch at %q, kind renders %s", kc.APIVersion, kubeletv1beta1.SchemeGroupVersion)
+		}
+		out = append(out, kc)
+	}
+	if len(out) != 1 {
+		t.Fatalf("%d KubeletConfiguration patches, want 1: %q", len(out), patches)
+	}
+	return out[0]
 }
 
 // clusterDomainPatch is networking.dnsDomain of the ClusterConfiguration patch, "" if none.

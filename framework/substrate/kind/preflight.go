@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
+	"os/user"
 	"runtime"
 	"strconv"
 	"strings"
@@ -50,6 +52,8 @@ type Host struct {
 	Exists func(name string) bool
 	// KVMAPIVersion opens path read-write and asks KVM_GET_API_VERSION.
 	KVMAPIVersion func(path string) (int, error)
+	// DeviceMode is a device node's mode and owner.
+	DeviceMode func(path string) (DeviceMode, error)
 	// Docker runs `docker info`; its error says why docker is not usable.
 	Docker func(ctx context.Context) (DockerInfo, error)
 	// FreeBytes is the space free to unprivileged users on the filesystem holding path.
@@ -76,7 +80,8 @@ func RealHost() Host {
 			}
 			return int(v), nil
 		},
-		Docker: dockerInfo,
+		Docker:     dockerInfo,
+		DeviceMode: deviceMode,
 		FreeBytes: func(path string) (uint64, error) {
 			var st unix.Statfs_t
 			if err := unix.Statfs(path, &st); err != nil {
@@ -93,6 +98,45 @@ func RealHost() Host {
 		},
 		NumCPU: runtime.NumCPU,
 	}
+}
+
+// DeviceMode is a device node's permissions and owner.
+type DeviceMode struct {
+	Mode         fs.FileMode
+	Owner, Group string
+}
+
+// WorldWritable: every user may open it read-write.
+func (m DeviceMode) WorldWritable() bool { return m.Mode.Perm()&0o006 == 0o006 }
+
+// String is the mode as ls prints it, the owner and the octal permissions.
+func (m DeviceMode) String() string {
+	kind := "-"
+	switch {
+	case m.Mode&fs.ModeCharDevice != 0:
+		kind = "c"
+	case m.Mode&fs.ModeDevice != 0:
+		kind = "b"
+	}
+	return fmt.Sprintf("%s%s %s:%s (%04o)", kind, m.Mode.Perm().String()[1:], m.Owner, m.Group, m.Mode.Perm())
+}
+
+func deviceMode(path string) (DeviceMode, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return DeviceMode{}, err
+	}
+	m := DeviceMode{Mode: st.Mode(), Owner: "?", Group: "?"}
+	if sys, ok := st.Sys().(*syscall.Stat_t); ok {
+		m.Owner, m.Group = strconv.Itoa(int(sys.Uid)), strconv.Itoa(int(sys.Gid))
+		if u, err := user.LookupId(m.Owner); err == nil {
+			m.Owner = u.Username
+		}
+		if g, err := user.LookupGroupId(m.Group); err == nil {
+			m.Group = g.Name
+		}
+	}
+	return m, nil
 }
 
 func dockerInfo(ctx context.Context) (DockerInfo, error) {
@@ -240,6 +284,29 @@ func checkKVM(l *lane.Lane, h Host) (Finding, bool) {
 		f.Detail = "absent: the machine offers no KVM (no nested virtualisation?)"
 		return f, true
 	}
+	f, missing := checkKVMDevice(h)
+	f.Detail += kvmModeDetail(h)
+	return f, missing
+}
+
+// kvmModeDetail says the host's /dev/kvm mode and what it means for KubeVirt's launcher.
+func kvmModeDetail(h Host) string {
+	if h.DeviceMode == nil {
+		return ""
+	}
+	m, err := h.DeviceMode("/dev/kvm")
+	switch {
+	case err != nil:
+		return "; its mode cannot be read: " + err.Error()
+	case m.WorldWritable():
+		return "; mode " + m.String() + ": world-writable"
+	}
+	return "; mode " + m.String() + ": not world-writable, so KubeVirt's non-root launcher opens it as the owner containerd gives it from its securityContext (" +
+		upstream.DeviceOwnershipKey + " in the node config)"
+}
+
+func checkKVMDevice(h Host) (Finding, bool) {
+	f := Finding{Check: "/dev/kvm"}
 	v, err := h.KVMAPIVersion("/dev/kvm")
 	if err != nil {
 		f.Detail = "present but unusable: " + err.Error()

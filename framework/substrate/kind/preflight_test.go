@@ -3,6 +3,7 @@ package kind
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"os"
 	"strings"
 	"testing"
@@ -32,6 +33,9 @@ func fakeHost() Host {
 		KVMAPIVersion: func(string) (int, error) { return 12, nil },
 		Docker: func(context.Context) (DockerInfo, error) {
 			return DockerInfo{ServerVersion: "28.1.1", CgroupVersion: "2", DockerRootDir: "/var/lib/docker"}, nil
+		},
+		DeviceMode: func(string) (DeviceMode, error) {
+			return DeviceMode{Mode: fs.ModeDevice | fs.ModeCharDevice | 0o660, Owner: "root", Group: "kvm"}, nil
 		},
 		FreeBytes: func(string) (uint64, error) { return 500 << 30, nil },
 		CgroupV2:  func() (bool, error) { return true, nil },
@@ -257,5 +261,43 @@ func TestParseNodeImage(t *testing.T) {
 		if (want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), want)) {
 			t.Errorf("%s: want %q, got %v", v, want, err)
 		}
+	}
+}
+
+// The preflight says the host's /dev/kvm mode: a device not world-writable (a GitHub-hosted
+// runner's root:kvm 0660 before its udev rule) is usable by KubeVirt's non-root launcher only
+// through containerd's device ownership, which the node config sets.
+func TestPreflightSaysTheKVMMode(t *testing.T) {
+	l := pinned(t, "kubernetes-latest")
+	kvm := func(r Report) Finding {
+		for _, f := range r.Findings {
+			if f.Check == "/dev/kvm" {
+				return f
+			}
+		}
+		t.Fatal("no /dev/kvm finding")
+		return Finding{}
+	}
+	f := kvm(Check(context.Background(), l, fakeHost()))
+	if !f.OK || !strings.HasSuffix(f.Detail, "; mode crw-rw---- root:kvm (0660): not world-writable, so KubeVirt's non-root launcher opens it as the owner containerd gives it from its securityContext (device_ownership_from_security_context in the node config)") {
+		t.Fatalf("0660: %+v", f)
+	}
+	h := fakeHost()
+	h.DeviceMode = func(string) (DeviceMode, error) {
+		return DeviceMode{Mode: fs.ModeDevice | fs.ModeCharDevice | 0o666, Owner: "root", Group: "kvm"}, nil
+	}
+	if f := kvm(Check(context.Background(), l, h)); !strings.HasSuffix(f.Detail, "; mode crw-rw-rw- root:kvm (0666): world-writable") {
+		t.Fatalf("0666: %+v", f)
+	}
+	h.KVMAPIVersion = func(string) (int, error) { return 0, errors.New("open /dev/kvm: permission denied") }
+	h.DeviceMode = func(string) (DeviceMode, error) {
+		return DeviceMode{Mode: fs.ModeDevice | fs.ModeCharDevice | 0o600, Owner: "root", Group: "root"}, nil
+	}
+	if f := kvm(Check(context.Background(), l, h)); f.OK || f.Detail != "present but unusable: open /dev/kvm: permission denied; mode crw------- root:root (0600): not world-writable, so KubeVirt's non-root launcher opens it as the owner containerd gives it from its securityContext (device_ownership_from_security_context in the node config)" {
+		t.Fatalf("0600, unusable: %+v", f)
+	}
+	// The real probe on this machine reads the real device.
+	if m, err := deviceMode("/dev/kvm"); err == nil && !strings.HasPrefix(m.String(), "c") {
+		t.Fatalf("/dev/kvm here reads as %s", m)
 	}
 }
