@@ -129,7 +129,7 @@ func kubeletPatchOf(t *testing.T, patches []string) kubeletv1beta1.KubeletConfig
 			continue
 		}
 		var kc kubeletv1beta1.KubeletConfiguration
-		if err := yaml.UnmarshalStrict([]byte(p), &kc); err != nil {
+		if err := strictDecode(p, &kc); err != nil {
 			t.Fatalf("the kubelet's own type refuses the patch: %v\n%s", err, p)
 		}
 		if kc.APIVersion != kubeletv1beta1.SchemeGroupVersion.String() {
