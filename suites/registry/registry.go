@@ -76,11 +76,12 @@ func WorkersLine(l *lane.Lane) string {
 		peak.Workers, peak.Why, WorkerGiB(), float64(peak.Workers)*WorkerGiB(), l.Runner.MemoryGiB)
 }
 
-// PlanSections are the suites' sections of a lane's plan: the worker VMs of a kind lane, and
-// the pods on its node against the kubelet's maxPods.
+// PlanSections are the suites' sections of a lane's plan: the worker VMs of a kind lane and the
+// pods on its node against the kubelet's maxPods, and the lifecycle phases' timeouts.
 func PlanSections(l *lane.Lane) []lane.PlanSection {
+	var out []lane.PlanSection
 	if line := WorkersLine(l); line != "" {
-		return []lane.PlanSection{{Title: "workers", Lines: append([]string{line}, NodePodsLine(l)...)}}
+		out = append(out, lane.PlanSection{Title: "workers", Lines: append([]string{line}, NodePodsLine(l)...)})
 	}
-	return nil
+	return append(out, lifecycleSection(l)...)
 }
