@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/cozystack/cozy-e2e/framework/diag"
+	"github.com/cozystack/cozy-e2e/framework/lane"
 	"github.com/cozystack/cozy-e2e/framework/substrate/kind"
 	"github.com/cozystack/cozy-e2e/framework/substrate/sim"
 	"github.com/cozystack/cozy-e2e/framework/verdict"
@@ -40,12 +41,20 @@ func (r *run) collectBringUp(sigCtx context.Context, err error) {
 	r.detailf("bring-up diagnostics took %s", res.Duration.Round(time.Millisecond))
 }
 
-// secrets are values no artifact may hold: the sim's canary.
+// secrets are values no artifact may hold: the sim's canary, the platform registry's login.
 func (r *run) secrets() []string {
+	var out []string
 	if s, ok := r.sub.(*sim.Substrate); ok {
-		return []string{s.Canary()}
+		out = append(out, s.Canary())
 	}
-	return nil
+	if a := kind.RegistryAuthFromEnv(os.Getenv); a != nil && r.lane.Substrate == lane.SubstrateKind {
+		for _, v := range a.Secrets() {
+			if len(v) >= 8 { // the knob refuses a shorter password; the scan takes no shorter value
+				out = append(out, v)
+			}
+		}
+	}
+	return out
 }
 
 // reproEnv is the environment a repro reruns with: the recorded knobs, and a kind lane's node

@@ -30,6 +30,24 @@ const (
 	DeviceOwnershipKey = "device_ownership_from_security_context"
 )
 
+// Credentials of the platform's registry (E2E_PLATFORM_REGISTRY with a login).
+const (
+	// KubeletDockerConfig is where kind's guide mounts a docker config.json to give every node's
+	// kubelet registry credentials (kind site/content/docs/user/private-registries.md, "Mount a
+	// Config File to Each Node", at fed268827e21); the kubelet reads config.json from its root
+	// directory (k8s.io/kubernetes v1.35.4 cmd/kubelet/app/server.go:1228,
+	// pkg/credentialprovider/config.go:69-101) and passes the credentials to containerd with each
+	// image pull.
+	KubeletDockerConfig = "/var/lib/kubelet/config.json"
+	// PlatformSourceSecretFlag names a kubernetes.io/dockerconfigjson Secret in cozy-system that
+	// the operator sets as secretRef of the OCIRepository it generates for the packages artifact
+	// (cmd/cozystack-operator/main.go:143, 594-598 at main and v1.6.2; the installer renders it
+	// from cozystackOperator.platformSourceSecret, templates/cozystack-operator.yaml:194-196).
+	PlatformSourceSecretFlag = "--platform-source-secret"
+	// PlatformSourceSecretNamespace is the Secret's namespace.
+	PlatformSourceSecretNamespace = "cozy-system"
+)
+
 // The tenant Kubernetes chart's pods on the management cluster, per Kubernetes app, at
 // CozystackMain (packages/apps/kubernetes): the KamajiControlPlane's replicas
 // (controlPlane.replicas 2, values.yaml:247; templates/cluster.yaml:521), and one each of the
@@ -51,6 +69,8 @@ func NodeAssumptions() []Assumption {
 		{"KubeletDefaultMaxPods", "110", "pkg/kubelet/apis/config/v1beta1/defaults.go:194-195"},
 		{"DeviceOwnershipKey", DeviceOwnershipKey + " = true", "hack/e2e-prepare-cluster.bats:170-171"},
 		{"CRIPluginV2", CRIPluginV2, "plugins/cri/runtime/plugin.go:197-247"},
+		{"KubeletDockerConfig", KubeletDockerConfig, "pkg/credentialprovider/config.go:69-101"},
+		{"PlatformSourceSecretFlag", PlatformSourceSecretFlag, "cmd/cozystack-operator/main.go:143"},
 		{"TenantControlPlaneReplicas", "controlPlane.replicas 2", "values.yaml:247"},
 		{"RootEtcdReplicas", "replicas: 3", "packages/extra/etcd/values.yaml:15"},
 	}

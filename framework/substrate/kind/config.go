@@ -25,6 +25,10 @@ type ConfigOptions struct {
 	// HostsDir is the folder on the runner holding <registry>/hosts.toml, mounted into every node
 	// at ContainerdCertsDir; needed only when the lane names registry mirrors.
 	HostsDir string
+	// KubeletDockerConfig is a docker config.json on the runner holding the platform registry's
+	// credentials, mounted read-only into every node where its kubelet reads one
+	// (upstream.KubeletDockerConfig); empty: none.
+	KubeletDockerConfig string
 }
 
 // NodeConfig is the generated kind configuration and the registry hosts files it mounts.
@@ -83,6 +87,11 @@ func Config(l *lane.Lane, o ConfigOptions) (*NodeConfig, error) {
 		for host, endpoints := range k.RegistryMirrors {
 			out.HostsFiles[filepath.Join(host, "hosts.toml")] = hostsTOML(host, endpoints)
 		}
+	}
+	if o.KubeletDockerConfig != "" {
+		// kind's way to give every node's kubelet registry credentials (its private registries
+		// guide); the kubelet hands them to containerd with each pull.
+		mounts = append(mounts, v1alpha4.Mount{HostPath: o.KubeletDockerConfig, ContainerPath: upstream.KubeletDockerConfig, Readonly: true})
 	}
 	var ports []v1alpha4.PortMapping
 	for _, m := range k.PortMappings {

@@ -41,6 +41,9 @@ type Options struct {
 	// NodeImage overrides the lane's node image (E2E_KIND_NODE_IMAGE,
 	// <image>:<tag>@sha256:<hex>).
 	NodeImage string
+	// RegistryAuth logs the nodes and the operator in to PlatformRegistry
+	// (E2E_PLATFORM_REGISTRY_USERNAME and _PASSWORD); nil: anonymous pulls.
+	RegistryAuth *RegistryAuth
 	// Host is how the preflight looks at the machine; zero means this machine.
 	Host Host
 
@@ -52,11 +55,11 @@ type Options struct {
 	loader install.ImageLoader
 }
 
-// OptionsFromEnv adds E2E_FROM_PHASE, E2E_PLATFORM_SOURCE, E2E_PLATFORM_REGISTRY and
-// E2E_KIND_NODE_IMAGE to the common options.
+// OptionsFromEnv adds E2E_FROM_PHASE, E2E_PLATFORM_SOURCE, E2E_PLATFORM_REGISTRY (with its
+// login) and E2E_KIND_NODE_IMAGE to the common options.
 func OptionsFromEnv(base substrate.Options) Options {
 	return Options{Options: base, FromPhase: os.Getenv("E2E_FROM_PHASE"), PlatformSource: os.Getenv("E2E_PLATFORM_SOURCE"),
-		PlatformRegistry: os.Getenv("E2E_PLATFORM_REGISTRY"), NodeImage: os.Getenv(NodeImageEnv)}
+		PlatformRegistry: os.Getenv(RegistryEnv), NodeImage: os.Getenv(NodeImageEnv), RegistryAuth: RegistryAuthFromEnv(os.Getenv)}
 }
 
 // Substrate is a kind management cluster with the platform installed.
@@ -91,6 +94,11 @@ func New(l *lane.Lane, o Options) (*Substrate, error) {
 		}
 		l = WithNodeImage(l, ref)
 	}
+	if a := o.RegistryAuth; a != nil {
+		if err := a.Check(); err != nil {
+			return nil, err
+		}
+	}
 	if o.Host.Docker == nil {
 		o.Host = RealHost()
 	}
@@ -118,6 +126,11 @@ func (s *Substrate) Preflight(ctx context.Context) error {
 	// Where the platform comes from is known before anything is created: say so now, not after
 	// the cluster phase.
 	s.report.Findings = append(s.report.Findings, s.checkPlatform(ctx))
+	if a := s.opts.RegistryAuth; a != nil {
+		s.report.Findings = append(s.report.Findings, Finding{Check: "registry", OK: true, Detail: fmt.Sprintf(
+			"a login for %s goes to every node's kubelet (%s, mounted from the run's work folder) and to the operator (Secret %s/%s, %s)",
+			a.Host(), upstream.KubeletDockerConfig, upstream.PlatformSourceSecretNamespace, PlatformSourceSecretName, upstream.PlatformSourceSecretFlag)})
+	}
 	s.writeArtifact("preflight.txt", []byte(s.report.Text()))
 	return s.report.Err(s.lane)
 }
@@ -201,7 +214,13 @@ func (s *Substrate) bringUp(ctx context.Context) (*cluster.Cluster, error) {
 		return nil, fmt.Errorf("a kind cluster named %s exists already: E2E_REUSE=1 reuses it, or remove it (bin/e2e down --lane %s)", s.lane.Name, s.lane.Name)
 	}
 	hostsDir := filepath.Join(s.opts.WorkDir, "containerd-hosts")
-	cfg, err := Config(s.lane, ConfigOptions{CgroupV1: s.report.CgroupV1, HostsDir: hostsDir})
+	co := ConfigOptions{CgroupV1: s.report.CgroupV1, HostsDir: hostsDir}
+	if a := s.opts.RegistryAuth; a != nil {
+		if co.KubeletDockerConfig, err = a.writeKubeletDockerConfig(s.opts.WorkDir); err != nil {
+			return nil, err
+		}
+	}
+	cfg, err := Config(s.lane, co)
 	if err != nil {
 		return nil, err
 	}

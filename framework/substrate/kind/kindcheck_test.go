@@ -132,7 +132,11 @@ func TestKindAcceptsAndRendersTheNodeConfig(t *testing.T) {
 			}
 			l.Kind.Workers = 1
 			l.Kind.RegistryMirrors = map[string][]string{"docker.io": {"http://mirror.local:5000"}}
-			cfg, err := Config(l, ConfigOptions{CgroupV1: true, HostsDir: t.TempDir()})
+			creds, err := testAuth().writeKubeletDockerConfig(t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg, err := Config(l, ConfigOptions{CgroupV1: true, HostsDir: t.TempDir(), KubeletDockerConfig: creds})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -143,6 +147,10 @@ func TestKindAcceptsAndRendersTheNodeConfig(t *testing.T) {
 			}
 			for _, node := range []string{l.Name + "-control-plane", l.Name + "-worker"} {
 				checkNode(t, c, node, image, tc.kubeadm)
+				// The registry login, where the kubelet reads one, read-only.
+				if args := strings.Join(c.runs[node].Args, " "); !strings.Contains(args, "--volume="+creds+":"+upstream.KubeletDockerConfig+":ro") {
+					t.Errorf("%s: the registry login is not mounted: docker run %s", node, args)
+				}
 			}
 		})
 	}
