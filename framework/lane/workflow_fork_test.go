@@ -133,7 +133,7 @@ func TestTheDownloadedManifestIsPinned(t *testing.T) {
 	}
 	out := filepath.Join(t.TempDir(), "output")
 	for src, want := range map[string]string{
-		"manifest:_platform/op.yaml": fmt.Sprintf("source=manifest:_platform/op.yaml@sha256:%x", sha256.Sum256([]byte("kind: Namespace\n"))),
+		"manifest:_platform/op.yaml":                                   fmt.Sprintf("source=manifest:_platform/op.yaml@sha256:%x", sha256.Sum256([]byte("kind: Namespace\n"))),
 		"manifest:_platform/op.yaml@sha256:" + strings.Repeat("b", 64): "source=manifest:_platform/op.yaml@sha256:" + strings.Repeat("b", 64),
 		"release:v1.6.2@sha256:" + strings.Repeat("c", 64):             "source=release:v1.6.2@sha256:" + strings.Repeat("c", 64),
 	} {
