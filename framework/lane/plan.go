@@ -140,6 +140,9 @@ func writeMachine(w io.Writer, l *Lane) {
 		if r.Nightly {
 			fmt.Fprintln(w, "  e2e workflow: the nightly schedule and dispatch only, not pull requests or pushes (runner.nightly)")
 		}
+		if l.Substrate == SubstrateKind {
+			fmt.Fprintln(w, "  e2e-lane workflow (reusable): a pull request of the calling repository, or a fork's from a workflow_run caller (platform-run-id, platform-head-sha: the artifact downloaded from that run with the caller's token, the harness pinned by commit, no registry login, nothing of the fork built on the runner)")
+		}
 		fmt.Fprintln(w)
 	}
 	if k := l.Kind; k != nil {
@@ -161,6 +164,8 @@ func writeMachine(w io.Writer, l *Lane) {
 			upstream.CRIPluginV2, upstream.DeviceOwnershipKey)
 		fmt.Fprintf(w, "  control-plane node labelled %s=%s after create (kube-ovn's MASTER_NODES_LABEL on %s; kubeadm sets it empty)\n",
 			upstream.ControlPlaneLabel, upstream.ControlPlaneLabelValue, upstream.PlatformVariant)
+		fmt.Fprintf(w, "  registry login (E2E_PLATFORM_REGISTRY with _USERNAME and _PASSWORD, none by default): every node's kubelet reads it at %s (a read-only mount from the run's work folder, kind's way), the operator through a dockerconfigjson Secret in %s its %s names; the run scans every artifact for it\n",
+			upstream.KubeletDockerConfig, upstream.PlatformSourceSecretNamespace, upstream.PlatformSourceSecretFlag)
 		for _, host := range sortedKeys(k.RegistryMirrors) {
 			fmt.Fprintf(w, "  mirror %s -> %s\n", host, strings.Join(k.RegistryMirrors[host], ", "))
 		}
