@@ -10,6 +10,7 @@ require (
 	github.com/mattn/go-runewidth v0.0.28
 	github.com/onsi/ginkgo/v2 v2.34.0
 	github.com/onsi/gomega v1.44.0
+	github.com/pelletier/go-toml/v2 v2.2.4
 	github.com/vbauerster/mpb/v8 v8.16.1
 	go.yaml.in/yaml/v3 v3.0.5
 	golang.org/x/sys v0.47.0
@@ -18,6 +19,7 @@ require (
 	k8s.io/apiextensions-apiserver v0.35.4
 	k8s.io/apimachinery v0.35.4
 	k8s.io/client-go v0.35.4
+	k8s.io/kubelet v0.35.4
 	k8s.io/utils v0.0.0-20260319190234-28399d86e0b5
 	kubevirt.io/api v1.9.0
 	kubevirt.io/client-go v1.9.0
@@ -100,7 +102,6 @@ require (
 	github.com/opencontainers/image-spec v1.1.1 // indirect
 	github.com/openshift/custom-resource-status v1.1.2 // indirect
 	github.com/pelletier/go-toml v1.9.5 // indirect
-	github.com/pelletier/go-toml/v2 v2.2.4 // indirect
 	github.com/pkg/errors v0.9.1 // indirect
 	github.com/pmezard/go-difflib v1.0.1-0.20181226105442-5d4384ee4fb2 // indirect
 	github.com/prometheus/client_golang v1.23.2 // indirect

@@ -10,9 +10,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
 	"github.com/cozystack/cozy-e2e/framework/fixture"
@@ -111,16 +109,13 @@ type healthCheck struct {
 	source       string // where it comes from
 }
 
-// prepareHealthCheck makes the pool's MachineHealthCheck run with the lane's timeouts and able
-// to remediate one broken worker: it sets nodeGroups.<pool>.nodeStartupTimeout to the lane's
-// value and, when the pool's size needs it, maxUnhealthy to set (saying so), then checks that
-// the rendered MachineHealthCheck times as the lane says.
+// prepareHealthCheck makes the pool's MachineHealthCheck able to remediate one broken worker and
+// run with the lane's timeouts: maxUnhealthy to set when the pool's size needs it (saying so),
+// and the timeouts the spec waits on (holdTimeouts).
 func (r *run) prepareHealthCheck(p fixture.Pool, set string, timers map[string]time.Duration) healthCheck {
-	plat := r.lc.Tenant.Platform
-	names := p.Names.Names
-	file := r.lc.Tenant.Options().Lane.File
-	app, err := plat.Get(r.ctx, names)
+	app, err := r.lc.Tenant.Platform.Get(r.ctx, p.Names.Names)
 	r.must(err)
+	file := r.lc.Tenant.Options().Lane.File
 	hc := healthCheck{}
 	hc.maxUnhealthy, hc.source = maxUnhealthyOf(app, p.Name())
 	changes := map[string]any{}
@@ -145,36 +140,7 @@ func (r *run) prepareHealthCheck(p fixture.Pool, set string, timers map[string]t
 		changes["maxUnhealthy"] = set
 		hc.maxUnhealthy, hc.source = set, "nodeGroups."+p.Name()+".maxUnhealthy, set by the spec"
 	}
-	startup := timers[NodeStartupTimeout]
-	if cur, ok, _ := unstructured.NestedString(app.Object, "spec", "nodeGroups", p.Name(), "nodeStartupTimeout"); !ok || !sameDuration(cur, startup) {
-		changes["nodeStartupTimeout"] = startup.String()
-	}
-	if len(changes) > 0 {
-		gen, err := plat.UpdatePool(r.ctx, names, p.Name(), func(g map[string]any) {
-			for k, v := range changes {
-				g[k] = v
-			}
-		})
-		r.must(err)
-		rd, err := plat.WaitRendered(r.ctx, names, gen)
-		r.must(err)
-		Expect(rd.Ready).To(BeTrue(), "the platform refused nodeGroups.%s %v: %s", p.Name(), changes, rd.HelmRelease)
-	}
-	mhc := &clusterv1.MachineHealthCheck{}
-	r.must(r.lc.Tenant.Options().Management.Client.Get(r.ctx, types.NamespacedName{Namespace: p.Names.Namespace, Name: p.Names.MachineHealthCheck()}, mhc))
-	got := time.Duration(ptr.Deref(mhc.Spec.Checks.NodeStartupTimeoutSeconds, 0)) * time.Second
-	Expect(got).To(Equal(startup), "MachineHealthCheck %s nodeStartupTimeout after nodeGroups.%s.nodeStartupTimeout=%s", mhc.Name, p.Name(), startup)
-	unknown := time.Duration(-1)
-	for _, c := range mhc.Spec.Checks.UnhealthyNodeConditions {
-		if c.Type == "Ready" && c.Status == "Unknown" {
-			unknown = time.Duration(ptr.Deref(c.TimeoutSeconds, 0)) * time.Second
-		}
-	}
-	if unknown != timers[ReadyUnknownTimeout] {
-		r.must(&fixture.ConfigurationError{File: file, Err: fmt.Errorf(
-			"budget phase %s declares %s %s, but MachineHealthCheck %s times Ready=Unknown at %s: declare the value the platform runs with",
-			PhaseRemediation, ReadyUnknownTimeout, timers[ReadyUnknownTimeout], mhc.Name, unknown)})
-	}
+	r.holdTimeouts(p, map[string]time.Duration{NodeStartupTimeout: timers[NodeStartupTimeout], ReadyUnknownTimeout: timers[ReadyUnknownTimeout]}, changes)
 	return hc
 }
 
@@ -202,11 +168,6 @@ func remediable(maxUnhealthy string, replicas int) (int, error) {
 		return 0, fmt.Errorf("maxUnhealthy %q: %w", maxUnhealthy, err)
 	}
 	return n, nil
-}
-
-func sameDuration(s string, d time.Duration) bool {
-	got, err := time.ParseDuration(s)
-	return err == nil && got == d
 }
 
 // brokenWorker is the worker the spec breaks: the first of the pool's Machines by name.

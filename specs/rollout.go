@@ -82,8 +82,12 @@ func RolloutSpec(_ context.Context, inputGetter func() RolloutSpecInput) {
 			oldTemplate := md.Spec.Template.Spec.InfrastructureRef.Name
 			AddReportEntry("rollout", fmt.Sprintf("%s; replicas %d, maxUnavailable %d: at least %d Ready at every moment", in.Change.What, replicas, maxUnavailable, floor))
 
-			By("changing the pool: " + in.Change.What)
 			t := in.Tenant
+			timers, err := fixture.Timeouts(in.Clock, t.Options().Lane.File, PhaseRollout, NodeStartupTimeout)
+			r.must(err)
+			r.holdTimeouts(p, timers, nil)
+
+			By("changing the pool: " + in.Change.What)
 			gen, err := t.Platform.UpdatePool(r.ctx, p.Names.Names, p.Name(), in.Change.Mutate)
 			r.must(err)
 			rd, err := t.Platform.WaitRendered(r.ctx, p.Names.Names, gen)

@@ -48,6 +48,9 @@ func ScalingSpec(_ context.Context, inputGetter func() ScalingSpecInput) {
 			from, to := p.Spec.Replicas, in.To
 			Expect(to).To(BeNumerically(">", from), "the scaling spec grows pool %s from %d; give it a larger size", p.Name(), from)
 			image := in.Tenant.Options().Lane.Workload.Ref()
+			timers, err := fixture.Timeouts(in.Clock, in.Tenant.Options().Lane.File, PhaseScaling, NodeStartupTimeout)
+			r.must(err)
+			r.holdTimeouts(p, timers, nil)
 
 			By(fmt.Sprintf("scaling pool %s up from %d to %d", p.Name(), from, to))
 			r.must(r.resize(p, to))

@@ -12,6 +12,7 @@ import (
 
 	"github.com/cozystack/cozy-e2e/framework/lane"
 	"github.com/cozystack/cozy-e2e/framework/sim/faults"
+	"github.com/cozystack/cozy-e2e/framework/substrate/kind"
 	"github.com/cozystack/cozy-e2e/framework/verdict/report"
 )
 
@@ -26,6 +27,8 @@ type knob struct {
 	substrates []lane.Substrate
 	// check judges a value that is set (not empty); its error says what is wrong with it.
 	check func(v string, l *lane.Lane) error
+	// secret: the value is a credential, never repeated in a message.
+	secret bool
 }
 
 // knobs are every environment variable bin/e2e reads, besides LANE (the --lane default, checked
@@ -54,6 +57,15 @@ var knobs = []knob{
 		example: "/root/.cache/cozy-e2e/tools/k8s-v1.35.4", check: checkToolsDir},
 	{name: "E2E_PLATFORM_SOURCE", rule: "release:<version>[@sha256:<hex>], manifest:<path or https URL>@sha256:<hex> or checkout:<dir>",
 		example: "release:v1.6.2@sha256:<hex>", substrates: []lane.Substrate{lane.SubstrateKind, lane.SubstrateExisting}, check: checkPlatformSource},
+	{name: kind.RegistryEnv, rule: "<host>[:<port>]/<path>: where a checkout build pushes the packages artifact and the kind nodes pull the platform's images from",
+		example: "ghcr.io/<you>/cozystack", substrates: []lane.Substrate{lane.SubstrateKind}, check: checkRegistry},
+	{name: kind.RegistryUsernameEnv, rule: "the login for E2E_PLATFORM_REGISTRY, with E2E_PLATFORM_REGISTRY_PASSWORD (the workflow's registry secrets)",
+		example: "robot", substrates: []lane.Substrate{lane.SubstrateKind}, check: anyValue},
+	{name: kind.RegistryPasswordEnv, rule: "the password or token for E2E_PLATFORM_REGISTRY_USERNAME; it reaches the nodes and the operator, never an artifact",
+		example: "<token>", substrates: []lane.Substrate{lane.SubstrateKind}, check: checkRegistryPassword, secret: true},
+	{name: kind.NodeImageEnv, rule: "<image>:<tag>@sha256:<64 hex>, the tag a Kubernetes release Cluster API v1.13 supports for a management cluster (v1.32 to v1.36)",
+		example:    "kindest/node:v1.35.0@sha256:452d707d4862f52530247495d180205e029056831160e22870e37e3f6c1ac31f",
+		substrates: []lane.Substrate{lane.SubstrateKind}, check: checkNodeImage},
 	{name: "KUBECONFIG", rule: "the management cluster's kubeconfig file (existing lanes; other lanes ignore it)",
 		example: "$HOME/.kube/config", check: checkKubeconfig},
 	{name: "GITHUB_STEP_SUMMARY", rule: "a file in an existing folder (GitHub Actions sets it)", example: "/tmp/step-summary.md",
@@ -63,6 +75,11 @@ var knobs = []knob{
 // checkKnobs judges every knob for lane l and returns one error naming each bad one.
 func checkKnobs(getenv func(string) string, l *lane.Lane) error {
 	var errs []error
+	if a := kind.RegistryAuthFromEnv(getenv); a != nil && l.Substrate == lane.SubstrateKind {
+		if err := a.Check(); err != nil {
+			errs = append(errs, fmt.Errorf("%s and %s: %v; want both, for the registry %s names (the workflow passes its registry secrets so)", kind.RegistryUsernameEnv, kind.RegistryPasswordEnv, err, kind.RegistryEnv))
+		}
+	}
 	for _, k := range knobs {
 		v := getenv(k.name)
 		if k.name == "KUBECONFIG" {
@@ -92,7 +109,33 @@ func checkKnobs(getenv func(string) string, l *lane.Lane) error {
 func isOff(k knob, v string) bool { return v == "0" && (k.name == "E2E_REUSE") }
 
 func (k knob) refuse(v string, why error) error {
+	if k.secret {
+		return fmt.Errorf("%s (value not shown): %v; want %s (example: %s=%s)", k.name, why, k.rule, k.name, k.example)
+	}
 	return fmt.Errorf("%s=%q: %v; want %s (example: %s=%s)", k.name, v, why, k.rule, k.name, k.example)
+}
+
+// anyValue takes every value that is set.
+func anyValue(string, *lane.Lane) error { return nil }
+
+// checkRegistryPassword refuses a password too short for the artifacts to be proven free of it:
+// the redactor scrubs, and the leak scan looks for, values of 8 bytes and more only.
+func checkRegistryPassword(v string, _ *lane.Lane) error {
+	if len(v) < 8 {
+		return errors.New("is under 8 characters: the artifacts could not be scanned for it")
+	}
+	return nil
+}
+
+func checkRegistry(v string, _ *lane.Lane) error {
+	if strings.Contains(v, "://") {
+		return errors.New("names a scheme; give the registry as docker names it")
+	}
+	host, path, _ := strings.Cut(v, "/")
+	if host == "" || path == "" || strings.ContainsAny(v, " @") {
+		return errors.New("is not <host>[:<port>]/<path>")
+	}
+	return nil
 }
 
 func substrateList(s []lane.Substrate) string {
@@ -219,6 +262,11 @@ func checkPlatformSource(v string, _ *lane.Lane) error {
 		}
 	}
 	return nil
+}
+
+func checkNodeImage(v string, _ *lane.Lane) error {
+	_, err := kind.ParseNodeImage(v)
+	return err
 }
 
 func checkKubeconfig(v string, _ *lane.Lane) error {

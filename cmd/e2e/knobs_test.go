@@ -59,6 +59,15 @@ func TestEveryKnobIsCheckedBeforeAnythingStarts(t *testing.T) {
 		{"E2E_PLATFORM_SOURCE", []string{"--lane", kind}, map[string]string{"E2E_PLATFORM_SOURCE": "release:unknown"}, []string{"names no release"}},
 		{"E2E_PLATFORM_SOURCE folder", []string{"--lane", kind}, map[string]string{"E2E_PLATFORM_SOURCE": "no/checkout"}, []string{"checkout no/checkout is not a folder here"}},
 		{"E2E_PLATFORM_SOURCE manifest", []string{"--lane", kind}, map[string]string{"E2E_PLATFORM_SOURCE": "manifest:no/op.yaml"}, []string{"has no @sha256:<hex>"}},
+		{"E2E_KIND_NODE_IMAGE", []string{"--lane", kind}, map[string]string{"E2E_KIND_NODE_IMAGE": "kindest/node:v1.35.0"}, []string{"has no digest", "example: E2E_KIND_NODE_IMAGE=kindest/node:v1.35.0@sha256:"}},
+		{"E2E_KIND_NODE_IMAGE too new", []string{"--lane", kind}, map[string]string{"E2E_KIND_NODE_IMAGE": "kindest/node:v1.37.0@sha256:a1ed56cfb0e7b93589bdf97c8cd566405a265939e3620fc4f5de89adff580ae5"},
+			[]string{"it runs Kubernetes v1.37.0, outside the management range: Cluster API v1.13 supports v1.32 to v1.36"}},
+		{"E2E_KIND_NODE_IMAGE on sim", nil, map[string]string{"E2E_KIND_NODE_IMAGE": "kindest/node:v1.35.0@sha256:452d707d4862f52530247495d180205e029056831160e22870e37e3f6c1ac31f"}, []string{"applies to kind lanes only"}},
+		{"E2E_PLATFORM_REGISTRY", []string{"--lane", kind}, map[string]string{"E2E_PLATFORM_REGISTRY": "https://ghcr.io/x"}, []string{"names a scheme"}},
+		{"E2E_PLATFORM_REGISTRY_USERNAME without its registry", []string{"--lane", kind}, map[string]string{"E2E_PLATFORM_REGISTRY_USERNAME": "robot", "E2E_PLATFORM_REGISTRY_PASSWORD": "a-secret-token-1"},
+			[]string{"E2E_PLATFORM_REGISTRY is not set: registry credentials need the registry they are for"}},
+		{"E2E_PLATFORM_REGISTRY_PASSWORD short", []string{"--lane", kind}, map[string]string{"E2E_PLATFORM_REGISTRY": "ghcr.io/x/y", "E2E_PLATFORM_REGISTRY_USERNAME": "robot", "E2E_PLATFORM_REGISTRY_PASSWORD": "hunter2"},
+			[]string{"E2E_PLATFORM_REGISTRY_PASSWORD (value not shown): is under 8 characters"}},
 		{"GITHUB_STEP_SUMMARY", nil, map[string]string{"GITHUB_STEP_SUMMARY": "/no/such/folder/summary.md"}, []string{"its folder /no/such/folder does not exist"}},
 	}
 	for _, c := range cases {
@@ -96,6 +105,9 @@ func TestEveryKnobIsCheckedBeforeAnythingStarts(t *testing.T) {
 			if out.Len() > 0 {
 				t.Errorf("a refused run printed on stdout: %q", out.String())
 			}
+			if pw := c.env["E2E_PLATFORM_REGISTRY_PASSWORD"]; pw != "" && strings.Contains(msg, pw) {
+				t.Errorf("the refusal repeats the password: %q", msg)
+			}
 			if _, err := os.Stat(art); err == nil {
 				t.Errorf("the artifacts folder %s was made", art)
 			}
@@ -112,9 +124,14 @@ func TestEveryKnobIsCheckedBeforeAnythingStarts(t *testing.T) {
 // The message of each knob names its rule and an example, once.
 func TestKnobMessagesGiveTheRuleAndAnExample(t *testing.T) {
 	for _, k := range knobs {
-		err := k.refuse("x", errTest)
+		err := k.refuse("s3cr3t-value", errTest)
 		msg := err.Error()
-		if !strings.HasPrefix(msg, k.name+`="x": bad; want `+k.rule) || !strings.HasSuffix(msg, "(example: "+k.name+"="+k.example+")") {
+		prefix := k.name + `="s3cr3t-value": bad; want ` + k.rule
+		if k.secret {
+			// A credential's value is never repeated.
+			prefix = k.name + " (value not shown): bad; want " + k.rule
+		}
+		if !strings.HasPrefix(msg, prefix) || !strings.HasSuffix(msg, "(example: "+k.name+"="+k.example+")") || (k.secret && strings.Contains(msg, "s3cr3t")) {
 			t.Errorf("%s: %q", k.name, msg)
 		}
 	}

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/cozystack/cozy-e2e/framework/diag"
+	"github.com/cozystack/cozy-e2e/framework/lane"
+	"github.com/cozystack/cozy-e2e/framework/substrate/kind"
 	"github.com/cozystack/cozy-e2e/framework/substrate/sim"
 	"github.com/cozystack/cozy-e2e/framework/verdict"
 	"github.com/cozystack/cozy-e2e/framework/verdict/report"
@@ -39,12 +41,31 @@ func (r *run) collectBringUp(sigCtx context.Context, err error) {
 	r.detailf("bring-up diagnostics took %s", res.Duration.Round(time.Millisecond))
 }
 
-// secrets are values no artifact may hold: the sim's canary.
+// secrets are values no artifact may hold: the sim's canary, the platform registry's login.
 func (r *run) secrets() []string {
+	var out []string
 	if s, ok := r.sub.(*sim.Substrate); ok {
-		return []string{s.Canary()}
+		out = append(out, s.Canary())
 	}
-	return nil
+	if a := kind.RegistryAuthFromEnv(os.Getenv); a != nil && r.lane.Substrate == lane.SubstrateKind {
+		for _, v := range a.Secrets() {
+			if len(v) >= 8 { // the knob refuses a shorter password; the scan takes no shorter value
+				out = append(out, v)
+			}
+		}
+	}
+	return out
+}
+
+// reproEnv is the environment a repro reruns with: the recorded knobs, and a kind lane's node
+// image as this run resolved it (from the lane or E2E_KIND_NODE_IMAGE), so the repro creates its
+// nodes from the very image, whatever the lane file or the person's environment say then.
+func (r *run) reproEnv() map[string]string {
+	env := report.ReproEnv(os.LookupEnv)
+	if ni := nodeImageOf(r.lane, os.Getenv); ni != nil && ni.Image != "" {
+		env[kind.NodeImageEnv] = ni.Image
+	}
+	return env
 }
 
 // finish judges the run and writes its reports; it returns the exit code.
@@ -67,7 +88,7 @@ func (r *run) finish(interrupted bool) int {
 		Dir: r.artifacts, Lane: r.lane.Name, LaneFile: r.laneCopy(), SoftClasses: r.lane.Policy.Soft,
 		RunID: r.opts.RunID, Suites: suites, Timings: r.clock.Timings(), Failures: r.failures,
 		Manifest: r.manifest, Interrupted: interrupted, Signal: signal, Start: r.started, End: time.Now(),
-		Repro:       report.Repro{Commit: commit, Dirty: dirty, Env: report.ReproEnv(os.LookupEnv)},
+		Repro:       report.Repro{Commit: commit, Dirty: dirty, Env: r.reproEnv()},
 		Baseline:    os.Getenv("E2E_BASELINE"),
 		Secrets:     r.secrets(),
 		StepSummary: os.Getenv("GITHUB_STEP_SUMMARY"),

@@ -7,6 +7,7 @@ import (
 
 	"github.com/cozystack/cozy-e2e/framework/install"
 	"github.com/cozystack/cozy-e2e/framework/lane"
+	"github.com/cozystack/cozy-e2e/framework/substrate/kind"
 )
 
 // reproEnvironment is the environment a repro runs with: the run's recorded choices, never its
@@ -24,6 +25,12 @@ func reproEnvironment(recorded map[string]string, rec *install.PlatformRecord, g
 			continue
 		}
 		env[k] = v
+	}
+	if ran, ok := recorded[kind.NodeImageEnv]; ok {
+		if own := getenv(kind.NodeImageEnv); own != "" && own != ran {
+			return nil, notes, fmt.Errorf("%s=%s is not the node image the run created its kind nodes from (%s): a repro runs the recorded one; unset it", kind.NodeImageEnv, own, ran)
+		}
+		notes = append(notes, "kind node image "+ran+", the one the run used")
 	}
 	if rec == nil {
 		return env, notes, nil

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/cozystack/cozy-e2e/framework/install"
+	"github.com/cozystack/cozy-e2e/framework/lane"
+	"github.com/cozystack/cozy-e2e/framework/substrate/kind"
 )
 
 const reproDigest = "sha256:cccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc"
@@ -90,5 +92,49 @@ func TestReproCommandRefusesAMissingCheckout(t *testing.T) {
 	code := dispatch(context.Background(), []string{"repro", "--artifacts", dir}, &out, &errb)
 	if code != exitConfig || !strings.Contains(errb.String(), "e2e repro: the run built its platform from the checkout /nowhere/cozystack at commit abc, and that folder does not exist on this machine") {
 		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+}
+
+// A kind run records the node image it created its nodes from (run.json and repro.json), the
+// lane's own pin as much as an override, and a repro runs that very image: a person's
+// E2E_KIND_NODE_IMAGE naming another is refused.
+func TestReproEnforcesTheRecordedNodeImage(t *testing.T) {
+	const pinned = "docker.io/kindest/node:v1.35.0@sha256:452d707d4862f52530247495d180205e029056831160e22870e37e3f6c1ac31f"
+	const other = "kindest/node:v1.36.1@sha256:3489c7674813ba5d8b1a9977baea8a6e553784dab7b84759d1014dbd78f7ebd5"
+	l, err := lane.Load(filepath.Join("..", "..", "lanes", "kubernetes-latest.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := func(v string) func(string) string {
+		return func(k string) string {
+			if k == kind.NodeImageEnv {
+				return v
+			}
+			return ""
+		}
+	}
+	ni := nodeImageOf(l, env(""))
+	if ni == nil || ni.Image != pinned || !strings.HasPrefix(ni.Source, "kind v0.31.0's default node image") {
+		t.Fatalf("the lane's own node image: %+v", ni)
+	}
+	ni = nodeImageOf(l, env(other))
+	if ni == nil || ni.Image != other || !strings.HasPrefix(ni.Source, "E2E_KIND_NODE_IMAGE (the lane pins "+pinned+")") {
+		t.Fatalf("the override: %+v", ni)
+	}
+	if sim, _ := lane.Load(filepath.Join("..", "..", "lanes", "sim.yaml")); nodeImageOf(sim, env("")) != nil {
+		t.Fatal("a sim lane has a node image")
+	}
+
+	recorded := map[string]string{kind.NodeImageEnv: pinned}
+	got, notes, err := reproEnvironment(recorded, nil, noEnv, nil)
+	if err != nil || got[kind.NodeImageEnv] != pinned || !strings.Contains(strings.Join(notes, "\n"), "kind node image "+pinned+", the one the run used") {
+		t.Fatalf("the recorded image: %v %v %v", got, notes, err)
+	}
+	if _, _, err := reproEnvironment(recorded, nil, env(pinned), nil); err != nil {
+		t.Fatalf("the same image named again: %v", err)
+	}
+	_, _, err = reproEnvironment(recorded, nil, env(other), nil)
+	if err == nil || !strings.Contains(err.Error(), "E2E_KIND_NODE_IMAGE="+other+" is not the node image the run created its kind nodes from ("+pinned+")") {
+		t.Fatalf("another image: %v", err)
 	}
 }

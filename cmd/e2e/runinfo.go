@@ -10,7 +10,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cozystack/cozy-e2e/framework/lane"
 	"github.com/cozystack/cozy-e2e/framework/substrate"
+	"github.com/cozystack/cozy-e2e/framework/substrate/kind"
 )
 
 // RunInfo is run.json: which run this is and the machine it ran on, so a red run is compared
@@ -25,6 +27,43 @@ type RunInfo struct {
 	// Components are the real upstream components the run uses, with version and module sum,
 	// when its substrate lists them (written once preflight passed).
 	Components []substrate.Component `json:"components,omitempty"`
+	// NodeImage is a kind lane's node image, as the run creates its nodes from it, and where its
+	// pin comes from (the lane's component, or E2E_KIND_NODE_IMAGE).
+	NodeImage *NodeImage `json:"nodeImage,omitempty"`
+}
+
+// NodeImage is the kind node image of a run: image:tag@digest, or the reason there is none.
+type NodeImage struct {
+	Image  string `json:"image,omitempty"`
+	Source string `json:"source,omitempty"`
+	// Unpinned says why the run has no usable node image (the preflight refuses it).
+	Unpinned string `json:"unpinned,omitempty"`
+}
+
+// nodeImageOf is lane l's node image under the environment's E2E_KIND_NODE_IMAGE; nil for a
+// lane that is not a kind lane.
+func nodeImageOf(l *lane.Lane, getenv func(string) string) *NodeImage {
+	if l.Substrate != lane.SubstrateKind {
+		return nil
+	}
+	if v := getenv(kind.NodeImageEnv); v != "" {
+		ref, err := kind.ParseNodeImage(v)
+		if err != nil {
+			return &NodeImage{Unpinned: kind.NodeImageEnv + ": " + err.Error()}
+		}
+		l = kind.WithNodeImage(l, ref)
+	}
+	image, _, err := kind.NodeImage(l)
+	if err != nil {
+		return &NodeImage{Unpinned: err.Error()}
+	}
+	out := &NodeImage{Image: image}
+	for _, c := range l.Components {
+		if c.Name == lane.KindNodeComponent {
+			out.Source = c.Source
+		}
+	}
+	return out
 }
 
 // Runner is the machine identity: red runs are compared knowing where they ran.
@@ -41,7 +80,7 @@ func writeRunInfo(r *run) error {
 	info := RunInfo{
 		Lane: r.lane.Name, RunID: r.opts.RunID, Substrate: string(r.lane.Substrate),
 		Started: r.started.UTC(), JobStart: r.clock.JobStart().UTC(),
-		Runner: runner(), Components: r.components,
+		Runner: runner(), Components: r.components, NodeImage: nodeImageOf(r.lane, os.Getenv),
 	}
 	data, err := json.MarshalIndent(info, "", "  ")
 	if err != nil {

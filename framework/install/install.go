@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/cozystack/cozy-e2e/framework/cluster"
 	"github.com/cozystack/cozy-e2e/framework/install/catalog"
@@ -27,6 +28,10 @@ type Options struct {
 	// Manifest is the operator manifest to apply when the substrate already has it (fetched
 	// and verified in the preflight, or built from a checkout); nil fetches the source's.
 	Manifest *Manifest
+	// PlatformSourceSecret, when set, is a kubernetes.io/dockerconfigjson Secret in cozy-system
+	// holding the platform registry's credentials: applied with the operator manifest and named
+	// in the operator's --platform-source-secret (SetPlatformSourceSecret).
+	PlatformSourceSecret *unstructured.Unstructured
 	// GatesOnly judges an installed cluster and applies nothing (the existing substrate).
 	GatesOnly bool
 }
@@ -114,6 +119,12 @@ func applyPlatform(ctx context.Context, a *Applier, o Options) error {
 	}
 	if err := SetAPIServerHost(objs, o.ControlPlaneIP); err != nil {
 		return fmt.Errorf("platform operator: %s: %w", m.Source, err)
+	}
+	if sec := o.PlatformSourceSecret; sec != nil {
+		if err := SetPlatformSourceSecret(objs, sec.GetName()); err != nil {
+			return fmt.Errorf("platform operator: %s: %w", m.Source, err)
+		}
+		objs = append(objs, Object{Source: "E2E_PLATFORM_REGISTRY credentials", Obj: sec})
 	}
 	if err := a.Apply(ctx, objs); err != nil {
 		return fmt.Errorf("platform operator: %w", err)

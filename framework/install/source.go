@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -145,6 +146,43 @@ func checkoutTargets(dir string) error {
 		}
 	}
 	return nil
+}
+
+// SetPlatformSourceSecret names the Secret the operator gives the OCIRepository it generates
+// for the packages artifact (upstream.PlatformSourceSecretFlag), on the operator's container
+// in the manifest. A manifest that names another Secret already is refused: two credentials
+// for one source cannot both be meant.
+func SetPlatformSourceSecret(objs []Object, name string) error {
+	flag := upstream.PlatformSourceSecretFlag + "="
+	for _, o := range objs {
+		if o.Obj.GetKind() != "Deployment" {
+			continue
+		}
+		containers, _, _ := unstructured.NestedSlice(o.Obj.Object, "spec", "template", "spec", "containers")
+		for ci, c := range containers {
+			cm, _ := c.(map[string]any)
+			args, _, _ := unstructured.NestedStringSlice(cm, "args")
+			operator := false
+			for _, a := range args {
+				operator = operator || strings.HasPrefix(a, "--platform-source-url=")
+			}
+			if !operator {
+				continue
+			}
+			for _, a := range args {
+				if v, ok := strings.CutPrefix(a, flag); ok {
+					if v == name {
+						return nil
+					}
+					return fmt.Errorf("the operator already runs with %s%s; it cannot also take the registry credentials as %s", flag, v, name)
+				}
+			}
+			_ = unstructured.SetNestedStringSlice(cm, append(args, flag+name), "args")
+			containers[ci] = cm
+			return unstructured.SetNestedSlice(o.Obj.Object, containers, "spec", "template", "spec", "containers")
+		}
+	}
+	return fmt.Errorf("%s: no Deployment runs the operator (a container with --platform-source-url); is this the operator asset?", OperatorAsset)
 }
 
 // SetAPIServerHost fills the generic asset's apiserver address: the operator runs on the host

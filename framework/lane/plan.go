@@ -140,6 +140,9 @@ func writeMachine(w io.Writer, l *Lane) {
 		if r.Nightly {
 			fmt.Fprintln(w, "  e2e workflow: the nightly schedule and dispatch only, not pull requests or pushes (runner.nightly)")
 		}
+		if l.Substrate == SubstrateKind {
+			fmt.Fprintln(w, "  e2e-lane workflow (reusable): a pull request of the calling repository, or a fork's from a workflow_run caller (platform-run-id, platform-head-sha: the artifact downloaded from that run with the caller's token, the harness pinned by commit, no registry login, nothing of the fork built on the runner)")
+		}
 		fmt.Fprintln(w)
 	}
 	if k := l.Kind; k != nil {
@@ -152,10 +155,17 @@ func writeMachine(w io.Writer, l *Lane) {
 		if k.Networking != nil && k.Networking.DNSDomain != "" {
 			domain = k.Networking.DNSDomain
 		}
+		writeNodeImage(w, l)
 		fmt.Fprintf(w, "  created without waiting for Ready (no node is Ready before the platform's CNI); the gates judge Ready\n")
 		fmt.Fprintf(w, "  cluster domain %s: a kubeadm ClusterConfiguration networking.dnsDomain patch (kind has no field for it), and the platform's networking.clusterDomain\n", domain)
+		fmt.Fprintf(w, "  kubelet maxPods %d: a kubeadm KubeletConfiguration patch (kubelet default %d; Cozystack's e2e and Talos presets give %d, its generic guide %d to a k3s node; this one node carries what Cozystack's e2e spreads over three)\n",
+			upstream.KubeletMaxPods, upstream.KubeletDefaultMaxPods, upstream.KubeletMaxPods, upstream.GenericGuideMaxPods)
+		fmt.Fprintf(w, "  containerd: containerdConfigPatches [%s] %s = true (the CRI plugin of the version 2 config kind's node images ship, which containerd 2.x migrates), so KubeVirt's non-root launcher opens a /dev/kvm that is not world-writable; the preflight says the host's mode\n",
+			upstream.CRIPluginV2, upstream.DeviceOwnershipKey)
 		fmt.Fprintf(w, "  control-plane node labelled %s=%s after create (kube-ovn's MASTER_NODES_LABEL on %s; kubeadm sets it empty)\n",
 			upstream.ControlPlaneLabel, upstream.ControlPlaneLabelValue, upstream.PlatformVariant)
+		fmt.Fprintf(w, "  registry login (E2E_PLATFORM_REGISTRY with _USERNAME and _PASSWORD, none by default): every node's kubelet reads it at %s (a read-only mount from the run's work folder, kind's way), the operator through a dockerconfigjson Secret in %s its %s names; the run scans every artifact for it\n",
+			upstream.KubeletDockerConfig, upstream.PlatformSourceSecretNamespace, upstream.PlatformSourceSecretFlag)
 		for _, host := range sortedKeys(k.RegistryMirrors) {
 			fmt.Fprintf(w, "  mirror %s -> %s\n", host, strings.Join(k.RegistryMirrors[host], ", "))
 		}
@@ -185,6 +195,26 @@ func writeMachine(w io.Writer, l *Lane) {
 			}
 		}
 		fmt.Fprintln(w)
+	}
+}
+
+// writeNodeImage prints the kind node image every node is created from, where its pin comes
+// from and why, and how a run overrides it.
+func writeNodeImage(w io.Writer, l *Lane) {
+	for _, c := range l.Components {
+		if c.Name != KindNodeComponent {
+			continue
+		}
+		if c.Digest == DigestUnknown || c.Digest == "" {
+			fmt.Fprintf(w, "  node image %s:%s, digest not pinned: the preflight refuses it unless E2E_KIND_NODE_IMAGE pins one\n", c.Image, c.Version)
+		} else {
+			fmt.Fprintf(w, "  node image %s:%s@%s, from %s\n", c.Image, c.Version, c.Digest, c.Source)
+			if c.Note != "" {
+				fmt.Fprintf(w, "    why: %s\n", c.Note)
+			}
+		}
+		fmt.Fprintf(w, "    E2E_KIND_NODE_IMAGE=<image>:<tag>@sha256:<hex> overrides it for a run (%s); run.json and repro.json record the image used, a repro refuses another\n",
+			ManagementRange)
 	}
 }
 

@@ -23,9 +23,19 @@ type PhaseNeed struct {
 	// Margin is what the phase needs beyond its Waits (the harness's own steps, a worker's
 	// boot after the last timeout); it counts only with Waits.
 	Margin time.Duration
+	// Fixed are Waits the platform runs at a value no spec sets: the lane may not declare less
+	// (a ceiling counted from less would not hold the wait).
+	Fixed map[string]FixedTimeout
 	// Err, set on a need of its own, says the suite cannot tell what it needs of the lane (its
 	// label filter does not parse); CheckSuites names it.
 	Err error
+}
+
+// FixedTimeout is a product timeout the platform runs at a value no spec can set.
+type FixedTimeout struct {
+	Value time.Duration
+	// Why says where the value comes from.
+	Why string
 }
 
 // Floor is the least ceiling phase p can hold for the need: Min, or the sum of its Waits as p
@@ -94,6 +104,13 @@ func (l *Lane) CheckSuites(cat SuiteCatalog) Errors {
 			}
 			if missing {
 				continue
+			}
+			for _, w := range sortedKeys(n.Fixed) {
+				f := n.Fixed[w]
+				if d := p.Timeouts[w].D(); d < f.Value {
+					v.fail(fmt.Sprintf("budget.phases[%d].timeouts.%s", idx, w), "%s is under %s, what the platform runs it at and no spec of suite %s can set (%s): a ceiling counted from it would not hold the wait",
+						d, f.Value, s.Name, f.Why)
+				}
 			}
 			if floor, why := n.Floor(p); floor > 0 && p.Ceiling.D() < floor {
 				v.fail(fmt.Sprintf("budget.phases[%d].ceiling", idx), "%s is shorter than %s, the least phase %s of suite %s can hold (%s)",

@@ -29,6 +29,12 @@ func (l *Lane) validateKind(v *validator) {
 		v.fail("components", "a kind lane pins its node image as component %q (image kindest/node, digest)", KindNodeComponent)
 	} else if node.Image == "" {
 		v.fail("components", "component %q names no image", KindNodeComponent)
+	} else if node.Digest != DigestUnknown {
+		// A pinned node image is a release kind tags with its Kubernetes version, in the range
+		// the lane's Cluster API runs on.
+		if err := CheckKindNodeVersion(node.Version); err != nil {
+			v.fail("components", "component %q: %v", KindNodeComponent, err)
+		}
 	}
 	if p := l.Platform; p != nil {
 		seen := map[string]string{}

@@ -51,6 +51,10 @@ func TestKindLaneValidation(t *testing.T) {
 		"empty release": {"source: release:v1.6.2", `platform.source: release: names no release (release:v1.6.2)`},
 		"bad scheme":    {"source: release:v1.6.2", `platform.source: "relase:v1.6.2" is not a platform source`},
 		"sim with kind": {"substrate: kind", `kind: is only for kind lanes`},
+		"node too new": {"version: v1.35.4, image: docker.io/kindest/node, digest: unknown, note: not listed here",
+			`components: component "kind-node": it runs Kubernetes v1.37.0, outside the management range: Cluster API v1.13 supports v1.32 to v1.36`},
+		"node not a release": {"version: v1.35.4, image: docker.io/kindest/node, digest: unknown, note: not listed here",
+			`components: component "kind-node": tag "v1.35" is not a Kubernetes release vX.Y.Z`},
 	}
 	repl := map[string]string{
 		"no node image": "", "ipvs": "kubeProxyMode: ipvs", "bad cidr": "podSubnet: 10.244.0.0/33",
@@ -58,7 +62,9 @@ func TestKindLaneValidation(t *testing.T) {
 		"range": "loadBalancerRange: 172.18.255.250-172.18.255.200", "both lists": "{name: cozystack.external-dns,",
 		"no reason": "{name: cozystack.goldpinger}", "orphans": "{name: cozystack.seaweedfs-application,",
 		"empty release": "source: \"release:\"", "sim with kind": "substrate: sim",
-		"bad scheme": "source: relase:v1.6.2",
+		"bad scheme":         "source: relase:v1.6.2",
+		"node too new":       "version: v1.37.0, image: docker.io/kindest/node, digest: sha256:a1ed56cfb0e7b93589bdf97c8cd566405a265939e3620fc4f5de89adff580ae5",
+		"node not a release": "version: v1.35, image: docker.io/kindest/node, digest: sha256:452d707d4862f52530247495d180205e029056831160e22870e37e3f6c1ac31f",
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -71,5 +77,21 @@ func TestKindLaneValidation(t *testing.T) {
 				t.Fatalf("want %q, got %v", c[1], err)
 			}
 		})
+	}
+}
+
+// A kind node image's tag is the Kubernetes release it runs, and the management cluster must run
+// a release Cluster API v1.13 supports (v1.32 to v1.36): kind v0.33.0's own default (v1.37.0)
+// is outside it, kind v0.31.0's (v1.35.0) inside.
+func TestKindNodeVersionIsInTheManagementRange(t *testing.T) {
+	for tag, want := range map[string]string{
+		"v1.32.0": "", "v1.35.0": "", "v1.36.1": "",
+		"v1.31.9": "outside the management range", "v1.37.0": "outside the management range",
+		"v1.35": "is not a Kubernetes release", "latest": "is not a Kubernetes release", "v2.0.0": "is not a Kubernetes release",
+	} {
+		err := CheckKindNodeVersion(tag)
+		if (want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), want)) {
+			t.Errorf("%s: want %q, got %v", tag, want, err)
+		}
 	}
 }

@@ -12,10 +12,13 @@ import (
 )
 
 type wfStep struct {
-	Name string `json:"name"`
-	If   string `json:"if"`
-	Uses string `json:"uses"`
-	Run  string `json:"run"`
+	Name string            `json:"name"`
+	ID   string            `json:"id"`
+	If   string            `json:"if"`
+	Uses string            `json:"uses"`
+	Run  string            `json:"run"`
+	With map[string]any    `json:"with"`
+	Env  map[string]string `json:"env"`
 }
 
 type wfJob struct {
@@ -167,13 +170,13 @@ func TestWorkflowMatrixKeepsNightlyLanesOffPullRequests(t *testing.T) {
 // one takes the lane, the platform source and the harness ref.
 func TestWorkflowGuardsConcurrencyAndInputs(t *testing.T) {
 	lanes, wfs, _ := shippedWorkflows(t)
-	for path, key := range map[string]string{WorkflowPath: "matrix.lane", ReusableWorkflowPath: "inputs.lane"} {
+	for path, c := range map[string][2]string{WorkflowPath: {"${{ github.ref }}", "matrix.lane"}, ReusableWorkflowPath: {"${{ inputs.platform-run-id || github.ref }}", "inputs.lane"}} {
 		job := wfs[path].Jobs["e2e"]
 		if job.If != "github.event_name != 'pull_request' || github.event.pull_request.head.repo.full_name == github.repository" {
 			t.Errorf("%s: job condition %q lets fork pull requests in", path, job.If)
 		}
-		if !strings.Contains(job.Concurrency.Group, "${{ github.ref }}") || !strings.Contains(job.Concurrency.Group, "${{ "+key+" }}") {
-			t.Errorf("%s: concurrency group %q is not per ref and lane", path, job.Concurrency.Group)
+		if !strings.Contains(job.Concurrency.Group, c[0]) || !strings.Contains(job.Concurrency.Group, "${{ "+c[1]+" }}") {
+			t.Errorf("%s: concurrency group %q is not per ref (or triggering run) and lane", path, job.Concurrency.Group)
 		}
 	}
 	d := wfs[WorkflowPath].On.WorkflowDispatch.Inputs

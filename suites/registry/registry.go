@@ -4,6 +4,7 @@ package registry
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/cozystack/cozy-e2e/framework/lane"
 	"github.com/cozystack/cozy-e2e/framework/tenant"
@@ -48,6 +49,16 @@ func Check(l *lane.Lane) error {
 	if errs := l.CheckCapacity(peak.Workers, WorkerGiB(), peak.Why); len(errs) > 0 {
 		return errs
 	}
+	if l.Substrate == lane.SubstrateKind {
+		n, err := CountNodePods(l)
+		if err != nil {
+			return fmt.Errorf("%s: %w", l.File, err)
+		}
+		if n.Counted > n.MaxPods {
+			return fmt.Errorf("%s: pools: the kind node would run at least %d pods at the suites' peak, over the kubelet's maxPods %d: %s",
+				l.File, n.Counted, n.MaxPods, strings.Join(n.Terms, " + "))
+		}
+	}
 	return nil
 }
 
@@ -65,10 +76,12 @@ func WorkersLine(l *lane.Lane) string {
 		peak.Workers, peak.Why, WorkerGiB(), float64(peak.Workers)*WorkerGiB(), l.Runner.MemoryGiB)
 }
 
-// PlanSections are the suites' sections of a lane's plan: the worker VMs of a kind lane.
+// PlanSections are the suites' sections of a lane's plan: the worker VMs of a kind lane and the
+// pods on its node against the kubelet's maxPods, and the lifecycle phases' timeouts.
 func PlanSections(l *lane.Lane) []lane.PlanSection {
+	var out []lane.PlanSection
 	if line := WorkersLine(l); line != "" {
-		return []lane.PlanSection{{Title: "workers", Lines: []string{line}}}
+		out = append(out, lane.PlanSection{Title: "workers", Lines: append([]string{line}, NodePodsLine(l)...)})
 	}
-	return nil
+	return append(out, lifecycleSection(l)...)
 }

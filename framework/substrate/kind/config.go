@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/cozystack/cozy-e2e/framework/install"
+	"github.com/cozystack/cozy-e2e/framework/install/upstream"
 	"github.com/cozystack/cozy-e2e/framework/lane"
 )
 
@@ -24,6 +25,10 @@ type ConfigOptions struct {
 	// HostsDir is the folder on the runner holding <registry>/hosts.toml, mounted into every node
 	// at ContainerdCertsDir; needed only when the lane names registry mirrors.
 	HostsDir string
+	// KubeletDockerConfig is a docker config.json on the runner holding the platform registry's
+	// credentials, mounted read-only into every node where its kubelet reads one
+	// (upstream.KubeletDockerConfig); empty: none.
+	KubeletDockerConfig string
 }
 
 // NodeConfig is the generated kind configuration and the registry hosts files it mounts.
@@ -69,16 +74,24 @@ func Config(l *lane.Lane, o ConfigOptions) (*NodeConfig, error) {
 		mounts = append(mounts, v1alpha4.Mount{HostPath: "/dev/kvm", ContainerPath: "/dev/kvm"})
 	}
 	out := &NodeConfig{Cluster: c, HostsFiles: map[string]string{}}
+	// KubeVirt's launcher runs as a non-root user; with the host's /dev/kvm not world-writable it
+	// opens the device only if containerd gives it the owner of the container's securityContext.
+	c.ContainerdConfigPatches = append(c.ContainerdConfigPatches, DeviceOwnershipPatch)
 	if len(k.RegistryMirrors) > 0 {
 		if o.HostsDir == "" {
 			return nil, fmt.Errorf("kind config: the lane names registry mirrors but no folder was given for their hosts files")
 		}
 		mounts = append(mounts, v1alpha4.Mount{HostPath: o.HostsDir, ContainerPath: ContainerdCertsDir, Readonly: true})
 		c.ContainerdConfigPatches = append(c.ContainerdConfigPatches,
-			"[plugins.\"io.containerd.grpc.v1.cri\".registry]\n  config_path = \""+ContainerdCertsDir+"\"\n")
+			"["+upstream.CRIPluginV2+".registry]\n  config_path = \""+ContainerdCertsDir+"\"\n")
 		for host, endpoints := range k.RegistryMirrors {
 			out.HostsFiles[filepath.Join(host, "hosts.toml")] = hostsTOML(host, endpoints)
 		}
+	}
+	if o.KubeletDockerConfig != "" {
+		// kind's way to give every node's kubelet registry credentials (its private registries
+		// guide); the kubelet hands them to containerd with each pull.
+		mounts = append(mounts, v1alpha4.Mount{HostPath: o.KubeletDockerConfig, ContainerPath: upstream.KubeletDockerConfig, Readonly: true})
 	}
 	var ports []v1alpha4.PortMapping
 	for _, m := range k.PortMappings {
@@ -102,12 +115,27 @@ func Config(l *lane.Lane, o ConfigOptions) (*NodeConfig, error) {
 	// clusterDomain. Without it the domain is kubeadm's cluster.local, not the platform's.
 	c.KubeadmConfigPatches = append(c.KubeadmConfigPatches,
 		"kind: ClusterConfiguration\nnetworking:\n  dnsDomain: "+install.ClusterDomain(l)+"\n")
-	if o.CgroupV1 && minorAtLeast(version, 35) {
-		// kubelet v1.35 defaults failCgroupV1 to true and refuses to start on a cgroup v1 host.
-		c.KubeadmConfigPatches = append(c.KubeadmConfigPatches,
-			"kind: KubeletConfiguration\napiVersion: kubelet.config.k8s.io/v1beta1\nfailCgroupV1: false\n")
-	}
+	c.KubeadmConfigPatches = append(c.KubeadmConfigPatches, kubeletPatch(o.CgroupV1 && minorAtLeast(version, 35)))
 	return out, nil
+}
+
+// DeviceOwnershipPatch is the containerd patch every node gets: the CRI plugin's
+// device_ownership_from_security_context, at the path of the version 2 config kind's node
+// images ship (containerd 2.x migrates it; upstream.CRIPluginV2).
+const DeviceOwnershipPatch = "[" + upstream.CRIPluginV2 + "]\n  " + upstream.DeviceOwnershipKey + " = true\n"
+
+// kubeletPatch is the KubeletConfiguration patch every node gets: maxPods for the whole
+// platform on one node (upstream.KubeletMaxPods), and on a cgroup v1 runner failCgroupV1: false,
+// since kubelet v1.35 defaults it to true and refuses to start there. kind renders the
+// KubeletConfiguration as kubelet.config.k8s.io/v1beta1 for every kubeadm API version
+// (pkg/cluster/internal/kubeadm/config.go at v0.33.0), the type kubeadm decodes it into
+// (k8s.io/kubernetes v1.35.4 cmd/kubeadm/app/componentconfigs/kubelet.go:24).
+func kubeletPatch(cgroupV1 bool) string {
+	p := fmt.Sprintf("kind: KubeletConfiguration\napiVersion: kubelet.config.k8s.io/v1beta1\nmaxPods: %d\n", upstream.KubeletMaxPods)
+	if cgroupV1 {
+		p += "failCgroupV1: false\n"
+	}
+	return p
 }
 
 // YAML is the configuration as kind reads it.

@@ -4,12 +4,15 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
 	"sigs.k8s.io/kind/pkg/apis/config/v1alpha4"
 	"sigs.k8s.io/yaml"
 
+	"github.com/cozystack/cozy-e2e/framework/install/upstream"
 	"github.com/cozystack/cozy-e2e/framework/lane"
 )
 
@@ -94,14 +97,50 @@ func TestNodeConfigOfTheShippedLane(t *testing.T) {
 	if got := clusterDomainPatch(t, back.KubeadmConfigPatches); got != "cozy.local" {
 		t.Fatalf("networking.dnsDomain %q in the kubeadm patches, want cozy.local:\n%s", got, data)
 	}
-	// v1.34 kubelets accept cgroup v1 by default: no patch there.
+	// The kubelet's maxPods and cgroup setting, decoded by the kubelet's own configuration type,
+	// the one kubeadm reads a KubeletConfiguration document into.
+	kc := kubeletPatchOf(t, back.KubeadmConfigPatches)
+	if kc.MaxPods != upstream.KubeletMaxPods || kc.FailCgroupV1 == nil || *kc.FailCgroupV1 {
+		t.Fatalf("KubeletConfiguration patch: maxPods %d, failCgroupV1 %v", kc.MaxPods, kc.FailCgroupV1)
+	}
+	if !slices.Contains(back.ContainerdConfigPatches, DeviceOwnershipPatch) {
+		t.Fatalf("containerd patches %q lack %q", back.ContainerdConfigPatches, DeviceOwnershipPatch)
+	}
+	// v1.34 kubelets accept cgroup v1 by default: no failCgroupV1 there, maxPods still.
 	prev, err := Config(pinned(t, "kubernetes-previous"), ConfigOptions{CgroupV1: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(prev.Cluster.KubeadmConfigPatches) != 1 || strings.Contains(prev.Cluster.KubeadmConfigPatches[0], "failCgroupV1") {
-		t.Fatalf("a v1.34 node got %v", prev.Cluster.KubeadmConfigPatches)
+	if kc := kubeletPatchOf(t, prev.Cluster.KubeadmConfigPatches); kc.FailCgroupV1 != nil || kc.MaxPods != upstream.KubeletMaxPods {
+		t.Fatalf("a v1.34 node got maxPods %d, failCgroupV1 %v", kc.MaxPods, kc.FailCgroupV1)
 	}
+}
+
+// kubeletPatchOf is the one KubeletConfiguration patch, decoded strictly by
+// k8s.io/kubelet/config/v1beta1, the type kubeadm decodes it into.
+func kubeletPatchOf(t *testing.T, patches []string) kubeletv1beta1.KubeletConfiguration {
+	t.Helper()
+	var out []kubeletv1beta1.KubeletConfiguration
+	for _, p := range patches {
+		var meta struct {
+			Kind string `json:"kind"`
+		}
+		if err := yaml.Unmarshal([]byte(p), &meta); err != nil || meta.Kind != "KubeletConfiguration" {
+			continue
+		}
+		var kc kubeletv1beta1.KubeletConfiguration
+		if err := strictDecode(p, &kc); err != nil {
+			t.Fatalf("the kubelet's own type refuses the patch: %v\n%s", err, p)
+		}
+		if kc.APIVersion != kubeletv1beta1.SchemeGroupVersion.String() {
+			t.Fatalf("KubeletConfiguration patch at %q, kind renders %s", kc.APIVersion, kubeletv1beta1.SchemeGroupVersion)
+		}
+		out = append(out, kc)
+	}
+	if len(out) != 1 {
+		t.Fatalf("%d KubeletConfiguration patches, want 1: %q", len(out), patches)
+	}
+	return out[0]
 }
 
 // clusterDomainPatch is networking.dnsDomain of the ClusterConfiguration patch, "" if none.
@@ -195,11 +234,38 @@ func TestNodeConfigWithMirrorsPortsAndWorkers(t *testing.T) {
 	}
 }
 
-// The shipped lanes do not pin the node image digest yet: the config refuses to invent one.
+// A lane whose node image digest is unknown gets no config: it refuses to invent a digest. The
+// shipped lanes pin kind v0.31.0's v1.35.0 image, and an override replaces it on every node.
 func TestUnpinnedNodeImageIsRefused(t *testing.T) {
-	_, err := Config(shippedLane(t, "kubernetes-latest"), ConfigOptions{})
+	_, err := Config(unpinnedLane(t), ConfigOptions{})
 	if err == nil || !strings.Contains(err.Error(), "components kind-node: the node image docker.io/kindest/node:v1.35 has no digest") {
 		t.Fatalf("want the unpinned node image named, got %v", err)
+	}
+	cfg, err := Config(shippedLane(t, "kubernetes-latest"), ConfigOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const shipped = "docker.io/kindest/node:v1.35.0@sha256:452d707d4862f52530247495d180205e029056831160e22870e37e3f6c1ac31f"
+	if got := cfg.Cluster.Nodes[0].Image; got != shipped {
+		t.Fatalf("node image %s, want %s", got, shipped)
+	}
+	ref, err := ParseNodeImage("registry.local:5000/kind/node:v1.36.1@sha256:3489c7674813ba5d8b1a9977baea8a6e553784dab7b84759d1014dbd78f7ebd5")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := unpinnedLane(t)
+	l.Kind.Workers = 1
+	cfg, err = Config(WithNodeImage(l, ref), ConfigOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range cfg.Cluster.Nodes {
+		if n.Image != ref.String() {
+			t.Fatalf("node %s: image %s, want the override %s", n.Role, n.Image, ref)
+		}
+	}
+	if laneNodeImage(l) != "docker.io/kindest/node:v1.35@unknown" {
+		t.Fatalf("the lane was changed by the override: %s", laneNodeImage(l))
 	}
 }
 

@@ -43,6 +43,9 @@ func (s *Substrate) installOptions(ctx context.Context, c *cluster.Cluster) (ins
 	o.Record = s.artifactWriter("gates.txt")
 	o.PlatformRecord = s.artifactWriter("platform.txt")
 	o.Emulation = s.lane.Kind != nil && s.lane.Kind.Emulation
+	if a := s.opts.RegistryAuth; a != nil {
+		o.PlatformSourceSecret = a.PullSecret()
+	}
 	return o, nil
 }
 

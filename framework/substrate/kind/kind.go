@@ -38,6 +38,12 @@ type Options struct {
 	// PlatformRegistry is where a checkout source's build pushes the packages artifact
 	// (E2E_PLATFORM_REGISTRY).
 	PlatformRegistry string
+	// NodeImage overrides the lane's node image (E2E_KIND_NODE_IMAGE,
+	// <image>:<tag>@sha256:<hex>).
+	NodeImage string
+	// RegistryAuth logs the nodes and the operator in to PlatformRegistry
+	// (E2E_PLATFORM_REGISTRY_USERNAME and _PASSWORD); nil: anonymous pulls.
+	RegistryAuth *RegistryAuth
 	// Host is how the preflight looks at the machine; zero means this machine.
 	Host Host
 
@@ -49,11 +55,11 @@ type Options struct {
 	loader install.ImageLoader
 }
 
-// OptionsFromEnv adds E2E_FROM_PHASE, E2E_PLATFORM_SOURCE and E2E_PLATFORM_REGISTRY to the
-// common options.
+// OptionsFromEnv adds E2E_FROM_PHASE, E2E_PLATFORM_SOURCE, E2E_PLATFORM_REGISTRY (with its
+// login) and E2E_KIND_NODE_IMAGE to the common options.
 func OptionsFromEnv(base substrate.Options) Options {
 	return Options{Options: base, FromPhase: os.Getenv("E2E_FROM_PHASE"), PlatformSource: os.Getenv("E2E_PLATFORM_SOURCE"),
-		PlatformRegistry: os.Getenv("E2E_PLATFORM_REGISTRY")}
+		PlatformRegistry: os.Getenv(RegistryEnv), NodeImage: os.Getenv(NodeImageEnv), RegistryAuth: RegistryAuthFromEnv(os.Getenv)}
 }
 
 // Substrate is a kind management cluster with the platform installed.
@@ -81,6 +87,18 @@ func New(l *lane.Lane, o Options) (*Substrate, error) {
 			return nil, fmt.Errorf("E2E_FROM_PHASE=%s is not a phase of %s (phases: %s)", o.FromPhase, l.File, phaseNames(l))
 		}
 	}
+	if o.NodeImage != "" {
+		ref, err := ParseNodeImage(o.NodeImage)
+		if err != nil {
+			return nil, fmt.Errorf("%s=%s: %w", NodeImageEnv, o.NodeImage, err)
+		}
+		l = WithNodeImage(l, ref)
+	}
+	if a := o.RegistryAuth; a != nil {
+		if err := a.Check(); err != nil {
+			return nil, err
+		}
+	}
 	if o.Host.Docker == nil {
 		o.Host = RealHost()
 	}
@@ -93,6 +111,13 @@ func New(l *lane.Lane, o Options) (*Substrate, error) {
 // Name is "kind".
 func (s *Substrate) Name() string { return "kind" }
 
+// NodeImage is the node image the run uses (the lane's, or E2E_KIND_NODE_IMAGE's) and where
+// its pin comes from; an unpinned one is returned with the error the preflight names.
+func (s *Substrate) NodeImage() (image, source string, err error) {
+	image, _, err = NodeImage(s.lane)
+	return image, nodeImageSource(s.lane), err
+}
+
 // Preflight checks the machine before anything slow and writes substrate/preflight.txt.
 func (s *Substrate) Preflight(ctx context.Context) error {
 	pctx, cancel := context.WithTimeout(ctx, dockerProbeTimeout)
@@ -101,6 +126,11 @@ func (s *Substrate) Preflight(ctx context.Context) error {
 	// Where the platform comes from is known before anything is created: say so now, not after
 	// the cluster phase.
 	s.report.Findings = append(s.report.Findings, s.checkPlatform(ctx))
+	if a := s.opts.RegistryAuth; a != nil {
+		s.report.Findings = append(s.report.Findings, Finding{Check: "registry", OK: true, Detail: fmt.Sprintf(
+			"a login for %s goes to every node's kubelet (%s, mounted from the run's work folder) and to the operator (Secret %s/%s, %s)",
+			a.Host(), upstream.KubeletDockerConfig, upstream.PlatformSourceSecretNamespace, PlatformSourceSecretName, upstream.PlatformSourceSecretFlag)})
+	}
 	s.writeArtifact("preflight.txt", []byte(s.report.Text()))
 	return s.report.Err(s.lane)
 }
@@ -184,7 +214,13 @@ func (s *Substrate) bringUp(ctx context.Context) (*cluster.Cluster, error) {
 		return nil, fmt.Errorf("a kind cluster named %s exists already: E2E_REUSE=1 reuses it, or remove it (bin/e2e down --lane %s)", s.lane.Name, s.lane.Name)
 	}
 	hostsDir := filepath.Join(s.opts.WorkDir, "containerd-hosts")
-	cfg, err := Config(s.lane, ConfigOptions{CgroupV1: s.report.CgroupV1, HostsDir: hostsDir})
+	co := ConfigOptions{CgroupV1: s.report.CgroupV1, HostsDir: hostsDir}
+	if a := s.opts.RegistryAuth; a != nil {
+		if co.KubeletDockerConfig, err = a.writeKubeletDockerConfig(s.opts.WorkDir); err != nil {
+			return nil, err
+		}
+	}
+	cfg, err := Config(s.lane, co)
 	if err != nil {
 		return nil, err
 	}

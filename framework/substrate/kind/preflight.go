@@ -50,6 +50,8 @@ type Host struct {
 	Exists func(name string) bool
 	// KVMAPIVersion opens path read-write and asks KVM_GET_API_VERSION.
 	KVMAPIVersion func(path string) (int, error)
+	// DeviceMode is a device node's mode and owner.
+	DeviceMode func(path string) (DeviceMode, error)
 	// Docker runs `docker info`; its error says why docker is not usable.
 	Docker func(ctx context.Context) (DockerInfo, error)
 	// FreeBytes is the space free to unprivileged users on the filesystem holding path.
@@ -76,7 +78,8 @@ func RealHost() Host {
 			}
 			return int(v), nil
 		},
-		Docker: dockerInfo,
+		Docker:     dockerInfo,
+		DeviceMode: deviceMode,
 		FreeBytes: func(path string) (uint64, error) {
 			var st unix.Statfs_t
 			if err := unix.Statfs(path, &st); err != nil {
@@ -197,8 +200,10 @@ func Check(ctx context.Context, l *lane.Lane, h Host) Report {
 		defer wg.Done()
 		dinfo, dockerErr = h.Docker(ctx)
 	}()
-	if _, _, err := NodeImage(l); err != nil {
+	if image, _, err := NodeImage(l); err != nil {
 		add(Finding{Check: "node image", Detail: err.Error()})
+	} else {
+		add(Finding{Check: "node image", OK: true, Detail: image + " (" + nodeImageSource(l) + ")"})
 	}
 	kvm, kvmMissing := checkKVM(l, h)
 	add(kvm)
@@ -226,59 +231,6 @@ func Check(ctx context.Context, l *lane.Lane, h Host) Report {
 	order := map[string]int{"node image": 0, "docker": 1, "/dev/kvm": 2, "cpu": 3, "memory": 4, "disk": 5, "inotify": 6, "cgroup": 7}
 	sortFindings(r.Findings, order)
 	return r
-}
-
-func checkKVM(l *lane.Lane, h Host) (Finding, bool) {
-	f := Finding{Check: "/dev/kvm"}
-	if l.Kind != nil && l.Kind.Emulation {
-		f.OK, f.Detail = true, "not needed: the lane runs KubeVirt in software emulation"
-		return f, false
-	}
-	if !h.Exists("/dev/kvm") {
-		f.Detail = "absent: the machine offers no KVM (no nested virtualisation?)"
-		return f, true
-	}
-	v, err := h.KVMAPIVersion("/dev/kvm")
-	if err != nil {
-		f.Detail = "present but unusable: " + err.Error()
-		return f, true
-	}
-	if v != kvmAPIVersion {
-		f.Detail = fmt.Sprintf("present but answers KVM API version %d (want %d)", v, kvmAPIVersion)
-		return f, true
-	}
-	// Which vendor module serves it tells hardware KVM from a paravirtual one.
-	for _, mod := range []string{"kvm_pvm"} {
-		if h.Exists("/sys/module/" + mod) {
-			f.Detail = "present but unusable (paravirtual KVM, " + mod + "): it runs only guests built for it, not the worker images KubeVirt boots"
-			return f, true
-		}
-	}
-	cpuinfo, _ := h.ReadFile("/proc/cpuinfo")
-	hasVMX, hasSVM := cpuFlag(cpuinfo, "vmx"), cpuFlag(cpuinfo, "svm")
-	intel, amd := h.Exists("/sys/module/kvm_intel"), h.Exists("/sys/module/kvm_amd")
-	if !(hasVMX && intel) && !(hasSVM && amd) {
-		f.Detail = "present but not hardware KVM: the CPU shows no vmx/svm flag with kvm_intel/kvm_amd loaded"
-		return f, true
-	}
-	f.OK, f.Detail = true, fmt.Sprintf("hardware KVM (API %d, %s)", v, map[bool]string{true: "kvm_intel", false: "kvm_amd"}[hasVMX && intel])
-	return f, false
-}
-
-func cpuFlag(cpuinfo []byte, flag string) bool {
-	for _, line := range strings.Split(string(cpuinfo), "\n") {
-		if !strings.HasPrefix(line, "flags") {
-			continue
-		}
-		_, list, _ := strings.Cut(line, ":")
-		for _, f := range strings.Fields(list) {
-			if f == flag {
-				return true
-			}
-		}
-		return false
-	}
-	return false
 }
 
 func checkCPU(l *lane.Lane, h Host) Finding {

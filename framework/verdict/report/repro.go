@@ -35,7 +35,7 @@ type Repro struct {
 
 // reproEnv are the variables a repro carries over; E2E_SIM_CANARY is left out on purpose (a
 // fresh random canary proves the same thing).
-var reproEnv = []string{"E2E_SIM_FAULT", "E2E_FROM_PHASE", "E2E_PLATFORM_SOURCE", "E2E_REUSE"}
+var reproEnv = []string{"E2E_SIM_FAULT", "E2E_FROM_PHASE", "E2E_PLATFORM_SOURCE", "E2E_REUSE", "E2E_KIND_NODE_IMAGE"}
 
 // ReproEnv picks the variables a repro carries over from an environment lookup.
 func ReproEnv(lookup func(string) (string, bool)) map[string]string {

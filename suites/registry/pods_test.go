@@ -1,0 +1,55 @@
+package registry
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cozystack/cozy-e2e/framework/lane"
+)
+
+func load(t *testing.T, name string) *lane.Lane {
+	t.Helper()
+	l, err := lane.Load(filepath.Join("..", "..", "lanes", name+".yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// The pods a kind lane runs on its one node are counted from the install catalogue, the tenant
+// chart's management-side workloads and the suites' peak workers, against the kubelet's maxPods
+// the node config sets; what the catalogue cannot count is said, not guessed.
+func TestNodePodsAreCountedAgainstMaxPods(t *testing.T) {
+	for name, want := range map[string]int{
+		// 21 gated Deployments + 3 etcd + 2 clusters (pools, refusals) x 5 + 2 x 3 workers
+		"kubernetes-latest": 21 + 3 + 2*5 + 2*3,
+		// one cluster (no refusals) x 5 + 2 x 7 workers at the lifecycle peak
+		"kubernetes-lifecycle": 21 + 3 + 5 + 2*7,
+	} {
+		n, err := CountNodePods(load(t, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n.Counted != want || n.MaxPods != 512 || !strings.Contains(n.Uncounted, "the pods of the platform's 46 Packages") {
+			t.Errorf("%s: %d counted of %d (want %d): %v; %s", name, n.Counted, n.MaxPods, want, n.Terms, n.Uncounted)
+		}
+	}
+	if got := PlanSections(load(t, "sim")); got != nil {
+		t.Fatalf("a sim lane's plan counts node pods: %v", got)
+	}
+}
+
+// A kind lane whose counted pods exceed maxPods is refused by lanes-check, naming the count.
+func TestTooManyPodsForTheNodeIsRefused(t *testing.T) {
+	l := load(t, "kubernetes-latest")
+	l.Runner.MemoryGiB = 4096
+	for i := 0; len(l.Pools) < 120; i++ {
+		l.Pools = append(l.Pools, lane.Pool{Name: fmt.Sprintf("p%d", i), Class: "talos", Replicas: 4, Cluster: fmt.Sprintf("c%d", i)})
+	}
+	err := Check(l)
+	if err == nil || !strings.Contains(err.Error(), "over the kubelet's maxPods 512") {
+		t.Fatalf("want the pods refused, got %v", err)
+	}
+}
