@@ -157,8 +157,8 @@ func StartCDIController(ctx context.Context, b *Build, c *cluster.Cluster, o Opt
 	iso := &isolation{
 		Dir: filepath.Join(o.Dir, "ns"), Kubeconfig: o.Kubeconfig, PodCIDR: o.PodCIDR,
 		Files: map[string]string{
-			"/run/cdi/token/keys/id_rsa":                           filepath.Join(o.Dir, "token-keys", "id_rsa"),
-			"/run/cdi/token/keys/id_rsa.pub":                       filepath.Join(o.Dir, "token-keys", "id_rsa.pub"),
+			"/run/cdi/token/keys/id_rsa":                          filepath.Join(o.Dir, "token-keys", "id_rsa"),
+			"/run/cdi/token/keys/id_rsa.pub":                      filepath.Join(o.Dir, "token-keys", "id_rsa.pub"),
 			"/run/secrets/kubernetes.io/serviceaccount/namespace": filepath.Join(o.Dir, "token-keys", "namespace"),
 		},
 	}
