@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -75,9 +76,28 @@ func TestCDIControllerJudgesTheHarnessStorage(t *testing.T) {
 		t.Fatalf("the StorageProfile gate without the harness's profiles: %v, want it to say the profile has no access mode", err)
 	}
 	create(ctx, t, c, fmt.Sprintf(diskDV, "refused"))
+	// CDI's words reach the DataVolume's Bound condition (pkg/controller/datavolume/controller-base.go
+	// lines 517-523, 884-890) and an ErrClaimNotValid event.
 	want := "no accessMode specified in StorageProfile local"
-	if msg := waitEvent(ctx, t, c, "refused", "ErrClaimNotValid"); !strings.Contains(msg, want) {
-		t.Fatalf("CDI's ErrClaimNotValid event on DataVolume refused says %q, want %q", msg, want)
+	waitEvent(ctx, t, c, "refused", "ErrClaimNotValid")
+	var bound string
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		dv, err := get(ctx, c, "cdi.kubevirt.io/v1beta1", "DataVolume", "default", "refused")
+		if err != nil {
+			return false, nil
+		}
+		conds, _, _ := unstructured.NestedSlice(dv.Object, "status", "conditions")
+		for _, x := range conds {
+			m, _ := x.(map[string]any)
+			if m["type"] == "Bound" {
+				bound = fmt.Sprintf("%v %v: %v", m["status"], m["reason"], m["message"])
+				return m["reason"] == "ErrClaimNotValid" && m["message"] == want, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		t.Fatalf("DataVolume refused: Bound condition %q, want False ErrClaimNotValid: %s", bound, want)
 	}
 	var pvc corev1.PersistentVolumeClaim
 	if err := c.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: "refused"}, &pvc); err == nil {
