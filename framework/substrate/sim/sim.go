@@ -229,6 +229,9 @@ func (s *Substrate) Up(ctx context.Context, clock *budget.Clock) (c *cluster.Clu
 	if err := platform.InstallBuiltins(pctx, w.Cluster.Client); err != nil {
 		return nil, err
 	}
+	if err := installStorage(pctx, w, s.o.Log); err != nil {
+		return nil, err
+	}
 	px, err := startProxy(w.API, w.API.Admin(), s.env, s.o.Log)
 	if err != nil {
 		return nil, err
