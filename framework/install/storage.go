@@ -30,9 +30,9 @@ type ClaimProperty struct {
 func (c ClaimProperty) String() string { return strings.Join(c.AccessModes, ",") + "/" + c.VolumeMode }
 
 // LocalPathClaims is what a rancher.io/local-path volume offers: one node's directory, so one
-// node's access, mounted as a filesystem (rancher/local-path-provisioner v0.0.31 provisioner.go
-// refuses any access mode but ReadWriteOnce and ReadWriteOncePod, and makes hostPath or local
-// volumes, never block devices).
+// node's access, mounted as a filesystem (rancher/local-path-provisioner v0.0.37 provisioner.go
+// lines 381-384 refuse any access mode but ReadWriteOnce and ReadWriteOncePod; lines 555-567 make
+// every volume Filesystem).
 var LocalPathClaims = []ClaimProperty{{AccessModes: []string{"ReadWriteOnce"}, VolumeMode: "Filesystem"}}
 
 // StorageProfiles are CDI's StorageProfiles for the classes the harness creates, each with the

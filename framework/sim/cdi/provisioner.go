@@ -36,9 +36,12 @@ const (
 	// v10 controller/controller.go, annDynamicallyProvisioned), which local-path-provisioner is
 	// built on.
 	AnnProvisionedBy = "pv.kubernetes.io/provisioned-by"
-	// localPathRoot is local-path-provisioner's default node path
-	// (deploy/local-path-storage.yaml, config.json nodePathMap DEFAULT_PATH_FOR_NON_LISTED_NODES).
-	localPathRoot = "/opt/local-path-provisioner"
+	// AnnLocalPathNode is the node local-path-provisioner records on a volume it made
+	// (rancher/local-path-provisioner v0.0.37 provisioner.go line 59, set at line 556).
+	AnnLocalPathNode = "local.path.provisioner/selected-node"
+	// localPathRoot is the node path kind configures its local-path-provisioner with (kind
+	// v0.33.0 pkg/build/nodeimage/const_storage.go, config.json paths).
+	localPathRoot = "/var/local-path-provisioner"
 )
 
 // setupProvisioner provisions a volume for each claim kube-controller-manager hands to
@@ -74,13 +77,15 @@ func setupProvisioner(mgr manager.Manager) error {
 		}))
 }
 
-// provision creates pvc's volume as local-path-provisioner does
-// (rancher/local-path-provisioner v0.0.31 provisioner.go, Provision): only once the claim has a
-// selected node (the classes are WaitForFirstConsumer, and the provisioner refuses a claim
-// without one), a hostPath volume under the node's path named <pv>_<namespace>_<claim>, with a
-// required node affinity on kubernetes.io/hostname, the claim's access modes and size, and the
-// class's reclaim policy. The library pre-binds it to the claim (claimRef) and
-// kube-controller-manager binds the pair.
+// provision creates pvc's volume as local-path-provisioner does (rancher/local-path-provisioner
+// v0.0.37 provisioner.go provisionFor, lines 369-567): once kube-scheduler selected the claim's
+// node (the classes are WaitForFirstConsumer), a hostPath volume (DirectoryOrCreate, line 706)
+// under the node's path in folder <pv>_<namespace>_<claim> (line 408), a required node affinity
+// on kubernetes.io/hostname (lines 520-547), the node in its annotation, the claim's access modes
+// and size, Filesystem, and the class's reclaim policy. The provisioner library pre-binds it to
+// the claim (claimRef) and kube-controller-manager binds the pair. It refuses every access mode
+// but ReadWriteOnce and ReadWriteOncePod (lines 381-384); CDI never asks another of these
+// classes, their StorageProfiles offering only ReadWriteOnce.
 func provision(ctx context.Context, c client.Client, pvc *corev1.PersistentVolumeClaim) error {
 	node := pvc.Annotations[AnnSelectedNode]
 	if pvc.Spec.VolumeName != "" || pvc.Status.Phase != corev1.ClaimPending || node == "" || pvc.DeletionTimestamp != nil {
@@ -100,7 +105,7 @@ func provision(ctx context.Context, c client.Client, pvc *corev1.PersistentVolum
 	name := "pvc-" + string(pvc.UID)
 	fs := corev1.PersistentVolumeFilesystem
 	pv := &corev1.PersistentVolume{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{AnnProvisionedBy: Provisioner}},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{AnnProvisionedBy: Provisioner, AnnLocalPathNode: node}},
 		Spec: corev1.PersistentVolumeSpec{
 			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: pvc.Spec.Resources.Requests[corev1.ResourceStorage]},
 			AccessModes:                   pvc.Spec.AccessModes,
