@@ -9,6 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
+
+	"github.com/cozystack/cozy-e2e/framework/lane"
 )
 
 // PoolStorageClasses are the classes a pool's disk lands on: the chart's storageClass value
@@ -116,4 +118,43 @@ func ProfileClaims(sp *unstructured.Unstructured) []ClaimProperty {
 		out = append(out, ClaimProperty{AccessModes: modes, VolumeMode: vm})
 	}
 	return out
+}
+
+// StoragePlanSection is the lane plan's storage block: each StorageClass the harness creates, its
+// provisioner and binding, and the access and volume modes its CDI StorageProfile offers the
+// pool disks (what CDI puts on their claims).
+func StoragePlanSection() lane.PlanSection {
+	sec := lane.PlanSection{Title: "storage (framework/install; the sim's storage is set up by the same code, judged by the real cdi-controller)"}
+	profiles := map[string]string{}
+	for _, o := range StorageProfiles() {
+		sets, _, _ := unstructured.NestedSlice(o.Obj.Object, "spec", "claimPropertySets")
+		var parts []string
+		for _, x := range sets {
+			m, _ := x.(map[string]any)
+			modes, _, _ := unstructured.NestedStringSlice(m, "accessModes")
+			vm, _, _ := unstructured.NestedString(m, "volumeMode")
+			parts = append(parts, ClaimProperty{AccessModes: modes, VolumeMode: vm}.String())
+		}
+		profiles[o.Obj.GetName()] = strings.Join(parts, " ")
+	}
+	for _, o := range StorageClasses() {
+		name := o.Obj.GetName()
+		prov, _, _ := unstructured.NestedString(o.Obj.Object, "provisioner")
+		binding, _, _ := unstructured.NestedString(o.Obj.Object, "volumeBindingMode")
+		profile := profiles[name]
+		if profile == "" {
+			profile = "none set (kind's own class; no pool uses it)"
+		}
+		sec.Lines = append(sec.Lines, fmt.Sprintf("StorageClass %-11s %s, %s; StorageProfile access/volume mode: %s",
+			name, prov, orDefault(binding, "binding mode left as the cluster has it"), profile))
+	}
+	sec.Lines = append(sec.Lines, "gate (component cdi): CDI's StorageProfile of "+strings.Join(PoolStorageClasses, ", ")+" offers an access mode, else the components phase fails")
+	return sec
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
 }
