@@ -171,6 +171,9 @@ func (m *importer) run(ctx context.Context) (ctrl.Result, error) {
 	}
 	tick := total / progressSteps
 	steps := int(elapsed / tick)
+	if m.active(faults.DiskImportOOM) && m.env("CACHE_MODE") != "TRYNONE" && steps >= progressSteps/2 {
+		return ctrl.Result{}, m.oomKilled(ctx)
+	}
 	progress := float64(steps) * 100 / progressSteps
 	if m.active(faults.DiskImportStall) && progress >= stallAt {
 		m.once("stall", func() {
@@ -204,6 +207,18 @@ func (m *importer) refused(ctx context.Context) error {
 			UID: string(m.pod.UID), Detail: "importer exited 1: " + msg})
 	}
 	return nil
+}
+
+// oomKilled: halfway through a buffered-I/O import the kernel kills the importer for its memory
+// limit (the page cache of its writes counts against it); the kubelet reports exit 137, reason
+// OOMKilled, and no termination message. CDI replaces such a Pod with one importing with direct
+// I/O (CACHE_MODE=TRYNONE), which this fault lets finish.
+func (m *importer) oomKilled(ctx context.Context) error {
+	if err := m.exit(ctx, 137, "OOMKilled", ""); err != nil {
+		return err
+	}
+	return m.r.env.Observe(simenv.Observation{Fault: faults.DiskImportOOM, Pool: m.pool.Name, Object: "Pod/" + m.pod.Namespace + "/" + m.pod.Name,
+		UID: string(m.pod.UID), Detail: "importer OOMKilled (exit 137) with buffered I/O"})
 }
 
 // refusal is the registry's or web server's answer as the importer reports it: a registry
