@@ -32,10 +32,9 @@ func expect(f faults.Name, os string) (expectation, bool) {
 	case faults.DiskImportRefused:
 		return expectation{verdict.DiskImport, join.StageDiskImport, true, []string{"401"}, false}, true
 	case faults.DiskImportStall:
-		// The importer's own progress line (CDI v1.64.0 pkg/util/prometheus/prometheus.go:78,
-		// "%.2f"), in its log among the evidence: the sim's cdi-controller cannot read the
-		// importer's metrics, so the DataVolume's progress stays N/A (docs/signals.md).
-		return expectation{verdict.Deadline, join.StageDiskImport, false, []string{"prometheus.go:78] 3.14"}, false}, true
+		// The DataVolume's progress as the real cdi-controller reads it from the importer's
+		// metrics port (served on the pod's IP by the sim's pod network).
+		return expectation{verdict.Deadline, join.StageDiskImport, false, []string{"3.14%"}, false}, true
 	case faults.VMIUnschedulable:
 		return expectation{verdict.VMUnschedulable, join.StageVMIRunning, true, []string{"Insufficient memory"}, false}, true
 	case faults.GuestJoinRejected:

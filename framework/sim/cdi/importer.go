@@ -3,6 +3,8 @@ package cdi
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -178,13 +180,17 @@ func (m *importer) run(ctx context.Context) (ctrl.Result, error) {
 	if m.active(faults.DiskImportStall) && progress >= stallAt {
 		m.once("stall", func() {
 			m.log(fmt.Sprintf("prometheus.go:78] %.2f", stallAt))
+			m.serveProgress(stallAt)
 			_ = m.r.env.Observe(simenv.Observation{Fault: faults.DiskImportStall, Pool: m.pool.Name, Object: "Pod/" + m.pod.Namespace + "/" + m.pod.Name,
 				UID: string(m.pod.UID), Detail: fmt.Sprintf("importer stalled at %.2f%%", stallAt)})
 		})
 		return ctrl.Result{}, nil // no more progress, ever
 	}
 	if progress < 100 {
-		m.once(fmt.Sprintf("progress-%d", steps), func() { m.log(fmt.Sprintf("prometheus.go:78] %.2f", progress)) })
+		m.once(fmt.Sprintf("progress-%d", steps), func() {
+			m.log(fmt.Sprintf("prometheus.go:78] %.2f", progress))
+			m.serveProgress(progress)
+		})
 		return ctrl.Result{RequeueAfter: time.Duration(steps+1)*tick - elapsed}, nil
 	}
 	m.log("prometheus.go:78] 100.00", "data-processor.go:255] New phase: Resize", "data-processor.go:255] New phase: Complete",
@@ -192,6 +198,25 @@ func (m *importer) run(ctx context.Context) (ctrl.Result, error) {
 	// The success message is the JSON TerminationMessage (cmd/cdi-importer/importer.go lines
 	// 199-211; pkg/common/common.go lines 375-382, marshalled in field order).
 	return ctrl.Result{}, m.exit(ctx, 0, "Completed", `{"scratchSpaceRequired":false,"preallocationApplied":false,"message":"Import Complete"}`)
+}
+
+// serveProgress is what the importer serves on its metrics port (container port 8443, TLS): its
+// progress counter for the DataVolume it imports for (env OWNER_UID), which cdi-controller reads
+// from the pod's IP (CDI v1.64.0 pkg/monitoring/metrics/cdi-importer/import_metrics.go line 10,
+// pkg/controller/common/util.go lines 1655-1690). The sim serves the file on the pod's IP.
+func (m *importer) serveProgress(progress float64) {
+	path := m.r.env.PodMetrics(m.pod.Status.PodIP)
+	if path == "" {
+		return
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return
+	}
+	line := fmt.Sprintf("kubevirt_cdi_import_progress_total{ownerUID=%q} %.2f\n", m.env("OWNER_UID"), progress)
+	tmp := path + ".tmp"
+	if os.WriteFile(tmp, []byte(line), 0o644) == nil {
+		_ = os.Rename(tmp, path)
+	}
 }
 
 // refused: the importer's data source fails, it logs the error, writes "Unable to process data:

@@ -130,7 +130,8 @@ var CDIConfigGVR = schema.GroupVersionResource{Group: "cdi.kubevirt.io", Version
 // (cmd/cdi-controller/controller.go lines 203-211), and reads its token keys from
 // /var/run/cdi/token/keys (pkg/controller/clone-controller.go lines 43-51); it runs in network
 // and mount namespaces of its own (see isolate), so worlds side by side do not collide and
-// nothing is written outside o.Dir.
+// nothing is written outside o.Dir; with o.PodMetricsDir its dials to pod IPs reach the sim's pod
+// network (podnet.go), where the importer's progress is served.
 func StartCDIController(ctx context.Context, b *Build, c *cluster.Cluster, o Options) (*Controller, error) {
 	crds, err := b.CDICRDs()
 	if err != nil {
@@ -155,7 +156,7 @@ func StartCDIController(ctx context.Context, b *Build, c *cluster.Cluster, o Opt
 	// passed as the container's only argument (pkg/operator/resources/utils/common.go line 59).
 	args := append([]string{"-v=1", "-kubeconfig=" + o.Kubeconfig}, o.ExtraArgs...)
 	iso := &isolation{
-		Dir: filepath.Join(o.Dir, "ns"), Kubeconfig: o.Kubeconfig, PodCIDR: o.PodCIDR,
+		Dir: filepath.Join(o.Dir, "ns"), Kubeconfig: o.Kubeconfig, PodCIDR: o.PodCIDR, PodMetricsDir: o.PodMetricsDir,
 		Files: map[string]string{
 			"/run/cdi/token/keys/id_rsa":                          filepath.Join(o.Dir, "token-keys", "id_rsa"),
 			"/run/cdi/token/keys/id_rsa.pub":                      filepath.Join(o.Dir, "token-keys", "id_rsa.pub"),

@@ -43,12 +43,22 @@ type isolation struct {
 	PodCIDR    string
 	// Files maps a path under /run inside to the file copied there.
 	Files map[string]string
+	// PodMetricsDir, when set, routes PodCIDR to a pod network (podNetwork) whose port 8443
+	// serves, for each pod IP, the file of that name here; otherwise PodCIDR is local on the
+	// controller's own loopback.
+	PodMetricsDir string
+
+	pods *podNetwork
 
 	apiserver string // host:port of the apiserver, the same inside and out
 	mu        sync.Mutex
 	ln        net.Listener
 	conns     map[net.Conn]struct{}
 }
+
+// podMetricsPort is the port a pod's metrics are read on: CDI's importer serves its progress
+// on container port 8443, named metrics (pkg/controller/import-controller.go lines 995-1001).
+const podMetricsPort = 8443
 
 const (
 	markerNamespaces = "namespaces-ready"
@@ -116,6 +126,12 @@ func (i *isolation) start(ctx context.Context, c *Controller, ready func(context
 		_, err := os.Stat(filepath.Join(i.Dir, markerNamespaces))
 		return err
 	})
+	if err == nil && i.PodMetricsDir != "" {
+		i.pods = &podNetwork{MetricsDir: i.PodMetricsDir, Port: podMetricsPort}
+		if err = i.pods.start(c.Pid(), i.PodCIDR); err != nil {
+			err = fmt.Errorf("%s: its pod network: %w", c.Name, err)
+		}
+	}
 	if err == nil {
 		if err = i.network(c.Pid()); err != nil {
 			err = fmt.Errorf("%s: setting up its network namespace: %w", c.Name, err)
@@ -195,7 +211,7 @@ func (i *isolation) inside() error {
 	if err := unix.IoctlIfreq(fd, unix.SIOCSIFFLAGS, lo); err != nil {
 		return fmt.Errorf("lo up: %w", err)
 	}
-	if i.PodCIDR != "" {
+	if i.PodCIDR != "" && i.pods == nil {
 		p, err := netip.ParsePrefix(i.PodCIDR)
 		if err != nil || !p.Addr().Is4() {
 			return fmt.Errorf("pod CIDR %q is not an IPv4 prefix", i.PodCIDR)
@@ -294,8 +310,11 @@ func (i *isolation) untrack(conns ...net.Conn) {
 	}
 }
 
-// close ends the relay and its connections. Idempotent.
+// close ends the relay and its connections, and the pod network. Idempotent.
 func (i *isolation) close() {
+	if i.pods != nil {
+		i.pods.close()
+	}
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	if i.ln != nil {

@@ -35,6 +35,9 @@ type Options struct {
 	// PodCIDR is the range the world's kwok gives pod IPs; a controller that dials pods (CDI's
 	// reads an importer's progress from its pod IP) finds that range on its own loopback.
 	PodCIDR string
+	// PodMetricsDir, when set, is where the stand-ins write what a pod serves on its metrics
+	// port, one file per pod IP; a controller that reads pods' metrics reaches them there.
+	PodMetricsDir string
 }
 
 // Controller is an upstream controller running as a local process. Its log is LogPath; it dies

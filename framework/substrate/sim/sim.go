@@ -174,6 +174,7 @@ func (s *Substrate) Up(ctx context.Context, clock *budget.Clock) (c *cluster.Clu
 	if err != nil {
 		return nil, &substrate.PreflightError{Substrate: "sim", Missing: err.Error(), Hint: "run `make tools`"}
 	}
+	real.podMetrics = filepath.Join(s.dir, simenv.PodMetricsDir)
 	s.mu.Lock()
 	s.real = real
 	s.mu.Unlock()

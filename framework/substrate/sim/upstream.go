@@ -39,10 +39,12 @@ type realControllers struct {
 	capkCRDs, cabptCRDs []upstream.CRD
 	chartCRDs           []upstream.CRD
 	cdiCRDs             []upstream.CRD
-	cabptHook           *upstream.Serving
-	charts              *upstream.ChartServer
-	mu                  sync.Mutex
-	running             []*upstream.Controller
+	// podMetrics is where the stand-ins write what pods serve on their metrics port.
+	podMetrics string
+	cabptHook  *upstream.Serving
+	charts     *upstream.ChartServer
+	mu         sync.Mutex
+	running    []*upstream.Controller
 }
 
 // ChartArtifact is the ExternalArtifact a Kubernetes app's HelmRelease names (Cozystack v1.6.1
@@ -153,7 +155,7 @@ func (r *realControllers) start(ctx context.Context, w *world.World) error {
 			defer wg.Done()
 			ctl, err := s.start(ctx, r.b, w.Cluster, upstream.Options{
 				Dir: filepath.Join(r.dir, s.name), Kubeconfig: w.API.AdminKubeconfig, Webhook: s.hook, CRDsInstalled: true,
-				PodCIDR: world.PodCIDR,
+				PodCIDR: world.PodCIDR, PodMetricsDir: r.podMetrics,
 			})
 			if err != nil {
 				errs[i] = fmt.Errorf("sim: %w", err)
