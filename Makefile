@@ -4,7 +4,8 @@
 #                     lanes-check, workflows-check, gofmt, go vet, staticcheck and go mod tidy
 # make lint           staticcheck (pinned) over every package
 # make tools          build the local control plane (etcd, kube-apiserver, ...) and the upstream
-#                     controllers (CAPK, the Talos bootstrap provider, helm-controller) from source
+#                     controllers (CAPK, the Talos bootstrap provider, helm-controller,
+#                     cdi-controller) from source
 # make lanes-check    validate every lane and its budget (LANES_DIR=<dir> for another folder)
 # make workflows      regenerate .github/workflows/e2e.yaml and e2e-lane.yaml from the lanes
 # make e2e-plan       print a lane's whole plan without a cluster

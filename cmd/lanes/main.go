@@ -16,6 +16,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/cozystack/cozy-e2e/framework/install"
 	"github.com/cozystack/cozy-e2e/framework/install/catalog"
 	"github.com/cozystack/cozy-e2e/framework/lane"
 	"github.com/cozystack/cozy-e2e/suites/registry"
@@ -54,7 +55,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stderr, err)
 			return 2
 		}
-		lane.WritePlanWith(stdout, l, append(catalog.PlanSections(l), registry.PlanSections(l)...)...)
+		sections := append(catalog.PlanSections(l), registry.PlanSections(l)...)
+		sections = append(sections, install.StoragePlanSection())
+		lane.WritePlanWith(stdout, l, sections...)
 		return 0
 	}
 	fmt.Fprintf(stderr, "lanes: unknown command %q (check, workflow, plan)\n", cmd)

@@ -84,6 +84,16 @@ func Components(ctx context.Context, c *cluster.Cluster, o Options) error {
 			}
 			return err
 		}
+		if p.Name == "cdi" {
+			if !o.GatesOnly {
+				if err := a.Apply(ctx, StorageProfiles()); err != nil {
+					return fmt.Errorf("component %s (%s): storage profiles: %w", p.Name, p.Title, err)
+				}
+			}
+			if err := StorageProfilesAccept(ctx, a.Dynamic(), o.GateOptions); err != nil {
+				return fmt.Errorf("component %s (%s): %w", p.Name, p.Title, err)
+			}
+		}
 		if p.Name == "metallb" && !o.GatesOnly {
 			objs, err := MetalLBPool(p.Namespace, o.LoadBalancerRange)
 			if err != nil {

@@ -109,10 +109,31 @@ func importerDetail(p *corev1.Pod) string {
 		return ""
 	}
 	restarts := int32(0)
+	last := ""
 	for _, cs := range p.Status.ContainerStatuses {
 		restarts += cs.RestartCount
+		if t := cs.LastTerminationState.Terminated; t != nil {
+			last = exitDetail(t)
+		}
+		if t := cs.State.Terminated; t != nil && t.ExitCode != 0 {
+			last = exitDetail(t)
+		}
 	}
-	return fmt.Sprintf(" (importer %s %s, restarts: %d)", p.Name, p.Status.Phase, restarts)
+	if last == "" {
+		return fmt.Sprintf(" (importer %s %s, restarts: %d)", p.Name, p.Status.Phase, restarts)
+	}
+	// A suspect, not a verdict: CDI and the kubelet retry (diskFailure says what is final).
+	return fmt.Sprintf(" (importer %s %s, restarts: %d; suspect: %s)", p.Name, p.Status.Phase, restarts, last)
+}
+
+// exitDetail is a container's exit as the kubelet reports it: code, reason, first line of its
+// termination message.
+func exitDetail(t *corev1.ContainerStateTerminated) string {
+	s := fmt.Sprintf("last exit %d %s", t.ExitCode, t.Reason)
+	if m := firstLine(t.Message); m != "" {
+		s += ": " + m
+	}
+	return s
 }
 
 func launcherDetail(p, temporary *corev1.Pod) string {

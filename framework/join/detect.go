@@ -27,10 +27,6 @@ type terminal struct {
 // image (registryRefusalPattern).
 var registryRefusal = regexp.MustCompile(registryRefusalPattern)
 
-// importerRestartLimit is where an importer that keeps failing stops being "retrying" and
-// becomes "refused": CDI retries forever, so a person would stop it here too.
-const importerRestartLimit = 3
-
 // transientTaints are the taints a Node carries while it starts; they go away on their own.
 var transientTaints = map[string]bool{
 	corev1.TaintNodeNotReady:             true,
@@ -97,7 +93,22 @@ func providerFailure(u *unstructured.Unstructured) (string, bool) {
 	return strings.TrimSpace(reason + ": " + msg), true
 }
 
-// diskFailure judges a DataVolume and its importer Pod.
+// diskFailure judges a DataVolume and its importer Pod, ending the wait only on what CDI v1.64.0
+// never leaves or no retry of it changes:
+//   - phase Failed: CDI stops working on a DataVolume once Failed (or Succeeded)
+//     (pkg/controller/datavolume/controller-base.go lines 824-828);
+//   - a claim CDI refuses to render (reason ErrClaimNotValid on the Bound condition: no access
+//     mode in the class's StorageProfile, no such class, an archive on a block volume;
+//     controller-base.go lines 517-523 and 884-890, util.go lines 186-211, 409-424): CDI retries
+//     the same spec against the same profile, and only a person changing either changes it;
+//   - a registry or web server refusing the source (401, 403, 404: registryRefusalPattern), in
+//     the importer's termination message or the Running condition CDI copies it to: CDI restarts
+//     the importer without end (restartPolicy OnFailure, import-controller.go line 958, no retry
+//     limit in pkg/controller/import-controller.go), and the same credentials get the same answer.
+//
+// Restarts for any other reason, an OOM-killed importer (CDI deletes it and starts another with
+// direct I/O, import-controller.go lines 393-398, 463-473) and a stalled import are not final:
+// importerDetail shows them as suspects in the stage detail, so a deadline failure names them.
 func diskFailure(dv *cdiv1.DataVolume, importer *corev1.Pod) *terminal {
 	if dv == nil {
 		return nil
@@ -110,6 +121,9 @@ func diskFailure(dv *cdiv1.DataVolume, importer *corev1.Pod) *terminal {
 		return say("Failed: %s", orWord(dvMessages(dv), "no condition message"))
 	}
 	for _, c := range dv.Status.Conditions {
+		if c.Type == cdiv1.DataVolumeBound && c.Status != corev1.ConditionTrue && c.Reason == reasonErrClaimNotValid {
+			return say("CDI refuses its claim: %s: %s", c.Reason, c.Message)
+		}
 		if c.Type == cdiv1.DataVolumeRunning && c.Status != corev1.ConditionTrue && registryRefusal.MatchString(c.Message) {
 			return say("importer refused by the registry: %s: %s", c.Reason, c.Message)
 		}
@@ -127,9 +141,6 @@ func diskFailure(dv *cdiv1.DataVolume, importer *corev1.Pod) *terminal {
 		}
 		if msg != "" && registryRefusal.MatchString(msg) {
 			return say("importer %s refused by the registry (restarts: %d): %s", importer.Name, cs.RestartCount, firstLine(msg))
-		}
-		if cs.RestartCount >= importerRestartLimit {
-			return say("importer %s restarted %d times: %s", importer.Name, cs.RestartCount, orWord(firstLine(msg), "no termination message"))
 		}
 	}
 	return nil

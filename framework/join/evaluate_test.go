@@ -198,9 +198,10 @@ func TestTerminalStatesEndTheJoinWithTheirClassAndStage(t *testing.T) {
 			v.Importer = &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "importer-x"}, Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{
 				Name: "importer", RestartCount: 1, LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Message: "manifest unknown: no such tag"}}}}}}
 		}},
-		{"importer restarting", verdict.DiskImport, StageDiskImport, "restarted 3 times", func(v *machineView, _ *snapshot) {
-			v.DataVolume.Status.Phase = cdiv1.ImportInProgress
-			v.Importer = &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "importer-x"}, Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{Name: "importer", RestartCount: 3}}}}
+		{"claim refused for an empty StorageProfile", verdict.DiskImport, StageDiskImport, "CDI refuses its claim: ErrClaimNotValid: no accessMode specified in StorageProfile local", func(v *machineView, _ *snapshot) {
+			v.DataVolume.Status.Phase = ""
+			v.DataVolume.Status.Conditions = []cdiv1.DataVolumeCondition{{Type: cdiv1.DataVolumeBound, Status: corev1.ConditionFalse,
+				Reason: "ErrClaimNotValid", Message: "no accessMode specified in StorageProfile local"}}
 		}},
 		{"launcher unschedulable", verdict.VMUnschedulable, StageVMIRunning, "Insufficient memory", func(v *machineView, _ *snapshot) {
 			v.VMI.Status.Phase = kubevirtv1.Scheduling
@@ -359,6 +360,26 @@ func BenchmarkEvaluatePoolOf10(b *testing.B) {
 	for b.Loop() {
 		if out := evaluate(s); !out.Done {
 			b.Fatal(out)
+		}
+	}
+}
+
+// An importer CDI and the kubelet keep retrying is a suspect, never a verdict: restarts for a
+// reason that is not a registry's refusal, an OOM kill (CDI replaces the Pod with direct I/O).
+// The stage detail names it, so a deadline failure carries it as its reason.
+func TestRetriedImporterIsASuspect(t *testing.T) {
+	for name, last := range map[string]corev1.ContainerStateTerminated{
+		"crashing": {ExitCode: 1, Reason: "Error", Message: "Unable to process data: unexpected EOF"},
+		"oom":      {ExitCode: 137, Reason: "OOMKilled"},
+	} {
+		dv := &cdiv1.DataVolume{ObjectMeta: metav1.ObjectMeta{Name: "m1-disk-system"}, Status: cdiv1.DataVolumeStatus{Phase: cdiv1.ImportInProgress, Progress: "N/A"}}
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "importer-x"}, Status: corev1.PodStatus{Phase: corev1.PodRunning,
+			ContainerStatuses: []corev1.ContainerStatus{{Name: "importer", RestartCount: 5, LastTerminationState: corev1.ContainerState{Terminated: &last}}}}}
+		if term := diskFailure(dv, pod); term != nil {
+			t.Errorf("%s: %+v is a verdict; CDI retries it", name, term)
+		}
+		if d := importerDetail(pod); !strings.Contains(d, "suspect: last exit") || !strings.Contains(d, last.Reason) {
+			t.Errorf("%s: detail %q does not name the suspect exit %s", name, d, last.Reason)
 		}
 	}
 }

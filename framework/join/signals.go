@@ -17,6 +17,12 @@ const (
 	// retries, and a stall ends at the deadline.
 	registryRefusalPattern = `(?i)\b401\b|\b403\b|\b404\b|unauthorized|forbidden|manifest unknown|name unknown|access to the resource is denied`
 
+	// reasonErrClaimNotValid is CDI's reason for a DataVolume whose claim it cannot render from
+	// its spec and its class (kubevirt/containerized-data-importer v1.64.0
+	// pkg/controller/common/util.go ErrClaimNotValid; on the Bound and Ready conditions,
+	// pkg/controller/datavolume/controller-base.go lines 517-523, 884-890).
+	reasonErrClaimNotValid = "ErrClaimNotValid"
+
 	// insufficientPrefix starts kube-scheduler's reason for a Pod no Node has room for
 	// ("Insufficient memory", k8s.io/kubernetes v1.35.4 pkg/scheduler/framework/plugins/
 	// noderesources/fit.go:673-726), carried in the launcher's PodScheduled=False message.

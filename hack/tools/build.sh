@@ -45,6 +45,12 @@ KUBEVIRT_MODULE=kubevirt.io/kubevirt
 KUBEVIRT_VERSION=1.8.4
 KUBEVIRT_SUM=h1:TXpT+U1SBIlsNI62qOev2aNkYVnGgyZ21gvmakIARrg=
 modules=(controlplane kwok capk cabpt helm-controller)
+# CDI's controller (hack/tools/cdi-controller): the checksum database does not list the module,
+# so its go.sum entry is the only pin (GONOSUMDB for that module alone).
+CDI_MODULE=kubevirt.io/containerized-data-importer
+CDI_VERSION=1.64.0
+modules+=(cdi-controller)
+export GONOSUMDB=${GONOSUMDB:+$GONOSUMDB,}$CDI_MODULE
 downloads=(
 	"$COZYSTACK_MODULE v$COZYSTACK_VERSION $COZYSTACK_SUM"
 	"$SOURCE_CONTROLLER_MODULE v$SOURCE_CONTROLLER_VERSION $SOURCE_CONTROLLER_SUM"
@@ -62,6 +68,7 @@ key=$({
 } | sha256sum | cut -c1-12)
 name=k8s-v$K8S_VERSION-etcd-v$ETCD_VERSION-kwok-v$KWOK_VERSION
 name+=-capk-v$CAPK_VERSION-cabpt-v$CABPT_VERSION-helm-controller-v$HELM_CONTROLLER_VERSION-cozystack-v$COZYSTACK_VERSION
+name+=-cdi-v$CDI_VERSION
 dir=${E2E_TOOLS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/cozy-e2e/tools/$name-$key}
 
 if [[ ${1:-} == --print ]]; then
@@ -169,6 +176,12 @@ build cabpt-manager cabpt "$CABPT_MODULE" "-s -w" "$CABPT_MODULE v$CABPT_VERSION
 build helm-controller helm-controller "$HELM_CONTROLLER_MODULE" "-s -w" "$HELM_CONTROLLER_MODULE v$HELM_CONTROLLER_VERSION" \
 	built_from helm-controller "$HELM_CONTROLLER_MODULE" "v$HELM_CONTROLLER_VERSION" "$helm_controller_sum"
 
+# CDI v1.64.0's controller (cmd/cdi-controller), and the CRDs cdi-operator makes from the YAML in
+# pkg/operator/resources/crds_generated.go (pkg/operator/resources/cluster/*.go decode them from it).
+cdi_sum=$(module_sum cdi-controller "$CDI_MODULE" "v$CDI_VERSION")
+build cdi-controller cdi-controller "$CDI_MODULE/cmd/cdi-controller" "-s -w" "$CDI_MODULE v$CDI_VERSION" \
+	built_from cdi-controller "$CDI_MODULE" "v$CDI_VERSION" "$cdi_sum"
+
 # kwok has no built-in stages; the upstream "fast" stages ship in its module.
 stages=$dir/kwok-stages.yaml
 if [[ ! -s $stages ]]; then
@@ -242,6 +255,7 @@ keep - "$SOURCE_CONTROLLER_MODULE" "v$SOURCE_CONTROLLER_VERSION" "$SOURCE_CONTRO
 keep - "$CILIUM_MODULE" "v$CILIUM_VERSION" "$CILIUM_SUM" pkg/k8s/apis/cilium.io/client/crds/v2/ciliumnetworkpolicies.yaml
 # virt-operator makes its CRDs at run time; their schemas are Go string literals there.
 keep - "$KUBEVIRT_MODULE" "v$KUBEVIRT_VERSION" "$KUBEVIRT_SUM" pkg/virt-operator/resource/generate/components/validations_generated.go
+keep cdi-controller "$CDI_MODULE" "v$CDI_VERSION" "$cdi_sum" pkg/operator/resources/crds_generated.go
 # The Kubernetes chart and its library, the platform's own CRDs the chart renders objects of:
 # WorkloadMonitor (cozystack-controller), cert-manager's (as the platform's cert-manager-crds chart
 # templates them), KamajiControlPlane (in the Kamaji control plane provider's components) and the
@@ -298,5 +312,10 @@ KUBEVIRT_MODULE=$KUBEVIRT_MODULE
 KUBEVIRT_VERSION=v$KUBEVIRT_VERSION
 KUBEVIRT_SUM=$KUBEVIRT_SUM
 TOOLS_KEY=$key
+VERSIONS
+cat >>"$dir/versions.env" <<VERSIONS
+CDI_MODULE=$CDI_MODULE
+CDI_VERSION=v$CDI_VERSION
+CDI_SUM=$cdi_sum
 VERSIONS
 printf 'make tools: %d built, done in %ss\n' "$built" "$(since "$total_start")"

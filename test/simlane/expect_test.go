@@ -32,6 +32,8 @@ func expect(f faults.Name, os string) (expectation, bool) {
 	case faults.DiskImportRefused:
 		return expectation{verdict.DiskImport, join.StageDiskImport, true, []string{"401"}, false}, true
 	case faults.DiskImportStall:
+		// The DataVolume's progress as the real cdi-controller reads it from the importer's
+		// metrics port (served on the pod's IP by the sim's pod network).
 		return expectation{verdict.Deadline, join.StageDiskImport, false, []string{"3.14%"}, false}, true
 	case faults.VMIUnschedulable:
 		return expectation{verdict.VMUnschedulable, join.StageVMIRunning, true, []string{"Insufficient memory"}, false}, true

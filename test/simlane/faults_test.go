@@ -41,7 +41,7 @@ var scenarios = []string{
 	"cluster-dns-mismatch,disk-import-refused@md0",
 	"vmi-unschedulable@md0,provider-id-missing@kairos,guest-join-rejected@acme",
 	"node-tainted@md0,node-tainted@acme,kairos-config-refused@kairos",
-	"mhc-replacement@kairos,mhc-replacement@acme,apiserver-transient",
+	"mhc-replacement@kairos,mhc-replacement@acme,apiserver-transient,disk-import-oom@md0",
 }
 
 // lifecycleScenarios run on lanes/sim-lifecycle.yaml: green, then the lifecycle faults, each

@@ -22,6 +22,7 @@ import (
 var fired = map[faults.Name]func(t *testing.T, l *lane.Lane, set *faults.Set, art string, obs []simenv.Observation){
 	faults.MHCReplacement:     machineReplaced,
 	faults.APIServerTransient: transientAnswered,
+	faults.DiskImportOOM:      importerReplaced,
 }
 
 // checkTolerated runs the proof of every absorbed fault the run selected.

@@ -14,6 +14,7 @@ type Name string
 const (
 	DiskImportRefused   Name = "disk-import-refused"
 	DiskImportStall     Name = "disk-import-stall"
+	DiskImportOOM       Name = "disk-import-oom"
 	VMIUnschedulable    Name = "vmi-unschedulable"
 	GuestJoinRejected   Name = "guest-join-rejected"
 	ProviderIDMissing   Name = "provider-id-missing"
@@ -44,10 +45,12 @@ type Fault struct {
 }
 
 var catalogue = []Fault{
-	{DiskImportRefused, "the registry answers 401 to the importer: it exits with CDI's termination message and restarts (CrashLoopBackOff); the DataVolume's Running condition turns False, reason Error, message quoting the 401, and its restartCount climbs (CDI v1.64 keeps the phase ImportInProgress)",
-		"CDI v1.64.0 pkg/controller/datavolume/conditions.go:68-81 and pkg/controller/util.go:308-380 (Running=False with the importer's termination reason and message); restartCount from the PVC annotation cdi.kubevirt.io/storage.pod.restarts", false, false},
-	{DiskImportStall, "the import stops at 3.14% and never progresses",
-		"CDI v1.64.0 status.progress %.2f%% (pkg/controller/datavolume/controller-base.go:1125) that stops moving", false, false},
+	{DiskImportRefused, "the registry answers 401 to the importer: the importer container exits 1 with \"Unable to process data: ...401 Unauthorized\" as its termination message and the kubelet restarts it after a back-off (CrashLoopBackOff); the real cdi-controller copies the terminated state's message to the DataVolume's Running condition (False) and retries without end",
+		"CDI v1.64.0 cmd/cdi-importer/importer.go:187-196 (the importer's exit); pkg/controller/util.go:308-380 and pkg/controller/datavolume/conditions.go:68-82 (run by the real cdi-controller)", false, false},
+	{DiskImportStall, "the importer stops at 3.14% and makes no more progress, running on",
+		"the importer's progress (cmd/cdi-importer, its Prometheus progress reader) that stops moving; the real cdi-controller keeps the DataVolume ImportInProgress", false, false},
+	{DiskImportOOM, "the importer's page cache runs it over its memory limit while it writes with buffered I/O: the kernel kills it (exit 137, OOMKilled); the real cdi-controller deletes the Pod and starts another with direct I/O (CACHE_MODE=TRYNONE), which imports",
+		"CDI v1.64.0 pkg/controller/import-controller.go:393-398 (OOMKilled: cdi.kubevirt.io/storage.pod.requiresDirectIO, the Pod deleted, :463-473) and :666-667 (the next Pod's CACHE_MODE=TRYNONE)", true, false},
 	{VMIUnschedulable, "the virt-launcher pod asks for more memory than any node has: Pending, Insufficient memory",
 		"kube-scheduler's PodScheduled=False reason Unschedulable on the launcher (the real scheduler in the sim); KubeVirt v1.8.4 copies it onto the VMI", false, false},
 	{GuestJoinRejected, "the control plane refuses the kubelet's bootstrap credentials: no CSR and no Node. A Talos guest's kubelet presents a bootstrap token the tenant does not hold (whichever renders its pool: the real chart or the model of #4911), and the tenant apiserver itself answers the kubelet's CSR 401; a Talos console prints nothing of it. A kubeadm (Kairos) join, modelled, prints its error on the console (error execution phase preflight: couldn't validate the identity of the API Server)",

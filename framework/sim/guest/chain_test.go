@@ -53,6 +53,7 @@ func start(t *testing.T, fault string) *world {
 	t.Helper()
 	e := simtest.Start(t)
 	e.Machines(t, "64Gi")
+	e.CDI(t) // the real cdi-controller; cdi.Setup below plays the importer and the provisioner
 	tapi, tc := simtest.KamajiTenant(t, ns, release)
 	env := simtest.SimEnv(t, e.Dir, fault, map[string]time.Duration{
 		cdi.LatencyImport: 500 * time.Millisecond, guest.LatencyBoot: 300 * time.Millisecond, guest.LatencyJoin: 300 * time.Millisecond,
@@ -193,7 +194,9 @@ func (w *world) createVMLikeCAPK(t *testing.T, pool, name, dataSecret string, ka
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels},
 		Spec: kubevirtv1.VirtualMachineSpec{
 			RunStrategy: &always,
-			DataVolumeTemplates: []kubevirtv1.DataVolumeTemplateSpec{{ObjectMeta: metav1.ObjectMeta{Name: disk},
+			// As the chart writes it: populators off (cozystack v1.6.1 templates/cluster.yaml line 95).
+			DataVolumeTemplates: []kubevirtv1.DataVolumeTemplateSpec{{ObjectMeta: metav1.ObjectMeta{Name: disk,
+				Annotations: map[string]string{"cdi.kubevirt.io/storage.usePopulator": "false"}},
 				Spec: cdiv1.DataVolumeSpec{Source: &source, Storage: &cdiv1.StorageSpec{Resources: corev1.VolumeResourceRequirements{
 					Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("20Gi")}}}}}},
 			Template: &kubevirtv1.VirtualMachineInstanceTemplateSpec{

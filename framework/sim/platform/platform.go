@@ -9,7 +9,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -99,18 +98,6 @@ func InstallBuiltins(ctx context.Context, c client.Client) error {
 				{APIGroups: []string{"cozystack.io"}, Resources: []string{"nodegroupclasses"}, Verbs: []string{"get", "list", "watch"}},
 			},
 		},
-	}
-	// The storage the tenant chart names (storageClass replicated by default, local): bound when a
-	// consumer is placed, as kind's local-path provisioner backs them on the kind lane (kind
-	// v0.33.0 pkg/build/nodeimage/const_storage.go:167-171, volumeBindingMode WaitForFirstConsumer)
-	// and as Cozystack's own local class does (hack/e2e-post-install-prep.sh:161-173).
-	wffc := storagev1.VolumeBindingWaitForFirstConsumer
-	for _, name := range []string{"local", "replicated"} {
-		objs = append(objs, &storagev1.StorageClass{
-			ObjectMeta:        metav1.ObjectMeta{Name: name, Annotations: map[string]string{"storageclass.kubernetes.io/is-default-class": fmt.Sprint(name == "local")}},
-			Provisioner:       "rancher.io/local-path",
-			VolumeBindingMode: &wffc,
-		})
 	}
 	for _, os := range []string{ClassTalos, ClassKairos} {
 		u := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"os": os}}}

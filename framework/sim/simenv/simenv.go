@@ -5,6 +5,7 @@ package simenv
 import (
 	"encoding/json"
 	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -19,6 +20,19 @@ import (
 // Stand-ins append to it; kwok serves it.
 type LogSink interface {
 	ContainerLog(namespace, pod, container string) (path string, err error)
+}
+
+// PodMetricsDir is the folder under Env.Dir where stand-ins write what a pod serves on its
+// metrics port, one file named by the pod's IP; the substrate serves each file on that IP to the
+// controllers that read pods' metrics.
+const PodMetricsDir = "pod-metrics"
+
+// PodMetrics is the file of pod IP ip under PodMetricsDir, or "" without a Dir.
+func (e *Env) PodMetrics(ip string) string {
+	if e.Dir == "" || ip == "" {
+		return ""
+	}
+	return filepath.Join(e.Dir, PodMetricsDir, ip)
 }
 
 // PreviousLogSuffix: the log of a container's previous instance is its log path plus this

@@ -90,7 +90,7 @@ func KamajiTenant(t testing.TB, namespace, name string) (*controlplane.APIServer
 func startKwok(ctx context.Context, t testing.TB, tools controlplane.Tools, api *controlplane.APIServer, dir string) {
 	t.Helper()
 	kwok, err := controlplane.StartKwok(ctx, tools, api, controlplane.KwokOptions{Dir: dir,
-		ExtraArgs: []string{"--manage-all-nodes=false", "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake"}})
+		ExtraArgs: []string{"--manage-all-nodes=false", "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake", "--cidr=" + PodCIDR}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -47,6 +47,7 @@ var components = []struct{ name, prefix, binary string }{
 	{"source-controller", "SOURCE_CONTROLLER", ""},
 	{"cilium", "CILIUM", ""},
 	{"kubevirt", "KUBEVIRT", ""},
+	{"cdi", "CDI", CDIControllerBinary},
 }
 
 // Find reads what `make tools` recorded in the tools folder (versions.env) and checks every

@@ -174,12 +174,11 @@ func goMapString(path, key string) (string, error) {
 			return !found
 		}
 		k, kok := kv.Key.(*ast.BasicLit)
-		v, vok := kv.Value.(*ast.BasicLit)
-		if !kok || !vok || k.Kind != token.STRING || v.Kind != token.STRING {
+		if !kok || k.Kind != token.STRING {
 			return true
 		}
 		if name, _ := strconv.Unquote(k.Value); name == key {
-			value, err = strconv.Unquote(v.Value)
+			value, err = stringConst(kv.Value)
 			found = true
 		}
 		return !found
@@ -191,6 +190,31 @@ func goMapString(path, key string) (string, error) {
 		return "", fmt.Errorf("no string for %q in a map literal", key)
 	}
 	return value, nil
+}
+
+// stringConst is the value of a string literal, or of literals joined with + (generated Go
+// writes a backquote inside a raw string as ` + "`" + `).
+func stringConst(e ast.Expr) (string, error) {
+	switch e := e.(type) {
+	case *ast.BasicLit:
+		if e.Kind != token.STRING {
+			return "", fmt.Errorf("a %s literal, not a string", e.Kind)
+		}
+		return strconv.Unquote(e.Value)
+	case *ast.BinaryExpr:
+		if e.Op != token.ADD {
+			return "", fmt.Errorf("an expression with %s, not a string", e.Op)
+		}
+		x, err := stringConst(e.X)
+		if err != nil {
+			return "", err
+		}
+		y, err := stringConst(e.Y)
+		return x + y, err
+	case *ast.ParenExpr:
+		return stringConst(e.X)
+	}
+	return "", fmt.Errorf("a %T, not a string constant", e)
 }
 
 // kustomizedCRDs reads config/crd/bases of a provider and adds its kustomization's commonLabels.

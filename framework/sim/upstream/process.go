@@ -32,6 +32,12 @@ type Options struct {
 	// CRDs must name its conversion endpoint before the controller runs); nil makes a fresh one
 	// in Dir.
 	Webhook *Serving
+	// PodCIDR is the range the world's kwok gives pod IPs; a controller that dials pods (CDI's
+	// reads an importer's progress from its pod IP) finds that range on its own loopback.
+	PodCIDR string
+	// PodMetricsDir, when set, is where the stand-ins write what a pod serves on its metrics
+	// port, one file per pod IP; a controller that reads pods' metrics reaches them there.
+	PodMetricsDir string
 }
 
 // Controller is an upstream controller running as a local process. Its log is LogPath; it dies
@@ -46,6 +52,16 @@ type Controller struct {
 	// to complete a TLS handshake on its webhook port).
 	Started time.Time
 	Ready   time.Duration
+	// onStop runs after the process stopped (an isolated controller's relay).
+	onStop []func()
+}
+
+// Stop stops the process (SIGTERM, then SIGKILL after grace) and what served it. Idempotent.
+func (c *Controller) Stop(grace time.Duration) {
+	c.Process.Stop(grace)
+	for _, f := range c.onStop {
+		f()
+	}
 }
 
 // start runs c and waits until its readiness endpoint answers 200 and its webhook server (if

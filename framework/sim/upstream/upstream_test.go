@@ -230,7 +230,7 @@ func TestREADMEListsEveryCRD(t *testing.T) {
 	}
 	readme := string(data)
 	var all []upstream.CRD
-	for _, f := range []func() ([]upstream.CRD, error){b.CAPKCRDs, b.CABPTCRDs, b.FluxCRDs, b.ChartCRDs} {
+	for _, f := range []func() ([]upstream.CRD, error){b.CAPKCRDs, b.CABPTCRDs, b.FluxCRDs, b.ChartCRDs, b.CDICRDs} {
 		crds, err := f()
 		if err != nil {
 			t.Fatal(err)
@@ -247,9 +247,9 @@ func TestREADMEListsEveryCRD(t *testing.T) {
 			t.Errorf("fixtures/upstream/README.md does not name %s %s", comp.Module, comp.Version)
 		}
 	}
-	// CAPK 4, CABPT 2, Flux 4, the chart's 8.
-	if len(all) != 18 {
-		t.Errorf("%d CRDs; the README lists 18", len(all))
+	// CAPK 4, CABPT 2, Flux 4, the chart's 8, CDI's 12.
+	if len(all) != 30 {
+		t.Errorf("%d CRDs; the README lists 30", len(all))
 	}
 }
 

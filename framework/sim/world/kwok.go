@@ -63,10 +63,13 @@ func startKwok(ctx context.Context, tools controlplane.Tools, api *controlplane.
 		ExtraArgs: []string{
 			"--manage-all-nodes=false", "--manage-nodes-with-annotation-selector=" + KwokNodeAnnotation + "=fake",
 			"--node-ip=127.0.0.1", fmt.Sprintf("--node-port=%d", port), fmt.Sprintf("--server-address=127.0.0.1:%d", port),
-			"--cidr=10.244.0.1/16", "--node-lease-duration-seconds=40", "--enable-crds=Logs",
+			"--cidr=" + PodCIDR, "--node-lease-duration-seconds=40", "--enable-crds=Logs",
 		},
 	})
 }
+
+// PodCIDR is the range kwok gives the world's pod IPs (its first address being kwok's own).
+const PodCIDR = "10.244.0.1/16"
 
 // withoutStage is the stages file at path without the Stage named name; it fails when there is
 // no such stage (the upstream file changed).

@@ -42,6 +42,7 @@ func (s *Substrate) Components() ([]substrate.Component, error) {
 		{"capk", "capk-manager", "process"},
 		{"cabpt", "cabpt-manager", "process"},
 		{"helm-controller", "helm-controller", "process"},
+		{"cdi-controller", "cdi-controller", "process, in network and mount namespaces of its own"},
 	} {
 		info, err := buildinfo.ReadFile(tools.Path(b.binary))
 		if err != nil {

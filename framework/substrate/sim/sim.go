@@ -174,6 +174,7 @@ func (s *Substrate) Up(ctx context.Context, clock *budget.Clock) (c *cluster.Clu
 	if err != nil {
 		return nil, &substrate.PreflightError{Substrate: "sim", Missing: err.Error(), Hint: "run `make tools`"}
 	}
+	real.podMetrics = filepath.Join(s.dir, simenv.PodMetricsDir)
 	s.mu.Lock()
 	s.real = real
 	s.mu.Unlock()
@@ -227,6 +228,9 @@ func (s *Substrate) Up(ctx context.Context, clock *budget.Clock) (c *cluster.Clu
 	}
 	fmt.Fprintf(s.o.Log, "sim: upstream controllers running in %s (%s)\n", time.Since(t).Round(time.Millisecond), real.summary())
 	if err := platform.InstallBuiltins(pctx, w.Cluster.Client); err != nil {
+		return nil, err
+	}
+	if err := installStorage(pctx, w, s.o.Log); err != nil {
 		return nil, err
 	}
 	px, err := startProxy(w.API, w.API.Admin(), s.env, s.o.Log)

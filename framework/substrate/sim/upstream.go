@@ -38,10 +38,13 @@ type realControllers struct {
 	dir                 string
 	capkCRDs, cabptCRDs []upstream.CRD
 	chartCRDs           []upstream.CRD
-	cabptHook           *upstream.Serving
-	charts              *upstream.ChartServer
-	mu                  sync.Mutex
-	running             []*upstream.Controller
+	cdiCRDs             []upstream.CRD
+	// podMetrics is where the stand-ins write what pods serve on their metrics port.
+	podMetrics string
+	cabptHook  *upstream.Serving
+	charts     *upstream.ChartServer
+	mu         sync.Mutex
+	running    []*upstream.Controller
 }
 
 // ChartArtifact is the ExternalArtifact a Kubernetes app's HelmRelease names (Cozystack v1.6.1
@@ -77,13 +80,17 @@ func newRealControllers(tools controlplane.Tools, dir string) (*realControllers,
 		return nil, err
 	}
 	r.chartCRDs = append(flux, chart...)
+	// CDI v1.64.0's controller, with the CRDs cdi-operator installs.
+	if r.cdiCRDs, err = b.CDICRDs(); err != nil {
+		return nil, err
+	}
 	return r, nil
 }
 
 // replaced names the fixture CRDs these controllers bring their own of.
 func (r *realControllers) replaced() []string {
 	var out []string
-	for _, c := range append(append(append([]upstream.CRD{}, r.capkCRDs...), r.cabptCRDs...), r.chartCRDs...) {
+	for _, c := range append(append(append(append([]upstream.CRD{}, r.capkCRDs...), r.cabptCRDs...), r.chartCRDs...), r.cdiCRDs...) {
 		out = append(out, c.CRD.Name)
 	}
 	return out
@@ -92,7 +99,7 @@ func (r *realControllers) replaced() []string {
 // installCRDs installs the controllers' own CRDs (CABPT's converting through its webhook) and the
 // platform's instance types; the world runs it beside its fixture CRDs.
 func (r *realControllers) installCRDs(ctx context.Context, c *cluster.Cluster) error {
-	if err := upstream.InstallCRDs(ctx, c, append(append([]upstream.CRD{}, r.capkCRDs...), r.chartCRDs...), nil); err != nil {
+	if err := upstream.InstallCRDs(ctx, c, append(append(append([]upstream.CRD{}, r.capkCRDs...), r.chartCRDs...), r.cdiCRDs...), nil); err != nil {
 		return err
 	}
 	if err := upstream.InstallCRDs(ctx, c, r.cabptCRDs, r.cabptHook.Conversion()); err != nil {
@@ -137,6 +144,7 @@ func (r *realControllers) start(ctx context.Context, w *world.World) error {
 		{"capk", upstream.StartCAPK, nil},
 		{"cabpt", upstream.StartCABPT, r.cabptHook},
 		{"helm-controller", startHelmController, nil},
+		{"cdi-controller", upstream.StartCDIController, nil},
 	}
 	// All at once: each waits for its own readiness.
 	errs := make([]error, len(steps)+1)
@@ -147,6 +155,7 @@ func (r *realControllers) start(ctx context.Context, w *world.World) error {
 			defer wg.Done()
 			ctl, err := s.start(ctx, r.b, w.Cluster, upstream.Options{
 				Dir: filepath.Join(r.dir, s.name), Kubeconfig: w.API.AdminKubeconfig, Webhook: s.hook, CRDsInstalled: true,
+				PodCIDR: world.PodCIDR, PodMetricsDir: r.podMetrics,
 			})
 			if err != nil {
 				errs[i] = fmt.Errorf("sim: %w", err)

@@ -1,0 +1,191 @@
+package upstream
+
+import (
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+	"k8s.io/client-go/util/cert"
+)
+
+// podNetwork is where an isolated controller's dials to pod IPs land: a second network namespace
+// of the sim's own (held by a sleeping process), joined to the controller's by a veth pair on a
+// link-local /30, with the pod range on its loopback. Its one listener on the pod port answers
+// for every pod IP with the file of that IP in MetricsDir (what the pod's container serves,
+// written by its stand-in). Traffic stays between the two namespaces the sim made.
+type podNetwork struct {
+	MetricsDir string
+	Port       int
+
+	holder *exec.Cmd
+	srv    *http.Server
+}
+
+// podLink is the /30 joining the controller's namespace (.1) and the pod namespace (.2).
+var podLink = netip.MustParsePrefix("169.254.44.0/30")
+
+// start makes the pod namespace, joins it to pid's network namespace and routes cidr there.
+func (p *podNetwork) start(pid int, cidr string) error {
+	pfx, err := netip.ParsePrefix(cidr)
+	if err != nil {
+		return fmt.Errorf("pod CIDR %q: %w", cidr, err)
+	}
+	ip, err := exec.LookPath("ip")
+	if err != nil {
+		return fmt.Errorf("the pod network needs ip(8) (iproute2): %w", err)
+	}
+	nsenter, err := exec.LookPath("nsenter")
+	if err != nil {
+		return fmt.Errorf("the pod network needs nsenter(1) (util-linux): %w", err)
+	}
+	unshare, err := exec.LookPath("unshare")
+	if err != nil {
+		return err
+	}
+	p.holder = exec.Command(unshare, "--net", "--", "sleep", "infinity")
+	p.holder.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := p.holder.Start(); err != nil {
+		return fmt.Errorf("pod network namespace: %w", err)
+	}
+	holder := strconv.Itoa(p.holder.Process.Pid)
+	if err := waitNewNetns(p.holder.Process.Pid); err != nil {
+		return err
+	}
+	ctl := strconv.Itoa(pid)
+	a, b := podLink.Addr().Next(), podLink.Addr().Next().Next()
+	bits := strconv.Itoa(podLink.Bits())
+	steps := [][]string{
+		{ip, "link", "add", "name", "sim-pods0", "netns", ctl, "type", "veth", "peer", "name", "sim-pods1", "netns", holder},
+		{nsenter, "-t", ctl, "-n", ip, "addr", "add", a.String() + "/" + bits, "dev", "sim-pods0"},
+		{nsenter, "-t", ctl, "-n", ip, "link", "set", "sim-pods0", "up"},
+		{nsenter, "-t", ctl, "-n", ip, "route", "add", pfx.Masked().String(), "via", b.String()},
+		{nsenter, "-t", holder, "-n", ip, "link", "set", "lo", "up"},
+		{nsenter, "-t", holder, "-n", ip, "addr", "add", b.String() + "/" + bits, "dev", "sim-pods1"},
+		{nsenter, "-t", holder, "-n", ip, "link", "set", "sim-pods1", "up"},
+		{nsenter, "-t", holder, "-n", ip, "addr", "add", cidr, "dev", "lo"},
+	}
+	for _, s := range steps {
+		if out, err := exec.Command(s[0], s[1:]...).CombinedOutput(); err != nil {
+			return fmt.Errorf("%s: %w: %s", strings.Join(s, " "), err, strings.TrimSpace(string(out)))
+		}
+	}
+	ln, err := listenIn(p.holder.Process.Pid, fmt.Sprintf(":%d", p.Port))
+	if err != nil {
+		return err
+	}
+	crt, key, err := cert.GenerateSelfSignedCertKey("sim-pod", nil, nil)
+	if err != nil {
+		return err
+	}
+	pair, err := tls.X509KeyPair(crt, key)
+	if err != nil {
+		return err
+	}
+	p.srv = &http.Server{Handler: http.HandlerFunc(p.serve), ReadHeaderTimeout: 5 * time.Second,
+		TLSConfig: &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}}
+	go func() { _ = p.srv.ServeTLS(ln, "", "") }()
+	return nil
+}
+
+// serve answers with the file of the dialled pod IP.
+func (p *podNetwork) serve(w http.ResponseWriter, r *http.Request) {
+	addr, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
+	if !ok {
+		http.Error(w, "no local address", http.StatusInternalServerError)
+		return
+	}
+	host, _, err := net.SplitHostPort(addr.String())
+	if err != nil || r.URL.Path != "/metrics" {
+		http.NotFound(w, r)
+		return
+	}
+	data, err := os.ReadFile(filepath.Join(p.MetricsDir, host))
+	if err != nil {
+		http.NotFound(w, r)
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+	_, _ = w.Write(data)
+}
+
+// close stops the listener and the namespace's holder. Idempotent.
+func (p *podNetwork) close() {
+	if p.srv != nil {
+		_ = p.srv.Close()
+	}
+	if p.holder != nil && p.holder.Process != nil {
+		_ = p.holder.Process.Kill()
+		_, _ = p.holder.Process.Wait()
+		p.holder = nil
+	}
+}
+
+// waitNewNetns waits until pid runs in a network namespace other than this process's.
+func waitNewNetns(pid int) error {
+	own, err := os.Readlink("/proc/self/ns/net")
+	if err != nil {
+		return err
+	}
+	for i := 0; i < 200; i++ {
+		if ns, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/net", pid)); err == nil && ns != own {
+			return nil
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return errors.New("the pod network namespace did not appear within 2s")
+}
+
+// listenIn opens a TCP listener on addr inside pid's network namespace, on a thread of its own.
+func listenIn(pid int, addr string) (net.Listener, error) {
+	type result struct {
+		ln  net.Listener
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		runtime.LockOSThread()
+		own, err := os.Open("/proc/thread-self/ns/net")
+		if err != nil {
+			runtime.UnlockOSThread()
+			done <- result{nil, err}
+			return
+		}
+		defer own.Close()
+		target, err := os.Open(fmt.Sprintf("/proc/%d/ns/net", pid))
+		if err != nil {
+			runtime.UnlockOSThread()
+			done <- result{nil, err}
+			return
+		}
+		defer target.Close()
+		if err := unix.Setns(int(target.Fd()), unix.CLONE_NEWNET); err != nil {
+			runtime.UnlockOSThread()
+			done <- result{nil, fmt.Errorf("joining the pod network namespace (this needs root): %w", err)}
+			return
+		}
+		ln, err := net.Listen("tcp", addr)
+		if rerr := unix.Setns(int(own.Fd()), unix.CLONE_NEWNET); rerr != nil {
+			if ln != nil {
+				ln.Close()
+			}
+			done <- result{nil, errors.Join(err, rerr)}
+			return // the thread stays locked and ends with this goroutine
+		}
+		runtime.UnlockOSThread()
+		done <- result{ln, err}
+	}()
+	r := <-done
+	return r.ln, r.err
+}
