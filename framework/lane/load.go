@@ -44,6 +44,15 @@ func Parse(path string, data []byte) (*Lane, error) {
 		return nil, d.errs
 	}
 	l.lines = d.lines
+	for i := range l.Pools {
+		l.Pools[i].src = i + 1
+	}
+	if errs := l.Validate(); len(errs) > 0 {
+		return nil, errs
+	}
+	// The clusters made at several versions are expanded once the lane is known good, and the
+	// expanded lane is held to the same rules (its names' lengths, say).
+	l.expand()
 	if errs := l.Validate(); len(errs) > 0 {
 		return nil, errs
 	}
