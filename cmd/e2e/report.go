@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/cozystack/cozy-e2e/framework/diag"
+	"github.com/cozystack/cozy-e2e/framework/lane"
 	"github.com/cozystack/cozy-e2e/framework/substrate/sim"
 	"github.com/cozystack/cozy-e2e/framework/verdict"
 	"github.com/cozystack/cozy-e2e/framework/verdict/report"
@@ -66,7 +67,7 @@ func (r *run) finish(interrupted bool) int {
 	v, err := report.Write(report.Options{
 		Dir: r.artifacts, Lane: r.lane.Name, LaneFile: r.laneCopy(), SoftClasses: r.lane.Policy.Soft,
 		RunID: r.opts.RunID, Suites: suites, Timings: r.clock.Timings(), Failures: r.failures,
-		Manifest: r.manifest, Interrupted: interrupted, Signal: signal, Start: r.started, End: time.Now(),
+		Manifest: r.manifest, Interrupted: interrupted, Signal: signal, Start: r.started, End: time.Now(), Clusters: clusters(r.lane),
 		Repro:       report.Repro{Commit: commit, Dirty: dirty, Env: report.ReproEnv(os.LookupEnv)},
 		Baseline:    os.Getenv("E2E_BASELINE"),
 		Secrets:     r.secrets(),
@@ -86,6 +87,21 @@ func (r *run) finish(interrupted bool) int {
 		return exitFail
 	}
 	return v.ExitCode
+}
+
+// clusters are the lane's conformance clusters as the verdict judges them.
+func clusters(l *lane.Lane) []verdict.Cluster {
+	var out []verdict.Cluster
+	for _, c := range l.ConformanceClusters() {
+		vc := verdict.Cluster{Name: c.Name, Version: c.Kubernetes.Version, Patch: c.Kubernetes.Patch}
+		for _, p := range l.Pools {
+			if p.ClusterName() == c.Name {
+				vc.Pools = append(vc.Pools, p.Name)
+			}
+		}
+		out = append(out, vc)
+	}
+	return out
 }
 
 func clip(s string, n int) string {

@@ -196,8 +196,19 @@ func (s *Substrate) Up(ctx context.Context, clock *budget.Clock) (c *cluster.Clu
 		return nil, err
 	}
 	w.OnStop(s.k.Stop)
+	// The versions the chart the sim renders offers, as its own files say: a cluster at any of
+	// them renders at that release (the tenant control plane reports it, the Talos workers'
+	// kubelet runs it), one outside them is refused as the chart refuses it.
+	versions, err := real.b.ChartVersions()
+	if err != nil {
+		return nil, &substrate.PreflightError{Substrate: "sim", Missing: err.Error(), Hint: "run `make tools`"}
+	}
+	offered := map[string]string{}
+	for _, v := range versions {
+		offered[v.Version] = v.Patch
+	}
 	if _, err := platform.Add(w.Manager(), platform.Options{
-		Versions: map[string]string{s.lane.Kubernetes.Version: s.lane.Kubernetes.Patch},
+		Versions: offered,
 		Canary:   s.canary, Faults: s.env.Faults, Health: s.health, Log: s.o.Log,
 	}); err != nil {
 		return nil, err
