@@ -31,10 +31,16 @@ func WritePlanWith(w io.Writer, l *Lane, extra ...PlanSection) {
 		fmt.Fprintf(w, "  where the numbers come from: %s\n", l.Budget.Note)
 	}
 	fmt.Fprintln(w)
+	writeClusters(w, l)
 
 	fmt.Fprintln(w, "phases (offset from job start: latest end if every phase before used its ceiling)")
 	var at time.Duration
+	group := ""
 	for i, p := range l.Budget.Phases {
+		if g := l.phaseGroup(i); g != group {
+			group = g
+			fmt.Fprintf(w, "  %s\n", g)
+		}
 		at += p.Ceiling.D()
 		fmt.Fprintf(w, "  %d. %-12s ceiling %-7s by +%s\n", i+1, p.Name, p.Ceiling, at)
 		if p.Note != "" {

@@ -60,7 +60,7 @@ func describe(st *state, sel Selection) {
 			s.Failures.AddEvidence(r.FullText(), evidence)
 		})
 		for _, p := range t.Pools {
-			labels := Label("pool:"+p.Name(), "class:"+p.Spec.Class, "os:"+p.OS.Name)
+			labels := Label("pool:"+p.Name(), "class:"+p.Spec.Class, "os:"+p.OS.Name, "cluster:"+p.App.Role, "kubernetes:"+p.App.Release.Version)
 			labels = append(labels, p.Labels...)
 			Describe(fmt.Sprintf("pool %s on class %s in %s", p.Name(), p.Spec.Class, p.Cluster()), labels, func() {
 				specs.PoolJoinSpec(ctx, func() specs.PoolJoinSpecInput {

@@ -48,8 +48,8 @@ func TestTheLaneCheckAndTheSimsSchedulerAgreeOnCapacity(t *testing.T) {
 	}
 	l.Pools[0].Replicas++
 	err = Check(l)
-	want := fmt.Sprintf("pools: %d worker VMs at once (%d in the pools), each asking %s in its virt-launcher Pod, do not fit the sim's management Nodes (%s)",
-		sw.Workers+1, sw.Workers+1, sw.Price, capacity.Describe(sw.Nodes))
+	want := fmt.Sprintf("pools: %d worker VMs at once (%d in the pools of pools %d + classes %d, every cluster at once), each asking %s in its virt-launcher Pod, do not fit the sim's management Nodes (%s)",
+		sw.Workers+1, sw.Workers+1, l.Pools[0].Replicas, others, sw.Price, capacity.Describe(sw.Nodes))
 	if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "run at most "+strconv.Itoa(sw.Workers)+" workers at once") {
 		t.Fatalf("a sim lane of %d workers, one over the limit: want %q, got %v", sw.Workers+1, want, err)
 	}
