@@ -54,6 +54,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stderr, err)
 			return 2
 		}
+		if l.Deprecation != "" {
+			fmt.Fprintln(stderr, l.Deprecation)
+		}
 		lane.WritePlanWith(stdout, l, append(catalog.PlanSections(l), registry.PlanSections(l)...)...)
 		return 0
 	}

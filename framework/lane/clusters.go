@@ -26,8 +26,9 @@ type Cluster struct {
 	// one pool per cluster, named the same way ("md0-v1-35").
 	Versions *Versions `json:"versions,omitempty"`
 
-	// Expanded is the entry a cluster was made from by its versions ("" when written as is).
-	Expanded string `json:"-"`
+	// Expanded is the entry a cluster was made from by its versions ("" when written as is), and
+	// Selected what those versions said ("newest 2").
+	Expanded, Selected string `json:"-"`
 	// src is 1 + the index of the clusters[] entry it came from; 0 for a cluster only pools
 	// name, or made in code.
 	src int
@@ -276,7 +277,7 @@ func (l *Lane) expand() {
 		pools = next
 		for _, r := range rels {
 			clusters = append(clusters, Cluster{Name: c.Name + "-" + versionTag(r.Version), Kubernetes: &Release{Version: r.Version, Patch: r.Patch},
-				Expanded: c.Name, src: i + 1})
+				Expanded: c.Name, Selected: c.Versions.String(), src: i + 1})
 		}
 	}
 	l.ClusterSpecs, l.Pools = clusters, pools

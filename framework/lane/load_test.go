@@ -134,7 +134,7 @@ func TestShippedLanesLoad(t *testing.T) {
 			t.Errorf("%s: budget over cap by %s", l.Name, -h)
 		}
 	}
-	for _, want := range []string{"sim", "sim-lifecycle", "kubernetes-latest", "kubernetes-previous", "kubernetes-lifecycle"} {
+	for _, want := range []string{"sim", "sim-lifecycle", "kubernetes", "kubernetes-lifecycle"} {
 		if !names[want] {
 			t.Errorf("lane %s missing", want)
 		}

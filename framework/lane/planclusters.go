@@ -62,12 +62,7 @@ func writeClusters(w io.Writer, l *Lane) {
 			}
 		}
 		if c.Expanded != "" {
-			from = "clusters entry " + c.Expanded + ", one of its versions"
-			for _, d := range l.ClusterSpecs {
-				if d.Name == c.Name && d.Versions != nil {
-					from += " (" + d.Versions.String() + ")"
-				}
-			}
+			from = fmt.Sprintf("clusters entry %s, versions %s", c.Expanded, c.Selected)
 		}
 		fmt.Fprintf(w, "  %-14s Kubernetes %-6s (kubelet %s)  %d workers: %s  [%s]\n", c.Name, c.Kubernetes.Version, c.Kubernetes.Patch, workers, strings.Join(pools, ", "), from)
 	}

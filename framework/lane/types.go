@@ -53,6 +53,9 @@ type Lane struct {
 
 	// File is the path the lane was loaded from.
 	File string `json:"-"`
+	// Deprecation, when set, is the line to print before anything else: the lane was asked for
+	// by an old name (Aliases).
+	Deprecation string `json:"-"`
 	// lines maps field paths to their line in File.
 	lines map[string]int
 }

@@ -28,14 +28,14 @@ func shippedLane(t *testing.T, name string) *lane.Lane {
 }
 
 // pinned is the shipped lane with its node image pinned, as a maintainer pins it.
-func pinned(t *testing.T, name string) *lane.Lane {
+func pinned(t *testing.T, name string) *lane.Lane { return pinnedAt(t, name, "v1.35.4") }
+
+// pinnedAt is the shipped lane with its node image pinned at Kubernetes version.
+func pinnedAt(t *testing.T, name, version string) *lane.Lane {
 	l := shippedLane(t, name)
 	for i := range l.Components {
 		if l.Components[i].Name == lane.KindNodeComponent {
-			l.Components[i].Version = "v1.35.4"
-			if name == "kubernetes-previous" {
-				l.Components[i].Version = "v1.34.9"
-			}
+			l.Components[i].Version = version
 			l.Components[i].Digest = testDigest
 		}
 	}
@@ -63,7 +63,7 @@ func golden(t *testing.T, name string, got []byte) {
 // place of kindnet and kube-proxy, and the kubelet told not to refuse cgroup v1 (v1.35 does by
 // default). kind itself must accept it.
 func TestNodeConfigOfTheShippedLane(t *testing.T) {
-	cfg, err := Config(pinned(t, "kubernetes-latest"), ConfigOptions{CgroupV1: true})
+	cfg, err := Config(pinned(t, "kubernetes"), ConfigOptions{CgroupV1: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +71,7 @@ func TestNodeConfigOfTheShippedLane(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "kind-config-kubernetes-latest-cgroupv1.yaml", data)
+	golden(t, "kind-config-kubernetes-cgroupv1.yaml", data)
 	if !strings.Contains(string(data), "failCgroupV1: false") || !strings.Contains(string(data), "containerPath: /dev/kvm") {
 		t.Fatalf("config lacks the cgroup patch or /dev/kvm:\n%s", data)
 	}
@@ -95,7 +95,7 @@ func TestNodeConfigOfTheShippedLane(t *testing.T) {
 		t.Fatalf("networking.dnsDomain %q in the kubeadm patches, want cozy.local:\n%s", got, data)
 	}
 	// v1.34 kubelets accept cgroup v1 by default: no patch there.
-	prev, err := Config(pinned(t, "kubernetes-previous"), ConfigOptions{CgroupV1: true})
+	prev, err := Config(pinnedAt(t, "kubernetes", "v1.34.9"), ConfigOptions{CgroupV1: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +131,7 @@ func clusterDomainPatch(t *testing.T, patches []string) string {
 // A lane's own domain reaches both the kind config and the platform Package; a lane that
 // names none gets the platform's default.
 func TestClusterDomainFollowsTheLane(t *testing.T) {
-	l := pinned(t, "kubernetes-latest")
+	l := pinned(t, "kubernetes")
 	l.Kind.Networking.DNSDomain = "e2e.example"
 	cfg, err := Config(l, ConfigOptions{})
 	if err != nil {
@@ -153,7 +153,7 @@ func TestClusterDomainFollowsTheLane(t *testing.T) {
 // Registry mirrors become containerd hosts files mounted into every node, port mappings and
 // workers come from the lane, and an emulation lane mounts no /dev/kvm.
 func TestNodeConfigWithMirrorsPortsAndWorkers(t *testing.T) {
-	l := pinned(t, "kubernetes-latest")
+	l := pinned(t, "kubernetes")
 	l.Kind.Workers = 1
 	l.Kind.RegistryMirrors = map[string][]string{
 		"docker.io": {"http://mirror.local:5000"},
@@ -186,7 +186,7 @@ func TestNodeConfigWithMirrorsPortsAndWorkers(t *testing.T) {
 			t.Fatalf("an emulation lane mounts %v", n.ExtraMounts)
 		}
 	}
-	if _, err := Config(pinned(t, "kubernetes-latest"), ConfigOptions{}); err != nil {
+	if _, err := Config(pinned(t, "kubernetes"), ConfigOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	l.Kind.RegistryMirrors = map[string][]string{"docker.io": {"http://m"}}
@@ -197,14 +197,14 @@ func TestNodeConfigWithMirrorsPortsAndWorkers(t *testing.T) {
 
 // The shipped lanes do not pin the node image digest yet: the config refuses to invent one.
 func TestUnpinnedNodeImageIsRefused(t *testing.T) {
-	_, err := Config(shippedLane(t, "kubernetes-latest"), ConfigOptions{})
+	_, err := Config(shippedLane(t, "kubernetes"), ConfigOptions{})
 	if err == nil || !strings.Contains(err.Error(), "components kind-node: the node image docker.io/kindest/node:v1.35 has no digest") {
 		t.Fatalf("want the unpinned node image named, got %v", err)
 	}
 }
 
 func BenchmarkNodeConfig(b *testing.B) {
-	l, err := lane.Load(filepath.Join("..", "..", "..", "lanes", "kubernetes-latest.yaml"))
+	l, err := lane.Load(filepath.Join("..", "..", "..", "lanes", "kubernetes.yaml"))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -41,7 +41,7 @@ func fakeHost() Host {
 // Each missing prerequisite is named on its own, with what the lane needs; a machine that has
 // everything passes.
 func TestPreflightNamesEachMissingPiece(t *testing.T) {
-	l := pinned(t, "kubernetes-latest")
+	l := pinned(t, "kubernetes")
 	if err := Check(context.Background(), l, fakeHost()).Err(l); err != nil {
 		t.Fatalf("a complete machine refused: %v", err)
 	}
@@ -125,7 +125,7 @@ func TestPreflightNamesEachMissingPiece(t *testing.T) {
 			}
 		})
 	}
-	emu := pinned(t, "kubernetes-latest")
+	emu := pinned(t, "kubernetes")
 	emu.Kind.Emulation = true
 	h := fakeHost()
 	h.Exists = func(string) bool { return false }
@@ -138,7 +138,7 @@ func TestPreflightNamesEachMissingPiece(t *testing.T) {
 // preflight within seconds, naming what is missing, and writes substrate/preflight.txt.
 func TestPreflightOnThisMachine(t *testing.T) {
 	artifacts := t.TempDir()
-	s, err := New(shippedLane(t, "kubernetes-latest"), Options{Options: substrate.Options{Artifacts: artifacts, WorkDir: t.TempDir()}})
+	s, err := New(shippedLane(t, "kubernetes"), Options{Options: substrate.Options{Artifacts: artifacts, WorkDir: t.TempDir()}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +156,7 @@ func TestPreflightOnThisMachine(t *testing.T) {
 	if !errors.As(err, &pe) {
 		t.Fatalf("want a *substrate.PreflightError, got %v", err)
 	}
-	for _, want := range []string{"preflight (kind):", "node image:", "cpu:", "platform: ../../../lanes/kubernetes-latest.yaml: platform.source is \"release:unknown\""} {
+	for _, want := range []string{"preflight (kind):", "node image:", "cpu:", "platform: ../../../lanes/kubernetes.yaml: platform.source is \"release:unknown\""} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("message lacks %q", want)
 		}
@@ -169,7 +169,7 @@ func TestPreflightOnThisMachine(t *testing.T) {
 }
 
 func TestFromPhaseMustBeALanePhase(t *testing.T) {
-	_, err := New(shippedLane(t, "kubernetes-latest"), Options{FromPhase: "install"})
+	_, err := New(shippedLane(t, "kubernetes"), Options{FromPhase: "install"})
 	if err == nil || !strings.Contains(err.Error(), "E2E_FROM_PHASE=install is not a phase of") || !strings.Contains(err.Error(), "preflight, cluster, components") {
 		t.Fatalf("want the phases named, got %v", err)
 	}
