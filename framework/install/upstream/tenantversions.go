@@ -83,3 +83,12 @@ func SimTenantVersions() TenantVersions {
 		Schema:  "packages/apps/kubernetes/values.schema.json:172-183",
 		Patches: "packages/apps/kubernetes/files/versions.yaml:1-5"}
 }
+
+// tenantReleases says each offered version's release: "v1.35 v1.35.6, v1.34 v1.34.9, ...".
+func tenantReleases(tv TenantVersions) string {
+	out := make([]string, len(tv.Offered))
+	for i, v := range tv.Offered {
+		out[i] = v.Version + " " + v.Patch
+	}
+	return strings.Join(out, ", ")
+}
