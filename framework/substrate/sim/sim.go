@@ -240,6 +240,15 @@ func (s *Substrate) Up(ctx context.Context, clock *budget.Clock) (c *cluster.Clu
 	if err := platform.InstallBuiltins(pctx, w.Cluster.Client); err != nil {
 		return nil, err
 	}
+	// The Kubernetes app's definition carries the values schema of the chart the sim renders,
+	// as the platform's does: the harness reads the tenant versions offered from it.
+	valuesSchema, err := os.ReadFile(filepath.Join(real.b.ChartDir(), "values.schema.json"))
+	if err != nil {
+		return nil, &substrate.PreflightError{Substrate: "sim", Missing: err.Error(), Hint: "run `make tools`"}
+	}
+	if err := platform.PublishKubernetesDefinition(pctx, w.Cluster.Client, valuesSchema); err != nil {
+		return nil, err
+	}
 	px, err := startProxy(w.API, w.API.Admin(), s.env, s.o.Log)
 	if err != nil {
 		return nil, err
