@@ -169,7 +169,7 @@ func cmdDown(args []string, stdout, stderr io.Writer) int {
 		return exitConfig
 	}
 	if *laneArg == "" {
-		fmt.Fprintln(stderr, "e2e down: --lane is required (example: e2e down --lane kubernetes-latest)")
+		fmt.Fprintln(stderr, "e2e down: --lane is required (example: e2e down --lane kubernetes)")
 		return exitConfig
 	}
 	root, err := projectRoot()

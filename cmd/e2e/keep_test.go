@@ -78,7 +78,7 @@ func (a accessible) Describe() []string                                         
 // The block a kept run prints says how to reach the management and tenant clusters, names the
 // namespace and the failed pool's objects, the commands to look, and the one that tears down.
 func TestAKeptRunSaysHowToReachEverything(t *testing.T) {
-	l, err := lane.Find("../../lanes", "kubernetes-latest")
+	l, err := lane.Find("../../lanes", "kubernetes")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +99,7 @@ func TestAKeptRunSaysHowToReachEverything(t *testing.T) {
 	}
 	var out bytes.Buffer
 	con := progress.NewConsole(progress.Options{Out: &out})
-	r := &run{opts: runOptions{Lane: "kubernetes-latest"}, lane: l, artifacts: art, work: work, sub: accessible{"kind"}, con: con}
+	r := &run{opts: runOptions{Lane: "kubernetes"}, lane: l, artifacts: art, work: work, sub: accessible{"kind"}, con: con}
 	con.Close()
 	r.keep("E2E_KEEP=on-failure and the run failed")
 	mgmt := filepath.Join(work, "management.kubeconfig")
@@ -114,7 +114,7 @@ func TestAKeptRunSaysHowToReachEverything(t *testing.T) {
 		"  the kind substrate:",
 		"    kind cluster x kept",
 		"    kubeconfig: /k",
-		"  tear it all down: bin/e2e down --lane kubernetes-latest --work " + work,
+		"  tear it all down: bin/e2e down --lane kubernetes --work " + work,
 	}
 	if got := strings.TrimRight(out.String(), "\n"); got != strings.Join(want, "\n") {
 		t.Fatalf("printed:\n%s\nwant:\n%s", got, strings.Join(want, "\n"))

@@ -26,7 +26,7 @@ func TestEveryKnobIsCheckedBeforeAnythingStarts(t *testing.T) {
 	if err := os.WriteFile(notBaseline, []byte("[1, 2"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	kind := filepath.Join("..", "..", "lanes", "kubernetes-latest.yaml")
+	kind := filepath.Join("..", "..", "lanes", "kubernetes.yaml")
 	cases := []struct {
 		name string
 		args []string
@@ -150,3 +150,30 @@ var errTest = errString("bad")
 type errString string
 
 func (e errString) Error() string { return string(e) }
+
+// A sim lane whose workers do not fit the sim's management Nodes is refused by --check, as by
+// the run, before any phase: exit 2 with the arithmetic.
+func TestCheckRefusesASimLaneTheSimCannotHold(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "..", "lanes", "sim.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	big := strings.Replace(string(data), "  - name: md0\n    class: talos\n    replicas: 2\n", "  - name: md0\n    class: talos\n    replicas: 80\n", 1)
+	if big == string(data) {
+		t.Fatal("lanes/sim.yaml has no md0 of 2 workers; update the test")
+	}
+	path := filepath.Join(t.TempDir(), "sim.yaml")
+	if err := os.WriteFile(path, []byte(big), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range append(knobNames(), "LANE") {
+		t.Setenv(k, "")
+	}
+	var out, errb bytes.Buffer
+	if code := dispatch(context.Background(), []string{"run", "--check", "--lane", path}, &out, &errb); code != exitConfig {
+		t.Fatalf("exit %d, want %d: %s", code, exitConfig, errb.String())
+	}
+	if !strings.Contains(errb.String(), "pools: 82 worker VMs at once") || !strings.Contains(errb.String(), "run at most 72 workers at once") {
+		t.Fatalf("message lacks the arithmetic: %s", errb.String())
+	}
+}

@@ -36,7 +36,7 @@ func TestAKindRunRecordsItsNodeImage(t *testing.T) {
 	t.Setenv("E2E_KIND_NODE_IMAGE", override)
 	art := filepath.Join(t.TempDir(), "artifacts")
 	var out bytes.Buffer
-	r, err := newRun(runOptions{Lane: "kubernetes-latest", LanesDir: "lanes", Artifacts: art, RunID: "ni1", NoBuild: true}, &out)
+	r, err := newRun(runOptions{Lane: "kubernetes", LanesDir: "lanes", Artifacts: art, RunID: "ni1", NoBuild: true}, &out)
 	if err != nil {
 		t.Fatal(err)
 	}

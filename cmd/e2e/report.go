@@ -87,7 +87,7 @@ func (r *run) finish(interrupted bool) int {
 	v, err := report.Write(report.Options{
 		Dir: r.artifacts, Lane: r.lane.Name, LaneFile: r.laneCopy(), SoftClasses: r.lane.Policy.Soft,
 		RunID: r.opts.RunID, Suites: suites, Timings: r.clock.Timings(), Failures: r.failures,
-		Manifest: r.manifest, Interrupted: interrupted, Signal: signal, Start: r.started, End: time.Now(),
+		Manifest: r.manifest, Interrupted: interrupted, Signal: signal, Start: r.started, End: time.Now(), Clusters: clusters(r.lane),
 		Repro:       report.Repro{Commit: commit, Dirty: dirty, Env: r.reproEnv()},
 		Baseline:    os.Getenv("E2E_BASELINE"),
 		Secrets:     r.secrets(),
@@ -107,6 +107,21 @@ func (r *run) finish(interrupted bool) int {
 		return exitFail
 	}
 	return v.ExitCode
+}
+
+// clusters are the lane's conformance clusters as the verdict judges them.
+func clusters(l *lane.Lane) []verdict.Cluster {
+	var out []verdict.Cluster
+	for _, c := range l.ConformanceClusters() {
+		vc := verdict.Cluster{Name: c.Name, Version: c.Kubernetes.Version, Patch: c.Kubernetes.Patch}
+		for _, p := range l.Pools {
+			if p.ClusterName() == c.Name {
+				vc.Pools = append(vc.Pools, p.Name)
+			}
+		}
+		out = append(out, vc)
+	}
+	return out
 }
 
 func clip(s string, n int) string {

@@ -101,7 +101,7 @@ func TestReproCommandRefusesAMissingCheckout(t *testing.T) {
 func TestReproEnforcesTheRecordedNodeImage(t *testing.T) {
 	const pinned = "docker.io/kindest/node:v1.35.0@sha256:452d707d4862f52530247495d180205e029056831160e22870e37e3f6c1ac31f"
 	const other = "kindest/node:v1.36.1@sha256:3489c7674813ba5d8b1a9977baea8a6e553784dab7b84759d1014dbd78f7ebd5"
-	l, err := lane.Load(filepath.Join("..", "..", "lanes", "kubernetes-latest.yaml"))
+	l, err := lane.Load(filepath.Join("..", "..", "lanes", "kubernetes.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -116,7 +116,15 @@ func configure(args []string, getenv func(string) string, stderr io.Writer) (run
 		}
 		return o, fmt.Errorf("%s: %w; want a lane name or lane file (example: make e2e LANE=sim)", src, err)
 	}
+	if o.CheckOnly && o.lane.Deprecation != "" {
+		fmt.Fprintf(stderr, "e2e run: %s\n", o.lane.Deprecation)
+	}
 	if err := checkKnobs(getenv, o.lane); err != nil {
+		return o, err
+	}
+	// What the lane's suites need of it (their phases, the room for their workers) is refused
+	// here too, so --check says what a run would refuse before any phase.
+	if err := registry.Check(o.lane); err != nil {
 		return o, err
 	}
 	o.Artifacts = getenv("E2E_ARTIFACTS")
@@ -169,6 +177,9 @@ func newRun(o runOptions, stdout io.Writer) (*run, error) {
 		if l, err = lane.Find(dir, o.Lane); err != nil {
 			return nil, err
 		}
+	}
+	if l.Deprecation != "" {
+		fmt.Fprintf(stdout, "e2e: %s\n", l.Deprecation)
 	}
 	if err := registry.Check(l); err != nil {
 		return nil, err

@@ -42,7 +42,7 @@ func TestTheRegistryLoginNeverStaysInTheArtifacts(t *testing.T) {
 	t.Setenv("E2E_PLATFORM_REGISTRY_PASSWORD", password)
 	art := filepath.Join(t.TempDir(), "artifacts")
 	var out bytes.Buffer
-	r, err := newRun(runOptions{Lane: "kubernetes-latest", LanesDir: "lanes", Artifacts: art, RunID: "rl1", NoBuild: true}, &out)
+	r, err := newRun(runOptions{Lane: "kubernetes", LanesDir: "lanes", Artifacts: art, RunID: "rl1", NoBuild: true}, &out)
 	if err != nil {
 		t.Fatal(err)
 	}

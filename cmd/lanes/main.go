@@ -55,6 +55,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stderr, err)
 			return 2
 		}
+		if l.Deprecation != "" {
+			fmt.Fprintln(stderr, l.Deprecation)
+		}
 		sections := append(catalog.PlanSections(l), registry.PlanSections(l)...)
 		sections = append(sections, install.StoragePlanSection())
 		lane.WritePlanWith(stdout, l, sections...)

@@ -137,7 +137,7 @@ func (e *env) namespace(name string) {
 
 func testLane(t *testing.T) *lane.Lane {
 	t.Helper()
-	l, err := lane.Load(filepath.Join("..", "..", "lanes", "kubernetes-latest.yaml"))
+	l, err := lane.Load(filepath.Join("..", "..", "lanes", "kubernetes.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,3 +20,11 @@ func (l *Lane) CheckCapacity(workers int, perWorkerGiB float64, why string) Erro
 	}
 	return v.errs
 }
+
+// Refuse is one problem of the lane at field path, with its file and line: a check made outside
+// this package (the sim's capacity) speaks like lanes-check.
+func (l *Lane) Refuse(path, format string, args ...any) Errors {
+	v := &validator{file: l.File, lines: l.lines}
+	v.fail(path, format, args...)
+	return v.errs
+}

@@ -45,6 +45,11 @@ type scalarDecoder interface {
 	decodeScalar(value string) error
 }
 
+// nodeDecoder is implemented by types that take more than one YAML shape (Versions).
+type nodeDecoder interface {
+	decodeNode(n *yaml.Node) error
+}
+
 // decoder walks a YAML node tree into Go values, keeping the field path so that
 // every error names the field it is about. Unknown fields are errors.
 type decoder struct {
@@ -76,6 +81,12 @@ func (d *decoder) decode(path string, n *yaml.Node, v reflect.Value) {
 			v.Set(reflect.New(v.Type().Elem()))
 		}
 		d.decode(path, n, v.Elem())
+		return
+	}
+	if nd, ok := v.Addr().Interface().(nodeDecoder); ok {
+		if err := nd.decodeNode(n); err != nil {
+			d.fail(path, n, "%v", err)
+		}
 		return
 	}
 	if sd, ok := v.Addr().Interface().(scalarDecoder); ok {

@@ -44,6 +44,15 @@ func Parse(path string, data []byte) (*Lane, error) {
 		return nil, d.errs
 	}
 	l.lines = d.lines
+	for i := range l.Pools {
+		l.Pools[i].src = i + 1
+	}
+	if errs := l.Validate(); len(errs) > 0 {
+		return nil, errs
+	}
+	// The clusters made at several versions are expanded once the lane is known good, and the
+	// expanded lane is held to the same rules (its names' lengths, say).
+	l.expand()
 	if errs := l.Validate(); len(errs) > 0 {
 		return nil, errs
 	}
@@ -74,12 +83,36 @@ func LoadDir(dir string) ([]*Lane, error) {
 	return lanes, errors.Join(errs...)
 }
 
-// Find loads lanes/<name>.yaml under dir, or the file itself when name is a path.
+// Alias is an old lane name that still runs, for one release, as the lane it merged into.
+type Alias struct {
+	// Lane is the lane it runs; Why says what became of it.
+	Lane, Why string
+}
+
+// Aliases are the old lane names: the kind lanes of one tenant version each, merged into one
+// lane whose conformance clusters run every version on one platform install.
+var Aliases = map[string]Alias{
+	"kubernetes-latest":   {Lane: "kubernetes", Why: "its v1.35 tenant cluster is one of lane kubernetes's clusters, beside v1.34, on one platform install"},
+	"kubernetes-previous": {Lane: "kubernetes", Why: "its v1.34 tenant cluster is one of lane kubernetes's clusters, beside v1.35, on one platform install"},
+}
+
+// Find loads lanes/<name>.yaml under dir, or the file itself when name is a path. An old name
+// (Aliases) with no file of its own loads the lane it merged into, with Deprecation set.
 func Find(dir, name string) (*Lane, error) {
 	if strings.HasSuffix(name, ".yaml") || strings.ContainsRune(name, os.PathSeparator) {
 		return Load(name)
 	}
 	path := filepath.Join(dir, name+".yaml")
+	if a, ok := Aliases[name]; ok {
+		if _, err := os.Stat(path); err != nil {
+			l, err := Find(dir, a.Lane)
+			if err != nil {
+				return nil, fmt.Errorf("lane %s (an old name of lane %s): %w", name, a.Lane, err)
+			}
+			l.Deprecation = fmt.Sprintf("lane %s is deprecated and runs lane %s: %s; the old name goes in the next release (use LANE=%s)", name, a.Lane, a.Why, a.Lane)
+			return l, nil
+		}
+	}
 	if _, err := os.Stat(path); err != nil {
 		known, _ := filepath.Glob(filepath.Join(dir, "*.yaml"))
 		names := make([]string, 0, len(known))

@@ -11,7 +11,7 @@ import (
 
 const good = `name: x
 substrate: sim
-kubernetes: {version: v1.35, patch: v1.35.4}
+kubernetes: {version: v1.35, patch: v1.35.6}
 pools:
   - {name: md0, class: talos, replicas: 2}
 workload: {image: docker.io/library/nginx, digest: sha256:4a73073bd557c65b759505da037898b61f1be6cbcc3c2c3aeac22d2a470c1752}
@@ -59,7 +59,7 @@ func TestParseRefusesBrokenLanes(t *testing.T) {
 		{"name mismatch", "name: x", "name: y", []string{`name: "y" does not match the file name (want "x")`}},
 		{"workload unpinned", "digest: sha256:4a73073bd557c65b759505da037898b61f1be6cbcc3c2c3aeac22d2a470c1752}", "digest: latest}", []string{`lanes/x.yaml:6: workload.digest: "latest" is not a sha256 digest`}},
 		{"timeout above ceiling", "schedulable: 30s", "schedulable: 3m", []string{"budget.phases[1].timeouts.schedulable: 3m0s is above the phase ceiling 2m0s"}},
-		{"patch of another minor", "patch: v1.35.4", "patch: v1.34.4", []string{"kubernetes.patch: v1.34.4 is not a release of v1.35"}},
+		{"patch of another minor", "patch: v1.35.6", "patch: v1.34.4", []string{"kubernetes.patch: v1.34.4 is not a release of v1.35"}},
 		{"wrong type", "replicas: 2", "replicas: two", []string{`pools[0].replicas: "two" is not a whole number`}},
 		{"cluster not a DNS label", "replicas: 2}", "replicas: 2, cluster: Classes}", []string{`lanes/x.yaml:5: pools[0].cluster: "Classes" is not a DNS label`}},
 		{"cluster of the refusals", "replicas: 2}", "replicas: 2, cluster: refusals}", []string{`lanes/x.yaml:5: pools[0].cluster: "refusals" is the kubernetes suite's cluster of refused pools`}},
@@ -134,7 +134,7 @@ func TestShippedLanesLoad(t *testing.T) {
 			t.Errorf("%s: budget over cap by %s", l.Name, -h)
 		}
 	}
-	for _, want := range []string{"sim", "sim-lifecycle", "kubernetes-latest", "kubernetes-previous", "kubernetes-lifecycle"} {
+	for _, want := range []string{"sim", "sim-lifecycle", "kubernetes", "kubernetes-lifecycle"} {
 		if !names[want] {
 			t.Errorf("lane %s missing", want)
 		}

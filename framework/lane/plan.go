@@ -3,6 +3,7 @@ package lane
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -24,17 +25,30 @@ func WritePlan(w io.Writer, l *Lane) { WritePlanWith(w, l) }
 // WritePlanWith is WritePlan with extra sections printed after the pins.
 func WritePlanWith(w io.Writer, l *Lane, extra ...PlanSection) {
 	a := l.Budget.Arithmetic()
-	fmt.Fprintf(w, "lane %s (%s substrate), tenant Kubernetes %s (kubelet %s)\n", l.Name, l.Substrate, l.Kubernetes.Version, l.Kubernetes.Patch)
+	var versions []string
+	for _, c := range l.ConformanceClusters() {
+		if !slices.Contains(versions, c.Kubernetes.Version) {
+			versions = append(versions, c.Kubernetes.Version)
+		}
+	}
+	fmt.Fprintf(w, "lane %s (%s substrate), one install, %d conformance cluster(s) at tenant Kubernetes %s; the lane's own %s (kubelet %s)\n",
+		l.Name, l.Substrate, len(l.Clusters()), strings.Join(versions, ", "), l.Kubernetes.Version, l.Kubernetes.Patch)
 	fmt.Fprintf(w, "job cap %s: phases %s + diagnostics reserve %s + artifact reserve %s + margin %s = %s (headroom %s)\n",
 		a.Cap, a.Phases, a.Diagnostics, a.Artifacts, a.Margin, a.Total, a.Headroom)
 	if l.Budget.Note != "" {
 		fmt.Fprintf(w, "  where the numbers come from: %s\n", l.Budget.Note)
 	}
 	fmt.Fprintln(w)
+	writeClusters(w, l)
 
 	fmt.Fprintln(w, "phases (offset from job start: latest end if every phase before used its ceiling)")
 	var at time.Duration
+	group := ""
 	for i, p := range l.Budget.Phases {
+		if g := l.phaseGroup(i); g != group {
+			group = g
+			fmt.Fprintf(w, "  %s\n", g)
+		}
 		at += p.Ceiling.D()
 		fmt.Fprintf(w, "  %d. %-12s ceiling %-7s by +%s\n", i+1, p.Name, p.Ceiling, at)
 		if p.Note != "" {

@@ -22,11 +22,17 @@ type Lane struct {
 	Name        string    `json:"name" lane:"required"`
 	Description string    `json:"description,omitempty"`
 	Substrate   Substrate `json:"substrate" lane:"required"`
-	// Kubernetes is the tenant cluster's Kubernetes release.
+	// Kubernetes is the lane's tenant Kubernetes release: the release of every conformance
+	// cluster that does not say its own (clusters[].kubernetes), and of the refusal cluster.
 	Kubernetes Kubernetes `json:"kubernetes" lane:"required"`
+	// ClusterSpecs are the conformance clusters the lane says something of (clusters[]): their
+	// release, or the versions they are made at. A cluster the pools name without an entry
+	// runs the lane's kubernetes. Once loaded, entries with versions are expanded (Cluster).
+	ClusterSpecs []Cluster `json:"clusters,omitempty"`
 	// Classes are operator NodeGroupClasses the lane creates before its pools.
 	Classes []Class `json:"classes,omitempty"`
-	// Pools are the tenant's worker pools, brought up in parallel.
+	// Pools are the tenant's worker pools, brought up in parallel. Once loaded, a pool of a
+	// clusters[] entry with versions is one pool per version (Cluster.Versions).
 	Pools []Pool `json:"pools" lane:"required"`
 	// Workload is the pod run on every Node of every pool.
 	Workload Workload `json:"workload" lane:"required"`
@@ -47,13 +53,17 @@ type Lane struct {
 
 	// File is the path the lane was loaded from.
 	File string `json:"-"`
+	// Deprecation, when set, is the line to print before anything else: the lane was asked for
+	// by an old name (Aliases).
+	Deprecation string `json:"-"`
 	// lines maps field paths to their line in File.
 	lines map[string]int
 }
 
-// Kubernetes is the tenant cluster's release.
+// Kubernetes is the lane's tenant release.
 type Kubernetes struct {
-	// Version is the tenant app's version key, as in the platform's versions map ("v1.35").
+	// Version is the tenant app's version key, as in the platform's versions map ("v1.35"): one
+	// the platform's Kubernetes chart offers at the pinned revision (Lane.TenantVersions).
 	Version string `json:"version" lane:"required"`
 	// Patch is the exact release the workers' kubelet must report ("v1.35.6").
 	Patch string `json:"patch" lane:"required"`
@@ -89,6 +99,18 @@ type Pool struct {
 	// Cozystack's chart: Cozystack disables the container cluster-wide, and it has been
 	// reported holding virt-launcher in PodInitializing.
 	LogSerialConsole bool `json:"logSerialConsole,omitempty"`
+
+	// src is 1 + the index of the pools[] entry the pool was written as (an expanded pool
+	// shares its entry's); 0 for a pool made in code, whose own index then stands.
+	src int
+}
+
+// path is the field path of the pools[] entry pool i was written as.
+func (p Pool) path(i int) string {
+	if p.src > 0 {
+		i = p.src - 1
+	}
+	return fmt.Sprintf("pools[%d]", i)
 }
 
 // DefaultCluster is the conformance cluster of a pool that names none; RefusalCluster is the

@@ -33,7 +33,7 @@ func (l *Lane) Validate() Errors {
 	if !substrateOK[l.Substrate] {
 		v.fail("substrate", "%q is not a substrate (kind, existing, sim)", l.Substrate)
 	}
-	l.validateKubernetes(v)
+	l.validateClusters(v)
 	classes := l.validateClasses(v)
 	l.validatePools(v, classes)
 	if !digestRe.MatchString(l.Workload.Digest) {
@@ -129,20 +129,6 @@ func (v *validator) line(path string) int {
 	return 0
 }
 
-func (l *Lane) validateKubernetes(v *validator) {
-	m := minorRe.FindStringSubmatch(l.Kubernetes.Version)
-	if m == nil {
-		v.fail("kubernetes.version", "%q is not a version key like v1.35", l.Kubernetes.Version)
-	}
-	p := patchRe.FindStringSubmatch(l.Kubernetes.Patch)
-	if p == nil {
-		v.fail("kubernetes.patch", "%q is not a release like v1.35.6", l.Kubernetes.Patch)
-	}
-	if m != nil && p != nil && m[1] != p[1] {
-		v.fail("kubernetes.patch", "%s is not a release of %s", l.Kubernetes.Patch, l.Kubernetes.Version)
-	}
-}
-
 func (l *Lane) validateClasses(v *validator) map[string]bool {
 	names := map[string]bool{"talos": true, "kairos": true}
 	for i, c := range l.Classes {
@@ -183,12 +169,13 @@ func (l *Lane) validatePools(v *validator, classes map[string]bool) {
 		v.fail("pools", "names no pool")
 	}
 	for i, p := range l.Pools {
-		path := fmt.Sprintf("pools[%d]", i)
+		path := p.path(i)
 		v.uniqueName(path+".name", p.Name, "a DNS label", seen)
 		validatePoolNames(v, path, p)
 		if !classes[p.Class] {
 			v.fail(path+".class", "%q is neither a built-in class (talos, kairos) nor declared under classes", p.Class)
 		}
+		l.validatePoolRelease(v, path, p)
 		if p.Replicas < 1 {
 			v.fail(path+".replicas", "%d: a pool under test needs at least one worker", p.Replicas)
 		}

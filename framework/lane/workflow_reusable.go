@@ -20,7 +20,7 @@ var reusableTmpl = template.Must(template.New("reusable").Funcs(template.FuncMap
 #     needs: finalize
 #     uses: ` + HarnessRepository + `/` + ReusableWorkflowPath + `@<harness commit>
 #     with:
-#       lane: kubernetes-latest
+#       lane: kubernetes
 #       harness-ref: <harness commit>
 #       platform-artifact: operator-manifest
 #       platform-source: manifest:_platform/cozystack-operator-generic.yaml@${{ "{{" }} needs.finalize.outputs.manifest-sha256 {{ "}}" }}
@@ -41,7 +41,7 @@ on:
   workflow_call:
     inputs:
       lane:
-        description: "The kind lane to run:{{range .Lanes}} {{.Name}}{{end}}"
+        description: "The kind lane to run:{{range .Lanes}} {{.Name}}{{end}}{{if .Aliases}} (old names, for one release:{{range .Aliases}} {{.}}{{end}}){{end}}"
         type: string
         required: true
       platform-source:
@@ -103,8 +103,8 @@ jobs:
       # always the default branch).
       group: e2e-lane-${{ "{{" }} inputs.platform-run-id || github.ref {{ "}}" }}-${{ "{{" }} inputs.lane {{ "}}" }}
       cancel-in-progress: ${{ "{{" }} github.event_name == 'pull_request' {{ "}}" }}
-    runs-on: ${{ "{{" }} inputs.runs-on && fromJSON(inputs.runs-on) || fromJSON('{{.RunsOn}}')[inputs.lane] {{ "}}" }}
-    timeout-minutes: ${{ "{{" }} fromJSON('{{.Timeouts}}')[inputs.lane] {{ "}}" }}
+    runs-on: ${{ "{{" }} inputs.runs-on && fromJSON(inputs.runs-on) || fromJSON('{{.CallRunsOn}}')[inputs.lane] {{ "}}" }}
+    timeout-minutes: ${{ "{{" }} fromJSON('{{.CallTimeouts}}')[inputs.lane] {{ "}}" }}
     env:
       E2E_ARTIFACTS: _artifacts/${{ "{{" }} inputs.lane {{ "}}" }}
       E2E_PLATFORM_REGISTRY: ${{ "{{" }} inputs.platform-registry {{ "}}" }}

@@ -80,3 +80,78 @@ func TestWorkflowRefusesOnlyNightlyKindLanes(t *testing.T) {
 		t.Fatalf("every kind lane nightly: %v", err)
 	}
 }
+
+// Pull requests and pushes run one kind job per management setup: two every-change kind lanes
+// that install the same platform on the same management Kubernetes are refused (their tenant
+// versions belong in one lane's clusters), and the shipped matrix holds one lane per setup.
+func TestWorkflowRunsOneKindJobPerManagementSetup(t *testing.T) {
+	lanes, err := LoadDir(filepath.Join("..", "..", "lanes"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	setups := map[string]string{}
+	for _, l := range lanes {
+		if l.Substrate != SubstrateKind || l.Runner.Nightly {
+			continue
+		}
+		if other, dup := setups[l.ManagementSetup()]; dup {
+			t.Errorf("lanes %s and %s share the management setup %s", other, l.Name, l.ManagementSetup())
+		}
+		setups[l.ManagementSetup()] = l.Name
+	}
+	if len(setups) == 0 {
+		t.Fatal("no every-change kind lane")
+	}
+	var twin *Lane
+	for _, l := range lanes {
+		if l.Name == "kubernetes" {
+			c := *l
+			c.Name = "kubernetes-twin"
+			twin = &c
+		}
+	}
+	if twin == nil {
+		t.Fatal("no lane kubernetes")
+	}
+	_, err = Workflow(append(lanes, twin))
+	if err == nil || !strings.Contains(err.Error(), "kind lanes kubernetes, kubernetes-twin install the same management setup (platform release:unknown (isp-full-generic) on management Kubernetes v1.35.0)") {
+		t.Fatalf("two lanes of one setup: %v", err)
+	}
+	// A nightly lane stands apart.
+	twin.Runner.Nightly = true
+	if _, err := Workflow(append(lanes, twin)); err != nil {
+		t.Fatalf("a nightly twin: %v", err)
+	}
+}
+
+// The old lane names still run, for one release, as the lane they merged into, saying so; the
+// reusable workflow takes them and gives them that lane's runner and job cap.
+func TestOldLaneNamesRunTheMergedLane(t *testing.T) {
+	dir := filepath.Join("..", "..", "lanes")
+	for old, a := range Aliases {
+		l, err := Find(dir, old)
+		if err != nil {
+			t.Fatalf("%s: %v", old, err)
+		}
+		if l.Name != a.Lane || !strings.Contains(l.Deprecation, "lane "+old+" is deprecated and runs lane "+a.Lane) || !strings.Contains(l.Deprecation, "the old name goes in the next release") {
+			t.Errorf("%s: lane %s, deprecation %q", old, l.Name, l.Deprecation)
+		}
+	}
+	l, err := Find(dir, "kubernetes")
+	if err != nil || l.Deprecation != "" {
+		t.Fatalf("the lane by its own name: %v %q", err, l.Deprecation)
+	}
+	lanes, err := LoadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	re, err := ReusableWorkflow(lanes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for old := range Aliases {
+		if !strings.Contains(string(re), `"`+old+`":215`) || !strings.Contains(string(re), `"`+old+`":["oracle-vm-32cpu-128gb-x86-64"]`) {
+			t.Errorf("the reusable workflow does not take %s", old)
+		}
+	}
+}

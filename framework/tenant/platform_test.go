@@ -40,6 +40,7 @@ func TestPlatform(t *testing.T) {
 		"WaitRenderedWaitsForTheRestOfFluxsStatus":       testWaitRenderedWaitsForTheRestOfFluxsStatus,
 		"UpdatePoolWritesBackWhatItChanged":              testUpdatePoolWritesBackWhatItChanged,
 		"ReleaseHistoryFollowsThePolicy":                 testReleaseHistoryFollowsThePolicy,
+		"TheInstalledPlatformSaysTheVersionsItOffers":    testTheInstalledPlatformSaysTheVersionsItOffers,
 	} {
 		t.Run(name, func(t *testing.T) { f(t, env) })
 	}

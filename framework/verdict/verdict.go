@@ -91,6 +91,9 @@ type Verdict struct {
 	Reason   string    `json:"reason,omitempty"`
 	Counts   Counts    `json:"counts"`
 	Failures []Failure `json:"failures"`
+	// Clusters are the lane's conformance clusters, each with its release and the verdict of its
+	// own pools.
+	Clusters []Cluster `json:"clusters,omitempty"`
 	// SoftClasses are the classes the lane's policy softens, for the reader's benefit.
 	SoftClasses []Class `json:"softClasses,omitempty"`
 }
@@ -106,6 +109,9 @@ type Input struct {
 	Interrupted bool
 	Signal      string
 	Start, End  time.Time
+	// Clusters are the lane's conformance clusters with their pools (Result and Failures are
+	// Decide's to fill).
+	Clusters []Cluster
 }
 
 // Decide applies the policy: it marks each failure soft or hard, orders them (hard first, then
@@ -138,6 +144,7 @@ func Decide(in Input) Verdict {
 		return fs[i].At.Before(fs[j].At)
 	})
 	v.Failures, v.Counts.Failures = fs, len(fs)
+	v.Clusters = judgeClusters(in.Clusters, fs, in.Interrupted)
 	switch {
 	case in.Interrupted:
 		v.Result, v.ExitCode = Interrupted, ExitInterrupted

@@ -108,3 +108,29 @@ func TestFailureLineSaysEachPartOnce(t *testing.T) {
 		}
 	}
 }
+
+// Each conformance cluster is judged on its own pools' failures: a failure in one cluster's pool
+// leaves another's verdict clean, and a failure of no pool touches none.
+func TestEachClusterIsJudgedOnItsOwnPools(t *testing.T) {
+	v := Decide(Input{Lane: "sim", Clusters: []Cluster{
+		{Name: "pools", Version: "v1.34", Patch: "v1.34.9", Pools: []string{"md0"}},
+		{Name: "classes", Version: "v1.35", Patch: "v1.35.6", Pools: []string{"kairos", "acme"}},
+	}, Failures: []Failure{
+		{Pool: "kairos", Class: DiskImport, Stage: "disk-import", Message: "refused"},
+		{Spec: "refusals", Class: ProductAssertion, Message: "not refused"},
+	}})
+	if v.Result != Fail || len(v.Clusters) != 2 {
+		t.Fatalf("verdict %s, clusters %+v", v.Result, v.Clusters)
+	}
+	if c := v.Clusters[0]; c.Name != "pools" || c.Result != Pass || c.Failures != 0 || c.Version != "v1.34" {
+		t.Errorf("the clean cluster: %+v", c)
+	}
+	if c := v.Clusters[1]; c.Result != Fail || c.Failures != 1 {
+		t.Errorf("the failed cluster: %+v", c)
+	}
+	soft := Decide(Input{Policy: Policy{Soft: []Class{DiskImport}}, Clusters: []Cluster{{Name: "c", Pools: []string{"kairos"}}},
+		Failures: []Failure{{Pool: "kairos", Class: DiskImport}}})
+	if soft.Clusters[0].Result != SoftFail {
+		t.Errorf("soft only: %+v", soft.Clusters[0])
+	}
+}

@@ -30,10 +30,23 @@ func PeakWorkers(l *lane.Lane) (Peak, error) {
 		return Peak{}, err
 	}
 	base := 0
-	for _, p := range l.Pools {
-		base += p.Replicas
+	var each []string
+	for _, c := range l.Clusters() {
+		n := 0
+		for _, p := range l.Pools {
+			if p.ClusterName() == c {
+				n += p.Replicas
+			}
+		}
+		base += n
+		each = append(each, fmt.Sprintf("%s %d", c, n))
 	}
-	peak := Peak{Workers: base, Why: fmt.Sprintf("%d in the pools", base)}
+	// Every cluster's pools join at once: their workers add up.
+	why := fmt.Sprintf("%d in the pools", base)
+	if len(each) > 1 {
+		why += " of " + strings.Join(each, " + ") + ", every cluster at once"
+	}
+	peak := Peak{Workers: base, Why: why}
 	if len(l.Pools) == 0 {
 		return peak, nil
 	}

@@ -60,9 +60,9 @@ func describe(st *state, sel Selection) {
 			s.Failures.AddEvidence(r.FullText(), evidence)
 		})
 		for _, p := range t.Pools {
-			labels := Label("pool:"+p.Name(), "class:"+p.Spec.Class, "os:"+p.OS.Name)
+			labels := Label("pool:"+p.Name(), "class:"+p.Spec.Class, "os:"+p.OS.Name, "cluster:"+p.App.Role, "kubernetes:"+p.App.Release.Version)
 			labels = append(labels, p.Labels...)
-			Describe(fmt.Sprintf("pool %s on class %s", p.Name(), p.Spec.Class), labels, func() {
+			Describe(fmt.Sprintf("pool %s on class %s in %s", p.Name(), p.Spec.Class, p.Cluster()), labels, func() {
 				specs.PoolJoinSpec(ctx, func() specs.PoolJoinSpecInput {
 					return specs.PoolJoinSpecInput{Pools: st.joins(), Pool: p, WorkloadImage: image, Failures: s.Failures, Log: s.Log}
 				})

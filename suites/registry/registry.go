@@ -4,9 +4,14 @@ package registry
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/api/resource"
+
 	"github.com/cozystack/cozy-e2e/framework/lane"
+	"github.com/cozystack/cozy-e2e/framework/sim/capacity"
+	"github.com/cozystack/cozy-e2e/framework/sim/world"
 	"github.com/cozystack/cozy-e2e/framework/tenant"
 	"github.com/cozystack/cozy-e2e/suites/kubernetes"
 )
@@ -36,8 +41,9 @@ func WorkerGiB() float64 { return tenant.WorkerMemoryGiB + workerOverheadGiB }
 // PeakWorkers is the most worker VMs the lane's suites run at once.
 func PeakWorkers(l *lane.Lane) (kubernetes.Peak, error) { return kubernetes.PeakWorkers(l) }
 
-// Check holds lane l to what its suites need: the phases of Catalog and, on a kind lane, the
-// runner memory for their peak worker VMs. It names the lane file, line and field.
+// Check holds lane l to what its suites need: the phases of Catalog and the room for their
+// peak worker VMs: on a kind lane the runner's memory, on a sim lane the sim's management
+// Nodes (SimWorkers). It names the lane file, line and field.
 func Check(l *lane.Lane) error {
 	if errs := l.CheckSuites(Catalog(l)); len(errs) > 0 {
 		return errs
@@ -46,8 +52,18 @@ func Check(l *lane.Lane) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", l.File, err)
 	}
-	if errs := l.CheckCapacity(peak.Workers, WorkerGiB(), peak.Why); len(errs) > 0 {
-		return errs
+	switch l.Substrate {
+	case lane.SubstrateKind:
+		if errs := l.CheckCapacity(peak.Workers, WorkerGiB(), peak.Why); len(errs) > 0 {
+			return errs
+		}
+	case lane.SubstrateSim:
+		if sw := SimWorkers(l); peak.Workers > sw.Workers {
+			return l.Refuse("pools", "%d worker VMs at once (%s), each asking %s in its virt-launcher Pod, do not fit the sim's management Nodes (%s): "+
+				"a worker's disk binds to the Node its temporary launcher landed on and its launcher must follow it there, so one Node may have to hold every worker at once, "+
+				"and one holds %d (%s); run at most %d workers at once",
+				peak.Workers, peak.Why, sw.Price, capacity.Describe(sw.Nodes), sw.Workers, sw.Why, sw.Workers)
+		}
 	}
 	if l.Substrate == lane.SubstrateKind {
 		n, err := CountNodePods(l)
@@ -62,22 +78,52 @@ func Check(l *lane.Lane) error {
 	return nil
 }
 
-// WorkersLine says a kind lane's peak worker VMs against its runner's memory; "" for other
-// substrates, whose runner holds no worker VM.
+// Sim is what the sim's management Nodes hold of a sim lane's workers.
+type Sim struct {
+	Nodes []world.NodeSpec
+	// Price is the dearest of the lane's workers (a pool that logs its console adds a sidecar).
+	Price capacity.Price
+	// Limit is how many of them one Node holds at worst, and why.
+	capacity.Limit
+}
+
+// SimWorkers is the sim's room for sim lane l's workers: the sim's Nodes (capacity.Nodes), the
+// price of its dearest worker (capacity.WorkerPrice, a worker as tenant.NodeGroup renders every
+// pool), and the most one Node holds (capacity.Most).
+func SimWorkers(l *lane.Lane) Sim {
+	cores, _ := strconv.ParseUint(tenant.WorkerCPU, 10, 32)
+	guest := resource.MustParse(fmt.Sprintf("%dGi", tenant.WorkerMemoryGiB))
+	s := Sim{Nodes: capacity.Nodes()}
+	for _, p := range l.Pools {
+		if pr := capacity.WorkerPrice(uint32(cores), guest, p.LogSerialConsole); pr.Memory.Cmp(s.Price.Memory) > 0 || pr.CPU.Cmp(s.Price.CPU) > 0 {
+			s.Price = pr
+		}
+	}
+	s.Limit = capacity.Most(s.Nodes, s.Price)
+	return s
+}
+
+// WorkersLine says a lane's peak worker VMs against what holds them: a kind lane's runner
+// memory, a sim lane's management Nodes; "" for an existing lane, whose cluster is its own.
 func WorkersLine(l *lane.Lane) string {
-	if l.Substrate != lane.SubstrateKind {
+	if l.Substrate == lane.SubstrateExisting {
 		return ""
 	}
 	peak, err := PeakWorkers(l)
 	if err != nil {
 		return err.Error()
 	}
+	if l.Substrate == lane.SubstrateSim {
+		sw := SimWorkers(l)
+		return fmt.Sprintf("%d worker VMs at most (%s), %s each: the sim's Nodes (%s) hold %d on any one Node (%s)",
+			peak.Workers, peak.Why, sw.Price, capacity.Describe(sw.Nodes), sw.Workers, sw.Why)
+	}
 	return fmt.Sprintf("%d worker VMs at most (%s), %.1f GiB each: %.1f of runner.memoryGiB %d",
 		peak.Workers, peak.Why, WorkerGiB(), float64(peak.Workers)*WorkerGiB(), l.Runner.MemoryGiB)
 }
 
-// PlanSections are the suites' sections of a lane's plan: the worker VMs of a kind lane and the
-// pods on its node against the kubelet's maxPods, and the lifecycle phases' timeouts.
+// PlanSections are the suites' sections of a lane's plan: the worker VMs and what holds them,
+// the pods on a kind lane's node against the kubelet's maxPods, and the lifecycle phases' timeouts.
 func PlanSections(l *lane.Lane) []lane.PlanSection {
 	var out []lane.PlanSection
 	if line := WorkersLine(l); line != "" {

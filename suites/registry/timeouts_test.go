@@ -23,7 +23,7 @@ func TestThePlanSaysHowTheLifecycleTimeoutsAreHeld(t *testing.T) {
 			t.Errorf("the plan lacks %q:\n%s", want, lines)
 		}
 	}
-	if got := LifecycleTimeoutLines(load(t, "kubernetes-latest")); len(got) != 0 {
+	if got := LifecycleTimeoutLines(load(t, "kubernetes")); len(got) != 0 {
 		t.Errorf("kubernetes-latest runs no lifecycle spec, yet: %v", got)
 	}
 }

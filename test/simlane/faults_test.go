@@ -32,15 +32,18 @@ const (
 // allow, longRunID and longNamesLane), then the terminal faults packed
 // one to a pool (a run's pools join independently, so three faults cost one run), then the
 // faults a correct harness absorbs, together. cluster-dns-mismatch reaches every pool on a
-// Kairos class, so only a Talos fault shares its run. mhc-replacement needs the lane copy's
+// Kairos class, all of them in the classes cluster, so its run is the one whose faults hit one
+// tenant version's cluster and leave the other's clean. mhc-replacement needs the lane copy's
 // MachineHealthCheck values (sim.machineHealthCheck), which only the sim's model of #4911
 // renders: it targets the pools of the classes cluster, as the real chart renders md0's with
 // its own (nodeStartupTimeout 10m, under which nothing is replaced within a run).
 var scenarios = []string{
 	"green",
-	"cluster-dns-mismatch,disk-import-refused@md0",
+	// A fault in one version's cluster alone: the classes cluster (v1.35) goes red, the pools
+	// cluster (md0, v1.34) must stay clean (checkClusters).
+	"cluster-dns-mismatch",
 	"vmi-unschedulable@md0,provider-id-missing@kairos,guest-join-rejected@acme",
-	"node-tainted@md0,node-tainted@acme,kairos-config-refused@kairos",
+	"disk-import-refused@md0,node-tainted@acme,kairos-config-refused@kairos",
 	"mhc-replacement@kairos,mhc-replacement@acme,apiserver-transient,disk-import-oom@md0",
 }
 
@@ -375,6 +378,7 @@ func runLane(t *testing.T, root, bin string, l *lane.Lane, laneArg, spec string,
 		t.Fatalf("no verdict (exit %d): %v\n%s", code, err, tail(log.String(), 60))
 	}
 	out.result, out.failures = v.Result, len(v.Failures)
+	checkClusters(t, l, poolFaults(l, set), v)
 	if v.ExitCode != code {
 		t.Errorf("verdict.json says exit %d, the run exited %d", v.ExitCode, code)
 	}

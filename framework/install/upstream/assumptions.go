@@ -5,6 +5,8 @@
 // assumption here is missing there.
 package upstream
 
+import "strings"
+
 // Revisions read.
 const (
 	// CozystackMain is cozystack/cozystack main as read for issue 9.
@@ -104,5 +106,7 @@ func Assumptions() []Assumption {
 		{"ManifestsTarget", "make " + ManifestsTarget, "Makefile:43-77"},
 		{"ImageOperatorTarget", ImageOperatorTarget, "packages/core/installer/Makefile:23-32"},
 		{"ImagePackagesTarget", ImagePackagesTarget, "packages/core/installer/Makefile:34-48"},
+		{"KindTenantVersions", strings.Join(KindTenantVersions().Keys(), ", "), KindTenantVersions().Schema},
+		{"TenantReleases", tenantReleases(KindTenantVersions()), KindTenantVersions().Patches},
 	}
 }

@@ -133,3 +133,9 @@ func newLauncher(vmi *kubevirtv1.VirtualMachineInstance, requests corev1.Resourc
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// LauncherPod is the virt-launcher Pod the sim's KubeVirt makes for vmi, with the requests the
+// scheduler places it by (Requests, and the console sidecar when the VMI logs its console).
+func LauncherPod(vmi *kubevirtv1.VirtualMachineInstance) *corev1.Pod {
+	return newLauncher(vmi, Requests(vmi))
+}

@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -172,4 +173,26 @@ func (p *Platform) uninstallTenant(ctx context.Context, release string) error {
 		return nil
 	}
 	return client.IgnoreNotFound(p.c.Delete(ctx, ns))
+}
+
+// ApplicationDefinitionGVK is the platform's definition of an app kind (cozystack/cozystack main
+// 3c780ac api/v1alpha1/applicationdefinitions_types.go, cluster-scoped).
+var ApplicationDefinitionGVK = schema.GroupVersionKind{Group: "cozystack.io", Version: "v1alpha1", Kind: "ApplicationDefinition"}
+
+// PublishKubernetesDefinition publishes the Kubernetes app's ApplicationDefinition as the
+// platform's kubernetes-rd package does (packages/system/kubernetes-rd/cozyrds/kubernetes.yaml:
+// name kubernetes, application kind Kubernetes, plural kuberneteses, singular kubernetes, its
+// openAPISchema the Kubernetes chart's values schema as a string; release prefix kubernetes-),
+// with valuesSchema the values.schema.json of the chart the sim renders.
+func PublishKubernetesDefinition(ctx context.Context, c client.Client, valuesSchema []byte) error {
+	u := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{
+		"application": map[string]any{"kind": "Kubernetes", "plural": "kuberneteses", "singular": "kubernetes", "openAPISchema": string(valuesSchema)},
+		"release":     map[string]any{"prefix": "kubernetes-"},
+	}}}
+	u.SetGroupVersionKind(ApplicationDefinitionGVK)
+	u.SetName("kubernetes")
+	if err := c.Create(ctx, u); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("sim: the Kubernetes app's ApplicationDefinition: %w", err)
+	}
+	return nil
 }

@@ -78,7 +78,9 @@ func Render(app App, classes func(name string) (Class, bool), live Live, o Optio
 	}
 	r.version = o.Versions[key]
 	if r.version == "" {
-		return nil, &Refusal{Field: "version", Message: fmt.Sprintf("%q is not in the platform's versions map (%s)", key, strings.Join(keys(o.Versions), ", "))}
+		// The chart's own refusal (Cozystack v1.6.1 packages/apps/kubernetes/templates/
+		// _versions.tpl:1-7: printf with sprig's keys of files/versions.yaml, a list).
+		return nil, &Refusal{Field: "version", Message: fmt.Sprintf("Kubernetes version %s is not supported, allowed versions are [%s]", key, strings.Join(keys(o.Versions), " "))}
 	}
 	groups, _ := app.Spec["nodeGroups"].(map[string]any)
 	if len(groups) == 0 {

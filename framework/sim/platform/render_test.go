@@ -73,6 +73,19 @@ func TestRenderRefusals(t *testing.T) {
 			}
 		})
 	}
+	// A version the chart does not map is refused with the chart's own message; each version it
+	// maps renders at its own release.
+	a := app(map[string]any{"p": pool(nil)})
+	a.Spec["version"] = "v1.30"
+	o := opts()
+	o.Versions["v1.34"] = "v1.34.9"
+	if _, err := Render(a, classes, Live{}, o); err == nil || !strings.Contains(err.Error(), "Kubernetes version v1.30 is not supported, allowed versions are [v1.34 v1.35]") {
+		t.Fatalf("an unmapped version: %v", err)
+	}
+	a.Spec["version"] = "v1.34"
+	if r, err := Render(a, classes, Live{}, o); err != nil || r.Version != "v1.34.9" {
+		t.Fatalf("v1.34 renders at %v (%v), want v1.34.9", r, err)
+	}
 	// A pool still on the kubeadm bootstrap moves to either class.
 	if _, err := Render(app(map[string]any{"p": pool(map[string]any{"nodeGroupClassName": "kairos"})}), classes,
 		Live{BootstrapKind: map[string]string{"p": "KubeadmConfigTemplate"}}, opts()); err != nil {

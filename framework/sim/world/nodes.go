@@ -25,17 +25,20 @@ type NodeSpec struct {
 // KwokNodeAnnotation marks the Nodes the management kwok plays.
 const KwokNodeAnnotation = "kwok.x-k8s.io/node"
 
-// DefaultNodes are three nodes of 8 cpu and 32Gi. A worker's disk binds on first consumer to
+// DefaultNodes are three nodes of 8 cpu and 320Gi. A worker's disk binds on first consumer to
 // the node its temporary launcher was placed on, and its launcher must follow it there whatever
 // landed on that node meanwhile, so any one node may end up with every worker of a phase: each
-// holds seven 4Gi workers, the lifecycle lane's peak (test/simlane holds every sim lane to it).
-// A virt-launcher asking for more memory than one node has stays Pending with
-// "Insufficient memory", as on a real cluster.
+// holds 75 workers of 4Gi with their launchers' overhead (framework/sim/capacity), so a lane of
+// one 64-worker pool beside the sim lane's others, or of 16 one-worker pools, fits wherever the
+// scheduler puts the disks. The lane check holds every sim lane to these Nodes
+// (framework/sim/capacity), so a lane that does not fit is refused before it runs. A
+// virt-launcher asking for more memory than one node has stays Pending with "Insufficient
+// memory", as on a real cluster.
 func DefaultNodes() []NodeSpec {
 	return []NodeSpec{
-		{Name: "sim-worker-1", CPU: "8", Memory: "32Gi", Pods: 110},
-		{Name: "sim-worker-2", CPU: "8", Memory: "32Gi", Pods: 110},
-		{Name: "sim-worker-3", CPU: "8", Memory: "32Gi", Pods: 110},
+		{Name: "sim-worker-1", CPU: "8", Memory: "320Gi", Pods: 110},
+		{Name: "sim-worker-2", CPU: "8", Memory: "320Gi", Pods: 110},
+		{Name: "sim-worker-3", CPU: "8", Memory: "320Gi", Pods: 110},
 	}
 }
 

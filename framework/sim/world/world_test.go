@@ -51,7 +51,7 @@ func TestManagementWorld(t *testing.T) {
 	c := w.Cluster
 
 	t.Run("an oversized pod is refused with Insufficient memory, a fitting one runs", func(t *testing.T) {
-		big := pod("too-big", "64Gi")
+		big := pod("too-big", "640Gi") // twice a DefaultNodes node
 		small := pod("fits", "1Gi")
 		for _, p := range []*corev1.Pod{big, small} {
 			if err := c.Client.Create(ctx, p); err != nil {

@@ -16,7 +16,7 @@ import (
 )
 
 func kindLane(t *testing.T) *lane.Lane {
-	l, err := lane.Load(filepath.Join("..", "..", "..", "lanes", "kubernetes-latest.yaml"))
+	l, err := lane.Load(filepath.Join("..", "..", "..", "lanes", "kubernetes.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -83,7 +83,7 @@ func TestClusterPhaseCreatesWithoutWaitingAndLabelsTheControlPlane(t *testing.T)
 		t.Fatal(err)
 	}
 	fake := &fakeKind{api: api, kube: kube}
-	l := pinned(t, "kubernetes-latest")
+	l := pinned(t, "kubernetes")
 	l.Kind.Workers = 1
 	var log bytes.Buffer
 	work := t.TempDir()
@@ -121,12 +121,12 @@ func TestClusterPhaseCreatesWithoutWaitingAndLabelsTheControlPlane(t *testing.T)
 			t.Errorf("worker %s labelled %s=%q", n.Name, upstream.ControlPlaneLabel, v)
 		}
 	}
-	if c == nil || !strings.Contains(log.String(), "kind: labelled kubernetes-latest-control-plane node-role.kubernetes.io/control-plane=true") {
+	if c == nil || !strings.Contains(log.String(), "kind: labelled kubernetes-control-plane node-role.kubernetes.io/control-plane=true") {
 		t.Fatalf("log:\n%s", log.String())
 	}
 
 	// The cluster exists now: a run that does not reuse it is refused, one that does labels again.
-	if _, err := s.bringUp(ctx); err == nil || !strings.Contains(err.Error(), "a kind cluster named kubernetes-latest exists already: E2E_REUSE=1 reuses it") {
+	if _, err := s.bringUp(ctx); err == nil || !strings.Contains(err.Error(), "a kind cluster named kubernetes exists already: E2E_REUSE=1 reuses it") {
 		t.Fatalf("an existing cluster: %v", err)
 	}
 	cp := nodes.Items[0]

@@ -31,14 +31,14 @@ func shippedLane(t *testing.T, name string) *lane.Lane {
 }
 
 // pinned is the shipped lane with its node image pinned, as a maintainer pins it.
-func pinned(t *testing.T, name string) *lane.Lane {
+func pinned(t *testing.T, name string) *lane.Lane { return pinnedAt(t, name, "v1.35.4") }
+
+// pinnedAt is the shipped lane with its node image pinned at Kubernetes version.
+func pinnedAt(t *testing.T, name, version string) *lane.Lane {
 	l := shippedLane(t, name)
 	for i := range l.Components {
 		if l.Components[i].Name == lane.KindNodeComponent {
-			l.Components[i].Version = "v1.35.4"
-			if name == "kubernetes-previous" {
-				l.Components[i].Version = "v1.34.9"
-			}
+			l.Components[i].Version = version
 			l.Components[i].Digest = testDigest
 		}
 	}
@@ -66,7 +66,7 @@ func golden(t *testing.T, name string, got []byte) {
 // place of kindnet and kube-proxy, and the kubelet told not to refuse cgroup v1 (v1.35 does by
 // default). kind itself must accept it.
 func TestNodeConfigOfTheShippedLane(t *testing.T) {
-	cfg, err := Config(pinned(t, "kubernetes-latest"), ConfigOptions{CgroupV1: true})
+	cfg, err := Config(pinned(t, "kubernetes"), ConfigOptions{CgroupV1: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +74,7 @@ func TestNodeConfigOfTheShippedLane(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "kind-config-kubernetes-latest-cgroupv1.yaml", data)
+	golden(t, "kind-config-kubernetes-cgroupv1.yaml", data)
 	if !strings.Contains(string(data), "failCgroupV1: false") || !strings.Contains(string(data), "containerPath: /dev/kvm") {
 		t.Fatalf("config lacks the cgroup patch or /dev/kvm:\n%s", data)
 	}
@@ -107,7 +107,7 @@ func TestNodeConfigOfTheShippedLane(t *testing.T) {
 		t.Fatalf("containerd patches %q lack %q", back.ContainerdConfigPatches, DeviceOwnershipPatch)
 	}
 	// v1.34 kubelets accept cgroup v1 by default: no failCgroupV1 there, maxPods still.
-	prev, err := Config(pinned(t, "kubernetes-previous"), ConfigOptions{CgroupV1: true})
+	prev, err := Config(pinnedAt(t, "kubernetes", "v1.34.9"), ConfigOptions{CgroupV1: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +170,7 @@ func clusterDomainPatch(t *testing.T, patches []string) string {
 // A lane's own domain reaches both the kind config and the platform Package; a lane that
 // names none gets the platform's default.
 func TestClusterDomainFollowsTheLane(t *testing.T) {
-	l := pinned(t, "kubernetes-latest")
+	l := pinned(t, "kubernetes")
 	l.Kind.Networking.DNSDomain = "e2e.example"
 	cfg, err := Config(l, ConfigOptions{})
 	if err != nil {
@@ -192,7 +192,7 @@ func TestClusterDomainFollowsTheLane(t *testing.T) {
 // Registry mirrors become containerd hosts files mounted into every node, port mappings and
 // workers come from the lane, and an emulation lane mounts no /dev/kvm.
 func TestNodeConfigWithMirrorsPortsAndWorkers(t *testing.T) {
-	l := pinned(t, "kubernetes-latest")
+	l := pinned(t, "kubernetes")
 	l.Kind.Workers = 1
 	l.Kind.RegistryMirrors = map[string][]string{
 		"docker.io": {"http://mirror.local:5000"},
@@ -225,7 +225,7 @@ func TestNodeConfigWithMirrorsPortsAndWorkers(t *testing.T) {
 			t.Fatalf("an emulation lane mounts %v", n.ExtraMounts)
 		}
 	}
-	if _, err := Config(pinned(t, "kubernetes-latest"), ConfigOptions{}); err != nil {
+	if _, err := Config(pinned(t, "kubernetes"), ConfigOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	l.Kind.RegistryMirrors = map[string][]string{"docker.io": {"http://m"}}
@@ -241,7 +241,7 @@ func TestUnpinnedNodeImageIsRefused(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "components kind-node: the node image docker.io/kindest/node:v1.35 has no digest") {
 		t.Fatalf("want the unpinned node image named, got %v", err)
 	}
-	cfg, err := Config(shippedLane(t, "kubernetes-latest"), ConfigOptions{})
+	cfg, err := Config(shippedLane(t, "kubernetes"), ConfigOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -270,7 +270,7 @@ func TestUnpinnedNodeImageIsRefused(t *testing.T) {
 }
 
 func BenchmarkNodeConfig(b *testing.B) {
-	l, err := lane.Load(filepath.Join("..", "..", "..", "lanes", "kubernetes-latest.yaml"))
+	l, err := lane.Load(filepath.Join("..", "..", "..", "lanes", "kubernetes.yaml"))
 	if err != nil {
 		b.Fatal(err)
 	}

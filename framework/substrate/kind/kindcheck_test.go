@@ -126,7 +126,7 @@ func TestKindAcceptsAndRendersTheNodeConfig(t *testing.T) {
 		{"E2E_KIND_NODE_IMAGE v1.36.1", "v1.36.1", "kubeadm.k8s.io/v1beta4", &override},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			l := shippedLane(t, "kubernetes-latest")
+			l := shippedLane(t, "kubernetes")
 			if tc.override != nil {
 				l = WithNodeImage(l, *tc.override)
 			}
@@ -230,12 +230,12 @@ func checkNode(t *testing.T, c kindCreation, node, image, kubeadmVersion string)
 // kind's own validation runs before anything is created: a config it refuses never reaches
 // docker run.
 func TestKindRefusesAnInvalidNodeConfig(t *testing.T) {
-	cfg, err := Config(shippedLane(t, "kubernetes-latest"), ConfigOptions{})
+	cfg, err := Config(shippedLane(t, "kubernetes"), ConfigOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg.Cluster.Networking.PodSubnet = "10.244.0.0" // no prefix length
-	c := createWithKind(t, "kubernetes-latest", cfg, "v1.35.0")
+	c := createWithKind(t, "kubernetes", cfg, "v1.35.0")
 	if c.err == nil || !strings.Contains(c.err.Error(), "invalid pod subnet") || len(c.runs) != 0 {
 		t.Fatalf("want kind's own refusal before any container, got %v (ran %v)", c.err, keys(c.runs))
 	}

@@ -43,7 +43,7 @@ func TestPreflightVerifiesTheManifestSource(t *testing.T) {
 		{"unreadable", srv.URL + "/missing.yaml", good, "the server answered 404 Not Found", false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			l := pinned(t, "kubernetes-latest")
+			l := pinned(t, "kubernetes")
 			l.Platform.Source = "manifest:https://example.invalid/cozystack-operator-generic.yaml@" + c.digest
 			s, err := New(l, Options{Options: substrate.Options{WorkDir: t.TempDir()}, Host: fakeHost()})
 			if err != nil {
@@ -87,7 +87,7 @@ func TestCheckoutSourceIsCheckedThenBuiltAndRecorded(t *testing.T) {
 			"--install-crds=true]", "--install-crds=true, --platform-source-url=oci://"+reg+"/cozystack-packages]", 1))
 	}}
 	var loaded []string
-	l := pinned(t, "kubernetes-latest")
+	l := pinned(t, "kubernetes")
 	art := t.TempDir()
 	opts := Options{Options: substrate.Options{WorkDir: t.TempDir(), Artifacts: art}, Host: fakeHost(), PlatformSource: "checkout:" + dir, runner: run,
 		loader: func(_ context.Context, images []string) error { loaded = append(loaded, images...); return nil }}

@@ -46,7 +46,7 @@ func fakeHost() Host {
 // Each missing prerequisite is named on its own, with what the lane needs; a machine that has
 // everything passes.
 func TestPreflightNamesEachMissingPiece(t *testing.T) {
-	l := pinned(t, "kubernetes-latest")
+	l := pinned(t, "kubernetes")
 	if err := Check(context.Background(), l, fakeHost()).Err(l); err != nil {
 		t.Fatalf("a complete machine refused: %v", err)
 	}
@@ -130,7 +130,7 @@ func TestPreflightNamesEachMissingPiece(t *testing.T) {
 			}
 		})
 	}
-	emu := pinned(t, "kubernetes-latest")
+	emu := pinned(t, "kubernetes")
 	emu.Kind.Emulation = true
 	h := fakeHost()
 	h.Exists = func(string) bool { return false }
@@ -143,7 +143,7 @@ func TestPreflightNamesEachMissingPiece(t *testing.T) {
 // preflight within seconds, naming what is missing, and writes substrate/preflight.txt.
 func TestPreflightOnThisMachine(t *testing.T) {
 	artifacts := t.TempDir()
-	s, err := New(shippedLane(t, "kubernetes-latest"), Options{Options: substrate.Options{Artifacts: artifacts, WorkDir: t.TempDir()}})
+	s, err := New(shippedLane(t, "kubernetes"), Options{Options: substrate.Options{Artifacts: artifacts, WorkDir: t.TempDir()}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,7 +161,7 @@ func TestPreflightOnThisMachine(t *testing.T) {
 	if !errors.As(err, &pe) {
 		t.Fatalf("want a *substrate.PreflightError, got %v", err)
 	}
-	for _, want := range []string{"preflight (kind):", "cpu:", "platform: ../../../lanes/kubernetes-latest.yaml: platform.source is \"release:unknown\""} {
+	for _, want := range []string{"preflight (kind):", "cpu:", "platform: ../../../lanes/kubernetes.yaml: platform.source is \"release:unknown\""} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("message lacks %q", want)
 		}
@@ -179,7 +179,7 @@ func TestPreflightOnThisMachine(t *testing.T) {
 }
 
 func TestFromPhaseMustBeALanePhase(t *testing.T) {
-	_, err := New(shippedLane(t, "kubernetes-latest"), Options{FromPhase: "install"})
+	_, err := New(shippedLane(t, "kubernetes"), Options{FromPhase: "install"})
 	if err == nil || !strings.Contains(err.Error(), "E2E_FROM_PHASE=install is not a phase of") || !strings.Contains(err.Error(), "preflight, cluster, components") {
 		t.Fatalf("want the phases named, got %v", err)
 	}
@@ -188,7 +188,7 @@ func TestFromPhaseMustBeALanePhase(t *testing.T) {
 // unpinnedLane is the shipped lane with its node image digest marked unknown, as the lanes were
 // before a pin could be read from a source.
 func unpinnedLane(t *testing.T) *lane.Lane {
-	l := shippedLane(t, "kubernetes-latest")
+	l := shippedLane(t, "kubernetes")
 	for i := range l.Components {
 		if l.Components[i].Name == lane.KindNodeComponent {
 			l.Components[i].Version, l.Components[i].Digest, l.Components[i].Note = "v1.35", lane.DigestUnknown, "not pinned"
@@ -210,7 +210,7 @@ func TestNodeImageOverrideIsNotRefusedWhereDockerAndKVMAre(t *testing.T) {
 		return n == "/dev/kvm" || n == "/sys/module/kvm_pvm" || (n != "/sys/module/kvm_intel" && ex(n))
 	}
 	const image = "kindest/node:v1.35.0@sha256:452d707d4862f52530247495d180205e029056831160e22870e37e3f6c1ac31f"
-	for name, l := range map[string]*lane.Lane{"unpinned lane": unpinnedLane(t), "pinned lane": shippedLane(t, "kubernetes-latest")} {
+	for name, l := range map[string]*lane.Lane{"unpinned lane": unpinnedLane(t), "pinned lane": shippedLane(t, "kubernetes")} {
 		t.Run(name, func(t *testing.T) {
 			s, err := New(l, Options{Options: substrate.Options{WorkDir: t.TempDir()}, NodeImage: image, Host: h})
 			if err != nil {
@@ -241,7 +241,7 @@ func TestNodeImageOverrideIsNotRefusedWhereDockerAndKVMAre(t *testing.T) {
 		t.Fatalf("an unpinned lane without the override: %v", err)
 	}
 	// A bad override is refused when the substrate is made, naming the variable.
-	if _, err := New(shippedLane(t, "kubernetes-latest"), Options{NodeImage: "kindest/node:v1.37.0@sha256:a1ed56cfb0e7b93589bdf97c8cd566405a265939e3620fc4f5de89adff580ae5"}); err == nil ||
+	if _, err := New(shippedLane(t, "kubernetes"), Options{NodeImage: "kindest/node:v1.37.0@sha256:a1ed56cfb0e7b93589bdf97c8cd566405a265939e3620fc4f5de89adff580ae5"}); err == nil ||
 		!strings.Contains(err.Error(), "E2E_KIND_NODE_IMAGE=kindest/node:v1.37.0@sha256:a1ed56cfb0e7b93589bdf97c8cd566405a265939e3620fc4f5de89adff580ae5: it runs Kubernetes v1.37.0, outside the management range") {
 		t.Fatalf("kind v0.33.0's default (v1.37.0): %v", err)
 	}
@@ -268,7 +268,7 @@ func TestParseNodeImage(t *testing.T) {
 // runner's root:kvm 0660 before its udev rule) is usable by KubeVirt's non-root launcher only
 // through containerd's device ownership, which the node config sets.
 func TestPreflightSaysTheKVMMode(t *testing.T) {
-	l := pinned(t, "kubernetes-latest")
+	l := pinned(t, "kubernetes")
 	kvm := func(r Report) Finding {
 		for _, f := range r.Findings {
 			if f.Check == "/dev/kvm" {

@@ -39,7 +39,7 @@ func TestRegistryCredentialsReachTheNodesAndNeverTheArtifacts(t *testing.T) {
 		t.Fatal(err)
 	}
 	fake := &fakeKind{api: api, kube: kube}
-	l := pinned(t, "kubernetes-latest")
+	l := pinned(t, "kubernetes")
 	l.Kind.Workers = 1
 	var log bytes.Buffer
 	work, artifacts := t.TempDir(), t.TempDir()
@@ -122,7 +122,7 @@ func TestRegistryCredentialsNeedTheirRegistry(t *testing.T) {
 		"E2E_PLATFORM_REGISTRY is not set":                                              {Username: "u", Password: "p"},
 		"E2E_PLATFORM_REGISTRY_USERNAME and E2E_PLATFORM_REGISTRY_PASSWORD go together": {Registry: "ghcr.io/x", Password: "p"},
 	} {
-		_, err := New(pinned(t, "kubernetes-latest"), Options{RegistryAuth: &a})
+		_, err := New(pinned(t, "kubernetes"), Options{RegistryAuth: &a})
 		if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "p\"") {
 			t.Errorf("%+v: %v", a, err)
 		}

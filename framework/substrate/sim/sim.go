@@ -197,8 +197,19 @@ func (s *Substrate) Up(ctx context.Context, clock *budget.Clock) (c *cluster.Clu
 		return nil, err
 	}
 	w.OnStop(s.k.Stop)
+	// The versions the chart the sim renders offers, as its own files say: a cluster at any of
+	// them renders at that release (the tenant control plane reports it, the Talos workers'
+	// kubelet runs it), one outside them is refused as the chart refuses it.
+	versions, err := real.b.ChartVersions()
+	if err != nil {
+		return nil, &substrate.PreflightError{Substrate: "sim", Missing: err.Error(), Hint: "run `make tools`"}
+	}
+	offered := map[string]string{}
+	for _, v := range versions {
+		offered[v.Version] = v.Patch
+	}
 	if _, err := platform.Add(w.Manager(), platform.Options{
-		Versions: map[string]string{s.lane.Kubernetes.Version: s.lane.Kubernetes.Patch},
+		Versions: offered,
 		Canary:   s.canary, Faults: s.env.Faults, Health: s.health, Log: s.o.Log,
 	}); err != nil {
 		return nil, err
@@ -231,6 +242,15 @@ func (s *Substrate) Up(ctx context.Context, clock *budget.Clock) (c *cluster.Clu
 		return nil, err
 	}
 	if err := installStorage(pctx, w, s.o.Log); err != nil {
+		return nil, err
+	}
+	// The Kubernetes app's definition carries the values schema of the chart the sim renders,
+	// as the platform's does: the harness reads the tenant versions offered from it.
+	valuesSchema, err := os.ReadFile(filepath.Join(real.b.ChartDir(), "values.schema.json"))
+	if err != nil {
+		return nil, &substrate.PreflightError{Substrate: "sim", Missing: err.Error(), Hint: "run `make tools`"}
+	}
+	if err := platform.PublishKubernetesDefinition(pctx, w.Cluster.Client, valuesSchema); err != nil {
 		return nil, err
 	}
 	px, err := startProxy(w.API, w.API.Admin(), s.env, s.o.Log)

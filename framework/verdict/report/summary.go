@@ -59,6 +59,17 @@ func WriteSummary(w io.Writer, in SummaryInput) error {
 	if v.Reason != "" {
 		fmt.Fprintf(b, "**%s**\n\n", cell(v.Reason))
 	}
+	if len(v.Clusters) > 0 {
+		b.WriteString("### Conformance clusters\n\n| cluster | Kubernetes | pools | result |\n| --- | --- | --- | --- |\n")
+		for _, c := range v.Clusters {
+			result := string(c.Result)
+			if c.Failures > 0 {
+				result += fmt.Sprintf(" (%d failure(s))", c.Failures)
+			}
+			fmt.Fprintf(b, "| %s | %s (%s) | %s | %s |\n", cell(c.Name), code(c.Version), code(c.Patch), cell(strings.Join(c.Pools, ", ")), result)
+		}
+		b.WriteString("\n")
+	}
 	if len(v.Failures) > 0 {
 		b.WriteString("### Failures\n\n| pool | class | stage | hard/soft | message | evidence |\n| --- | --- | --- | --- | --- | --- |\n")
 		for _, f := range v.Failures {

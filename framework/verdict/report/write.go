@@ -35,6 +35,9 @@ type Options struct {
 	Interrupted bool
 	Signal      string
 	Start, End  time.Time
+	// Clusters are the lane's conformance clusters with their releases and pools; the verdict
+	// judges each on its own pools.
+	Clusters []verdict.Cluster
 	// Repro carries the commit, dirtiness and the environment that chose faults.
 	Repro Repro
 	// Baseline is a baseline.json to compare a red run with (optional).
@@ -120,7 +123,7 @@ func Write(o Options) (verdict.Verdict, error) {
 		}
 	}
 	in := verdict.Input{Lane: o.Lane, RunID: o.RunID, Policy: policy, Failures: failures, Interrupted: o.Interrupted,
-		Signal: o.Signal, Start: o.Start, End: o.End}
+		Signal: o.Signal, Start: o.Start, End: o.End, Clusters: o.Clusters}
 	v, err := writeAll(o, in, timings, manifest, suites, repro, base)
 	if err != nil {
 		return v, errors.Join(append(errs, err)...)

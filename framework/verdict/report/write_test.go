@@ -109,12 +109,17 @@ func read(t *testing.T, dir, rel string) string {
 
 func TestWriteJudgesAndReportsARedRun(t *testing.T) {
 	dir, o := fakeRun(t, true)
+	o.Clusters = []verdict.Cluster{{Name: "pools", Version: "v1.34", Patch: "v1.34.9", Pools: []string{"md0"}},
+		{Name: "classes", Version: "v1.35", Patch: "v1.35.6", Pools: []string{"kairos"}}}
 	v, err := Write(o)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if v.Result != verdict.Fail || v.ExitCode != verdict.ExitFail || len(v.Failures) != 1 || v.Failures[0].Class != verdict.DiskImport {
 		t.Fatalf("verdict %+v", v)
+	}
+	if len(v.Clusters) != 2 || v.Clusters[0].Result != verdict.Pass || v.Clusters[1].Result != verdict.Fail {
+		t.Fatalf("the clusters' verdicts: %+v", v.Clusters)
 	}
 	j, err := ReadJUnit(filepath.Join(dir, "junit.xml"))
 	if err != nil {
@@ -149,7 +154,8 @@ func TestWriteJudgesAndReportsARedRun(t *testing.T) {
 		t.Fatalf("junit: %d phase cases, %d failures", phases, j.Failures)
 	}
 	sum := read(t, dir, "summary.md")
-	for _, want := range []string{"## Lane sim: FAIL (exit 1)", "| kairos | `disk-import` | disk-import | hard |", "[pools/kairos/datavolumes.txt](pools/kairos/datavolumes.txt)",
+	for _, want := range []string{"## Lane sim: FAIL (exit 1)", "| kairos | `disk-import` | disk-import | hard |",
+		"| pools | `v1.34` (`v1.34.9`) | md0 | pass |", "| classes | `v1.35` (`v1.35.6`) | kairos | fail (1 failure(s)) |", "[pools/kairos/datavolumes.txt](pools/kairos/datavolumes.txt)",
 		"**md0**: bootstrap-template 1.0s → disk-import 2.0s (total 3.0s)", "| pools | 120.0s | 40.0s | 33% | failed: pool kairos failed |",
 		"1 complete, 0 truncated, 0 failed, 1 declined", "E2E_SIM_FAULT=disk-import-refused E2E_RUN_ID=abc12 make e2e",
 		"### Cluster API: clusterctl describe cluster",

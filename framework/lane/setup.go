@@ -1,0 +1,70 @@
+package lane
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// ManagementSetup is what a kind lane's management cluster is: the platform source it
+// installs and the Kubernetes version of its kind node. Lanes of one setup differ only in what
+// runs on it (tenant versions, pools), which one install holds as conformance clusters.
+func (l *Lane) ManagementSetup() string {
+	src := ""
+	if l.Platform != nil {
+		src = l.Platform.Source
+		if l.Platform.Variant != "" {
+			src += " (" + l.Platform.Variant + ")"
+		}
+	}
+	node := ""
+	for _, c := range l.Components {
+		if c.Name == KindNodeComponent {
+			node = c.Version
+		}
+	}
+	return fmt.Sprintf("platform %s on management Kubernetes %s", src, node)
+}
+
+// oneJobPerSetup refuses two kind lanes of one management setup that both run on every pull
+// request and push: one install holds both lanes' tenant versions as conformance clusters
+// (clusters[]), so two jobs would install the same platform twice. A nightly lane is apart: it
+// runs on the schedule only (runner.nightly says why the lane stands alone).
+func oneJobPerSetup(kind []*Lane) error {
+	by := map[string][]string{}
+	for _, l := range kind {
+		if !l.Runner.Nightly {
+			by[l.ManagementSetup()] = append(by[l.ManagementSetup()], l.Name)
+		}
+	}
+	var errs []string
+	for _, setup := range sortedKeys(by) {
+		if names := by[setup]; len(names) > 1 {
+			sort.Strings(names)
+			errs = append(errs, fmt.Sprintf("kind lanes %s install the same management setup (%s) in jobs of their own on every pull request: "+
+				"make them one lane whose conformance clusters run their tenant versions on one install (clusters[].kubernetes or clusters[].versions)",
+				strings.Join(names, ", "), setup))
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("%s", strings.Join(errs, "\n"))
+	}
+	return nil
+}
+
+// setupLines say, per kind lane, its management setup and its tenant clusters at their versions.
+func setupLines(kind []*Lane) []string {
+	var out []string
+	for _, l := range kind {
+		var cs []string
+		for _, c := range l.ConformanceClusters() {
+			cs = append(cs, c.Name+" "+c.Kubernetes.Version)
+		}
+		when := "every pull request and push"
+		if l.Runner.Nightly {
+			when = "nightly"
+		}
+		out = append(out, fmt.Sprintf("%s (%s): %s; tenant clusters %s", l.Name, when, l.ManagementSetup(), strings.Join(cs, ", ")))
+	}
+	return out
+}
