@@ -51,34 +51,34 @@ func DeletionSpec(_ context.Context, inputGetter func() DeletionSpecInput) {
 				Skip("the run keeps what it made (" + why + "): nothing is deleted")
 			}
 		}
-		r := in.start(spec, PhaseDeletion, "", DeletionRow)
+		r := in.Start(spec, PhaseDeletion, "", DeletionRow)
 		t := in.Tenant
 		timers, err := fixture.Timeouts(in.Clock, t.Options().Lane.File, PhaseDeletion, Gone)
-		r.must(err)
+		r.Must(err)
 		bound := timers[Gone]
-		r.stages.Bound(bound)
+		r.Stages.Bound(bound)
 		ns := t.Options().Run.Namespace()
 		kinds := t.Served(fixture.AppKinds)
 
 		if in.BeforeDelete != nil {
-			in.BeforeDelete(r.ctx)
+			in.BeforeDelete(r.Ctx)
 		}
 		apps := t.Clusters()
 		By(fmt.Sprintf("deleting the Kubernetes apps %s", appList(apps)))
 		start := time.Now()
 		for _, a := range apps {
-			r.must(t.DeleteApp(r.ctx, a))
+			r.Must(t.DeleteApp(r.Ctx, a))
 		}
 		var refs []tenant.Ref
 		for _, k := range kinds {
 			refs = append(refs, tenant.Ref{GVK: k, Namespace: ns})
 		}
-		actx, cancel := context.WithTimeout(r.ctx, bound)
+		actx, cancel := context.WithTimeout(r.Ctx, bound)
 		defer cancel()
 		// What a component of the platform keeps by its default is a known leak: named, and
 		// held to the tenant's deletion rather than the app's.
 		known := map[string]string{}
-		r.must(r.gone(actx, StageAppGone, "nothing left of "+appList(apps), refs, fixture.Gone(refs, func(o *unstructured.Unstructured) bool {
+		r.Must(r.gone(actx, StageAppGone, "nothing left of "+appList(apps), refs, fixture.Gone(refs, func(o *unstructured.Unstructured) bool {
 			for _, a := range apps {
 				if fixture.OfApp(a)(o) {
 					if why := fixture.LeftByDefault(o); why != "" {
@@ -98,31 +98,31 @@ func DeletionSpec(_ context.Context, inputGetter func() DeletionSpecInput) {
 			}
 			sort.Strings(lines)
 			AddReportEntry("known leak", strings.Join(lines, "; "))
-			r.logf("deletion: known leak of the platform, left after the app's deletion until the tenant's: %s", strings.Join(lines, "; "))
+			r.Logf("deletion: known leak of the platform, left after the app's deletion until the tenant's: %s", strings.Join(lines, "; "))
 		}
 
 		By("deleting the Tenant " + t.Options().Run.TenantName())
 		start = time.Now()
-		r.must(t.DeleteTenant(r.ctx))
+		r.Must(t.DeleteTenant(r.Ctx))
 		tenantRefs := []tenant.Ref{
 			{GVK: tenant.TenantGVK, Namespace: tenant.RootNamespace, Name: t.Options().Run.TenantName()},
 			{GVK: fixture.NamespaceGVK, Name: ns},
 		}
 		tenantRefs = append(tenantRefs, refs...)
-		tctx, cancel2 := context.WithTimeout(r.ctx, bound)
+		tctx, cancel2 := context.WithTimeout(r.Ctx, bound)
 		defer cancel2()
-		r.must(r.gone(tctx, StageTenantGone, "Tenant "+t.Options().Run.TenantName()+" and namespace "+ns+" gone", tenantRefs, fixture.Gone(tenantRefs, nil)))
+		r.Must(r.gone(tctx, StageTenantGone, "Tenant "+t.Options().Run.TenantName()+" and namespace "+ns+" gone", tenantRefs, fixture.Gone(tenantRefs, nil)))
 		tenantTook := time.Since(start)
 		AddReportEntry("deletion", fmt.Sprintf("apps gone in %s, tenant gone in %s (bound %s each)", since(appTook), since(tenantTook), bound))
-		r.logf("deletion: %s gone in %s, Tenant %s and namespace %s gone in %s (bound %s each)", appList(apps), since(appTook),
+		r.Logf("deletion: %s gone in %s, Tenant %s and namespace %s gone in %s (bound %s each)", appList(apps), since(appTook),
 			t.Options().Run.TenantName(), ns, since(tenantTook), bound)
 	})
 }
 
 // gone waits for a deletion stage; running out of the bound with objects left is a leak (not a
 // deadline): the wait's detail names each leftover and its finalizers.
-func (r *run) gone(ctx context.Context, stage join.Stage, what string, refs []tenant.Ref, judge tenant.Judge) error {
-	err := r.stages.Wait(ctx, r.lc.Tenant.Options().Management, stage, what, refs, judge)
+func (r *Step) gone(ctx context.Context, stage join.Stage, what string, refs []tenant.Ref, judge tenant.Judge) error {
+	err := r.Stages.Wait(ctx, r.lc.Tenant.Options().Management, stage, what, refs, judge)
 	if se, ok := err.(*join.StageError); ok && se.Class == verdict.Deadline {
 		se.Class = verdict.Leak
 		se.Detail = fmt.Sprintf("not gone within the bound %s: %s", se.Budget, strings.TrimPrefix(se.Detail, what+": "))

@@ -13,7 +13,7 @@ const PoolEntry = "pool"
 
 // Failures is where a spec notes the typed error it is about to fail with, so the failure
 // record carries that error's class, stage and the moment it was decided (the suite's
-// failures.json); suites/internal/suite's Failures is one.
+// failures.json); suite's Failures is one.
 type Failures interface {
 	// Note remembers err, about pool, as the cause of spec's failure.
 	Note(spec, pool string, err error)
@@ -22,8 +22,9 @@ type Failures interface {
 	Within(spec, phase string, ctx context.Context)
 }
 
-// must fails the current spec with err when it is not nil, noting it first.
-func must(f Failures, pool string, err error) {
+// Must fails the current spec with err when it is not nil, noting it first (f may be nil),
+// so its failure record carries err's class, stage and the moment it was decided.
+func Must(f Failures, pool string, err error) {
 	if err == nil {
 		return
 	}
@@ -33,14 +34,14 @@ func must(f Failures, pool string, err error) {
 	Fail(err.Error(), 1)
 }
 
-// mustIn is must for a step of lane phase phase: an API call that ran out of the phase's time
+// MustIn is Must for a step of lane phase phase: an API call that ran out of the phase's time
 // is a deadline at that phase, not a product assertion.
-func mustIn(f Failures, phase, pool string, err error) {
-	must(f, pool, fixture.InPhase(phase, pool, err))
+func MustIn(f Failures, phase, pool string, err error) {
+	Must(f, pool, fixture.InPhase(phase, pool, err))
 }
 
-// within bounds the current spec's assertions by ctx, the context of phase.
-func within(f Failures, phase string, ctx context.Context) {
+// Within bounds the current spec's assertions by ctx, the context of phase.
+func Within(f Failures, phase string, ctx context.Context) {
 	if f != nil {
 		f.Within(CurrentSpecReport().FullText(), phase, ctx)
 	}

@@ -62,9 +62,9 @@ func timeoutsOf(mhc *clusterv1.MachineHealthCheck) checkTimeouts {
 }
 
 // healthCheckTimeouts reads pool p's MachineHealthCheck.
-func (r *run) healthCheckTimeouts(p fixture.Pool) checkTimeouts {
+func (r *Step) healthCheckTimeouts(p fixture.Pool) checkTimeouts {
 	mhc := &clusterv1.MachineHealthCheck{}
-	r.must(r.lc.Tenant.Options().Management.Client.Get(r.ctx, types.NamespacedName{Namespace: p.Names.Namespace, Name: p.Names.MachineHealthCheck()}, mhc))
+	r.Must(r.lc.Tenant.Options().Management.Client.Get(r.Ctx, types.NamespacedName{Namespace: p.Names.Namespace, Name: p.Names.MachineHealthCheck()}, mhc))
 	return timeoutsOf(mhc)
 }
 
@@ -78,7 +78,7 @@ func (r *run) healthCheckTimeouts(p fixture.Pool) checkTimeouts {
 // l.844-847). group holds the caller's own changes to the pool, written with them. The
 // installed platform's own values are reported first; a check that does not run the lane's
 // values once rendered is a configuration failure naming both.
-func (r *run) holdTimeouts(p fixture.Pool, timers map[string]time.Duration, group map[string]any) {
+func (r *Step) holdTimeouts(p fixture.Pool, timers map[string]time.Duration, group map[string]any) {
 	installed := r.healthCheckTimeouts(p)
 	AddReportEntry("installed MachineHealthCheck", fmt.Sprintf("%s as the installed platform renders it: %s", p.Names.MachineHealthCheck(), installed))
 	if group == nil {
@@ -90,10 +90,10 @@ func (r *run) holdTimeouts(p fixture.Pool, timers map[string]time.Duration, grou
 	}
 	if len(set) > 0 {
 		AddReportEntry("MachineHealthCheck timeouts set", strings.Join(set, "; "))
-		r.logf("pool %s: MachineHealthCheck %s set to the lane's timeouts: %s", p.Name(), p.Names.MachineHealthCheck(), strings.Join(set, "; "))
+		r.Logf("pool %s: MachineHealthCheck %s set to the lane's timeouts: %s", p.Name(), p.Names.MachineHealthCheck(), strings.Join(set, "; "))
 	}
 	if err := unheld(r.phase, p.Names.MachineHealthCheck(), installed, r.healthCheckTimeouts(p), timers); err != nil {
-		r.must(&fixture.ConfigurationError{File: r.lc.Tenant.Options().Lane.File, Err: err})
+		r.Must(&fixture.ConfigurationError{File: r.lc.Tenant.Options().Lane.File, Err: err})
 	}
 }
 
@@ -140,28 +140,28 @@ func unheld(phase, mhc string, installed, now checkTimeouts, timers map[string]t
 
 // render writes group to nodeGroups.<pool> and app to the app's nodeHealthCheck and waits
 // until the platform rendered both.
-func (r *run) render(p fixture.Pool, group, app map[string]any) {
+func (r *Step) render(p fixture.Pool, group, app map[string]any) {
 	plat := r.lc.Tenant.Platform
 	names := p.Names.Names
 	if len(app) > 0 {
-		obj, err := plat.Get(r.ctx, names)
-		r.must(err)
+		obj, err := plat.Get(r.Ctx, names)
+		r.Must(err)
 		data, err := json.Marshal(map[string]any{"spec": map[string]any{"nodeHealthCheck": app}})
-		r.must(err)
-		r.must(plat.Mgmt.Client.Patch(r.ctx, obj, client.RawPatch(types.MergePatchType, data)))
+		r.Must(err)
+		r.Must(plat.Mgmt.Client.Patch(r.Ctx, obj, client.RawPatch(types.MergePatchType, data)))
 	}
 	if len(group) > 0 {
-		_, err := plat.UpdatePool(r.ctx, names, p.Name(), func(g map[string]any) {
+		_, err := plat.UpdatePool(r.Ctx, names, p.Name(), func(g map[string]any) {
 			for k, v := range group {
 				g[k] = v
 			}
 		})
-		r.must(err)
+		r.Must(err)
 	}
-	gen, err := plat.ReleaseGeneration(r.ctx, names)
-	r.must(err)
-	rd, err := plat.WaitRendered(r.ctx, names, gen)
-	r.must(err)
+	gen, err := plat.ReleaseGeneration(r.Ctx, names)
+	r.Must(err)
+	rd, err := plat.WaitRendered(r.Ctx, names, gen)
+	r.Must(err)
 	Expect(rd.Ready).To(BeTrue(), "the platform refused nodeGroups.%s %v, nodeHealthCheck %v: %s", p.Name(), group, app, rd.HelmRelease)
 }
 

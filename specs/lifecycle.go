@@ -28,36 +28,45 @@ type Lifecycle struct {
 	OnProgress func(join.Progress)
 	// Log receives lines for people (what the spec did and how long it took); nil: none.
 	Log io.Writer
-	// Before runs first (the suite ends the pools phase there); nil: nothing.
-	Before func()
+	// Before runs first, with the spec's context: the suite ends the pools phase there once
+	// every join ended on its own (suite.World.EndPools), so a spec placed between join specs
+	// stops no join; nil: nothing.
+	Before func(context.Context)
 }
 
-// run is one lifecycle spec running: its phase, its stages and its pool's record.
-type run struct {
-	lc     Lifecycle
-	phase  string
-	pool   string
-	ctx    context.Context
-	span   *budget.Span
-	stages *fixture.Stages
+// Step is one spec running in a lane phase of its own (Lifecycle.Start, Lifecycle.OnPool): the
+// phase's context, the spec's stages, and where its failures are noted.
+type Step struct {
+	// Ctx is the phase's context: its deadline bounds the spec's steps, and the spec's own
+	// interruption ends it.
+	Ctx context.Context
+	// Stages records the spec's stages as the join's are recorded: a console line each, a row
+	// segment in the summary's timeline, an entry of timings.json.
+	Stages *fixture.Stages
+
+	lc    Lifecycle
+	phase string
+	pool  string
+	span  *budget.Span
 }
 
-// start begins a lifecycle spec on pool ("" for a spec of the whole tenant, reported under
-// row): it ends the pools phase, starts phase and the stages' clock, and ends the phase when
-// the spec ends, with the spec's failure.
-func (lc Lifecycle) start(spec context.Context, phase, pool, row string) *run {
+// Start begins a spec in lane phase phase, about pool ("" for a spec of the whole tenant,
+// reported under row): it runs Before, starts the phase and the stages' clock, and ends the
+// phase when the spec ends, with the spec's failure. A spec may enter a phase more than once
+// (once per pool): each entry gets the phase's ceiling, and lanes-check counts it as often
+// (lane.PhaseNeed.PerPool).
+func (lc Lifecycle) Start(spec context.Context, phase, pool, row string) *Step {
 	if lc.Before != nil {
-		lc.Before()
+		lc.Before(spec)
 	}
-	r := &run{lc: lc, phase: phase, pool: pool}
+	r := &Step{lc: lc, phase: phase, pool: pool}
 	pctx, span, err := lc.Clock.Phase(context.WithoutCancel(spec), phase)
-	must(lc.Failures, pool, err)
+	Must(lc.Failures, pool, err)
 	r.span = span
-	// The phase's deadline bounds the spec's steps; the spec's own interruption ends them too.
 	var cancel context.CancelFunc
-	r.ctx, cancel = context.WithCancel(pctx)
+	r.Ctx, cancel = context.WithCancel(pctx)
 	stop := context.AfterFunc(spec, cancel)
-	within(lc.Failures, phase, r.ctx)
+	Within(lc.Failures, phase, r.Ctx)
 	DeferCleanup(func() {
 		stop()
 		cancel()
@@ -67,29 +76,29 @@ func (lc Lifecycle) start(spec context.Context, phase, pool, row string) *run {
 		}
 		r.span.End(failed)
 	})
-	r.stages = &fixture.Stages{Pool: row, Clock: lc.Clock, OnProgress: lc.OnProgress, Log: nil}
-	r.stages.Start(r.ctx)
+	r.Stages = &fixture.Stages{Pool: row, Clock: lc.Clock, OnProgress: lc.OnProgress, Log: nil}
+	r.Stages.Start(r.Ctx)
 	return r
 }
 
-// must fails the spec on err, noted as the pool's; an API call cut short by the phase's
+// Must fails the spec on err, noted as the pool's; an API call cut short by the phase's
 // deadline is a deadline at the phase.
-func (r *run) must(err error) { mustIn(r.lc.Failures, r.phase, r.pool, err) }
+func (r *Step) Must(err error) { MustIn(r.lc.Failures, r.phase, r.pool, err) }
 
-// logf writes a line for people.
-func (r *run) logf(format string, a ...any) {
+// Logf writes a line for people (Lifecycle.Log).
+func (r *Step) Logf(format string, a ...any) {
 	if r.lc.Log != nil {
 		fmt.Fprintf(r.lc.Log, format+"\n", a...)
 	}
 }
 
-// onPool begins a lifecycle spec on pool p in phase: it names the pool in the spec's report,
-// takes the pool's record from its join spec (the spec is skipped when the pool did not join)
-// and starts the phase (start).
-func (lc Lifecycle) onPool(spec context.Context, phase string, p fixture.Pool) (*join.Record, *run) {
+// OnPool begins a spec on pool p in phase: it names the pool in the spec's report, takes the
+// pool's record from its join (the spec is skipped when the pool did not join) and starts the
+// phase (Start).
+func (lc Lifecycle) OnPool(spec context.Context, phase string, p fixture.Pool) (*join.Record, *Step) {
 	AddReportEntry(PoolEntry, p.Name())
 	rec := joined(spec, lc, p)
-	return rec, lc.start(spec, phase, p.Name(), p.Name())
+	return rec, lc.Start(spec, phase, p.Name(), p.Name())
 }
 
 // joined is the pool's record from its join spec; the spec is skipped when the pool did not
@@ -105,19 +114,19 @@ func joined(spec context.Context, lc Lifecycle, p fixture.Pool) *join.Record {
 // rejoined follows pool p until replicas workers run a workload pod again, with a join of its
 // own (its join stages are not recorded again: the spec's stages say where it was), and
 // returns the pool's record; a join that fails fails the spec, noted as the pool's.
-func (r *run) rejoined(ctx context.Context, p fixture.Pool, replicas int) *join.Record {
+func (r *Step) rejoined(ctx context.Context, p fixture.Pool, replicas int) *join.Record {
 	t := r.lc.Tenant
 	o := t.Options()
 	hub := t.Consoles()
 	w, err := join.Start(ctx, join.Options{Management: o.Management, Tenant: p.Tenant(), Namespace: p.Names.Namespace,
 		OSes: []osfamily.Family{p.OS}, OnProgress: o.OnProgress, Consoles: hub})
-	r.must(err)
+	r.Must(err)
 	defer w.Close()
 	pool := p.JoinPool(replicas, o.Lane.Workload.Ref(), hub != nil)
 	res, err := w.Join(ctx, pool)
-	r.must(err)
+	r.Must(err)
 	rec, err := join.Inspect(ctx, join.InspectOptions{Management: o.Management, Tenant: p.Tenant()}, pool, res)
-	r.must(err)
+	r.Must(err)
 	return rec
 }
 

@@ -45,7 +45,7 @@ func PoolJoinSpec(_ context.Context, inputGetter func() PoolJoinSpecInput) {
 			in := inputGetter()
 			AddReportEntry(PoolEntry, in.Pool.Name())
 			rec, err := in.Pools.Await(ctx, in.Pool.Name())
-			must(in.Failures, in.Pool.Name(), err)
+			Must(in.Failures, in.Pool.Name(), err)
 			if in.Log != nil {
 				fmt.Fprintf(in.Log, "pool %s: %d workers joined in %s\n", in.Pool.Name(), len(rec.Result.Workers), rec.Result.Took.Round(100*time.Millisecond))
 			}

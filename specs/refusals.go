@@ -50,8 +50,9 @@ type RefusalsSpecInput struct {
 	// created (nil when it was).
 	Cluster tenant.Names
 	Created error
-	// Before runs first (the suite ends the pools phase there); nil: nothing.
-	Before   func()
+	// Before runs first, with the spec's context (the suite ends the pools phase there once
+	// every join ended); nil: nothing.
+	Before   func(context.Context)
 	Failures Failures
 }
 
@@ -67,14 +68,14 @@ func RefusalsSpec(_ context.Context, inputGetter func() RefusalsSpecInput) {
 	BeforeAll(func(spec SpecContext) {
 		r.in = inputGetter()
 		if r.in.Before != nil {
-			r.in.Before()
+			r.in.Before(spec)
 		}
 		var err error
 		r.ctx, r.span, err = r.in.Clock.Phase(context.WithoutCancel(spec), PhaseRefusals)
-		must(r.in.Failures, "", err)
+		Must(r.in.Failures, "", err)
 		Expect(r.in.Created).NotTo(HaveOccurred(), "the refusal cluster %s was not created", r.in.Cluster)
 		rd, err := r.in.Platform.WaitRendered(r.ctx, r.in.Cluster, 1)
-		must(r.in.Failures, "", err)
+		Must(r.in.Failures, "", err)
 		Expect(rd.Ready).To(BeTrue(), "the platform refused the valid refusal cluster %s: %s", r.in.Cluster, rd.HelmRelease)
 	})
 	AfterEach(func() {
@@ -90,7 +91,7 @@ func RefusalsSpec(_ context.Context, inputGetter func() RefusalsSpecInput) {
 	inPhase := func(spec context.Context) (context.Context, context.CancelFunc) {
 		dl, _ := r.ctx.Deadline()
 		c, cancel := context.WithDeadline(spec, dl)
-		within(r.in.Failures, PhaseRefusals, c)
+		Within(r.in.Failures, PhaseRefusals, c)
 		return c, cancel
 	}
 
@@ -156,7 +157,7 @@ type refusals struct {
 }
 
 // must fails the spec on an API error of the refusals phase (a deadline if the phase's time ran out).
-func (r *refusals) must(err error) { mustIn(r.in.Failures, PhaseRefusals, "", err) }
+func (r *refusals) Must(err error) { MustIn(r.in.Failures, PhaseRefusals, "", err) }
 
 // refused changes nodeGroups.<pool> with mutate and checks that the platform refuses it: the
 // HelmRelease goes Ready=False with a message naming nodeGroups.<pool>.<field> (and each of
@@ -165,7 +166,7 @@ func (r *refusals) must(err error) { mustIn(r.in.Failures, PhaseRefusals, "", er
 func (r *refusals) refused(ctx context.Context, pool, field string, mutate func(map[string]any), also ...string) {
 	AddReportEntry("refusal", "nodeGroups."+pool+"."+field)
 	app, err := r.in.Platform.Get(ctx, r.in.Cluster)
-	r.must(err)
+	r.Must(err)
 	orig, _, _ := unstructured.NestedMap(app.Object, "spec", "nodeGroups", pool)
 	Expect(orig).NotTo(BeNil(), "refusal cluster %s has no pool %s", r.in.Cluster, pool)
 	if restore, ok := r.restores[pool]; ok {
@@ -175,10 +176,10 @@ func (r *refusals) refused(ctx context.Context, pool, field string, mutate func(
 	changes := r.takeRestores()
 	changes[pool] = func(g map[string]any) { tenant.Restore(orig)(g); mutate(g) }
 	gen, err := r.in.Platform.UpdatePools(ctx, r.in.Cluster, changes)
-	r.must(err)
+	r.Must(err)
 	r.restores[pool] = orig
 	rd, err := r.in.Platform.WaitRendered(ctx, r.in.Cluster, gen)
-	r.must(err)
+	r.Must(err)
 	where := "nodeGroups." + pool + "." + field
 	Expect(rd.Ready).To(BeFalse(), "the platform accepted %s (HelmRelease: %s)", where, rd.HelmRelease)
 	// Every real refusal names the node group and the field, whatever its wording (the chart's
@@ -209,20 +210,20 @@ func (r *refusals) recovered(ctx context.Context) {
 	if changes := r.takeRestores(); len(changes) > 0 {
 		var err error
 		gen, err = r.in.Platform.UpdatePools(ctx, r.in.Cluster, changes)
-		r.must(err)
+		r.Must(err)
 	}
 	app, err := r.in.Platform.Get(ctx, r.in.Cluster)
-	r.must(err)
+	r.Must(err)
 	for pool, class := range map[string]string{refusalTalos: tenant.ClassTalos, refusalKairos: tenant.ClassKairos} {
 		got, _, _ := unstructured.NestedString(app.Object, "spec", "nodeGroups", pool, "nodeGroupClassName")
 		Expect(got).To(Equal(class), "nodeGroups.%s.nodeGroupClassName after the refusals", pool)
 	}
 	if gen == 0 {
 		gen, err = r.in.Platform.ReleaseGeneration(ctx, r.in.Cluster)
-		r.must(err)
+		r.Must(err)
 	}
 	rd, err := r.in.Platform.WaitRendered(ctx, r.in.Cluster, gen)
-	r.must(err)
+	r.Must(err)
 	Expect(rd.Ready).To(BeTrue(), "the refusal cluster, its pools as created, is still refused: %s", rd.HelmRelease)
 }
 
@@ -239,12 +240,12 @@ type liveState struct {
 func (r *refusals) live(ctx context.Context, pool string) liveState {
 	pn := r.in.Cluster.Pool(pool)
 	var md clusterv1.MachineDeployment
-	r.must(r.in.Management.Client.Get(ctx, types.NamespacedName{Namespace: pn.Namespace, Name: pn.MachineDeployment()}, &md))
+	r.Must(r.in.Management.Client.Get(ctx, types.NamespacedName{Namespace: pn.Namespace, Name: pn.MachineDeployment()}, &md))
 	ls := liveState{Infrastructure: md.Spec.Template.Spec.InfrastructureRef.Name, Version: md.Spec.Template.Spec.Version,
 		Bootstrap: md.Spec.Template.Spec.Bootstrap.ConfigRef.Kind + "/" + md.Spec.Template.Spec.Bootstrap.ConfigRef.Name}
 	var kmts unstructured.UnstructuredList
 	kmts.SetGroupVersionKind(tenant.KubevirtMachineTemplateGVK.GroupVersion().WithKind("KubevirtMachineTemplateList"))
-	r.must(r.in.Management.Client.List(ctx, &kmts, client.InNamespace(pn.Namespace)))
+	r.Must(r.in.Management.Client.List(ctx, &kmts, client.InNamespace(pn.Namespace)))
 	for _, k := range kmts.Items {
 		if pn.IsMachineTemplate(k.GetName()) {
 			ls.MachineTemplate = append(ls.MachineTemplate, k.GetName())
@@ -259,21 +260,21 @@ func (r *refusals) builtInImmutable(ctx context.Context, name string) {
 	c := r.in.Management.Client
 	class := &unstructured.Unstructured{}
 	class.SetGroupVersionKind(tenant.NodeGroupClassGVK)
-	r.must(c.Get(ctx, types.NamespacedName{Name: name}, class))
+	r.Must(c.Get(ctx, types.NamespacedName{Name: name}, class))
 	before, _, _ := unstructured.NestedMap(class.Object, "spec")
 	changed := tenant.NodeGroupClass(lane.Class{Name: name, OS: osfamily.Kairos,
 		Image: "registry.example.invalid/e2e/kairos@sha256:" + strings.Repeat("0", 63) + "2", KubernetesVersion: r.in.Lane.Kubernetes.Patch})
 	class.Object["spec"] = changed.Object["spec"]
 	err := c.Update(ctx, class)
 	if errors.Is(err, context.DeadlineExceeded) {
-		r.must(err)
+		r.Must(err)
 	}
 	Expect(err).To(HaveOccurred(), "the apiserver accepted a change to the built-in class %s", name)
 	Expect(apierrors.IsInvalid(err)).To(BeTrue(), "the change to %s was refused, but not as invalid: %v", name, err)
 	Expect(err.Error()).To(Or(ContainSubstring("immutable"), ContainSubstring("built-in")), "refusal of the change to %s", name)
 	after := &unstructured.Unstructured{}
 	after.SetGroupVersionKind(tenant.NodeGroupClassGVK)
-	r.must(c.Get(ctx, types.NamespacedName{Name: name}, after))
+	r.Must(c.Get(ctx, types.NamespacedName{Name: name}, after))
 	Expect(after.Object["spec"]).To(Equal(before), "the built-in class %s changed", name)
 }
 
@@ -284,7 +285,7 @@ func (r *refusals) tenantCannotCreateClass(ctx context.Context) {
 	ns := r.in.Run.Namespace()
 	mgmt := r.in.Management
 	var rbs rbacv1.RoleBindingList
-	r.must(mgmt.Client.List(ctx, &rbs, client.InNamespace(ns)))
+	r.Must(mgmt.Client.List(ctx, &rbs, client.InNamespace(ns)))
 	binding, group := tenantGroup(ns, rbs.Items)
 	Expect(group).NotTo(BeEmpty(), "no RoleBinding of a ClusterRole in %s grants a group; the platform binds the tenant's group there", ns)
 	AddReportEntry("tenant group", fmt.Sprintf("%s (RoleBinding %s/%s)", group, ns, binding))
@@ -292,19 +293,19 @@ func (r *refusals) tenantCannotCreateClass(ctx context.Context) {
 	cfg.WrapTransport = nil // cluster.New wraps it again
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: "e2e-tenant-member-" + r.in.Run.ID, Groups: []string{group, "system:authenticated"}}
 	as, err := cluster.New("tenant member", cfg)
-	r.must(err)
+	r.Must(err)
 	var apps unstructured.UnstructuredList
 	apps.SetGroupVersionKind(tenant.KubernetesGVK.GroupVersion().WithKind("KubernetesList"))
 	err = as.Client.List(ctx, &apps, client.InNamespace(ns))
 	if errors.Is(err, context.DeadlineExceeded) {
-		r.must(err)
+		r.Must(err)
 	}
 	Expect(err).NotTo(HaveOccurred(),
 		"a member of %s cannot list the Kubernetes apps of its own namespace %s: the impersonation or the binding is broken, so the refusal below would prove nothing", group, ns)
 	name := "e2e-tenant-class-" + r.in.Run.ID
 	err = as.Client.Create(ctx, tenant.NodeGroupClass(lane.Class{Name: name, OS: osfamily.Kairos}))
 	if errors.Is(err, context.DeadlineExceeded) {
-		r.must(err)
+		r.Must(err)
 	}
 	Expect(err).To(HaveOccurred(), "a member of %s created NodeGroupClass %s", group, name)
 	Expect(apierrors.IsForbidden(err)).To(BeTrue(), "creating a NodeGroupClass as a member of %s failed, but not as forbidden: %v", group, err)
@@ -312,7 +313,7 @@ func (r *refusals) tenantCannotCreateClass(ctx context.Context) {
 	probe.SetGroupVersionKind(tenant.NodeGroupClassGVK)
 	err = mgmt.Client.Get(ctx, types.NamespacedName{Name: name}, probe)
 	if !apierrors.IsNotFound(err) {
-		r.must(err)
+		r.Must(err)
 	}
 	Expect(apierrors.IsNotFound(err)).To(BeTrue(), "NodeGroupClass %s exists", name)
 }

@@ -57,28 +57,28 @@ func RemediationSpec(_ context.Context, inputGetter func() RemediationSpecInput)
 		func(spec SpecContext) {
 			in := inputGetter()
 			p := in.Pool
-			rec, r := in.onPool(spec, PhaseRemediation, p)
+			rec, r := in.OnPool(spec, PhaseRemediation, p)
 			file := in.Tenant.Options().Lane.File
 			timers, err := fixture.Timeouts(in.Clock, file, PhaseRemediation, NodeMonitorGracePeriod, ReadyUnknownTimeout, NodeStartupTimeout)
-			r.must(err)
+			r.Must(err)
 			want := r.prepareHealthCheck(p, in.MaxUnhealthy, timers)
 
 			By("breaking one worker: its VM stops, its guest powers off, its kubelet goes silent")
 			broken := brokenWorker(rec)
-			r.must(fixture.StopWorker(r.ctx, in.Tenant.Options().Management, p.Names.Namespace, broken.VM))
+			r.Must(fixture.StopWorker(r.Ctx, in.Tenant.Options().Management, p.Names.Namespace, broken.VM))
 			breakAt := time.Now()
 			bound := timers[NodeMonitorGracePeriod] + timers[ReadyUnknownTimeout] + timers[NodeStartupTimeout] + remediationMargin
 			AddReportEntry("remediation bound", fmt.Sprintf("%s: nodeMonitorGracePeriod %s + readyUnknownTimeout %s + nodeStartupTimeout %s + margin %s",
 				bound, timers[NodeMonitorGracePeriod], timers[ReadyUnknownTimeout], timers[NodeStartupTimeout], remediationMargin))
-			bctx, cancel := context.WithDeadline(r.ctx, breakAt.Add(bound))
+			bctx, cancel := context.WithDeadline(r.Ctx, breakAt.Add(bound))
 			defer cancel()
-			r.stages.Bound(bound)
-			r.stages.Pass(bctx, StageBroken, fmt.Sprintf("VirtualMachine %s stopped (spec.runStrategy Halted): Machine %s, Node %s", broken.VM, broken.Machine, broken.Node))
+			r.Stages.Bound(bound)
+			r.Stages.Pass(bctx, StageBroken, fmt.Sprintf("VirtualMachine %s stopped (spec.runStrategy Halted): Machine %s, Node %s", broken.VM, broken.Machine, broken.Node))
 
 			By("its MachineHealthCheck marks the Machine unhealthy")
-			r.must(r.markedUnhealthy(bctx, p, broken, want))
+			r.Must(r.markedUnhealthy(bctx, p, broken, want))
 			By("the Machine and its VM are replaced")
-			r.must(r.replaced(bctx, p, broken, want))
+			r.Must(r.replaced(bctx, p, broken, want))
 			By("the replacement joins and the pool is whole again")
 			after := r.rejoined(bctx, p, p.Spec.Replicas)
 			took := time.Since(breakAt)
@@ -92,9 +92,9 @@ func RemediationSpec(_ context.Context, inputGetter func() RemediationSpecInput)
 			if replacement != nil {
 				detail = fmt.Sprintf("Machine %s joined as Node %s", replacement.Machine.Name, nodeName(replacement))
 			}
-			r.stages.Pass(bctx, StageRejoined, detail)
+			r.Stages.Pass(bctx, StageRejoined, detail)
 			AddReportEntry("break to replacement joined", took.Round(100*time.Millisecond).String())
-			r.logf("pool %s: worker %s broken; replacement %s in %s (bound %s)", p.Name(), broken.Machine, detail, since(took), bound)
+			r.Logf("pool %s: worker %s broken; replacement %s in %s (bound %s)", p.Name(), broken.Machine, detail, since(took), bound)
 
 			Expect(replacement).NotTo(BeNil(), "pool %s: no Machine replaced %s", p.Name(), broken.Machine)
 			Expect(replacement.Machine.Spec.InfrastructureRef.Name).NotTo(Equal(broken.VM), "the replacement runs a VM of its own")
@@ -112,31 +112,31 @@ type healthCheck struct {
 // prepareHealthCheck makes the pool's MachineHealthCheck able to remediate one broken worker and
 // run with the lane's timeouts: maxUnhealthy to set when the pool's size needs it (saying so),
 // and the timeouts the spec waits on (holdTimeouts).
-func (r *run) prepareHealthCheck(p fixture.Pool, set string, timers map[string]time.Duration) healthCheck {
-	app, err := r.lc.Tenant.Platform.Get(r.ctx, p.Names.Names)
-	r.must(err)
+func (r *Step) prepareHealthCheck(p fixture.Pool, set string, timers map[string]time.Duration) healthCheck {
+	app, err := r.lc.Tenant.Platform.Get(r.Ctx, p.Names.Names)
+	r.Must(err)
 	file := r.lc.Tenant.Options().Lane.File
 	hc := healthCheck{}
 	hc.maxUnhealthy, hc.source = maxUnhealthyOf(app, p.Name())
 	changes := map[string]any{}
 	n, err := remediable(hc.maxUnhealthy, p.Spec.Replicas)
-	r.must(err)
+	r.Must(err)
 	switch {
 	case n >= 1:
 		AddReportEntry("maxUnhealthy", fmt.Sprintf("sized: pool %s has %d worker(s); at maxUnhealthy %s (%s) its MachineHealthCheck remediates up to %d at once",
 			p.Name(), p.Spec.Replicas, hc.maxUnhealthy, hc.source, n))
 	case set == "":
-		r.must(&fixture.ConfigurationError{File: file, Err: fmt.Errorf(
+		r.Must(&fixture.ConfigurationError{File: file, Err: fmt.Errorf(
 			"pool %s has %d worker(s): at maxUnhealthy %s (%s) its MachineHealthCheck never remediates a broken one; give the remediation spec a larger pool or a maxUnhealthy to set",
 			p.Name(), p.Spec.Replicas, hc.maxUnhealthy, hc.source)})
 	default:
 		if m, err := remediable(set, p.Spec.Replicas); err != nil || m < 1 {
-			r.must(&fixture.ConfigurationError{File: file, Err: fmt.Errorf("maxUnhealthy %q to set on pool %s of %d worker(s) remediates none either (%v)", set, p.Name(), p.Spec.Replicas, err)})
+			r.Must(&fixture.ConfigurationError{File: file, Err: fmt.Errorf("maxUnhealthy %q to set on pool %s of %d worker(s) remediates none either (%v)", set, p.Name(), p.Spec.Replicas, err)})
 		}
 		said := fmt.Sprintf("set: pool %s has %d worker(s); at maxUnhealthy %s (%s) its MachineHealthCheck would never remediate a broken one, so nodeGroups.%s.maxUnhealthy is set to %s",
 			p.Name(), p.Spec.Replicas, hc.maxUnhealthy, hc.source, p.Name(), set)
 		AddReportEntry("maxUnhealthy", said)
-		r.logf("pool %s: %s", p.Name(), said)
+		r.Logf("pool %s: %s", p.Name(), said)
 		changes["maxUnhealthy"] = set
 		hc.maxUnhealthy, hc.source = set, "nodeGroups."+p.Name()+".maxUnhealthy, set by the spec"
 	}
@@ -200,7 +200,7 @@ func nodeName(mr *join.MachineRecord) string {
 // remediation): Cluster API then marks no Machine and remediates none, and looks again only when
 // a Machine or Node of the pool changes (sigs.k8s.io/cluster-api v1.13.6
 // internal/controllers/machinehealthcheck/machinehealthcheck_controller.go:290-345).
-func (r *run) markedUnhealthy(ctx context.Context, p fixture.Pool, w fixture.Worker, hc healthCheck) error {
+func (r *Step) markedUnhealthy(ctx context.Context, p fixture.Pool, w fixture.Worker, hc healthCheck) error {
 	ns := p.Names.Namespace
 	machine := tenant.Ref{GVK: fixture.MachineGVK, Namespace: ns, Name: w.Machine}
 	mhc := tenant.Ref{GVK: fixture.MachineHealthGVK, Namespace: ns, Name: p.Names.MachineHealthCheck()}
@@ -210,7 +210,7 @@ func (r *run) markedUnhealthy(ctx context.Context, p fixture.Pool, w fixture.Wor
 		node = tenant.Ref{GVK: fixture.NodeGVK, Name: w.Node, In: p.Tenant()}
 		refs = append(refs, node)
 	}
-	return r.stages.Wait(ctx, r.lc.Tenant.Options().Management, StageMarkedUnhealthy,
+	return r.Stages.Wait(ctx, r.lc.Tenant.Options().Management, StageMarkedUnhealthy,
 		"MachineHealthCheck "+p.Names.MachineHealthCheck()+" marking Machine "+w.Machine, refs,
 		func(objs tenant.Objects) (bool, string, error) {
 			m := objs.Get(machine)
@@ -235,7 +235,7 @@ func (r *run) markedUnhealthy(ctx context.Context, p fixture.Pool, w fixture.Wor
 // pool counts its replicas again in Machines not being deleted. A MachineHealthCheck that
 // marked the Machine and will not remediate it ends the wait at once (class remediation), as
 // does an object of the broken worker that only a foreign finalizer holds (class leak).
-func (r *run) replaced(ctx context.Context, p fixture.Pool, w fixture.Worker, hc healthCheck) error {
+func (r *Step) replaced(ctx context.Context, p fixture.Pool, w fixture.Worker, hc healthCheck) error {
 	ns := p.Names.Namespace
 	machines := tenant.Ref{GVK: fixture.MachineGVK, Namespace: ns}
 	mhc := tenant.Ref{GVK: fixture.MachineHealthGVK, Namespace: ns, Name: p.Names.MachineHealthCheck()}
@@ -245,7 +245,7 @@ func (r *run) replaced(ctx context.Context, p fixture.Pool, w fixture.Worker, hc
 		{GVK: fixture.VMIGVK, Namespace: ns, Name: w.VM},
 	}
 	refs := append([]tenant.Ref{machines, mhc}, old...)
-	return r.stages.Wait(ctx, r.lc.Tenant.Options().Management, StageReplaced,
+	return r.Stages.Wait(ctx, r.lc.Tenant.Options().Management, StageReplaced,
 		"Machine "+w.Machine+" and VM "+w.VM+" replaced", refs,
 		func(objs tenant.Objects) (bool, string, error) {
 			var left []*unstructured.Unstructured

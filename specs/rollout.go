@@ -69,14 +69,14 @@ func RolloutSpec(_ context.Context, inputGetter func() RolloutSpecInput) {
 		func(spec SpecContext) {
 			in := inputGetter()
 			p := in.Pool
-			rec, r := in.onPool(spec, PhaseRollout, p)
+			rec, r := in.OnPool(spec, PhaseRollout, p)
 			md := rec.MachineDeployment
 			replicas := p.Spec.Replicas
 			maxUnavailable := 0
 			if ru := md.Spec.Rollout.Strategy.RollingUpdate; ru.MaxUnavailable != nil {
 				var err error
 				maxUnavailable, err = intstr.GetScaledValueFromIntOrPercent(ru.MaxUnavailable, replicas, false)
-				r.must(err)
+				r.Must(err)
 			}
 			floor := replicas - maxUnavailable
 			oldTemplate := md.Spec.Template.Spec.InfrastructureRef.Name
@@ -84,37 +84,37 @@ func RolloutSpec(_ context.Context, inputGetter func() RolloutSpecInput) {
 
 			t := in.Tenant
 			timers, err := fixture.Timeouts(in.Clock, t.Options().Lane.File, PhaseRollout, NodeStartupTimeout)
-			r.must(err)
+			r.Must(err)
 			r.holdTimeouts(p, timers, nil)
 
 			By("changing the pool: " + in.Change.What)
-			gen, err := t.Platform.UpdatePool(r.ctx, p.Names.Names, p.Name(), in.Change.Mutate)
-			r.must(err)
-			rd, err := t.Platform.WaitRendered(r.ctx, p.Names.Names, gen)
-			r.must(err)
+			gen, err := t.Platform.UpdatePool(r.Ctx, p.Names.Names, p.Name(), in.Change.Mutate)
+			r.Must(err)
+			rd, err := t.Platform.WaitRendered(r.Ctx, p.Names.Names, gen)
+			r.Must(err)
 			Expect(rd.Ready).To(BeTrue(), "the platform refused pool %s with %s: %s", p.Name(), in.Change.What, rd.HelmRelease)
 			newTemplate := r.changed(p, oldTemplate)
 
 			By("the pool rolls onto " + newTemplate + ", never below " + fmt.Sprint(floor) + " Ready workers")
 			low := r.rolled(p, newTemplate, replicas, floor)
 			AddReportEntry("fewest Ready workers during the rollout", fmt.Sprint(low))
-			after := r.rejoined(r.ctx, p, replicas)
+			after := r.rejoined(r.Ctx, p, replicas)
 			for _, m := range after.Machines {
 				Expect(hasMachine(rec, m.Machine.Name)).To(BeFalse(), "Machine %s of the old template is still in the pool", m.Machine.Name)
 			}
-			r.stages.Pass(r.ctx, StageRenewed, fmt.Sprintf("%d workers on %s run a workload pod", len(after.Machines), newTemplate))
+			r.Stages.Pass(r.Ctx, StageRenewed, fmt.Sprintf("%d workers on %s run a workload pod", len(after.Machines), newTemplate))
 			Expect(after.MachineDeployment.Spec.Template.Spec.InfrastructureRef.Name).To(Equal(newTemplate))
 			ExpectPoolJoined(p, after, replicas, t.Options().Lane.Workload.Ref())
-			r.logf("pool %s: rolled from %s to %s (%s); fewest Ready workers %d, floor %d", p.Name(), oldTemplate, newTemplate, in.Change.What, low, floor)
+			r.Logf("pool %s: rolled from %s to %s (%s); fewest Ready workers %d, floor %d", p.Name(), oldTemplate, newTemplate, in.Change.What, low, floor)
 		})
 }
 
 // changed waits until the pool's MachineDeployment runs a machine template other than old,
 // and returns its name.
-func (r *run) changed(p fixture.Pool, old string) string {
+func (r *Step) changed(p fixture.Pool, old string) string {
 	md := tenant.Ref{GVK: fixture.MachineDeployGVK, Namespace: p.Names.Namespace, Name: p.Names.MachineDeployment()}
 	var now string
-	r.must(r.stages.Wait(r.ctx, r.lc.Tenant.Options().Management, StageChanged, "MachineDeployment "+md.Name+" on a new machine template",
+	r.Must(r.Stages.Wait(r.Ctx, r.lc.Tenant.Options().Management, StageChanged, "MachineDeployment "+md.Name+" on a new machine template",
 		[]tenant.Ref{md}, func(objs tenant.Objects) (bool, string, error) {
 			o := objs.Get(md)
 			if o == nil {
@@ -130,14 +130,14 @@ func (r *run) changed(p fixture.Pool, old string) string {
 // MachineSet's), replicas of them with a Ready Node and none of another template left; at every
 // change it counts the Ready workers, and fewer than floor ends it at once. It returns the
 // fewest it saw.
-func (r *run) rolled(p fixture.Pool, template string, replicas, floor int) int {
+func (r *Step) rolled(p fixture.Pool, template string, replicas, floor int) int {
 	ns := p.Names.Namespace
 	mgmt := r.lc.Tenant.Options().Management
 	machines := tenant.Ref{GVK: fixture.MachineGVK, Namespace: ns}
 	sets := tenant.Ref{GVK: fixture.MachineSetGVK, Namespace: ns}
 	nodes := tenant.Ref{GVK: fixture.NodeGVK, In: p.Tenant()}
 	low := replicas
-	r.must(r.stages.Wait(r.ctx, mgmt, StageRolled, fmt.Sprintf("pool %s on %s", p.Name(), template),
+	r.Must(r.Stages.Wait(r.Ctx, mgmt, StageRolled, fmt.Sprintf("pool %s on %s", p.Name(), template),
 		[]tenant.Ref{machines, sets, nodes}, func(objs tenant.Objects) (bool, string, error) {
 			setTemplate := map[string]string{}
 			for _, s := range objs[sets] {

@@ -44,18 +44,18 @@ func ScalingSpec(_ context.Context, inputGetter func() ScalingSpecInput) {
 		func(spec SpecContext) {
 			in := inputGetter()
 			p := in.Pool
-			rec, r := in.onPool(spec, PhaseScaling, p)
+			rec, r := in.OnPool(spec, PhaseScaling, p)
 			from, to := p.Spec.Replicas, in.To
 			Expect(to).To(BeNumerically(">", from), "the scaling spec grows pool %s from %d; give it a larger size", p.Name(), from)
 			image := in.Tenant.Options().Lane.Workload.Ref()
 			timers, err := fixture.Timeouts(in.Clock, in.Tenant.Options().Lane.File, PhaseScaling, NodeStartupTimeout)
-			r.must(err)
+			r.Must(err)
 			r.holdTimeouts(p, timers, nil)
 
 			By(fmt.Sprintf("scaling pool %s up from %d to %d", p.Name(), from, to))
-			r.must(r.resize(p, to))
-			r.stages.Pass(r.ctx, StageScaledUp, fmt.Sprintf("nodeGroups.%s.minReplicas=maxReplicas=%d rendered; MachineDeployment %s scaled to %d", p.Name(), to, p.Names.MachineDeployment(), to))
-			grown := r.rejoined(r.ctx, p, to)
+			r.Must(r.resize(p, to))
+			r.Stages.Pass(r.Ctx, StageScaledUp, fmt.Sprintf("nodeGroups.%s.minReplicas=maxReplicas=%d rendered; MachineDeployment %s scaled to %d", p.Name(), to, p.Names.MachineDeployment(), to))
+			grown := r.rejoined(r.Ctx, p, to)
 			var added []string
 			for i := range grown.Machines {
 				if !hasMachine(rec, grown.Machines[i].Machine.Name) {
@@ -63,12 +63,12 @@ func ScalingSpec(_ context.Context, inputGetter func() ScalingSpecInput) {
 				}
 			}
 			sort.Strings(added)
-			r.stages.Pass(r.ctx, StageGrown, fmt.Sprintf("%d workers run a workload pod; new: %s", len(grown.Machines), strings.Join(added, ", ")))
+			r.Stages.Pass(r.Ctx, StageGrown, fmt.Sprintf("%d workers run a workload pod; new: %s", len(grown.Machines), strings.Join(added, ", ")))
 			ExpectPoolJoined(p, grown, to, image)
 			Expect(added).To(HaveLen(to-from), "pool %s grew by new Machines", p.Name())
 
 			By(fmt.Sprintf("scaling pool %s down from %d to %d", p.Name(), to, from))
-			r.must(r.resize(p, from))
+			r.Must(r.resize(p, from))
 			survivors := r.scaledDown(p, from)
 			var removed []fixture.Worker
 			for _, mr := range grown.Machines {
@@ -78,40 +78,40 @@ func ScalingSpec(_ context.Context, inputGetter func() ScalingSpecInput) {
 			}
 			Expect(removed).To(HaveLen(to-from), "pool %s kept %v", p.Name(), survivors)
 			By("the removed workers leave nothing behind")
-			r.must(r.removed(p, removed))
-			after := r.rejoined(r.ctx, p, from)
+			r.Must(r.removed(p, removed))
+			after := r.rejoined(r.Ctx, p, from)
 			ExpectPoolJoined(p, after, from, image)
-			r.logf("pool %s: scaled %d→%d→%d; removed %d workers", p.Name(), from, to, from, len(removed))
+			r.Logf("pool %s: scaled %d→%d→%d; removed %d workers", p.Name(), from, to, from, len(removed))
 		})
 }
 
 // resize makes pool p ask for n workers, as an operator does: minReplicas and maxReplicas on
 // the app (what the cluster-autoscaler holds the pool to), rendered, then the
 // MachineDeployment's scale subresource.
-func (r *run) resize(p fixture.Pool, n int) error {
+func (r *Step) resize(p fixture.Pool, n int) error {
 	t := r.lc.Tenant
-	gen, err := t.Platform.UpdatePool(r.ctx, p.Names.Names, p.Name(), func(g map[string]any) {
+	gen, err := t.Platform.UpdatePool(r.Ctx, p.Names.Names, p.Name(), func(g map[string]any) {
 		g["minReplicas"], g["maxReplicas"] = int64(n), int64(n)
 	})
 	if err != nil {
 		return err
 	}
-	rd, err := t.Platform.WaitRendered(r.ctx, p.Names.Names, gen)
+	rd, err := t.Platform.WaitRendered(r.Ctx, p.Names.Names, gen)
 	if err != nil {
 		return err
 	}
 	Expect(rd.Ready).To(BeTrue(), "the platform refused pool %s at %d workers: %s", p.Name(), n, rd.HelmRelease)
-	return fixture.ScaleMachineDeployment(r.ctx, t.Options().Management, p.Names, n)
+	return fixture.ScaleMachineDeployment(r.Ctx, t.Options().Management, p.Names, n)
 }
 
 // scaledDown waits until the pool's MachineDeployment wants n and only n of its Machines are
 // not being deleted, and returns those.
-func (r *run) scaledDown(p fixture.Pool, n int) map[string]bool {
+func (r *Step) scaledDown(p fixture.Pool, n int) map[string]bool {
 	ns := p.Names.Namespace
 	machines := tenant.Ref{GVK: fixture.MachineGVK, Namespace: ns}
 	md := tenant.Ref{GVK: fixture.MachineDeployGVK, Namespace: ns, Name: p.Names.MachineDeployment()}
 	keep := map[string]bool{}
-	r.must(r.stages.Wait(r.ctx, r.lc.Tenant.Options().Management, StageScaledDown,
+	r.Must(r.Stages.Wait(r.Ctx, r.lc.Tenant.Options().Management, StageScaledDown,
 		fmt.Sprintf("MachineDeployment %s down to %d", p.Names.MachineDeployment(), n), []tenant.Ref{machines, md},
 		func(objs tenant.Objects) (bool, string, error) {
 			want := int64(-1)
@@ -142,13 +142,13 @@ func (r *run) scaledDown(p fixture.Pool, n int) map[string]bool {
 
 // removed waits until nothing of workers is left: Machine, KubevirtMachine, VM, VMI,
 // DataVolume, PVC, bootstrap Secrets, Node.
-func (r *run) removed(p fixture.Pool, workers []fixture.Worker) error {
+func (r *Step) removed(p fixture.Pool, workers []fixture.Worker) error {
 	var refs []tenant.Ref
 	var names []string
 	for _, w := range workers {
 		refs = append(refs, w.Refs(p.Names.Namespace, p.Tenant())...)
 		names = append(names, w.Machine)
 	}
-	return r.stages.Wait(r.ctx, r.lc.Tenant.Options().Management, StageRemoved,
+	return r.Stages.Wait(r.Ctx, r.lc.Tenant.Options().Management, StageRemoved,
 		"nothing left of the removed workers "+strings.Join(names, ", "), refs, fixture.Gone(refs, nil))
 }

@@ -20,8 +20,9 @@ import (
 type MachineDeploymentVersionsSpecInput struct {
 	Management *cluster.Cluster
 	Pool       tenant.PoolNames
-	// Before runs first (the suite ends the pools phase there); nil: nothing.
-	Before func()
+	// Before runs first, with the spec's context (the suite ends the pools phase there once
+	// every join ended); nil: nothing.
+	Before func(context.Context)
 }
 
 // MachineDeploymentVersionsSpec registers one spec: a MachineDeployment reads the same at
@@ -30,7 +31,7 @@ func MachineDeploymentVersionsSpec(_ context.Context, inputGetter func() Machine
 	It("a MachineDeployment reads the same at v1beta1 and v1beta2", Label("api-versions"), func(ctx SpecContext) {
 		in := inputGetter()
 		if in.Before != nil {
-			in.Before()
+			in.Before(ctx)
 		}
 		p := in.Pool
 		AddReportEntry("machinedeployment", p.MachineDeployment())

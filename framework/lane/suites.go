@@ -26,6 +26,10 @@ type PhaseNeed struct {
 	// Fixed are Waits the platform runs at a value no spec sets: the lane may not declare less
 	// (a ceiling counted from less would not hold the wait).
 	Fixed map[string]FixedTimeout
+	// PerPool says the suite enters the phase once per pool of the lane, each time with the
+	// phase's full ceiling (specs.Lifecycle.OnPool in a loop over the pools): the budget
+	// counts its ceiling as often.
+	PerPool bool
 	// Err, set on a need of its own, says the suite cannot tell what it needs of the lane (its
 	// label filter does not parse); CheckSuites names it.
 	Err error
@@ -118,7 +122,37 @@ func (l *Lane) CheckSuites(cat SuiteCatalog) Errors {
 			}
 		}
 	}
+	l.checkPerPool(v, cat)
 	return v.errs
+}
+
+// checkPerPool holds the budget to the phases a suite enters once per pool: each entry gets
+// the phase's full ceiling, so the sum counts the ceiling once per pool (Arithmetic counts it
+// once).
+func (l *Lane) checkPerPool(v *validator, cat SuiteCatalog) {
+	a := l.Budget.Arithmetic()
+	if a.Cap <= 0 || len(l.Pools) < 2 {
+		return
+	}
+	var more time.Duration
+	var terms []string
+	counted := map[string]bool{}
+	for _, s := range l.Suites {
+		for _, n := range cat[s.Name] {
+			p, ok := l.Budget.Phase(n.Name)
+			if !ok || !n.PerPool || counted[n.Name] {
+				continue
+			}
+			counted[n.Name] = true
+			d := p.Ceiling.D() * time.Duration(len(l.Pools)-1)
+			more += d
+			terms = append(terms, fmt.Sprintf("phase %s of suite %s runs once per pool, %d times, so %s more", n.Name, s.Name, len(l.Pools), d))
+		}
+	}
+	if more > 0 && a.Total+more > a.Cap {
+		v.fail("budget", "does not fit the job cap once the per-pool phases count as often as they run: %s + %s (%s) = %s, which is %s over jobCap %s",
+			a.Total, more, strings.Join(terms, "; "), a.Total+more, a.Total+more-a.Cap, a.Cap)
+	}
 }
 
 func floorHint(n PhaseNeed) string {

@@ -72,3 +72,25 @@ func TestPoolsAreGivenToKnownLifecycleSpecsOnce(t *testing.T) {
 		}
 	}
 }
+
+// A phase a suite enters once per pool counts its ceiling once per pool: a lane that fits its
+// job cap when the phase counts once, and not when it counts three times, is refused.
+func TestAPerPoolPhaseCountsOncePerPool(t *testing.T) {
+	data := strings.Replace(good, "    - {name: pools, ceiling: 2m, timeouts: {schedulable: 30s}}\n",
+		"    - {name: pools, ceiling: 2m, timeouts: {schedulable: 30s}}\n    - {name: labels, ceiling: 2m}\n", 1)
+	data = strings.Replace(data, "  - {name: md0, class: talos, replicas: 2}\n",
+		"  - {name: md0, class: talos, replicas: 2}\n  - {name: md1, class: talos, replicas: 1}\n  - {name: md2, class: talos, replicas: 1}\n", 1)
+	l, err := Parse("lanes/x.yaml", []byte(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 7m30s counted once: under the 10m cap; with labels 3 times, 11m30s.
+	if errs := l.CheckSuites(SuiteCatalog{"kubernetes": {{Name: "labels"}}}); len(errs) > 0 {
+		t.Fatalf("a phase entered once refused: %v", errs)
+	}
+	errs := l.CheckSuites(SuiteCatalog{"kubernetes": {{Name: "labels", PerPool: true}}})
+	want := "lanes/x.yaml:10: budget: does not fit the job cap once the per-pool phases count as often as they run: 7m30s + 4m0s (phase labels of suite kubernetes runs once per pool, 3 times, so 4m0s more) = 11m30s, which is 1m30s over jobCap 10m0s"
+	if len(errs) != 1 || errs.Error() != want {
+		t.Fatalf("got %v\nwant %s", errs, want)
+	}
+}

@@ -1,42 +1,33 @@
 package kubernetes
 
 import (
-	"errors"
-	"os"
+	"context"
+	"fmt"
 	"testing"
 
-	. "github.com/onsi/ginkgo/v2"
-	. "github.com/onsi/gomega"
-
-	"github.com/cozystack/cozy-e2e/suites/internal/suite"
+	"github.com/cozystack/cozy-e2e/framework/tenant"
+	"github.com/cozystack/cozy-e2e/specs"
+	"github.com/cozystack/cozy-e2e/suite"
 )
 
 // TestKubernetes runs the suite under the orchestrator, which sets the E2E_* environment.
 // Run bare (go test ./...), it has no lane and no cluster and says how to run it.
 func TestKubernetes(t *testing.T) {
-	if !suite.Present(os.Getenv) {
-		t.Skip("the kubernetes suite runs under the orchestrator: make e2e (or bin/e2e run --lane <lane>)")
+	r := &refusals{created: fmt.Errorf("the refusal cluster was not created: the pools phase never started")}
+	suite.Run(t, suite.Config{Name: Name, Phases: Phases, Specs: r.describe, WhileJoining: r.render})
+}
+
+// refusals is the refusal cluster, rendering beside the pools while they join so the refusals
+// phase only judges; created says why it was not created.
+type refusals struct {
+	sel     Selection
+	names   tenant.Names
+	created error
+}
+
+// render creates the refusal cluster in the pools phase, when the lane's filter runs the refusals.
+func (r *refusals) render(ctx context.Context, w *suite.World) {
+	if r.sel.Refusals {
+		r.created = w.Tenant.CreateCluster(ctx, specs.RefusalCluster(r.names, w.Lane.Kubernetes.Version))
 	}
-	env, err := suite.FromEnviron(os.Getenv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := suite.Setup(Name, env, Phases)
-	var ce *suite.ConfigurationError
-	if errors.As(err, &ce) {
-		if ferr := s.Finish(); ferr != nil {
-			t.Error(ferr)
-		}
-		t.Fatal(err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	sel, err := Select(s.Lane)
-	if err != nil {
-		t.Fatal(err)
-	}
-	RegisterFailHandler(Fail)
-	describe(newState(s), sel)
-	RunSpecs(t, Name)
 }

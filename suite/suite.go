@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 
 	"github.com/go-logr/logr"
-	"github.com/onsi/ginkgo/v2"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/cozystack/cozy-e2e/framework/budget"
@@ -123,31 +122,6 @@ func (s *Suite) JoinLog() io.Writer {
 	}
 	return s.Log
 }
-
-// Must fails the current spec with err when it is not nil, noting err first so the failure
-// carries err's class and stage (see classify); pool names the pool the spec is about.
-func (s *Suite) Must(pool string, err error) {
-	if err == nil {
-		return
-	}
-	s.Failures.Note(ginkgo.CurrentSpecReport().FullText(), pool, err)
-	ginkgo.Fail(err.Error(), 1)
-}
-
-// MustIn is Must for a step of lane phase phase: an API call that ran out of the phase's time
-// (context deadline) is a deadline failure at that phase, not a product assertion.
-func (s *Suite) MustIn(phase, pool string, err error) {
-	s.Must(pool, fixture.InPhase(phase, pool, err))
-}
-
-// Within bounds the current spec's steps by ctx, the context of lane phase phase: a failed
-// assertion of the spec after ctx's deadline passed is judged a deadline at that phase.
-func (s *Suite) Within(phase string, ctx context.Context) {
-	s.Failures.Within(ginkgo.CurrentSpecReport().FullText(), phase, ctx)
-}
-
-// DeadlineError is a step that ran out of its phase's time (fixture.DeadlineError).
-type DeadlineError = fixture.DeadlineError
 
 // ConfigurationError is a suite that cannot run its specs on this lane: the lane lacks a phase
 // the suite needs, or names something the suite does not know (fixture.ConfigurationError).

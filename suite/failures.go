@@ -14,9 +14,6 @@ import (
 	"github.com/cozystack/cozy-e2e/specs"
 )
 
-// PoolEntry is the report entry naming the pool a spec is about.
-const PoolEntry = specs.PoolEntry
-
 // Failures turns failed specs into verdict.Failure records. A spec that fails on a typed
 // error notes it first (Note), so its record carries the error's class and stage rather than
 // a guess from its text; any other failure is judged from the phase the spec ran in (a phase
@@ -189,10 +186,10 @@ func classify(err error) judged {
 	return judged{Class: verdict.ProductAssertion}
 }
 
-// PoolOf is the pool a spec reported with AddReportEntry(PoolEntry, name), or "".
+// PoolOf is the pool a spec reported with AddReportEntry(specs.PoolEntry, name), or "".
 func PoolOf(r types.SpecReport) string {
 	for _, e := range r.ReportEntries {
-		if e.Name == PoolEntry {
+		if e.Name == specs.PoolEntry {
 			return strings.Trim(e.StringRepresentation(), `"`)
 		}
 	}

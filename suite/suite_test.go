@@ -11,9 +11,11 @@ import (
 	"github.com/onsi/ginkgo/v2/types"
 
 	"github.com/cozystack/cozy-e2e/framework/budget"
+	"github.com/cozystack/cozy-e2e/framework/fixture"
 	"github.com/cozystack/cozy-e2e/framework/join"
 	"github.com/cozystack/cozy-e2e/framework/tenant"
 	"github.com/cozystack/cozy-e2e/framework/verdict"
+	"github.com/cozystack/cozy-e2e/specs"
 )
 
 func TestMissingEnvironmentIsNamedAllAtOnce(t *testing.T) {
@@ -44,7 +46,7 @@ func report(state types.SpecState, msg string, pool string) types.SpecReport {
 	r := types.SpecReport{ContainerHierarchyTexts: []string{"kubernetes"}, LeafNodeText: "pool " + pool + " joins",
 		State: state, Failure: types.Failure{Message: msg}, EndTime: time.Now()}
 	if pool != "" {
-		r.ReportEntries = types.ReportEntries{{Name: PoolEntry, Value: types.WrapEntryValue(pool)}}
+		r.ReportEntries = types.ReportEntries{{Name: specs.PoolEntry, Value: types.WrapEntryValue(pool)}}
 	}
 	return r
 }
@@ -101,7 +103,7 @@ func TestClassify(t *testing.T) {
 		{&tenant.WaitError{Phase: "tenant", Class: verdict.Deadline}, verdict.Deadline, "tenant"},
 		{&tenant.WaitError{Phase: "teardown", Class: verdict.Teardown}, verdict.Teardown, "teardown"},
 		{&budget.ExhaustedError{Phase: "refusals"}, verdict.Deadline, "refusals"},
-		{&DeadlineError{Phase: "refusals", Err: fmt.Errorf("client rate limiter Wait returned an error: %w", context.DeadlineExceeded)}, verdict.Deadline, "refusals"},
+		{&fixture.DeadlineError{Phase: "refusals", Err: fmt.Errorf("client rate limiter Wait returned an error: %w", context.DeadlineExceeded)}, verdict.Deadline, "refusals"},
 		{errors.New("boom"), verdict.ProductAssertion, ""},
 	} {
 		j := classify(tc.err)
@@ -153,7 +155,7 @@ func TestAnAssertionAfterThePhaseRanOutIsADeadline(t *testing.T) {
 
 // A deadline error of a pool's step names its pool.
 func TestDeadlineErrorNamesItsPool(t *testing.T) {
-	e := &DeadlineError{Phase: "pools", Pool: "kairos", Err: context.DeadlineExceeded}
+	e := &fixture.DeadlineError{Phase: "pools", Pool: "kairos", Err: context.DeadlineExceeded}
 	if !strings.HasPrefix(e.Error(), "pool kairos: pools:") {
 		t.Errorf("%q", e.Error())
 	}
