@@ -207,7 +207,12 @@ func newRun(o runOptions, stdout io.Writer) (*run, error) {
 	if err := os.MkdirAll(filepath.Join(artifacts, "lane"), 0o755); err != nil {
 		return nil, err
 	}
-	if err := copyFile(l.File, r.laneCopy()); err != nil {
+	if l.Resolved != nil {
+		// A lane that extends another is copied as one document, so its repro needs no other file.
+		if err := os.WriteFile(r.laneCopy(), l.Resolved, 0o644); err != nil {
+			return nil, err
+		}
+	} else if err := copyFile(l.File, r.laneCopy()); err != nil {
 		return nil, err
 	}
 	if err := writeRunInfo(r); err != nil {

@@ -43,7 +43,7 @@ func (r *run) runSuite(ctx context.Context, s lane.Suite, kubeconfig string) {
 		r.fail(verdict.Harness, "suite "+s.Name, err)
 		return
 	}
-	bin, err := r.suiteBinary(ctx, s.Name)
+	bin, err := r.suiteBinary(ctx, s)
 	if err != nil {
 		r.fail(verdict.Harness, "suite "+s.Name, err)
 		return
@@ -69,7 +69,7 @@ func (r *run) runSuite(ctx context.Context, s lane.Suite, kubeconfig string) {
 		args = append(args, "-ginkgo.label-filter="+s.LabelFilter)
 	}
 	cmd := exec.Command(bin, args...)
-	cmd.Dir = filepath.Join(r.root, "suites", s.Name)
+	cmd.Dir = filepath.Join(r.root, filepath.FromSlash(suitePath(s)))
 	cmd.Env = append(os.Environ(),
 		"E2E_LANE_FILE="+r.laneCopy(),
 		"E2E_KUBECONFIG="+kubeconfig,
@@ -146,9 +146,20 @@ func (r *run) collectSuite(name, dir string, waitErr error) {
 	}
 }
 
-// suiteBinary builds bin/suites/<name>.test with go test -c (incremental), or uses it as it is
-// with --no-build.
-func (r *run) suiteBinary(ctx context.Context, name string) (string, error) {
+// suitePath is the suite's package folder, relative to the checkout: its lane entry's path,
+// else suites/<name>.
+func suitePath(s lane.Suite) string {
+	if s.Path != "" {
+		return s.Path
+	}
+	return "suites/" + s.Name
+}
+
+// suiteBinary builds bin/suites/<name>.test with go test -c (incremental) in the suite's
+// folder, so a suite in a module of its own builds against its own go.mod; or uses it as it
+// is with --no-build.
+func (r *run) suiteBinary(ctx context.Context, s lane.Suite) (string, error) {
+	name := s.Name
 	bin := filepath.Join(r.root, "bin", "suites", name+".test")
 	if r.opts.NoBuild {
 		if _, err := os.Stat(bin); err != nil {
@@ -157,10 +168,10 @@ func (r *run) suiteBinary(ctx context.Context, name string) (string, error) {
 		return bin, nil
 	}
 	start := time.Now()
-	cmd := exec.CommandContext(ctx, "go", "test", "-c", "-o", bin, "./suites/"+name)
-	cmd.Dir = r.root
+	cmd := exec.CommandContext(ctx, "go", "test", "-c", "-o", bin, ".")
+	cmd.Dir = filepath.Join(r.root, filepath.FromSlash(suitePath(s)))
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("suite %s: go test -c ./suites/%s failed: %v\n%s", name, name, err, out)
+		return "", fmt.Errorf("suite %s: go test -c in %s failed: %v\n%s", name, suitePath(s), err, out)
 	}
 	r.detailf("suite %s: built in %s", name, time.Since(start).Round(time.Millisecond))
 	return bin, nil

@@ -67,8 +67,17 @@ func run(args []string, stdout, stderr io.Writer) int {
 	return 2
 }
 
+// dirs is the lanes folder and, for the default one, the example suites' lanes beside it.
+func dirs(dir string) []string {
+	out := []string{dir}
+	if ex, _ := filepath.Glob(filepath.Join(filepath.Dir(dir), lane.ExampleLanes)); len(ex) > 0 {
+		out = append(out, ex...)
+	}
+	return out
+}
+
 func check(dir string, stdout, stderr io.Writer) int {
-	lanes, err := lane.LoadDir(dir)
+	lanes, err := lane.LoadDirs(dirs(dir))
 	for _, l := range lanes {
 		if cerr := registry.Check(l); cerr != nil {
 			err = errors.Join(err, cerr)
@@ -89,7 +98,7 @@ func check(dir string, stdout, stderr io.Writer) int {
 }
 
 func workflow(sub, dir, out string, stdout, stderr io.Writer) int {
-	lanes, err := lane.LoadDir(dir)
+	lanes, err := lane.LoadDirs(dirs(dir))
 	if err != nil {
 		fmt.Fprintf(stderr, "lanes workflow: the lanes do not load:\n%v\n", err)
 		return 2
@@ -131,6 +140,17 @@ func workflow(sub, dir, out string, stdout, stderr io.Writer) int {
 			}
 			fmt.Fprintf(stdout, "%s matches %s/*.yaml\n", f.path, dir)
 		}
+		// The CI workflow is written by hand; it must run every sim lane.
+		ci := filepath.Join(filepath.Dir(filepath.Dir(filepath.Dir(out))), filepath.FromSlash(lane.CIPath))
+		data, err := os.ReadFile(ci)
+		if err == nil {
+			err = lane.CheckCI(data, lanes)
+		}
+		if err != nil {
+			fmt.Fprintln(stderr, err)
+			return 2
+		}
+		fmt.Fprintf(stdout, "%s runs every sim lane\n", lane.CIPath)
 		return code
 	}
 	fmt.Fprintf(stderr, "lanes workflow: want write or check, got %q\n", sub)

@@ -37,9 +37,19 @@ func Parse(path string, data []byte) (*Lane, error) {
 	if len(root.Content) == 0 {
 		return nil, Errors{{File: path, Issue: "is empty"}}
 	}
+	doc, parent, err := resolveExtends(path, root.Content[0], nil)
+	if err != nil {
+		return nil, err
+	}
 	l := &Lane{File: path}
+	if parent != "" {
+		if l.Resolved, err = yaml.Marshal(doc); err != nil {
+			return nil, Errors{{File: path, Issue: "extends: " + err.Error()}}
+		}
+	}
 	d := &decoder{file: path, lines: map[string]int{}}
-	d.decode("", root.Content[0], reflect.ValueOf(l).Elem())
+	d.decode("", doc, reflect.ValueOf(l).Elem())
+	l.Extends = parent
 	if len(d.errs) > 0 {
 		return nil, d.errs
 	}
@@ -57,6 +67,25 @@ func Parse(path string, data []byte) (*Lane, error) {
 		return nil, errs
 	}
 	return l, nil
+}
+
+// ExampleLanes is where the example suites keep their lanes, beside the lanes folder: Find
+// looks there for a name the lanes folder lacks, and lanes-check and workflows-check read them
+// too (LoadDirs).
+const ExampleLanes = "examples/*/lanes"
+
+// LoadDirs loads the lanes of each folder (LoadDir), every folder's errors joined.
+func LoadDirs(dirs []string) ([]*Lane, error) {
+	var lanes []*Lane
+	var errs []error
+	for _, d := range dirs {
+		ls, err := LoadDir(d)
+		lanes = append(lanes, ls...)
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return lanes, errors.Join(errs...)
 }
 
 // LoadDir loads every *.yaml lane in dir, sorted by name. It returns the lanes that loaded and
@@ -114,6 +143,9 @@ func Find(dir, name string) (*Lane, error) {
 		}
 	}
 	if _, err := os.Stat(path); err != nil {
+		if ex, _ := filepath.Glob(filepath.Join(filepath.Dir(dir), ExampleLanes, name+".yaml")); len(ex) == 1 {
+			return Load(ex[0])
+		}
 		known, _ := filepath.Glob(filepath.Join(dir, "*.yaml"))
 		names := make([]string, 0, len(known))
 		for _, k := range known {

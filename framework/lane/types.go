@@ -19,7 +19,10 @@ const (
 // Lane is one lane file: everything a run needs to know besides the code.
 type Lane struct {
 	// Name is the lane's name; it must match the file name (lanes/<name>.yaml).
-	Name        string    `json:"name" lane:"required"`
+	Name string `json:"name" lane:"required"`
+	// Extends names the lane this one is written on top of (extends.go): a lane name, found
+	// beside the file or in a lanes/ folder above it, or a path relative to the file.
+	Extends     string    `json:"extends,omitempty"`
 	Description string    `json:"description,omitempty"`
 	Substrate   Substrate `json:"substrate" lane:"required"`
 	// Kubernetes is the lane's tenant Kubernetes release: the release of every conformance
@@ -53,6 +56,9 @@ type Lane struct {
 
 	// File is the path the lane was loaded from.
 	File string `json:"-"`
+	// Resolved is the lane as one document, its extends chain merged in (nil for a lane that
+	// extends none): what a run copies into its artifacts and a repro runs.
+	Resolved []byte `json:"-"`
 	// Deprecation, when set, is the line to print before anything else: the lane was asked for
 	// by an old name (Aliases).
 	Deprecation string `json:"-"`
@@ -173,6 +179,9 @@ const DigestUnknown = "unknown"
 // Suite is one Ginkgo suite under suites/.
 type Suite struct {
 	Name string `json:"name" lane:"required"`
+	// Path is the suite's Go package folder, relative to the harness's checkout; empty:
+	// suites/<name>. A suite in a module of its own (examples/nodelabels) is built there.
+	Path string `json:"path,omitempty"`
 	// LabelFilter is the Ginkgo label filter for this lane.
 	LabelFilter string `json:"labelFilter,omitempty"`
 }

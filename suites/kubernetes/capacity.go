@@ -29,24 +29,7 @@ func PeakWorkers(l *lane.Lane) (Peak, error) {
 	if err != nil {
 		return Peak{}, err
 	}
-	base := 0
-	var each []string
-	for _, c := range l.Clusters() {
-		n := 0
-		for _, p := range l.Pools {
-			if p.ClusterName() == c {
-				n += p.Replicas
-			}
-		}
-		base += n
-		each = append(each, fmt.Sprintf("%s %d", c, n))
-	}
-	// Every cluster's pools join at once: their workers add up.
-	why := fmt.Sprintf("%d in the pools", base)
-	if len(each) > 1 {
-		why += " of " + strings.Join(each, " + ") + ", every cluster at once"
-	}
-	peak := Peak{Workers: base, Why: why}
+	peak := PoolsAtOnce(l)
 	if len(l.Pools) == 0 {
 		return peak, nil
 	}
@@ -76,4 +59,27 @@ func PeakWorkers(l *lane.Lane) (Peak, error) {
 		peak.Why += fmt.Sprintf(", then at most +%d in one lifecycle phase: %s", most, strings.Join(extras, ", "))
 	}
 	return peak, nil
+}
+
+// PoolsAtOnce is the lane's pools, every pool's workers at once: what any suite that brings
+// the tenant up runs from its pools phase on.
+func PoolsAtOnce(l *lane.Lane) Peak {
+	base := 0
+	var each []string
+	for _, c := range l.Clusters() {
+		n := 0
+		for _, p := range l.Pools {
+			if p.ClusterName() == c {
+				n += p.Replicas
+			}
+		}
+		base += n
+		each = append(each, fmt.Sprintf("%s %d", c, n))
+	}
+	// Every cluster's pools join at once: their workers add up.
+	why := fmt.Sprintf("%d in the pools", base)
+	if len(each) > 1 {
+		why += " of " + strings.Join(each, " + ") + ", every cluster at once"
+	}
+	return Peak{Workers: base, Why: why}
 }

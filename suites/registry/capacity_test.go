@@ -113,3 +113,27 @@ func TestTheLaneCheckAndTheSimsSchedulerAgreeOnCapacity(t *testing.T) {
 		t.Fatalf("launcher %d of %d on Node %s: %s %q; want Unschedulable for lack of %s (%s)", sw.Workers+1, sw.Workers+1, node, c.Reason, c.Message, sw.Resource, sw.Why)
 	}
 }
+
+// A lane that runs only a suite of its own is charged that suite's workers alone: the
+// nodelabels example runs the lane's pools, not the kubernetes suite's remediation, scaling
+// and rollout workers.
+func TestALaneIsChargedOnlyTheSuitesItRuns(t *testing.T) {
+	l, err := lane.Load(filepath.Join("..", "..", "examples", "nodelabels", "lanes", "sim-nodelabels.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	peak, err := PeakWorkers(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pools := 0
+	for _, p := range l.Pools {
+		pools += p.Replicas
+	}
+	if peak.Workers != pools || strings.Contains(peak.Why, "lifecycle") {
+		t.Errorf("sim-nodelabels: %d workers (%s); want the pools' %d alone", peak.Workers, peak.Why, pools)
+	}
+	if errs := l.CheckSuites(Catalog(l)); len(errs) > 0 {
+		t.Errorf("sim-nodelabels against its suite.yaml: %v", errs)
+	}
+}

@@ -4,6 +4,8 @@ package registry
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -13,18 +15,105 @@ import (
 	"github.com/cozystack/cozy-e2e/framework/sim/capacity"
 	"github.com/cozystack/cozy-e2e/framework/sim/world"
 	"github.com/cozystack/cozy-e2e/framework/tenant"
+	"github.com/cozystack/cozy-e2e/suite"
 	"github.com/cozystack/cozy-e2e/suites/kubernetes"
 )
 
-// Catalog is every suite by name (suites/<name>) with the phases it runs in on lane l: its
-// label filter there decides which specs run, and so which phases it needs. A filter that
-// does not parse is a need CheckSuites refuses, naming it.
-func Catalog(l *lane.Lane) lane.SuiteCatalog {
-	needs, err := kubernetes.Phases(l)
-	if err != nil {
-		needs = []lane.PhaseNeed{{Err: err}}
+// Suite is one suite the harness can run, as data: its name, the phases it needs of a lane
+// (its label filter there decides which specs run) and the most worker VMs it runs at once.
+type Suite struct {
+	Name   string
+	Phases func(*lane.Lane) ([]lane.PhaseNeed, error)
+	Peak   func(*lane.Lane) (kubernetes.Peak, error)
+}
+
+// Builtin are the suites of this checkout's suites/ folder.
+func Builtin() []Suite {
+	return []Suite{{Name: kubernetes.Name, Phases: kubernetes.Phases, Peak: kubernetes.PeakWorkers}}
+}
+
+// Of is the suite lane entry s names: a built-in one, or one with a path (a suite in a module
+// of its own) that declares its phases in its suite.yaml (suite.NeedsFile), found under the
+// nearest folder above the lane file that holds it; its peak is the lane's pools, every pool
+// at once.
+func Of(l *lane.Lane, s lane.Suite) (Suite, error) {
+	if s.Path == "" {
+		for _, b := range Builtin() {
+			if b.Name == s.Name {
+				return b, nil
+			}
+		}
+		return Suite{}, fmt.Errorf("%q is not a suite of this harness (suites: %s); a suite elsewhere names its folder (suites[].path)", s.Name, kubernetes.Name)
 	}
-	return lane.SuiteCatalog{kubernetes.Name: needs}
+	path, err := needsFile(l.File, s.Path)
+	if err != nil {
+		return Suite{}, err
+	}
+	n, err := suite.ReadNeeds(path)
+	if err != nil {
+		return Suite{}, err
+	}
+	if n.Name != s.Name {
+		return Suite{}, fmt.Errorf("%s names suite %q, the lane %q", path, n.Name, s.Name)
+	}
+	return Suite{Name: s.Name, Phases: func(*lane.Lane) ([]lane.PhaseNeed, error) { return n.PhaseNeeds(), nil },
+		Peak: func(l *lane.Lane) (kubernetes.Peak, error) { return kubernetes.PoolsAtOnce(l), nil }}, nil
+}
+
+// needsFile is <dir>/<path>/suite.yaml for the nearest folder dir above the lane file that has it.
+func needsFile(laneFile, path string) (string, error) {
+	for d, _ := filepath.Abs(filepath.Dir(laneFile)); ; d = filepath.Dir(d) {
+		p := filepath.Join(d, filepath.FromSlash(path), suite.NeedsFile)
+		if _, err := os.Stat(p); err == nil {
+			return p, nil
+		}
+		if filepath.Dir(d) == d {
+			return "", fmt.Errorf("suite folder %s: no %s in it, looking up from %s", path, suite.NeedsFile, laneFile)
+		}
+	}
+}
+
+// Catalog is every suite lane l runs by name, with the phases it runs in on l. A suite that
+// cannot say (an unknown name, a filter that does not parse) is a need CheckSuites refuses,
+// naming it.
+func Catalog(l *lane.Lane) lane.SuiteCatalog {
+	out := lane.SuiteCatalog{}
+	for _, s := range l.Suites {
+		reg, err := Of(l, s)
+		if err != nil {
+			out[s.Name] = []lane.PhaseNeed{{Err: err}}
+			continue
+		}
+		needs, err := reg.Phases(l)
+		if err != nil {
+			needs = []lane.PhaseNeed{{Err: err}}
+		}
+		out[s.Name] = needs
+	}
+	return out
+}
+
+// PeakWorkers is the most worker VMs the lane's suites run at once: the largest of the
+// suites' own peaks, as they run one after another, each charged only for what it runs.
+func PeakWorkers(l *lane.Lane) (kubernetes.Peak, error) {
+	var peak kubernetes.Peak
+	for _, s := range l.Suites {
+		reg, err := Of(l, s)
+		if err != nil {
+			return kubernetes.Peak{}, err
+		}
+		p, err := reg.Peak(l)
+		if err != nil {
+			return kubernetes.Peak{}, err
+		}
+		if p.Workers > peak.Workers || peak.Why == "" {
+			peak = kubernetes.Peak{Workers: p.Workers, Why: p.Why}
+			if len(l.Suites) > 1 {
+				peak.Why = "suite " + s.Name + ": " + p.Why
+			}
+		}
+	}
+	return peak, nil
 }
 
 // workerOverheadGiB is what KubeVirt adds to a worker's guest memory in its virt-launcher pod,
@@ -37,9 +126,6 @@ const workerOverheadGiB = 0.5
 // WorkerGiB is the memory one worker VM takes on its node: its guest (tenant.NodeGroup's
 // resources.memory) and KubeVirt's overhead.
 func WorkerGiB() float64 { return tenant.WorkerMemoryGiB + workerOverheadGiB }
-
-// PeakWorkers is the most worker VMs the lane's suites run at once.
-func PeakWorkers(l *lane.Lane) (kubernetes.Peak, error) { return kubernetes.PeakWorkers(l) }
 
 // Check holds lane l to what its suites need: the phases of Catalog and the room for their
 // peak worker VMs: on a kind lane the runner's memory, on a sim lane the sim's management

@@ -27,6 +27,7 @@ const (
 	MHCBlocked          Name = "mhc-blocked"
 	ScaleDownStuck      Name = "scale-down-stuck"
 	Leak                Name = "leak"
+	NodeLabelRemoved    Name = "node-label-removed"
 )
 
 // Fault is one catalogue entry. The verdict a correct harness reaches under each fault is not
@@ -75,6 +76,8 @@ var catalogue = []Fault{
 		"the apiserver keeps an object with a deletionTimestamp until metadata.finalizers is empty (k8s.io/apiserver v0.35.4 pkg/registry/generic/registry/store.go:1044-1130); the finalizer's absent controller is sim only", false, false},
 	{Leak, "every worker disk's PVC carries a finalizer no controller removes: deleting the app leaves the PVCs, and deleting the tenant leaves them and its namespace Terminating",
 		"the apiserver keeps an object with a deletionTimestamp until metadata.finalizers is empty, and the namespace controller keeps a namespace until its content is gone (kubernetes v1.35.4 pkg/controller/namespace/deletion/namespaced_resources_deleter.go:442-480, condition NamespaceFinalizersRemaining); a PVC so held is what external-snapshotter's snapshot.storage.kubernetes.io/pvc-as-source-protection leaves when its controller is gone; here the finalizer's absent controller is sim only", false, false},
+	{NodeLabelRemoved, "right after the Node registers, a labeller in the tenant cluster removes its kubernetes.io/hostname label; the join is unaffected",
+		"the kubelet sets kubernetes.io/hostname, os and arch when it registers (kubernetes v1.35.4 pkg/kubelet/kubelet_node_status.go:301-308) and puts os and arch back at every status update (:560-575), but hostname only when it registers again (updateDefaultLabels, :129, :230-240); the labeller is sim only", false, false},
 }
 
 // Catalogue lists every fault, in documentation order.

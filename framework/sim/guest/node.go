@@ -26,6 +26,10 @@ var stuckTaint = corev1.Taint{Key: "dedicated", Value: "infra", Effect: corev1.T
 
 const notReadyMessage = "container runtime network not ready: NetworkReady=false reason:NetworkPluginNotReady message:Network plugin returns error: cni plugin not initialized"
 
+// hostnameLabel is the well-known label the kubelet sets to its hostname when it registers
+// (k8s.io/api v0.35.4 core/v1/well_known_labels.go:20, LabelHostname).
+const hostnameLabel = "kubernetes.io/hostname"
+
 // leaseRenew is how often a not-ready guest's kubelet renews its Lease.
 const leaseRenew = 10 * time.Second
 
@@ -53,7 +57,7 @@ func newNode(name string, d bootstrap.Data, vmi *kubevirtv1.VirtualMachineInstan
 	n := &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: name,
-			Labels: map[string]string{"kubernetes.io/hostname": name, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
+			Labels: map[string]string{hostnameLabel: name, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
 				"beta.kubernetes.io/os": "linux", "beta.kubernetes.io/arch": "amd64"},
 			Annotations: map[string]string{"node.alpha.kubernetes.io/ttl": "0", "volumes.kubernetes.io/controller-managed-attach-detach": "true"},
 		},

@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -154,6 +155,12 @@ func (gu *guest) join(ctx context.Context, pool standin.Pool, known bool, data b
 	case active(faults.NodeNotReady):
 		_ = gu.env().Observe(simenv.Observation{Fault: faults.NodeNotReady, Pool: pool.Name, Object: obj, Detail: "Ready=False " + notReadyMessage})
 		gu.heartbeat(ctx, wc, name)
+	case active(faults.NodeLabelRemoved):
+		// A labeller, not the kubelet: the kubelet puts hostname back only when it registers again.
+		patch := []byte(`{"metadata":{"labels":{"` + hostnameLabel + `":null}}}`)
+		if err := wc.Patch(ctx, node, client.RawPatch(types.MergePatchType, patch)); err == nil {
+			_ = gu.env().Observe(simenv.Observation{Fault: faults.NodeLabelRemoved, Pool: pool.Name, Object: obj, Detail: "label " + hostnameLabel + " removed"})
+		}
 	}
 }
 

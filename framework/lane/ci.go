@@ -1,0 +1,56 @@
+package lane
+
+import (
+	"fmt"
+	"strings"
+
+	yaml "go.yaml.in/yaml/v3"
+)
+
+// CIPath is the workflow that runs the unit tests and every sim lane on each change.
+const CIPath = ".github/workflows/ci.yaml"
+
+// CheckCI holds the CI workflow (ci, CIPath's content) to the sim lanes: each must be run by a
+// step (bin/e2e run --lane <its name or file>), so a sim lane added is a sim lane CI runs.
+func CheckCI(ci []byte, lanes []*Lane) error {
+	var wf struct {
+		Jobs map[string]struct {
+			Steps []struct {
+				Run string `yaml:"run"`
+			} `yaml:"steps"`
+		} `yaml:"jobs"`
+	}
+	if err := yaml.Unmarshal(ci, &wf); err != nil {
+		return fmt.Errorf("%s: %v", CIPath, err)
+	}
+	var runs []string
+	for _, j := range wf.Jobs {
+		for _, s := range j.Steps {
+			runs = append(runs, strings.Fields(s.Run)...)
+		}
+	}
+	ran := map[string]bool{}
+	for i := 0; i+1 < len(runs); i++ {
+		if runs[i] == "--lane" {
+			ran[runs[i+1]] = true
+		}
+	}
+	var missing []string
+	for _, l := range lanes {
+		if l.Substrate == SubstrateSim && !ran[l.Name] && !ran[l.File] {
+			missing = append(missing, fmt.Sprintf("%s (a step: bin/e2e run --lane %s)", l.File, runArg(l)))
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("%s runs no step for the sim lane(s) %s; add the step and its artifacts' upload", CIPath, strings.Join(missing, ", "))
+	}
+	return nil
+}
+
+// runArg is how bin/e2e names lane l: by name in the lanes folder, else by its file.
+func runArg(l *Lane) string {
+	if strings.HasPrefix(l.File, "lanes/") {
+		return l.Name
+	}
+	return l.File
+}
