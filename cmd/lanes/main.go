@@ -141,10 +141,10 @@ func workflow(sub, dir, out string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stdout, "%s matches %s/*.yaml\n", f.path, dir)
 		}
 		// The CI workflow is written by hand; it must run every sim lane.
-		ci := filepath.Join(filepath.Dir(filepath.Dir(filepath.Dir(out))), filepath.FromSlash(lane.CIPath))
+		ci := filepath.Join(filepath.Dir(dir), filepath.FromSlash(lane.CIPath))
 		data, err := os.ReadFile(ci)
 		if err == nil {
-			err = lane.CheckCI(data, lanes)
+			err = lane.CheckCI(data, lanes, filepath.Dir(dir))
 		}
 		if err != nil {
 			fmt.Fprintln(stderr, err)

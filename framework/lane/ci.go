@@ -2,6 +2,7 @@ package lane
 
 import (
 	"fmt"
+	"path/filepath"
 	"strings"
 
 	yaml "go.yaml.in/yaml/v3"
@@ -11,8 +12,9 @@ import (
 const CIPath = ".github/workflows/ci.yaml"
 
 // CheckCI holds the CI workflow (ci, CIPath's content) to the sim lanes: each must be run by a
-// step (bin/e2e run --lane <its name or file>), so a sim lane added is a sim lane CI runs.
-func CheckCI(ci []byte, lanes []*Lane) error {
+// step (bin/e2e run --lane <its name, or its file relative to root, the checkout>), so a sim
+// lane added is a sim lane CI runs.
+func CheckCI(ci []byte, lanes []*Lane, root string) error {
 	var wf struct {
 		Jobs map[string]struct {
 			Steps []struct {
@@ -37,8 +39,16 @@ func CheckCI(ci []byte, lanes []*Lane) error {
 	}
 	var missing []string
 	for _, l := range lanes {
-		if l.Substrate == SubstrateSim && !ran[l.Name] && !ran[l.File] {
-			missing = append(missing, fmt.Sprintf("%s (a step: bin/e2e run --lane %s)", l.File, runArg(l)))
+		file := l.File
+		if rel, err := filepath.Rel(root, l.File); err == nil {
+			file = filepath.ToSlash(rel)
+		}
+		arg := file
+		if strings.HasPrefix(file, "lanes/") {
+			arg = l.Name
+		}
+		if l.Substrate == SubstrateSim && !ran[l.Name] && !ran[file] {
+			missing = append(missing, fmt.Sprintf("%s (a step: bin/e2e run --lane %s)", file, arg))
 		}
 	}
 	if len(missing) > 0 {
@@ -47,10 +57,3 @@ func CheckCI(ci []byte, lanes []*Lane) error {
 	return nil
 }
 
-// runArg is how bin/e2e names lane l: by name in the lanes folder, else by its file.
-func runArg(l *Lane) string {
-	if strings.HasPrefix(l.File, "lanes/") {
-		return l.Name
-	}
-	return l.File
-}

@@ -78,7 +78,17 @@ func needsFile(laneFile, path string) (string, error) {
 // naming it.
 func Catalog(l *lane.Lane) lane.SuiteCatalog {
 	out := lane.SuiteCatalog{}
+	for _, b := range Builtin() {
+		needs, err := b.Phases(l)
+		if err != nil {
+			needs = []lane.PhaseNeed{{Err: err}}
+		}
+		out[b.Name] = needs
+	}
 	for _, s := range l.Suites {
+		if s.Path == "" {
+			continue // built in, or unknown: CheckSuites names it
+		}
 		reg, err := Of(l, s)
 		if err != nil {
 			out[s.Name] = []lane.PhaseNeed{{Err: err}}
