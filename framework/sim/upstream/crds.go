@@ -160,7 +160,8 @@ func (b *Build) InstancetypeCRD() (CRD, error) {
 	return CRD{Source: source, CRD: crd}, nil
 }
 
-// goMapString is the string a Go source file gives key in a map literal ("key": `value`).
+// goMapString is the string a Go source file gives key in a map literal ("key": `value`, or
+// string literals joined with +, as generators write a backquote inside a raw string).
 func goMapString(path, key string) (string, error) {
 	f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.SkipObjectResolution)
 	if err != nil {
@@ -174,23 +175,47 @@ func goMapString(path, key string) (string, error) {
 			return !found
 		}
 		k, kok := kv.Key.(*ast.BasicLit)
-		v, vok := kv.Value.(*ast.BasicLit)
-		if !kok || !vok || k.Kind != token.STRING || v.Kind != token.STRING {
+		if !kok || k.Kind != token.STRING {
 			return true
 		}
 		if name, _ := strconv.Unquote(k.Value); name == key {
-			value, err = strconv.Unquote(v.Value)
-			found = true
+			value, err = stringExpr(kv.Value)
+			found = err == nil
+			return !found && err == nil
 		}
-		return !found
+		return true
 	})
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("the value of %q: %w", key, err)
 	}
 	if !found {
 		return "", fmt.Errorf("no string for %q in a map literal", key)
 	}
 	return value, nil
+}
+
+// stringExpr is the value of a constant string expression: string literals, joined with +.
+func stringExpr(e ast.Expr) (string, error) {
+	switch e := e.(type) {
+	case *ast.BasicLit:
+		if e.Kind != token.STRING {
+			return "", fmt.Errorf("not a string literal")
+		}
+		return strconv.Unquote(e.Value)
+	case *ast.ParenExpr:
+		return stringExpr(e.X)
+	case *ast.BinaryExpr:
+		if e.Op != token.ADD {
+			return "", fmt.Errorf("not a string concatenation")
+		}
+		x, err := stringExpr(e.X)
+		if err != nil {
+			return "", err
+		}
+		y, err := stringExpr(e.Y)
+		return x + y, err
+	}
+	return "", fmt.Errorf("not a constant string expression")
 }
 
 // kustomizedCRDs reads config/crd/bases of a provider and adds its kustomization's commonLabels.
