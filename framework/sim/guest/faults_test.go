@@ -30,6 +30,7 @@ func TestFaultsShowTheirEffectThroughTheAPI(t *testing.T) {
 	must(t, w.tenant.Client.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: names.KubeletConfigNamespace, Name: names.KubeletConfigName},
 		Data: map[string]string{names.KubeletConfigKey: "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nclusterDomain: cluster.local\n"}}))
 	m := func(pool string) string { return release + "-" + pool + "-abcde-x7k2p" }
+	w.guestMemory["big"] = "128Gi"
 	for _, p := range []string{"refused", "big", "taint", "rejected", "notready"} {
 		w.machine(t, p, m(p), false)
 	}
@@ -62,7 +63,9 @@ func TestFaultsShowTheirEffectThroughTheAPI(t *testing.T) {
 	if cs := imp.Status.ContainerStatuses; len(cs) != 1 || cs[0].RestartCount < 2 || cs[0].LastTerminationState.Terminated == nil || cs[0].LastTerminationState.Terminated.ExitCode != 1 {
 		t.Errorf("importer container status %+v", imp.Status.ContainerStatuses)
 	}
-	// vmi-unschedulable: the real scheduler says Insufficient memory, on the launcher and the VMI.
+	// vmi-unschedulable: a VM larger than the Node; the real scheduler says Insufficient memory on
+	// the launcher (or on its temporary pod, while the disk waits for its first consumer), and the
+	// real virt-controller copies it onto the VMI.
 	w.until(t, "launcher unschedulable", func(ctx context.Context) (bool, error) {
 		vmi := &kubevirtv1.VirtualMachineInstance{}
 		if err := w.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: m("big")}, vmi); err != nil {
@@ -70,7 +73,7 @@ func TestFaultsShowTheirEffectThroughTheAPI(t *testing.T) {
 		}
 		for _, c := range vmi.Status.Conditions {
 			if string(c.Type) == "PodScheduled" && c.Reason == "Unschedulable" && strings.Contains(c.Message, "Insufficient memory") {
-				return vmi.Status.Phase == kubevirtv1.Scheduling, nil
+				return vmi.Status.Phase == kubevirtv1.Scheduling || vmi.Status.Phase == kubevirtv1.Pending, nil
 			}
 		}
 		return false, nil

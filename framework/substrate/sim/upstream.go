@@ -12,6 +12,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	kubevirtcore "kubevirt.io/api/core"
+
+	"github.com/cozystack/cozy-e2e/fixtures"
 	"github.com/cozystack/cozy-e2e/framework/cluster"
 	"github.com/cozystack/cozy-e2e/framework/controlplane"
 	"github.com/cozystack/cozy-e2e/framework/sim/simenv"
@@ -33,6 +36,12 @@ import (
 // fixtures' hand-written ones) and the platform's instance types; the chart is served on
 // loopback and published as the ExternalArtifact a Kubernetes app's release names. It installs
 // the releases the app API stand-in marks for the real chart (simenv.RendererLabel).
+//
+// KubeVirt's virt-controller v1.8.4 runs the same way, configured by the platform's KubeVirt CR:
+// its CRDs are what virt-operator installs for that CR (upstream.KubeVirtInstall, computed while
+// the fixture CRDs install, replacing the fixtures' kubevirt.io ones), with the CDI kinds it
+// informs on; it owns VirtualMachines and VirtualMachineInstances up to Scheduled, and the
+// virt-handler stand-in (framework/sim/kubevirt) the rest.
 type realControllers struct {
 	b                   *upstream.Build
 	dir                 string
@@ -42,6 +51,8 @@ type realControllers struct {
 	charts              *upstream.ChartServer
 	mu                  sync.Mutex
 	running             []*upstream.Controller
+	// kubevirt is what virt-operator installs, set by installCRDs.
+	kubevirt *upstream.KubeVirt
 }
 
 // ChartArtifact is the ExternalArtifact a Kubernetes app's HelmRelease names (Cozystack v1.6.1
@@ -80,22 +91,46 @@ func newRealControllers(tools controlplane.Tools, dir string) (*realControllers,
 	return r, nil
 }
 
-// replaced names the fixture CRDs these controllers bring their own of.
-func (r *realControllers) replaced() []string {
+// replaced names the fixture CRDs these controllers bring their own of: every fixture CRD of
+// KubeVirt's group besides the providers' and the chart's (virt-operator's install replaces them).
+func (r *realControllers) replaced() ([]string, error) {
 	var out []string
 	for _, c := range append(append(append([]upstream.CRD{}, r.capkCRDs...), r.cabptCRDs...), r.chartCRDs...) {
 		out = append(out, c.CRD.Name)
 	}
-	return out
+	fx, err := fixtures.CRDs()
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range fx {
+		if f.CRD.Spec.Group == kubevirtcore.GroupName {
+			out = append(out, f.CRD.Name)
+		}
+	}
+	return out, nil
 }
 
 // installCRDs installs the controllers' own CRDs (CABPT's converting through its webhook) and the
 // platform's instance types; the world runs it beside its fixture CRDs.
 func (r *realControllers) installCRDs(ctx context.Context, c *cluster.Cluster) error {
-	if err := upstream.InstallCRDs(ctx, c, append(append([]upstream.CRD{}, r.capkCRDs...), r.chartCRDs...), nil); err != nil {
-		return err
+	// KubeVirt's install is computed (install-strategy takes about a second) and installed beside
+	// the others; the chart's VirtualMachineClusterInstancetype is KubeVirt's own then.
+	kvDone := make(chan error, 1)
+	go func() { kvDone <- r.installKubeVirtCRDs(ctx, c) }()
+	var chart []upstream.CRD
+	for _, crd := range r.chartCRDs {
+		if !upstream.KubeVirtGroup(crd.CRD.Spec.Group) {
+			chart = append(chart, crd)
+		}
 	}
-	if err := upstream.InstallCRDs(ctx, c, r.cabptCRDs, r.cabptHook.Conversion()); err != nil {
+	err := upstream.InstallCRDs(ctx, c, append(append([]upstream.CRD{}, r.capkCRDs...), chart...), nil)
+	if err == nil {
+		err = upstream.InstallCRDs(ctx, c, r.cabptCRDs, r.cabptHook.Conversion())
+	}
+	if kvErr := <-kvDone; err == nil {
+		err = kvErr
+	}
+	if err != nil {
 		return err
 	}
 	// The platform's instance types, through a client that sees the new kinds.
@@ -137,6 +172,7 @@ func (r *realControllers) start(ctx context.Context, w *world.World) error {
 		{"capk", upstream.StartCAPK, nil},
 		{"cabpt", upstream.StartCABPT, r.cabptHook},
 		{"helm-controller", startHelmController, nil},
+		{"virt-controller", r.startVirtController, nil},
 	}
 	// All at once: each waits for its own readiness.
 	errs := make([]error, len(steps)+1)
@@ -224,4 +260,29 @@ func (r *realControllers) pids() []int {
 		}
 	}
 	return out
+}
+
+// installKubeVirtCRDs computes what virt-operator installs for the platform's KubeVirt CR and
+// installs its CRDs and the CDI kinds virt-controller informs on.
+func (r *realControllers) installKubeVirtCRDs(ctx context.Context, c *cluster.Cluster) error {
+	kv, err := r.b.KubeVirtInstall(ctx)
+	if err != nil {
+		return fmt.Errorf("sim: %w", err)
+	}
+	cdi, err := r.b.VirtControllerCDICRDs()
+	if err != nil {
+		return fmt.Errorf("sim: %w", err)
+	}
+	r.mu.Lock()
+	r.kubevirt = kv
+	r.mu.Unlock()
+	return upstream.InstallCRDs(ctx, c, append(append([]upstream.CRD{}, kv.CRDs...), cdi...), nil)
+}
+
+// startVirtController runs virt-controller with what virt-operator gives it.
+func (r *realControllers) startVirtController(ctx context.Context, b *upstream.Build, c *cluster.Cluster, o upstream.Options) (*upstream.Controller, error) {
+	r.mu.Lock()
+	kv := r.kubevirt
+	r.mu.Unlock()
+	return upstream.StartVirtController(ctx, b, c, kv, o)
 }
