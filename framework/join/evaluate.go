@@ -25,9 +25,9 @@ type machineView struct {
 	Importer        *corev1.Pod
 	// VM is the KubevirtMachine's VirtualMachine; VMI its current instance (the VM's name:
 	// a VMI the VM controller replaced is the new one).
-	VM              *kubevirtv1.VirtualMachine
-	VMI             *kubevirtv1.VirtualMachineInstance
-	Launcher        *corev1.Pod
+	VM       *kubevirtv1.VirtualMachine
+	VMI      *kubevirtv1.VirtualMachineInstance
+	Launcher *corev1.Pod
 	// Temporary is the launcher KubeVirt starts only to bind a volume waiting for its first
 	// consumer (annotation kubevirt.io/ephemeral-provisioning).
 	Temporary *corev1.Pod

@@ -40,8 +40,8 @@ var scenarios = []string{
 	"green",
 	"cluster-dns-mismatch,disk-import-refused@md0",
 	"vmi-unschedulable@md0,provider-id-missing@kairos,guest-join-rejected@acme",
-	"node-tainted@md0,node-tainted@acme,kairos-config-refused@kairos",
-	"mhc-replacement@kairos,mhc-replacement@acme,apiserver-transient",
+	"vmi-crashloop@md0,node-tainted@acme,kairos-config-refused@kairos",
+	"mhc-replacement@kairos,mhc-replacement@acme,apiserver-transient,vmi-crash-once@md0",
 }
 
 // lifecycleScenarios run on lanes/sim-lifecycle.yaml: green, then the lifecycle faults, each
@@ -525,6 +525,9 @@ func checkFaults(t *testing.T, l *lane.Lane, targets map[string][]judgedFault, t
 			continue
 		}
 		at, ok := firstObservation(obs, f.name, p.Name)
+		if n, many := decisiveObservation[f.name]; many {
+			at, ok = nthObservation(obs, f.name, p.Name, n)
+		}
 		if !ok {
 			t.Errorf("pool %s: the sim recorded no observation of %s (faults-observed.jsonl)", p.Name, f.name)
 		} else {

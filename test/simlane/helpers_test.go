@@ -91,6 +91,21 @@ func firstObservation(obs []simenv.Observation, f faults.Name, pool string) (tim
 	return at, !at.IsZero()
 }
 
+// nthObservation is when fault f showed for pool the n-th time (n from 1), in time order.
+func nthObservation(obs []simenv.Observation, f faults.Name, pool string, n int) (time.Time, bool) {
+	var ats []time.Time
+	for _, o := range obs {
+		if o.Fault == f && (o.Pool == pool || o.Pool == "") {
+			ats = append(ats, o.At)
+		}
+	}
+	sort.Slice(ats, func(i, j int) bool { return ats[i].Before(ats[j]) })
+	if n < 1 || len(ats) < n {
+		return time.Time{}, false
+	}
+	return ats[n-1], true
+}
+
 // diagnosticsRoundGap separates two rounds of on-failure collectors: a lifecycle run can fail
 // in one phase and again in a later one, each failure collected right after its spec.
 const diagnosticsRoundGap = 10 * time.Second

@@ -74,9 +74,11 @@ func TestVirtController(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	start = time.Now()
 	if err := upstream.InstallCRDs(ctx, w.Cluster, append(kv.CRDs, cdi...), nil); err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("KubeVirt's and CDI's CRDs established in %s", time.Since(start).Round(time.Millisecond))
 	ctl, err := upstream.StartVirtController(ctx, b, w.Cluster, kv, upstream.Options{Dir: controllerDir(t, "virt-controller"), Kubeconfig: w.API.AdminKubeconfig})
 	if err != nil {
 		t.Fatal(err)
