@@ -79,7 +79,7 @@ func crashLoop(name string, vm *kubevirtv1.VirtualMachine) *terminal {
 
 // runStrategy is the VM's run strategy (spec.runStrategy, or the deprecated spec.running) and
 // whether KubeVirt replaces a Failed VMI under it: Always and RerunOnFailure do
-// (pkg/virt-controller/watch/vm/vm.go lines 963-1035 and 1037-1070), Halted, Manual and Once
+// (pkg/virt-controller/watch/vm/vm.go lines 978-1036 and 1038-1086), Halted, Manual and Once
 // do not.
 func runStrategy(vm *kubevirtv1.VirtualMachine) (kubevirtv1.VirtualMachineRunStrategy, bool) {
 	if vm == nil {

@@ -101,7 +101,7 @@ func deleteOneVMI(ctx context.Context, kubectl, tmp string) deletion {
 		var list struct {
 			Items []struct {
 				Metadata struct{ Namespace, Name, UID string } `json:"metadata"`
-				Status   struct{ Phase string }              `json:"status"`
+				Status   struct{ Phase string }                `json:"status"`
 			} `json:"items"`
 		}
 		if json.Unmarshal(out, &list) != nil {
