@@ -69,9 +69,9 @@ func expect(f faults.Name, os string) (expectation, bool) {
 	return expectation{}, false
 }
 
-// decisiveObservation is, for a fault the sim records more than once per pool, the record from
-// which its verdict is due: a crash loop is judged at KubeVirt's second start failure (the
-// harness's limit, framework/join crashLoopLimit), not at the first crash.
+// decisiveObservation is, for a fault the sim records more than once per object, the record from
+// which its verdict is due: a crash loop is judged at one VM's second start failure (the
+// harness's limit, framework/join crashLoopLimit), not at its first crash.
 var decisiveObservation = map[faults.Name]int{faults.VMICrashLoop: 2}
 
 // osOf is the OS family of each class a lane's pools name.

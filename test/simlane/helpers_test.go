@@ -91,19 +91,23 @@ func firstObservation(obs []simenv.Observation, f faults.Name, pool string) (tim
 	return at, !at.IsZero()
 }
 
-// nthObservation is when fault f showed for pool the n-th time (n from 1), in time order.
+// nthObservation is when fault f first showed for pool the n-th time (n from 1) on one and the
+// same object (a VM's VMIs keep its name): the earliest n-th record of any object.
 func nthObservation(obs []simenv.Observation, f faults.Name, pool string, n int) (time.Time, bool) {
-	var ats []time.Time
+	byObject := map[string][]time.Time{}
 	for _, o := range obs {
 		if o.Fault == f && (o.Pool == pool || o.Pool == "") {
-			ats = append(ats, o.At)
+			byObject[o.Object] = append(byObject[o.Object], o.At)
 		}
 	}
-	sort.Slice(ats, func(i, j int) bool { return ats[i].Before(ats[j]) })
-	if n < 1 || len(ats) < n {
-		return time.Time{}, false
+	var at time.Time
+	for _, ats := range byObject {
+		sort.Slice(ats, func(i, j int) bool { return ats[i].Before(ats[j]) })
+		if n >= 1 && len(ats) >= n && (at.IsZero() || ats[n-1].Before(at)) {
+			at = ats[n-1]
+		}
 	}
-	return ats[n-1], true
+	return at, !at.IsZero()
 }
 
 // diagnosticsRoundGap separates two rounds of on-failure collectors: a lifecycle run can fail
