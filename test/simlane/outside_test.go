@@ -48,6 +48,13 @@ func TestSimLaneSurvivesAVMIDeletedByHand(t *testing.T) {
 		t.Fatalf("the outside hand: %s", d.err)
 	}
 	t.Logf("the outside hand deleted VMI %s (UID %s) at %s; kubectl: %s", d.vmi, d.uid, d.at.Format(time.RFC3339Nano), strings.TrimSpace(d.out))
+	// What it deleted was the real virt-controller's: the VMI and its launcher Pod say so.
+	for what, managers := range map[string][]string{"VMI " + d.vmi: d.vmiManagers, "its launcher Pod": d.launcherManagers} {
+		if !contains(managers, "virt-controller") {
+			t.Errorf("%s: managedFields name %v, not virt-controller", what, managers)
+		}
+	}
+	t.Logf("managedFields: VMI %v, launcher %v", d.vmiManagers, d.launcherManagers)
 	if o.result != verdict.Pass {
 		t.Fatalf("the run is %s after a VMI was deleted by hand; its VM should have started a new one", o.result)
 	}
@@ -77,8 +84,32 @@ func TestSimLaneSurvivesAVMIDeletedByHand(t *testing.T) {
 }
 
 type deletion struct {
-	vmi, uid, out, err string
-	at                 time.Time
+	vmi, uid, out, err            string
+	at                            time.Time
+	vmiManagers, launcherManagers []string
+}
+
+type managed struct {
+	Metadata struct {
+		ManagedFields []struct{ Manager string } `json:"managedFields"`
+	} `json:"metadata"`
+}
+
+func (m managed) managers() []string {
+	var out []string
+	for _, f := range m.Metadata.ManagedFields {
+		out = append(out, f.Manager)
+	}
+	return out
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
 }
 
 // deleteOneVMI waits for the run's management kubeconfig under tmp, then for a Running VMI in a
@@ -111,10 +142,25 @@ func deleteOneVMI(ctx context.Context, kubectl, tmp string) deletion {
 			if v.Status.Phase != "Running" || !strings.HasPrefix(v.Metadata.Namespace, "tenant-") {
 				continue
 			}
+			var vmi managed
+			if raw, err := exec.CommandContext(ctx, kubectl, "--kubeconfig", cfgs[0], "-n", v.Metadata.Namespace, "get",
+				"virtualmachineinstance", v.Metadata.Name, "-o", "json").Output(); err == nil {
+				_ = json.Unmarshal(raw, &vmi)
+			}
+			var pods struct{ Items []managed }
+			if raw, err := exec.CommandContext(ctx, kubectl, "--kubeconfig", cfgs[0], "-n", v.Metadata.Namespace, "get", "pods",
+				"-l", "kubevirt.io/created-by="+v.Metadata.UID, "-o", "json").Output(); err == nil {
+				_ = json.Unmarshal(raw, &pods)
+			}
+			var launcher []string
+			for _, p := range pods.Items {
+				launcher = append(launcher, p.managers()...)
+			}
 			at := time.Now()
 			res, err := exec.CommandContext(ctx, kubectl, "--kubeconfig", cfgs[0], "-n", v.Metadata.Namespace, "delete",
 				"virtualmachineinstance", v.Metadata.Name, "--wait=false").CombinedOutput()
-			d := deletion{vmi: v.Metadata.Name, uid: v.Metadata.UID, out: string(res), at: at}
+			d := deletion{vmi: v.Metadata.Name, uid: v.Metadata.UID, out: string(res), at: at,
+				vmiManagers: vmi.managers(), launcherManagers: launcher}
 			if err != nil {
 				d.err = "kubectl delete: " + err.Error() + ": " + string(res)
 			}
