@@ -161,3 +161,38 @@ func TestFaultsShowTheirEffectThroughTheAPI(t *testing.T) {
 		t.Errorf("the refused join does not show the tenant refusing the bootstrap token: %s", o.Detail)
 	}
 }
+
+// vmi-crash-once crashes the pool's first running domain once: virt-handler's stand-in fails the
+// VMI, the real VM controller starts a new one (runStrategy Always), and that one's guest joins.
+func TestACrashedVMIIsReplacedAndJoins(t *testing.T) {
+	w := start(t, "vmi-crash-once@crash")
+	name := release + "-crash-abcde-x7k2p"
+	w.machine(t, "crash", name, false)
+	var first string
+	w.until(t, "the crash recorded", func(context.Context) (bool, error) {
+		data, _ := os.ReadFile(w.env.ObservationsPath())
+		for _, line := range strings.Split(string(data), "\n") {
+			var o simenv.Observation
+			if json.Unmarshal([]byte(line), &o) == nil && o.Fault == faults.VMICrashOnce {
+				first = o.UID
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	vmi := &kubevirtv1.VirtualMachineInstance{}
+	w.until(t, "a new VMI running", func(ctx context.Context) (bool, error) {
+		if err := w.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, vmi); err != nil {
+			return false, client.IgnoreNotFound(err)
+		}
+		return string(vmi.UID) != first && vmi.Status.Phase == kubevirtv1.Running, nil
+	})
+	w.until(t, "its Node", func(ctx context.Context) (bool, error) {
+		err := w.tenant.Client.Get(ctx, client.ObjectKey{Name: name}, &corev1.Node{})
+		return err == nil, client.IgnoreNotFound(err)
+	})
+	data, _ := os.ReadFile(w.env.ObservationsPath())
+	if n := strings.Count(string(data), `"fault":"vmi-crash-once"`); n != 1 {
+		t.Errorf("%d crashes recorded, want 1", n)
+	}
+}

@@ -111,7 +111,12 @@ func (d *domains) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result,
 			d.releaseCrash(pool)
 			return ctrl.Result{RequeueAfter: wait}, nil
 		}
-		return ctrl.Result{}, d.crash(ctx, vmi, pool, faults.VMICrashOnce, "the running domain crashed")
+		if err := d.crash(ctx, vmi, pool, faults.VMICrashOnce, "the running domain crashed"); err != nil {
+			// Not crashed (a stale VMI, say): the next reconcile tries again.
+			d.releaseCrash(pool)
+			return ctrl.Result{}, err
+		}
+		return ctrl.Result{}, nil
 	}
 	return ctrl.Result{}, nil
 }
