@@ -170,7 +170,7 @@ func (s *Substrate) Up(ctx context.Context, clock *budget.Clock) (c *cluster.Clu
 		return nil, err
 	}
 	s.env.Dir = s.dir
-	real, err := newRealControllers(tools, filepath.Join(s.dir, "upstream"))
+	real, err := newRealControllers(tools, filepath.Join(s.dir, "upstream"), s.o.Log)
 	if err != nil {
 		return nil, &substrate.PreflightError{Substrate: "sim", Missing: err.Error(), Hint: "run `make tools`"}
 	}
