@@ -3,6 +3,7 @@ package join
 import (
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -10,6 +11,7 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/cozystack/cozy-e2e/framework/osfamily"
+	"github.com/cozystack/cozy-e2e/framework/verdict"
 )
 
 // simNodes are three management Nodes of 32Gi, labelled for KubeVirt as virt-handler labels them.
@@ -128,5 +130,30 @@ func TestACrashLoopQuotesTheVMsStatus(t *testing.T) {
 		if !strings.Contains(out.Terminal.Detail, want) {
 			t.Errorf("detail %q lacks %q", out.Terminal.Detail, want)
 		}
+	}
+}
+
+// A pool that never passes while a suspect stands fails at its deadline with the suspect as its
+// reason, and a suspect that upstream cleared is not kept.
+func TestADeadlineKeepsTheStandingSuspect(t *testing.T) {
+	p := testPool(osfamily.Talos, 1)
+	v := joined(p, "m1")
+	v.Node, v.Workload = nil, nil
+	v.VMI.Status.Phase = kubevirtv1.Scheduling
+	unplaceableLauncher(v, v.Launcher, "8Gi")
+	start := time.Now()
+	c := newCourse("p", start, start.Add(time.Minute))
+	out := evaluate(withTemplate(p, v))
+	c.look(out.Stage, out.Detail, start.Add(time.Second))
+	e := c.deadline(time.Minute, start.Add(time.Minute))
+	if e.Class != verdict.Deadline || !strings.Contains(e.Detail, "suspect: Machine m1: launcher") || !strings.Contains(e.Detail, "Insufficient memory") {
+		t.Errorf("deadline %s: %q; want the suspect in its detail", e.Class, e.Detail)
+	}
+	// The scheduler placed it after all: the suspect is gone from the pool's detail.
+	v.Launcher.Status = corev1.PodStatus{Phase: corev1.PodRunning}
+	out = evaluate(withTemplate(p, v))
+	c.look(out.Stage, out.Detail, start.Add(2*time.Second))
+	if e := c.deadline(time.Minute, start.Add(time.Minute)); strings.Contains(e.Detail, "suspect") {
+		t.Errorf("a cleared suspect is kept: %q", e.Detail)
 	}
 }
