@@ -3,6 +3,7 @@ package simlane
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strconv"
 	"testing"
@@ -68,18 +69,30 @@ func workerLauncherMemory(t *testing.T) resource.Quantity {
 		t.Fatalf("tenant.WorkerCPU %q: %v", tenant.WorkerCPU, err)
 	}
 	e := simtest.Start(t)
-	e.VirtController(t)
+	ctl := e.VirtController(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	c := e.Cluster.Client
-	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "capacity"}}); err != nil {
-		t.Fatal(err)
+	// The namespace and its default service account (no kube-controller-manager runs here to
+	// make it; the apiserver refuses a Pod without it).
+	for _, o := range []client.Object{&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "capacity"}},
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "capacity", Name: "default"}}} {
+		if err := c.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
 	}
 	guest := resource.MustParse(fmt.Sprintf("%dGi", tenant.WorkerMemoryGiB))
+	// The worker's domain as CAPK writes it from the chart's template: cores, guest memory, one
+	// interface on the pod network.
 	vmi := &kubevirtv1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Namespace: "capacity", Name: "worker"},
-		Spec: kubevirtv1.VirtualMachineInstanceSpec{Domain: kubevirtv1.DomainSpec{
-			CPU: &kubevirtv1.CPU{Cores: uint32(cores)}, Memory: &kubevirtv1.Memory{Guest: &guest},
-		}}}
+		Spec: kubevirtv1.VirtualMachineInstanceSpec{
+			Domain: kubevirtv1.DomainSpec{
+				CPU: &kubevirtv1.CPU{Cores: uint32(cores)}, Memory: &kubevirtv1.Memory{Guest: &guest},
+				Devices: kubevirtv1.Devices{Interfaces: []kubevirtv1.Interface{{Name: "default",
+					InterfaceBindingMethod: kubevirtv1.InterfaceBindingMethod{Bridge: &kubevirtv1.InterfaceBridge{}}}}},
+			},
+			Networks: []kubevirtv1.Network{{Name: "default", NetworkSource: kubevirtv1.NetworkSource{Pod: &kubevirtv1.PodNetwork{}}}},
+		}}
 	if err := c.Create(ctx, vmi); err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +105,8 @@ func workerLauncherMemory(t *testing.T) resource.Quantity {
 		return pod != nil, err
 	})
 	if err != nil {
-		t.Fatalf("virt-controller made no launcher for a worker VMI: %v", err)
+		log, _ := os.ReadFile(ctl.LogPath)
+		t.Fatalf("virt-controller made no launcher for a worker VMI: %v; VMI status %+v; end of %s:\n%s", err, vmi.Status, ctl.LogPath, tail(string(log), 15))
 	}
 	for _, ctr := range pod.Spec.Containers {
 		if ctr.Name == kubevirt.ComputeContainer {
