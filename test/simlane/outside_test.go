@@ -144,12 +144,12 @@ func deleteOneVMI(ctx context.Context, kubectl, tmp string) deletion {
 			}
 			var vmi managed
 			if raw, err := exec.CommandContext(ctx, kubectl, "--kubeconfig", cfgs[0], "-n", v.Metadata.Namespace, "get",
-				"virtualmachineinstance", v.Metadata.Name, "-o", "json").Output(); err == nil {
+				"virtualmachineinstance", v.Metadata.Name, "-o", "json", "--show-managed-fields").Output(); err == nil {
 				_ = json.Unmarshal(raw, &vmi)
 			}
 			var pods struct{ Items []managed }
 			if raw, err := exec.CommandContext(ctx, kubectl, "--kubeconfig", cfgs[0], "-n", v.Metadata.Namespace, "get", "pods",
-				"-l", "kubevirt.io/created-by="+v.Metadata.UID, "-o", "json").Output(); err == nil {
+				"-l", "kubevirt.io/created-by="+v.Metadata.UID, "-o", "json", "--show-managed-fields").Output(); err == nil {
 				_ = json.Unmarshal(raw, &pods)
 			}
 			var launcher []string
