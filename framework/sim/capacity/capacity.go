@@ -26,7 +26,6 @@ func (p Price) String() string {
 	return fmt.Sprintf("%s memory and %s cpu", mi(p.Memory), p.CPU.String())
 }
 
-
 // WorkerPrice is the price of one worker VM (cores vCPUs and guest memory, as CAPK makes its VMI from the chart's KubevirtMachineTemplate: nodeGroups.<pool>.resources; the console log container when the pool asks for it): the requests of the virt-launcher Pod
 // the real virt-controller v1.8.4 makes for it, summed as kube-scheduler's NodeResourcesFit does
 // (containers plus restartable init containers: k8s.io/component-helpers resource.PodRequests,
