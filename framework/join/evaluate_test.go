@@ -14,7 +14,6 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
-	capierrors "sigs.k8s.io/cluster-api/errors"
 
 	"github.com/cozystack/cozy-e2e/framework/osfamily"
 	"github.com/cozystack/cozy-e2e/framework/tenant"
@@ -210,42 +209,15 @@ func TestTerminalStatesEndTheJoinWithTheirClassAndStage(t *testing.T) {
 		{"launcher failed", verdict.VMUnschedulable, StageVMIRunning, "Failed", func(v *machineView, _ *snapshot) {
 			v.Launcher.Status.Phase = corev1.PodFailed
 		}},
-		{"machine failed", verdict.MachineFailed, StageWorkloadPod, "Machine m1 failed: CreateError vm create refused", func(v *machineView, _ *snapshot) {
-			// Cluster API copies the provider's failure into the deprecated v1beta1 status.
-			reason, msg := capierrors.MachineStatusError("CreateError"), "vm create refused"
-			v.Machine.Status.Deprecated = &clusterv1.MachineDeprecatedStatus{V1Beta1: &clusterv1.MachineV1Beta1DeprecatedStatus{FailureReason: &reason, FailureMessage: &msg}}
-			v.Workload = nil
-		}},
-		{"talos config failed", verdict.Bootstrap, StageBootstrapData, "TalosConfig m1 failed: DataSecretGenerationFailed: failed to generate", func(v *machineView, _ *snapshot) {
-			v.Machine.Spec.Bootstrap.DataSecretName = nil
-			v.BootstrapConfig = &unstructured.Unstructured{Object: map[string]any{"status": map[string]any{"conditions": []any{
-				map[string]any{"type": "DataSecretAvailable", "status": "False", "reason": "DataSecretGenerationFailed", "severity": "Error",
-					"message": "failed to generate machine config"}}}}}
-			v.BootstrapConfig.SetGroupVersionKind(mustFamily(osfamily.Talos).BootstrapConfig)
-			v.BootstrapConfig.SetName("m1")
-		}},
 		{"unschedulable temporary launcher of a volume waiting for its consumer", verdict.VMUnschedulable, StageVMIRunning, "Insufficient memory", func(v *machineView, _ *snapshot) {
 			v.VMI.Status.Phase = kubevirtv1.Pending
 			v.Temporary, v.Launcher = v.Launcher, nil
 			v.Temporary.Status = corev1.PodStatus{Phase: corev1.PodPending, Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled,
 				Status: corev1.ConditionFalse, Reason: "Unschedulable", Message: "0/3 nodes are available: 3 Insufficient memory."}}}
 		}},
-		{"kubevirt machine failed", verdict.MachineFailed, StageDiskImport, "KubevirtMachine m1 failed", func(v *machineView, _ *snapshot) {
-			v.DataVolume = nil
-			v.KubevirtMachine = failedObject(tenant.KubevirtMachineGVK, "CreateError", "vm create refused")
-		}},
-		{"kairos config failed", verdict.Bootstrap, StageBootstrapData, "KairosConfig m1 failed: InvalidJoin", func(v *machineView, _ *snapshot) {
-			v.Machine.Spec.Bootstrap.DataSecretName = nil
-			v.BootstrapConfig = failedObject(mustFamily(osfamily.Kairos).BootstrapConfig, "InvalidJoin", "nodeRegistration.name is not DNS-1123")
-		}},
 		{"kubeadm refused in the console", verdict.JoinRejected, StageJoin, "error execution phase", func(v *machineView, _ *snapshot) {
 			v.Node = nil
 			v.Console.Joined, v.Console.Refused = false, "error execution phase kubelet-start: Unauthorized"
-		}},
-		{"node under another name", verdict.Identity, StageProviderID, "registered as Node metal-1234", func(v *machineView, _ *snapshot) {
-			v.Node.Name = "metal-1234"
-			v.Node.Spec.ProviderID = ""
-			v.Machine.Status.NodeRef.Name = ""
 		}},
 		{"foreign providerID", verdict.Identity, StageProviderID, "aws://", func(v *machineView, _ *snapshot) {
 			v.Node.Spec.ProviderID = "aws:///i-1"
