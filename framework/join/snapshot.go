@@ -136,11 +136,7 @@ func (w *Watcher) readMachine(ctx context.Context, p Pool, v *machineView, pods 
 		}
 	}
 	v.Node = attributeNode(vm, v.VMI, nodes)
-	for _, c := range csrs {
-		if csrNode(&c) == vm {
-			v.CSRs = append(v.CSRs, c)
-		}
-	}
+	v.CSRs = csrsOf(vm, v.VMI, v.Node, csrs)
 	if v.Node != nil {
 		pod := &corev1.Pod{}
 		if ok, err := get(ctx, w.tenant, tenant.WorkloadNamespace, tenant.WorkloadPod(v.Node.Name), pod); err != nil {
@@ -192,6 +188,17 @@ func attributeNode(vm string, vmi *kubevirtv1.VirtualMachineInstance, nodes []co
 		}
 	}
 	return nil
+}
+
+// csrsOf are the kubelet CSRs of VMI vm: those whose node name is the VMI's.
+func csrsOf(vm string, _ *kubevirtv1.VirtualMachineInstance, _ *corev1.Node, csrs []certificatesv1.CertificateSigningRequest) []certificatesv1.CertificateSigningRequest {
+	var out []certificatesv1.CertificateSigningRequest
+	for _, c := range csrs {
+		if csrNode(&c) == vm {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // csrNode is the Node name a kubelet CSR asks a certificate for (CN system:node:<name>).
