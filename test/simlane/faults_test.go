@@ -35,13 +35,18 @@ const (
 // Kairos class, so only a Talos fault shares its run. mhc-replacement needs the lane copy's
 // MachineHealthCheck values (sim.machineHealthCheck), which only the sim's model of #4911
 // renders: it targets the pools of the classes cluster, as the real chart renders md0's with
-// its own (nodeStartupTimeout 10m, under which nothing is replaced within a run).
+// its own (nodeStartupTimeout 10m, under which nothing is replaced within a run). The Kairos
+// faults upstream retries or repairs (bootstrap-transient, providerid-late, machineset-transient)
+// share that run: they delay a pool's first Machine, which is the one its health check replaces,
+// by 10 to 40 s, well inside its 4-minute pools ceiling. provider-id-missing targets the Talos
+// pool: on a Kairos pool it is no final state (its provider may patch the providerID on), and it
+// would end only at the deadline.
 var scenarios = []string{
 	"green",
 	"cluster-dns-mismatch,disk-import-refused@md0",
-	"vmi-unschedulable@md0,provider-id-missing@kairos,guest-join-rejected@acme",
+	"provider-id-missing@md0,vmi-unschedulable@kairos,guest-join-rejected@acme",
 	"node-tainted@md0,node-tainted@acme,kairos-config-refused@kairos",
-	"mhc-replacement@kairos,mhc-replacement@acme,apiserver-transient",
+	"mhc-replacement@kairos,mhc-replacement@acme,apiserver-transient,bootstrap-transient@kairos,providerid-late@kairos,machineset-transient@acme",
 }
 
 // lifecycleScenarios run on lanes/sim-lifecycle.yaml: green, then the lifecycle faults, each
