@@ -98,12 +98,18 @@ func identityFailure(p Pool, v *machineView, n *corev1.Node) (*terminal, *Suspec
 		return &terminal{Class: verdict.Identity, Stage: StageProviderID,
 			Detail: fmt.Sprintf("Node %s has providerID %q, not %s, and the apiserver lets a set providerID change no more", n.Name, n.Spec.ProviderID, tenant.ProviderID(vm))}, nil
 	}
+	// Cluster API sets a Machine's nodeRef once, from the Node of its providerID, and never
+	// changes it (machine_controller_noderef.go:110-117).
 	if ref := m.Status.NodeRef.Name; ref != "" && ref != n.Name {
 		return &terminal{Class: verdict.Identity, Stage: StageNodeRef,
 			Detail: fmt.Sprintf("Machine %s links Node %s, but its VMI %s is Node %s", m.Name, ref, vm, n.Name)}, nil
 	}
 	if wrong := wrongAnnotations(p, m, n); wrong != "" {
-		return &terminal{Class: verdict.Identity, Stage: StageNodeRef, Detail: fmt.Sprintf("Node %s: %s", n.Name, wrong)}, nil
+		// Cluster API writes its annotations onto the Node of the Machine's nodeRef on every
+		// reconcile, replacing another value (sigs.k8s.io/cluster-api v1.13.6
+		// internal/controllers/machine/machine_controller_noderef.go:121-143, 249-286).
+		return nil, &Suspect{Class: verdict.Identity, Stage: StageNodeRef, Object: "Node/" + n.Name,
+			Detail: fmt.Sprintf("Node %s: %s (Cluster API writes its own on each reconcile of Machine %s)", n.Name, wrong, m.Name)}
 	}
 	if n.Name != vm && n.Spec.ProviderID == "" {
 		return nil, &Suspect{Class: verdict.Identity, Stage: StageProviderID, Object: "Node/" + n.Name, Since: n.CreationTimestamp.Time,

@@ -243,6 +243,9 @@ func progress(p Pool, v *machineView) machineStage {
 	if missing := missingAnnotations(p, m, n); missing != "" {
 		return at(StageNodeRef, "Node %s lacks %s", n.Name, missing)
 	}
+	if wrong := wrongAnnotations(p, m, n); wrong != "" {
+		return at(StageNodeRef, "Node %s: %s; Cluster API writes its own on its next reconcile", n.Name, wrong)
+	}
 	if ok, why := nodeReady(n); !ok {
 		return at(StageReady, "Node %s not Ready: %s", n.Name, why)
 	}

@@ -222,9 +222,6 @@ func TestTerminalStatesEndTheJoinWithTheirClassAndStage(t *testing.T) {
 		{"foreign providerID", verdict.Identity, StageProviderID, "aws://", func(v *machineView, _ *snapshot) {
 			v.Node.Spec.ProviderID = "aws:///i-1"
 		}},
-		{"wrong cluster-namespace annotation", verdict.Identity, StageNodeRef, "cluster.x-k8s.io/cluster-namespace", func(v *machineView, _ *snapshot) {
-			v.Node.Annotations[tenant.AnnotationClusterNamespace] = "default"
-		}},
 		{"lasting NoSchedule taint", verdict.NotSchedulable, StageSchedulable, "e2e.example/broken=yes:NoSchedule", func(v *machineView, _ *snapshot) {
 			v.Node.Spec.Taints = []corev1.Taint{{Key: "e2e.example/broken", Value: "yes", Effect: corev1.TaintEffectNoSchedule}}
 			v.Workload = nil

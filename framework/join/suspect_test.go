@@ -48,6 +48,10 @@ func TestAProviderFailureReasonIsNoFinalState(t *testing.T) {
 			v.DataVolume = nil
 			v.KubevirtMachine = failedObject(tenant.KubevirtMachineGVK, "UpdateError", "The Machine's VM pod is marked for eviction due to infra node drain.")
 		}},
+		{"node annotation of another value", osfamily.Talos, verdict.Identity, StageNodeRef, func(v *machineView) {
+			v.Node.Annotations[tenant.AnnotationClusterNamespace] = "default"
+			v.Machine.Status.NodeRef.Name = ""
+		}},
 		{"machine failureReason of Cluster API's own", osfamily.Talos, verdict.MachineFailed, StageWorkloadPod, func(v *machineView) {
 			reason, msg := capierrors.InvalidConfigurationMachineError, "Machine infrastructure resource KubevirtMachine m1 has been deleted after provisioning was completed"
 			v.Machine.Status.Deprecated = &clusterv1.MachineDeprecatedStatus{V1Beta1: &clusterv1.MachineV1Beta1DeprecatedStatus{FailureReason: &reason, FailureMessage: &msg}}
