@@ -325,7 +325,8 @@ func runLane(t *testing.T, root, bin string, l *lane.Lane, laneArg, spec string,
 			t.Fatal(err)
 		}
 	}
-	canary := fmt.Sprintf("canary-%d-%s", time.Now().UnixNano(), strings.NewReplacer(",", "", "@", "", "-", "").Replace(spec))
+	tag := strings.NewReplacer(",", "", "@", "", "-", "").Replace(spec)
+	canary := fmt.Sprintf("canary-%d-%s", time.Now().UnixNano(), tag[:min(len(tag), 64)]) // E2E_SIM_CANARY holds at most 128
 	fault := ""
 	if set != nil {
 		fault = spec
