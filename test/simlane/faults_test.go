@@ -162,12 +162,17 @@ func TestSimLaneUnderEachFault(t *testing.T) {
 	for _, ls := range lifecycleScenarios {
 		runs = append(runs, lifecyclePrefix+ls.faults)
 	}
+	runs = append(runs, suiteRuns(t, root)...)
 	if only := os.Getenv("E2E_FAULTS"); only != "" {
 		runs = strings.Split(only, ";")
 	}
 	var table []outcome
 	for _, name := range runs {
 		t.Run(name, func(t *testing.T) {
+			if strings.HasPrefix(name, suitePrefix) {
+				table = append(table, runSuiteScenario(t, root, bin, name))
+				return
+			}
 			if spec, ok := strings.CutPrefix(name, lifecyclePrefix); ok {
 				filter := ""
 				for _, ls := range lifecycleScenarios {
@@ -274,7 +279,16 @@ func TestScenariosCoverTheCatalogue(t *testing.T) {
 			t.Errorf("scenario %q targets no pool of the sim lane", spec)
 		}
 	}
+	bySuite := map[faults.Name]bool{}
+	for _, sc := range suiteScenarios(t, projectRoot(t)) {
+		for _, e := range sc.Expect {
+			covered[e.Fault], bySuite[e.Fault] = true, true
+		}
+	}
 	for _, f := range faults.Catalogue() {
+		if bySuite[f.Name] {
+			continue // judged by its suite's data (examples/*/faults.yaml)
+		}
 		if !covered[f.Name] {
 			t.Errorf("no scenario exercises %s", f.Name)
 		}

@@ -1,0 +1,209 @@
+package simlane
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	yaml "go.yaml.in/yaml/v3"
+
+	"github.com/cozystack/cozy-e2e/framework/join"
+	"github.com/cozystack/cozy-e2e/framework/lane"
+	"github.com/cozystack/cozy-e2e/framework/sim/faults"
+	"github.com/cozystack/cozy-e2e/framework/verdict"
+)
+
+// A suite of its own says, as data beside it (examples/*/faults.yaml), what a fault must make
+// of its specs: the lane it runs on, the faults, and per targeted pool the class, stage and a
+// text its evidence shows. Each scenario runs green first, then under its faults.
+type suiteScenario struct {
+	Lane   string         `yaml:"lane"` // a lane file, from the checkout
+	Suite  string         `yaml:"suite"`
+	Faults string         `yaml:"faults"` // an E2E_SIM_FAULT value
+	Expect []suiteOutcome `yaml:"expect"`
+}
+
+type suiteOutcome struct {
+	Fault    faults.Name   `yaml:"fault"`
+	Pool     string        `yaml:"pool"`
+	Class    verdict.Class `yaml:"class"`
+	Stage    string        `yaml:"stage"`
+	Explains string        `yaml:"explains"`
+}
+
+// suitePrefix marks a suite scenario in E2E_FAULTS: suite:<lane name>:green, or
+// suite:<lane name>:<faults>.
+const suitePrefix = "suite:"
+
+// suiteScenarios reads every examples/*/faults.yaml.
+func suiteScenarios(t *testing.T, root string) []suiteScenario {
+	t.Helper()
+	paths, _ := filepath.Glob(filepath.Join(root, "examples", "*", "faults.yaml"))
+	var out []suiteScenario
+	for _, p := range paths {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var list []suiteScenario
+		if err := yaml.Unmarshal(data, &list); err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		for i, s := range list {
+			if _, err := faults.Parse(s.Faults); err != nil || s.Lane == "" || s.Suite == "" || len(s.Expect) == 0 {
+				t.Fatalf("%s: [%d]: lane, suite, faults and expect are each required (%v)", p, i, err)
+			}
+		}
+		out = append(out, list...)
+	}
+	return out
+}
+
+// suiteRuns are the E2E_FAULTS names of the suite scenarios: each lane green once, then each
+// scenario under its faults.
+func suiteRuns(t *testing.T, root string) []string {
+	var runs []string
+	seen := map[string]bool{}
+	for _, s := range suiteScenarios(t, root) {
+		name := laneName(s.Lane)
+		if !seen[name] {
+			seen[name] = true
+			runs = append(runs, suitePrefix+name+":green")
+		}
+		runs = append(runs, suitePrefix+name+":"+s.Faults)
+	}
+	return runs
+}
+
+func laneName(file string) string { return strings.TrimSuffix(filepath.Base(file), ".yaml") }
+
+// runSuiteScenario runs one suite scenario named by run (suitePrefix...): green, the lane
+// passes; under faults, each expected pool fails with its class at its stage within
+// maxTimeToVerdict of the fault's observation, with evidence that shows the cause, and no
+// other pool fails.
+func runSuiteScenario(t *testing.T, root, bin, run string) outcome {
+	name, spec, _ := strings.Cut(strings.TrimPrefix(run, suitePrefix), ":")
+	var sc *suiteScenario
+	for _, s := range suiteScenarios(t, root) {
+		if laneName(s.Lane) == name && (spec == "green" || s.Faults == spec) {
+			sc = &s
+			break
+		}
+	}
+	if sc == nil {
+		t.Fatalf("no suite scenario %q in examples/*/faults.yaml", run)
+	}
+	l, err := lane.Load(filepath.Join(root, filepath.FromSlash(sc.Lane)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := outcome{name: run, art: filepath.Join(t.TempDir(), "artifacts")}
+	fault := ""
+	if spec != "green" {
+		fault = spec
+	}
+	cmd := laneCommand(root, bin, sc.Lane, "E2E_ARTIFACTS="+out.art, "E2E_SIM_FAULT="+fault)
+	start := time.Now()
+	log, err := cmd.CombinedOutput()
+	out.wall = time.Since(start)
+	v, verr := verdict.ReadVerdict(filepath.Join(out.art, "verdict.json"))
+	if verr != nil {
+		t.Fatalf("no verdict (%v): %v\n%s", err, verr, tail(string(log), 60))
+	}
+	out.result, out.failures = v.Result, len(v.Failures)
+	if _, err := os.Stat(filepath.Join(out.art, "suites", sc.Suite, "failures.json")); err != nil {
+		t.Errorf("suite %s wrote no failures.json: %v", sc.Suite, err)
+	}
+	if fault == "" {
+		if v.Result != verdict.Pass {
+			t.Errorf("%s green: result %s: %s\n%s", name, v.Result, v.Reason, tail(string(log), 40))
+		}
+		return out
+	}
+	if v.Result != verdict.Fail {
+		t.Errorf("%s under %s: result %s, want fail: %s", name, spec, v.Result, v.Reason)
+	}
+	obs := observations(t, out.art)
+	want := map[string]suiteOutcome{}
+	for _, e := range sc.Expect {
+		want[e.Pool] = e
+	}
+	for _, x := range v.Failures {
+		if _, ok := want[x.Pool]; !ok {
+			t.Errorf("a failure no expectation names: %s", x.Line())
+		}
+	}
+	for _, p := range l.Pools {
+		e, ok := want[p.Name]
+		if !ok {
+			continue
+		}
+		var got *verdict.Failure
+		for i := range v.Failures {
+			if v.Failures[i].Pool == p.Name {
+				got = &v.Failures[i]
+				break
+			}
+		}
+		if got == nil {
+			t.Errorf("pool %s: no failure; want %s at %s (%s)", p.Name, e.Class, e.Stage, e.Fault)
+			continue
+		}
+		if got.Class != e.Class || got.Stage != e.Stage {
+			t.Errorf("pool %s: %s at %s, want %s at %s for %s (%s)", p.Name, got.Class, got.Stage, e.Class, e.Stage, e.Fault, got.Message)
+		}
+		if at, ok := firstObservation(obs, e.Fault, p.Name); !ok {
+			t.Errorf("pool %s: the sim recorded no observation of %s", p.Name, e.Fault)
+		} else {
+			d := got.At.Sub(at)
+			out.decided(fmt.Sprintf("%s@%s", e.Fault, p.Name), d)
+			if d > maxTimeToVerdict {
+				t.Errorf("pool %s: verdict %s after the fault became observable, more than %s", p.Name, d, maxTimeToVerdict)
+			}
+		}
+		checkEvidence(t, judgedFault{e.Fault, expectation{class: e.Class, stage: join.Stage(e.Stage), terminal: true, explains: []string{e.Explains}}}, *got, out.art)
+	}
+	if t.Failed() {
+		t.Logf("run output:\n%s", tail(string(log), 80))
+	}
+	return out
+}
+
+// The suite scenarios name lanes that load, run the suite they name, and expect each fault they
+// set on a pool of that lane.
+func TestSuiteScenariosAreSound(t *testing.T) {
+	root := projectRoot(t)
+	all := suiteScenarios(t, root)
+	if len(all) == 0 {
+		t.Fatal("no examples/*/faults.yaml: the example suite's fault scenario is gone")
+	}
+	for _, s := range all {
+		l, err := lane.Load(filepath.Join(root, filepath.FromSlash(s.Lane)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		runs := false
+		for _, x := range l.Suites {
+			runs = runs || x.Name == s.Suite
+		}
+		if !runs {
+			t.Errorf("%s: lane %s does not run suite %s", s.Faults, s.Lane, s.Suite)
+		}
+		set, _ := faults.Parse(s.Faults)
+		for _, e := range s.Expect {
+			if !set.Selected(e.Fault) {
+				t.Errorf("%s: expects %s, which it does not set", s.Faults, e.Fault)
+			}
+			found := false
+			for _, p := range l.Pools {
+				found = found || p.Name == e.Pool
+			}
+			if !found {
+				t.Errorf("%s: pool %s is not a pool of %s", s.Faults, e.Pool, s.Lane)
+			}
+		}
+	}
+}
