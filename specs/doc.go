@@ -8,5 +8,12 @@
 // MachineDeploymentVersionsSpec, RefusalsSpec (the platform's refusals of invalid pools), and
 // the pool lifecycle: RemediationSpec, ScalingSpec, RolloutSpec and DeletionSpec. Each
 // lifecycle spec runs in a lane phase of its own with a floor derived from the product
-// timeouts it waits on (Phases), and reports its stages as the join does.
+// timeouts it waits on (RemediationPhase and the others), and reports its stages as the join
+// does.
+//
+// The spec kit, for a spec written anywhere (examples/nodelabels is one in a module of its
+// own): Lifecycle.OnPool enters a spec's phase for one pool and gives its join record and a
+// Step (the phase's context, the spec's Stages, Step.Must); Lifecycle.Start does so for a spec
+// of the whole tenant; Must, MustIn and Within note a typed error or bound a spec's assertions
+// outside a Step; Failures is where they are noted (suite.Failures).
 package specs

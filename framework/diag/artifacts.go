@@ -11,8 +11,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-
-	"sigs.k8s.io/yaml"
 )
 
 // maxLine is how much of a line without a newline is held before it is scrubbed and written.
@@ -94,15 +92,6 @@ func (a *Artifacts) WriteJSON(rel string, v any, limit int64) (bool, error) {
 		return false, err
 	}
 	return a.WriteFile(rel, append(data, '\n'), limit)
-}
-
-// WriteYAML writes v as YAML.
-func (a *Artifacts) WriteYAML(rel string, v any, limit int64) (bool, error) {
-	data, err := yaml.Marshal(v)
-	if err != nil {
-		return false, err
-	}
-	return a.WriteFile(rel, data, limit)
 }
 
 // File is one artifact being written: scrubbed line by line, bounded in bytes.

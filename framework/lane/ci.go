@@ -56,4 +56,3 @@ func CheckCI(ci []byte, lanes []*Lane, root string) error {
 	}
 	return nil
 }
-

@@ -17,12 +17,9 @@ type PlanSection struct {
 	Lines []string
 }
 
-// WritePlan prints the whole ordered plan of a lane without touching a cluster: phases with
-// their ceilings and latest ends, pins, classes and pools, suites, policy, and the artifacts a
-// run leaves.
-func WritePlan(w io.Writer, l *Lane) { WritePlanWith(w, l) }
-
-// WritePlanWith is WritePlan with extra sections printed after the pins.
+// WritePlanWith prints the whole ordered plan of a lane without touching a cluster: phases
+// with their ceilings and latest ends, pins, classes and pools, suites, policy, and the
+// artifacts a run leaves; extra sections are printed after the pins.
 func WritePlanWith(w io.Writer, l *Lane, extra ...PlanSection) {
 	a := l.Budget.Arithmetic()
 	var versions []string

@@ -6,8 +6,6 @@
 package names
 
 import (
-	"strings"
-
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
@@ -68,6 +66,3 @@ func DataVolume(vm string) string { return vm + DiskSuffix }
 
 // ImporterPod is CDI's importer Pod of claim pvc.
 func ImporterPod(pvc string) string { return ImporterPrefix + pvc }
-
-// IsDataVolume reports whether name is a system disk's DataVolume and names its VM.
-func IsDataVolume(name string) (string, bool) { return strings.CutSuffix(name, DiskSuffix) }

@@ -71,17 +71,3 @@ func SetConditions(obj *unstructured.Unstructured, now time.Time, cs ...Conditio
 	}
 	_ = unstructured.SetNestedSlice(obj.Object, out, "status", "conditions")
 }
-
-// ConditionOf returns the status and reason of condition t on obj ("" when absent).
-func ConditionOf(obj *unstructured.Unstructured, t string) (status, reason, message string) {
-	cs, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
-	for _, e := range cs {
-		if m, ok := e.(map[string]any); ok && m["type"] == t {
-			s, _ := m["status"].(string)
-			r, _ := m["reason"].(string)
-			msg, _ := m["message"].(string)
-			return s, r, msg
-		}
-	}
-	return "", "", ""
-}
