@@ -155,18 +155,6 @@ func NodeGroupClass(c lane.Class) *unstructured.Unstructured {
 	return u
 }
 
-// KubeletPatch is the kubelet version a pool on class must report in a cluster at the lane's
-// own release: the class's kubernetesVersion for an operator class that names an image, else
-// the lane's patch. A pool of a cluster at its own release: PoolKubelet.
-func KubeletPatch(l *lane.Lane, class string) string {
-	for _, c := range l.Classes {
-		if c.Name == class && c.Image != "" && c.KubernetesVersion != "" {
-			return c.KubernetesVersion
-		}
-	}
-	return l.Kubernetes.Patch
-}
-
 // PoolKubelet is the kubelet version pool p's workers must report: the class's
 // kubernetesVersion for an operator class that names an image, else the release of the pool's
 // conformance cluster (lane.Lane.Release).

@@ -146,11 +146,6 @@ func (n Names) Kubeconfig() SecretKey {
 	return SecretKey{Namespace: n.Namespace, Name: n.Release() + "-kubeconfig", Key: KubeconfigKey}
 }
 
-// ClusterSelector selects every Machine, VM and VMI of the cluster.
-func (n Names) ClusterSelector() client.MatchingLabels {
-	return client.MatchingLabels{LabelClusterName: n.Release()}
-}
-
 // Pool is the names of pool p of this cluster.
 func (n Names) Pool(p string) PoolNames { return PoolNames{Names: n, Pool: p} }
 

@@ -59,9 +59,6 @@ func TestNamesFollowTheObjectGraph(t *testing.T) {
 	if len(sel) != 2 || sel[LabelClusterName] != "kubernetes-t1" || sel[LabelDeploymentName] != "kubernetes-t1-md0" {
 		t.Errorf("selector %v", sel)
 	}
-	if cs := n.ClusterSelector(); len(cs) != 1 || cs[LabelClusterName] != "kubernetes-t1" {
-		t.Errorf("cluster selector %v", cs)
-	}
 }
 
 func TestMachineTemplatesOfAnotherPoolDoNotMatch(t *testing.T) {
