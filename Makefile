@@ -23,7 +23,7 @@ BIN         := bin
 E2E_TOOLS_DIR ?= $(shell hack/tools/build.sh --print)
 export E2E_TOOLS_DIR
 
-.PHONY: all e2e e2e-down e2e-plan repro test unit lanes-check workflows workflows-check tools vet fmt-check lint tidy-check clean
+.PHONY: examples all e2e e2e-down e2e-plan repro test unit lanes-check workflows workflows-check tools vet fmt-check lint tidy-check clean
 
 all: test
 
@@ -82,7 +82,17 @@ lint:
 tidy-check:
 	@$(GO) mod tidy -diff >/dev/null || { echo "go mod tidy would change go.mod or go.sum: run it and commit the result" >&2; $(GO) mod tidy -diff >&2; exit 1; }
 
-test: tools lanes-check workflows-check fmt-check vet tidy-check lint
+# The example suites are Go modules of their own (a replace to this checkout): each builds,
+# vets, is tidy, and its unit tests pass; test/simlane runs them on their lanes.
+EXAMPLES := $(patsubst %/go.mod,%,$(wildcard examples/*/go.mod))
+
+examples:
+	@for d in $(EXAMPLES); do \
+		(cd $$d && $(GO) vet ./... && $(GO) test -count=1 ./... && \
+		 { $(GO) mod tidy -diff >/dev/null || { echo "$$d: go mod tidy would change go.mod or go.sum: run it there and commit the result" >&2; exit 1; }; }) || exit 1; \
+	done
+
+test: tools lanes-check workflows-check fmt-check vet tidy-check lint examples
 	$(GO) test -count=1 -timeout 50m ./...
 
 clean:
