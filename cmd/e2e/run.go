@@ -60,8 +60,9 @@ type run struct {
 	components []substrate.Component
 	newSub     func(*lane.Lane, substrate.Options) (substrate.Substrate, error)
 	failures   []verdict.Failure
-	ranSuites  bool           // the suites started (their reports are expected)
-	manifest   *diag.Manifest // the harness's own collectors
+	ranSuites  bool              // the suites started (their reports are expected)
+	builds     map[string]*build // the suites' builds, started with the substrate
+	manifest   *diag.Manifest    // the harness's own collectors
 	started    time.Time
 	// keptPast: the clusters outlive this process (a kept kind or existing cluster), so its
 	// work folder (their kubeconfigs) stays.
@@ -242,6 +243,7 @@ func (r *run) execute(parent context.Context) int {
 	r.logf("lane %s (%s substrate), run %s, artifacts %s", r.lane.Name, r.lane.Substrate, r.opts.RunID, r.artifacts)
 	r.logf("budget: root deadline %s (in %s)", r.clock.RootDeadline().UTC().Format(time.RFC3339), r.clock.Remaining().Round(time.Second))
 
+	r.builds = r.buildSuites(ctx)
 	mgmt, err := r.bringUp(ctx)
 	if err != nil {
 		r.collectBringUp(sigCtx, err)

@@ -43,7 +43,7 @@ func (r *run) runSuite(ctx context.Context, s lane.Suite, kubeconfig string) {
 		r.fail(verdict.Harness, "suite "+s.Name, err)
 		return
 	}
-	bin, err := r.suiteBinary(ctx, s)
+	bin, err := r.builtSuite(ctx, s)
 	if err != nil {
 		r.fail(verdict.Harness, "suite "+s.Name, err)
 		return
@@ -175,4 +175,56 @@ func (r *run) suiteBinary(ctx context.Context, s lane.Suite) (string, error) {
 	}
 	r.detailf("suite %s: built in %s", name, time.Since(start).Round(time.Millisecond))
 	return bin, nil
+}
+
+// build is one suite binary being built while the substrate comes up.
+type build struct {
+	done  chan struct{}
+	bin   string
+	err   error
+	start time.Time
+	took  time.Duration
+}
+
+// buildSuites starts building every suite binary of the lane at once, while the substrate
+// comes up (a build needs nothing of it); builtSuite waits for one. Each build is a step of
+// the timeline (row "suites", stage "build <name>") and a line with its time.
+func (r *run) buildSuites(ctx context.Context) map[string]*build {
+	out := map[string]*build{}
+	for _, s := range r.lane.Suites {
+		b := &build{done: make(chan struct{}), start: time.Now()}
+		out[s.Name] = b
+		go func() {
+			defer close(b.done)
+			b.bin, b.err = r.suiteBinary(ctx, s)
+			b.took = time.Since(b.start)
+			if b.err == nil && !r.opts.NoBuild {
+				r.clock.RecordStage(suitesRow, "build "+s.Name, b.start, b.start.Add(b.took))
+				r.logf("suite %s built in %s, while the substrate came up", s.Name, b.took.Round(100*time.Millisecond))
+			}
+		}()
+	}
+	return out
+}
+
+// suitesRow is the timeline row of the suites' builds.
+const suitesRow = "suites"
+
+// slowBuild is how long a suite's build may keep the run waiting before the console says so.
+const slowBuild = 5 * time.Second
+
+// builtSuite is suite s's binary: its build started with the substrate (buildSuites), waited
+// for here, with a line when it keeps the run waiting; built now when none was started.
+func (r *run) builtSuite(ctx context.Context, s lane.Suite) (string, error) {
+	b, ok := r.builds[s.Name]
+	if !ok {
+		return r.suiteBinary(ctx, s)
+	}
+	select {
+	case <-b.done:
+	case <-time.After(slowBuild):
+		r.logf("suite %s: the substrate is up; waiting for its build (%s so far)", s.Name, time.Since(b.start).Round(time.Second))
+		<-b.done
+	}
+	return b.bin, b.err
 }
