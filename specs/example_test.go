@@ -1,0 +1,46 @@
+package specs_test
+
+import (
+	"context"
+	"fmt"
+
+	. "github.com/onsi/ginkgo/v2"
+
+	"github.com/cozystack/cozy-e2e/framework/fixture"
+	"github.com/cozystack/cozy-e2e/framework/join"
+	"github.com/cozystack/cozy-e2e/framework/lane"
+	"github.com/cozystack/cozy-e2e/framework/verdict"
+	"github.com/cozystack/cozy-e2e/specs"
+)
+
+// A spec of its own, written as the specs of this package are: it enters its phase for one
+// pool (OnPool: the pool's join record, the phase's context, its stages), fails on a typed
+// error with Must, and records its stage. A suite registers it per pool with the input from
+// suite.World.Lifecycle (examples/nodelabels is one, whole).
+func ExampleLifecycle_OnPool() {
+	const phase, stage = "workers", join.Stage("counted")
+	workersSpec := func(_ context.Context, input func() (specs.Lifecycle, fixture.Pool)) {
+		It("the pool has as many Machines as it asked for", func(spec SpecContext) {
+			lc, p := input()
+			rec, r := lc.OnPool(spec, phase, p)
+			if len(rec.Machines) != p.Spec.Replicas {
+				r.Must(r.Stages.Fail(stage, verdict.ProductAssertion, fmt.Sprintf("%d Machines of %d", len(rec.Machines), p.Spec.Replicas)))
+			}
+			r.Stages.Pass(r.Ctx, stage, fmt.Sprintf("%d Machines", len(rec.Machines)))
+		})
+	}
+	_ = workersSpec
+}
+
+// The pool a lifecycle spec acts on, before any pool exists: the one the lane gives it, else
+// the spec's own rule (scaling takes the first pool of one worker).
+func ExampleLanePoolFor() {
+	pools := []lane.Pool{{Name: "md0", Replicas: 2}, {Name: "md1", Replicas: 1}, {Name: "md2", Replicas: 3, Lifecycle: specs.PhaseRollout}}
+	for _, spec := range []string{specs.PhaseRemediation, specs.PhaseScaling, specs.PhaseRollout} {
+		fmt.Println(spec, pools[specs.LanePoolFor(pools, spec)].Name)
+	}
+	// Output:
+	// remediation md2
+	// scaling md1
+	// rollout md2
+}
