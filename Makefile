@@ -88,7 +88,7 @@ EXAMPLES := $(patsubst %/go.mod,%,$(wildcard examples/*/go.mod))
 
 examples:
 	@for d in $(EXAMPLES); do \
-		(cd $$d && $(GO) vet ./... && $(GO) test -count=1 ./... && \
+		(cd $$d && $(GO) vet ./... && $(GO) run $(STATICCHECK) ./... && $(GO) test -count=1 ./... && \
 		 { $(GO) mod tidy -diff >/dev/null || { echo "$$d: go mod tidy would change go.mod or go.sum: run it there and commit the result" >&2; exit 1; }; }) || exit 1; \
 	done
 
