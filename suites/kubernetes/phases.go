@@ -5,6 +5,7 @@ import (
 
 	"github.com/onsi/ginkgo/v2/types"
 
+	"github.com/cozystack/cozy-e2e/framework/fixture"
 	"github.com/cozystack/cozy-e2e/framework/lane"
 	"github.com/cozystack/cozy-e2e/specs"
 )
@@ -58,7 +59,7 @@ func Phases(l *lane.Lane) ([]lane.PhaseNeed, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := []lane.PhaseNeed{{Name: "tenant"}, {Name: "pools"}}
+	out := []lane.PhaseNeed{{Name: fixture.PhaseTenant}, {Name: fixture.PhasePools}}
 	if sel.Refusals {
 		out = append(out, lane.PhaseNeed{Name: specs.PhaseRefusals})
 	}
@@ -74,5 +75,5 @@ func Phases(l *lane.Lane) ([]lane.PhaseNeed, error) {
 	if sel.Deletion {
 		out = append(out, specs.DeletionPhase())
 	}
-	return append(out, lane.PhaseNeed{Name: "teardown"}), nil
+	return append(out, lane.PhaseNeed{Name: fixture.PhaseTeardown}), nil
 }
