@@ -31,7 +31,10 @@ type suiteOutcome struct {
 	Pool     string        `yaml:"pool"`
 	Class    verdict.Class `yaml:"class"`
 	Stage    string        `yaml:"stage"`
-	Explains string        `yaml:"explains"`
+	// Explains is a text one of the failure's evidence files holds; Evidence the name of a
+	// file that must be among its evidence (what shows a label missing is the Node without it).
+	Explains string `yaml:"explains"`
+	Evidence string `yaml:"evidence"`
 }
 
 // suitePrefix marks a suite scenario in E2E_FAULTS: suite:<lane name>:green, or
@@ -55,6 +58,11 @@ func suiteScenarios(t *testing.T, root string) []suiteScenario {
 		for i, s := range list {
 			if _, err := faults.Parse(s.Faults); err != nil || s.Lane == "" || s.Suite == "" || len(s.Expect) == 0 {
 				t.Fatalf("%s: [%d]: lane, suite, faults and expect are each required (%v)", p, i, err)
+			}
+			for j, e := range s.Expect {
+				if e.Explains == "" && e.Evidence == "" {
+					t.Fatalf("%s: [%d].expect[%d]: say what shows the cause (explains, evidence)", p, i, j)
+				}
 			}
 		}
 		out = append(out, list...)
@@ -164,7 +172,21 @@ func runSuiteScenario(t *testing.T, root, bin, run string) outcome {
 				t.Errorf("pool %s: verdict %s after the fault became observable, more than %s", p.Name, d, maxTimeToVerdict)
 			}
 		}
-		checkEvidence(t, judgedFault{e.Fault, expectation{class: e.Class, stage: join.Stage(e.Stage), terminal: true, explains: []string{e.Explains}}}, *got, out.art)
+		if e.Explains != "" {
+			checkEvidence(t, judgedFault{e.Fault, expectation{class: e.Class, stage: join.Stage(e.Stage), terminal: true, explains: []string{e.Explains}}}, *got, out.art)
+		}
+		if e.Evidence != "" {
+			found := false
+			for _, ev := range got.Evidence {
+				if filepath.Base(ev) == e.Evidence {
+					_, err := os.Stat(filepath.Join(out.art, filepath.FromSlash(ev)))
+					found = err == nil
+				}
+			}
+			if !found {
+				t.Errorf("pool %s: no %s among the failure's evidence: %v", p.Name, e.Evidence, got.Evidence)
+			}
+		}
 	}
 	if t.Failed() {
 		t.Logf("run output:\n%s", tail(string(log), 80))
