@@ -16,6 +16,8 @@ const (
 	DiskImportStall     Name = "disk-import-stall"
 	DiskImportOOM       Name = "disk-import-oom"
 	VMIUnschedulable    Name = "vmi-unschedulable"
+	VMICrashOnce        Name = "vmi-crash-once"
+	VMICrashLoop        Name = "vmi-crashloop"
 	GuestJoinRejected   Name = "guest-join-rejected"
 	ProviderIDMissing   Name = "provider-id-missing"
 	NodeNotReady        Name = "node-not-ready"
@@ -27,6 +29,9 @@ const (
 	MHCBlocked          Name = "mhc-blocked"
 	ScaleDownStuck      Name = "scale-down-stuck"
 	Leak                Name = "leak"
+	BootstrapTransient  Name = "bootstrap-transient"
+	MachineSetTransient Name = "machineset-transient"
+	ProviderIDLate      Name = "providerid-late"
 )
 
 // Fault is one catalogue entry. The verdict a correct harness reaches under each fault is not
@@ -51,8 +56,12 @@ var catalogue = []Fault{
 		"the importer's progress (cmd/cdi-importer, its Prometheus progress reader) that stops moving; the real cdi-controller keeps the DataVolume ImportInProgress", false, false},
 	{DiskImportOOM, "the importer's page cache runs it over its memory limit while it writes with buffered I/O: the kernel kills it (exit 137, OOMKilled); the real cdi-controller deletes the Pod and starts another with direct I/O (CACHE_MODE=TRYNONE), which imports",
 		"CDI v1.64.0 pkg/controller/import-controller.go:393-398 (OOMKilled: cdi.kubevirt.io/storage.pod.requiresDirectIO, the Pod deleted, :463-473) and :666-667 (the next Pod's CACHE_MODE=TRYNONE)", true, false},
-	{VMIUnschedulable, "the virt-launcher pod asks for more memory than any node has: Pending, Insufficient memory",
-		"kube-scheduler's PodScheduled=False reason Unschedulable on the launcher (the real scheduler in the sim); KubeVirt v1.8.4 copies it onto the VMI", false, false},
+	{VMIUnschedulable, "each VirtualMachine of the pool asks for more guest memory than any management Node has (twice the largest allocatable), as if the platform had rendered it so: the real virt-controller's launcher asks for it and stays Pending, Insufficient memory",
+		"kube-scheduler's PodScheduled=False reason Unschedulable on the launcher (the real scheduler in the sim); the real virt-controller v1.8.4 sizes the launcher (pkg/virt-controller/services/renderresources.go) and copies the condition onto the VMI (pkg/virt-controller/watch/vmi/lifecycle.go lines 386-394)", false, false},
+	{VMICrashOnce, "the domain of the pool's first running VMI crashes once, a moment after it started: virt-handler's stand-in fails the VMI, the real VM controller replaces it (runStrategy Always) and the new one joins",
+		"kubevirt v1.8.4 pkg/virt-handler/vm.go lines 2198-2201 (a crashed domain fails its VMI) and pkg/virt-controller/watch/vm/vm.go lines 978-1036 (runStrategy Always deletes a final VMI and starts a new one; a VMI that ran counts no start failure, lines 1536-1554)", true, false},
+	{VMICrashLoop, "every domain of the pool crashes as it starts: each VMI fails before it ever runs, and the real VM controller counts start failures, backs off and shows printableStatus CrashLoopBackOff",
+		"kubevirt v1.8.4 pkg/virt-handler/vm.go lines 2198-2201; pkg/virt-controller/watch/vm/vm.go lines 1476-1503 (the backoff), 1574-1601 (start failures), 2557-2580 (CrashLoopBackOff)", false, false},
 	{GuestJoinRejected, "the control plane refuses the kubelet's bootstrap credentials: no CSR and no Node. A Talos guest's kubelet presents a bootstrap token the tenant does not hold (whichever renders its pool: the real chart or the model of #4911), and the tenant apiserver itself answers the kubelet's CSR 401; a Talos console prints nothing of it. A kubeadm (Kairos) join, modelled, prints its error on the console (error execution phase preflight: couldn't validate the identity of the API Server)",
 		"kubeadm's error text (k8s.io/kubernetes v1.35.4 cmd/kubeadm/app/cmd/phases/workflow/runner.go:262, cmd/kubeadm/app/discovery/discovery.go:46); that it reaches a Kairos serial console: the seed (#4911), not readable upstream", false, false},
 	{ProviderIDMissing, "the Node registers under a name of its own without a providerID, so none ever comes (CAPK patches only the Node named like the VMI): a Talos guest to which no host name reaches names itself talos-<3>-<3>, a Kairos bootstrap data without --provider-id",
@@ -75,6 +84,12 @@ var catalogue = []Fault{
 		"the apiserver keeps an object with a deletionTimestamp until metadata.finalizers is empty (k8s.io/apiserver v0.35.4 pkg/registry/generic/registry/store.go:1044-1130); the finalizer's absent controller is sim only", false, false},
 	{Leak, "every worker disk's PVC carries a finalizer no controller removes: deleting the app leaves the PVCs, and deleting the tenant leaves them and its namespace Terminating",
 		"the apiserver keeps an object with a deletionTimestamp until metadata.finalizers is empty, and the namespace controller keeps a namespace until its content is gone (kubernetes v1.35.4 pkg/controller/namespace/deletion/namespaced_resources_deleter.go:442-480, condition NamespaceFinalizersRemaining); a PVC so held is what external-snapshotter's snapshot.storage.kubernetes.io/pvc-as-source-protection leaves when its controller is gone; here the finalizer's absent controller is sim only", false, false},
+	{BootstrapTransient, "the targeted pool's KairosConfigTemplate names its user's password by userPasswordSecretRef, and that Secret is written 10 s after a KairosConfig first found it missing: the Kairos provider's stand-in sets failureReason BootstrapDataSecretGenerationFailed with the provider's words, and clears it once the Secret is there",
+		"kairos-io/cluster-api-provider-kairos main c300236 internal/controllers/bootstrap/kairosconfig_controller.go:206-218 (failureReason on any error of a reconcile), :231-236 (cleared on the next success), :926-960 (the password Secret read); api/bootstrap/v1beta2/kairosconfig_types.go:516-521 (\"an ongoing failure, not a terminal one\")", true, true},
+	{MachineSetTransient, "the Kairos provider's validating webhook cannot be called for the targeted pool's KairosConfigs during the 20 s after the first one is cloned (the connection ends without an answer): the apiserver fails the clone with \"failed calling webhook\", Cluster API marks the MachineSet MachinesCreated=False BootstrapTemplateCloningFailed with that message, tries again with its backoff and creates the Machine once the webhook answers",
+		"k8s.io/apiserver v0.35.4 pkg/admission/plugin/webhook/validating/dispatcher.go:199-219, 295-312 (an uncallable webhook under failurePolicy Fail is an internal error); sigs.k8s.io/cluster-api v1.13.6 internal/controllers/machineset/machineset_controller.go:859-870 (the condition and the returned error), :1444-1462 (True again)", true, true},
+	{ProviderIDLate, "the targeted pool's Kairos worker is named by the provider's default hostnamePrefix metal- and registers without a providerID; 10 s after its Node registered, its post-bootstrap step patches kubevirt://<vmi> onto it, as the provider's template does once the Node is there (CAPK patches only a Node named like the VMI)",
+		"kairos-io/cluster-api-provider-kairos main c300236 internal/bootstrap/templates/k0s_kairos_cloud_config_capk.yaml.tmpl:527-567 (waits for the Node, then kubectl patch node $(hostname) spec.providerID, 30 tries 5 s apart); cluster-api-provider-kubevirt v0.1.10 controllers/kubevirtmachine_controller.go:389-434", true, true},
 }
 
 // Catalogue lists every fault, in documentation order.

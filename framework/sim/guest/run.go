@@ -41,7 +41,7 @@ func (gu *guest) run(ctx context.Context) {
 	defer close(gu.done)
 	vmi := gu.vmi
 	gu.con = console{start: gu.env().Now(), now: gu.env().Now, ports: gu.env().Serial, ns: vmi.Namespace, vmi: vmi.Name, uid: string(vmi.UID)}
-	if pod, err := kubevirt.Launcher(ctx, gu.g.c, vmi); err == nil && pod != nil && kubevirt.ConsoleEnabled(vmi) && gu.env().Logs != nil {
+	if pod, err := kubevirt.Launcher(ctx, gu.g.c, vmi); err == nil && pod != nil && kubevirt.ConsoleLog(pod) && gu.env().Logs != nil {
 		if path, err := gu.env().Logs.ContainerLog(pod.Namespace, pod.Name, kubevirt.ConsoleContainer); err == nil {
 			gu.con.path = path
 		}
@@ -89,11 +89,9 @@ func (gu *guest) run(ctx context.Context) {
 func (gu *guest) join(ctx context.Context, pool standin.Pool, known bool, data bootstrap.Data) {
 	vmi := gu.vmi
 	active := func(n faults.Name) bool { return known && pool.Active(gu.env(), n) }
-	// The data is read again as the join starts: a provider that renders it again once the
-	// KubevirtMachine has its providerID (Kairos) has done so by then.
-	if again, err := gu.userdata(ctx, pool, known); err == nil {
-		data = again
-	}
+	// The data is what the guest read as its VM started: KubeVirt builds the config drive once,
+	// when the domain starts, so data a provider renders again later (Kairos, once the
+	// KubevirtMachine has its providerID) reaches only a VMI started after it.
 	var wc client.Client
 	if data.Kubeadm {
 		clusterName := vmi.Labels[clusterv1.ClusterNameLabel]
@@ -145,6 +143,9 @@ func (gu *guest) join(ctx context.Context, pool standin.Pool, known bool, data b
 	}
 	gu.con.say(joined(data)...)
 	obj := "Node/" + name
+	if data.PatchProviderID != "" && node.Spec.ProviderID == "" {
+		go gu.patchProviderID(ctx, wc, pool, name, data.PatchProviderID, active(faults.ProviderIDLate))
+	}
 	switch {
 	case name != vmi.Name && node.Spec.ProviderID == "" && active(faults.ProviderIDMissing):
 		_ = gu.env().Observe(simenv.Observation{Fault: faults.ProviderIDMissing, Pool: pool.Name, Object: obj,
@@ -214,6 +215,17 @@ func (gu *guest) readKubeletConfig(ctx context.Context, wc client.Client, pool s
 		}
 	}
 	return true
+}
+
+// stop ends the guest without a word, once: its domain is gone.
+func (gu *guest) stop() {
+	gu.off.Do(func() {
+		gu.cancel()
+		go func() {
+			<-gu.done
+			gu.env().Serial.Hangup(gu.vmi.Namespace, gu.vmi.Name, string(gu.vmi.UID))
+		}()
+	})
 }
 
 // powerDown writes the guest's shutdown, once, when its VMI is deleted.
