@@ -11,6 +11,7 @@
 # make e2e-plan       print a lane's whole plan without a cluster
 # make repro          rerun a downloaded CI run's lane with its pins (ARTIFACTS=<dir>)
 # make e2e-down       tear down what a kept kind run left (LANE=<lane>, WORK=<the folder it printed>)
+# make perf-doc       write docs/performance.md from the measured figures in docs/performance.yaml
 
 SHELL       := /bin/bash
 GO          ?= go
@@ -23,7 +24,7 @@ BIN         := bin
 E2E_TOOLS_DIR ?= $(shell hack/tools/build.sh --print)
 export E2E_TOOLS_DIR
 
-.PHONY: examples all e2e e2e-down e2e-plan repro test unit lanes-check workflows workflows-check tools vet fmt-check lint tidy-check clean
+.PHONY: examples all e2e e2e-down e2e-plan repro perf-doc test unit lanes-check workflows workflows-check tools vet fmt-check lint tidy-check clean
 
 all: test
 
@@ -65,6 +66,9 @@ workflows: $(BIN)/lanes
 
 workflows-check: $(BIN)/lanes
 	@$(BIN)/lanes workflow check --dir $(LANES_DIR)
+
+perf-doc:
+	@$(GO) run ./hack/perfdoc
 
 vet:
 	@$(GO) vet ./...
