@@ -27,10 +27,10 @@ type suiteScenario struct {
 }
 
 type suiteOutcome struct {
-	Fault    faults.Name   `yaml:"fault"`
-	Pool     string        `yaml:"pool"`
-	Class    verdict.Class `yaml:"class"`
-	Stage    string        `yaml:"stage"`
+	Fault faults.Name   `yaml:"fault"`
+	Pool  string        `yaml:"pool"`
+	Class verdict.Class `yaml:"class"`
+	Stage string        `yaml:"stage"`
 	// Explains is a text one of the failure's evidence files holds; Evidence the name of a
 	// file that must be among its evidence (what shows a label missing is the Node without it).
 	Explains string `yaml:"explains"`
