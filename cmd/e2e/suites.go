@@ -198,7 +198,8 @@ type build struct {
 
 // buildSuites starts building every suite binary of the lane at once, while the substrate
 // comes up (a build needs nothing of it); builtSuite waits for one. Each build is a step of
-// the timeline (row "suites", stage "build <name>") and a line with its time.
+// the timeline (row "suites", stage "build <name>"), drawn on the console as a stage passed,
+// with its time.
 func (r *run) buildSuites(ctx context.Context) map[string]*build {
 	out := map[string]*build{}
 	for _, s := range r.lane.Suites {
@@ -209,8 +210,8 @@ func (r *run) buildSuites(ctx context.Context) map[string]*build {
 			b.bin, b.err = r.suiteBinary(ctx, s)
 			b.took = time.Since(b.start)
 			if b.err == nil && !r.opts.NoBuild {
+				// One line on the console (the stage passed), a segment of the timeline.
 				r.clock.RecordStage(suitesRow, "build "+s.Name, b.start, b.start.Add(b.took))
-				r.logf("suite %s built in %s, while the substrate came up", s.Name, b.took.Round(100*time.Millisecond))
 			}
 		}()
 	}
