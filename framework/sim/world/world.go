@@ -42,6 +42,9 @@ type Options struct {
 	// manager is built (the upstream components' CRDs); it runs beside the fixture CRDs'
 	// installation, which the apiserver then establishes together.
 	AlsoInstall func(context.Context, *cluster.Cluster) error
+	// APIServerArgs are appended to the management kube-apiserver's flags (the sim's audit
+	// log: framework/substrate/sim AuditArgs).
+	APIServerArgs []string
 	// Log receives progress lines for people; nil discards them.
 	Log io.Writer
 }
@@ -99,7 +102,7 @@ func Start(ctx context.Context, o Options) (_ *World, err error) {
 	w.procs = append(w.procs, &w.Etcd.Process)
 	w.API, err = controlplane.StartAPIServer(ctx, o.Tools, controlplane.APIServerOptions{
 		Name: "management", Dir: mkdir(o.Dir, "apiserver"), EtcdURL: w.Etcd.ClientURL,
-		EtcdPrefix: "/management", ServiceCIDR: o.ServiceCIDR, Users: o.Users,
+		EtcdPrefix: "/management", ServiceCIDR: o.ServiceCIDR, Users: o.Users, ExtraArgs: o.APIServerArgs,
 	})
 	if err != nil {
 		return nil, err
