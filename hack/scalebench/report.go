@@ -23,6 +23,12 @@ type Report struct {
 }
 
 func writeReport(dir string, rs []Result) error {
+	for i := range rs[1:] {
+		r := &rs[i+1]
+		if added := r.Workers - rs[0].Workers; added > 0 {
+			r.HarnessPerAddedWorker = float64(r.HarnessRequests-rs[0].HarnessRequests) / float64(added)
+		}
+	}
 	b, err := json.MarshalIndent(Report{Base: rs[0].Label, Runs: rs}, "", "  ")
 	if err != nil {
 		return err
@@ -46,13 +52,17 @@ func Markdown(rs []Result) string {
 	var b strings.Builder
 	base := rs[0]
 	fmt.Fprintf(&b, "Ratios to %s (%.1f s wall, %.0f CPU-s, %.0f MiB peak, %.1f harness requests per worker).\n\n", base.Label, base.Wall, base.CPU, base.PeakTreeMiB, base.HarnessPerWorker)
-	b.WriteString("| run | workers | verdict | wall | CPU-s | peak RSS (tree) | largest process | harness CPU share | harness requests per worker | load (1 min) |\n")
-	b.WriteString("|---|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| run | workers | verdict | wall | CPU-s | peak RSS (tree) | largest process | harness CPU share | harness requests per worker | per added worker | load (1 min) |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rs {
 		load, _, _ := strings.Cut(r.LoadStart, " ")
-		fmt.Fprintf(&b, "| %s | %d | %s | %s | %s | %s | %s %.0f MiB | %.1f%% | %.1f (%s) | %s |\n",
+		added := "-"
+		if r.HarnessPerAddedWorker != 0 {
+			added = fmt.Sprintf("%.1f", r.HarnessPerAddedWorker)
+		}
+		fmt.Fprintf(&b, "| %s | %d | %s | %s | %s | %s | %s %.0f MiB | %.1f%% | %.1f (%s) | %s | %s |\n",
 			r.Label, r.Workers, r.Verdict, ratio(r.Wall, base.Wall), ratio(r.CPU, base.CPU), ratio(r.PeakTreeMiB, base.PeakTreeMiB),
-			r.LargestComm, r.LargestMiB, 100*r.HarnessShare, r.HarnessPerWorker, ratio(r.HarnessPerWorker, base.HarnessPerWorker), load)
+			r.LargestComm, r.LargestMiB, 100*r.HarnessShare, r.HarnessPerWorker, ratio(r.HarnessPerWorker, base.HarnessPerWorker), added, load)
 	}
 	b.WriteString("\nJoin stages over the scaled pools, seconds, median / max:\n\n")
 	var stages []string
@@ -76,6 +86,25 @@ func Markdown(rs []Result) string {
 			cell := "-"
 			for _, s := range r.Stages {
 				if s.Stage == name {
+					cell = fmt.Sprintf("%.1f / %.1f", s.Median, s.Max)
+				}
+			}
+			fmt.Fprintf(&b, " %s |", cell)
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("\nEach worker's hand-overs from its Machine to its nodeRef, seconds over the workers, median / max:\n\n")
+	b.WriteString("| step | by |")
+	for _, r := range rs {
+		fmt.Fprintf(&b, " %s |", r.Label)
+	}
+	b.WriteString("\n|---|---|" + strings.Repeat("---|", len(rs)) + "\n")
+	for _, m := range moments[1:] {
+		fmt.Fprintf(&b, "| %s | %s |", m.step, m.by)
+		for _, r := range rs {
+			cell := "-"
+			for _, s := range r.Steps {
+				if s.Name == m.step {
 					cell = fmt.Sprintf("%.1f / %.1f", s.Median, s.Max)
 				}
 			}

@@ -54,11 +54,18 @@ type Result struct {
 	Requests         []Requests `json:"requests"`
 	HarnessRequests  int        `json:"harnessRequests"`
 	HarnessPerWorker float64    `json:"harnessRequestsPerWorker"`
+	// HarnessPerAddedWorker is what each worker over the 1-worker run's added to the suite's
+	// requests: what a watch-driven harness keeps flat, its fixed cost (watches, reads of the
+	// app's objects) left out.
+	HarnessPerAddedWorker float64 `json:"harnessRequestsPerAddedWorker,omitempty"`
 	// Phases are the lane's phases' seconds spent.
 	Phases map[string]float64 `json:"phases"`
 	// Stages are each join stage's seconds over the scaled pools.
-	Stages    []StageStat `json:"stages"`
-	Artifacts string      `json:"artifacts"`
+	Stages []StageStat `json:"stages"`
+	// Steps are the workers' hand-overs from Machine to nodeRef, each with who spends it
+	// (Attribute).
+	Steps     []Step `json:"steps"`
+	Artifacts string `json:"artifacts"`
 }
 
 // StageStat is one join stage's seconds over the scaled pools (per pool: from the pool reaching
@@ -157,6 +164,9 @@ func runOne(ctx context.Context, e2e, lanes, dir string, s Scenario) (Result, er
 	if err := readTimings(&r, s); err != nil {
 		r.Failures = append(r.Failures, err.Error())
 	}
+	if r.Steps, err = Attribute(r.Artifacts, s.ScaledPools()); err != nil {
+		r.Failures = append(r.Failures, err.Error())
+	}
 	return r, nil
 }
 
@@ -215,11 +225,7 @@ func readTimings(r *Result, s Scenario) error {
 	for _, name := range order {
 		v := by[name]
 		sort.Float64s(v)
-		med := v[len(v)/2]
-		if len(v)%2 == 0 {
-			med = (v[len(v)/2-1] + v[len(v)/2]) / 2
-		}
-		r.Stages = append(r.Stages, StageStat{Stage: name, Pools: len(v), Median: med, Max: v[len(v)-1]})
+		r.Stages = append(r.Stages, StageStat{Stage: name, Pools: len(v), Median: median(v), Max: v[len(v)-1]})
 	}
 	return nil
 }
