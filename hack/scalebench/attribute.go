@@ -44,7 +44,9 @@ var moments = []struct {
 	{"bootstrap", "Machine to bootstrap data", "CABPT (TalosConfig dataSecretName)",
 		func(e timelineEntry) bool { return e.Kind == "TalosConfig" && e.Fields["dataSecretName"] != "" }},
 	{"bootstrapReady", "bootstrap data to Machine bootstrap ready", "Cluster API Machine controller",
-		func(e timelineEntry) bool { return e.Kind == "Machine" && e.Fields["bootstrapDataSecretCreated"] == "true" }},
+		func(e timelineEntry) bool {
+			return e.Kind == "Machine" && e.Fields["bootstrapDataSecretCreated"] == "true"
+		}},
 	{"vm", "bootstrap ready to VirtualMachine", "CAPK KubevirtMachine controller",
 		func(e timelineEntry) bool { return e.Kind == "VirtualMachine" && e.Change == "added" }},
 	{"vmiReady", "VirtualMachine to VMI Ready", "KubeVirt and CDI (disk import, launcher)",
@@ -52,7 +54,9 @@ var moments = []struct {
 	{"node", "VMI Ready to Node registered", "guest stand-in (boot, join latencies)",
 		func(e timelineEntry) bool { return e.Cluster == "tenant" && e.Kind == "Node" && e.Change == "added" }},
 	{"providerID", "Node registered to providerID", "CAPK KubevirtMachine controller (requeue)",
-		func(e timelineEntry) bool { return e.Cluster == "tenant" && e.Kind == "Node" && e.Fields["providerID"] != "" }},
+		func(e timelineEntry) bool {
+			return e.Cluster == "tenant" && e.Kind == "Node" && e.Fields["providerID"] != ""
+		}},
 	{"nodeRef", "providerID to Machine nodeRef", "Cluster API Machine controller",
 		func(e timelineEntry) bool { return e.Kind == "Machine" && e.Fields["nodeRef"] != "" }},
 }
