@@ -12,6 +12,7 @@ import (
 	"github.com/cozystack/cozy-e2e/framework/sim/kubevirt"
 	"github.com/cozystack/cozy-e2e/framework/sim/lifecycle"
 	"github.com/cozystack/cozy-e2e/framework/sim/simenv"
+	"github.com/cozystack/cozy-e2e/framework/sim/vmsize"
 	"github.com/cozystack/cozy-e2e/framework/sim/world"
 	"github.com/cozystack/cozy-e2e/framework/substrate"
 	"github.com/cozystack/cozy-e2e/framework/substrate/existing"
@@ -27,10 +28,11 @@ func newSubstrate(l *lane.Lane, o substrate.Options) (substrate.Substrate, error
 		if err != nil {
 			return nil, err
 		}
-		// The machines' stand-ins: the Kairos bootstrap provider, KubeVirt, CDI, the guest, and
-		// what happens to a worker after it joined (a powered-off guest's silent kubelet, the
-		// lifecycle faults); the sim substrate runs the real CAPK and Talos bootstrap provider itself.
-		for _, setup := range []func(ctrl.Manager, *simenv.Env) error{bootstrap.Setup, kubevirt.Setup, cdi.Setup, guest.Setup, lifecycle.Setup} {
+		// The machines' stand-ins: the Kairos bootstrap provider, KubeVirt's virt-handler, the VM
+		// size vmi-unschedulable sets, CDI, the guest, and what happens to a worker after it
+		// joined (a powered-off guest's silent kubelet, the lifecycle faults); the sim substrate
+		// runs the real CAPK, Talos bootstrap provider and virt-controller itself.
+		for _, setup := range []func(ctrl.Manager, *simenv.Env) error{bootstrap.Setup, kubevirt.Setup, vmsize.Setup, cdi.Setup, guest.Setup, lifecycle.Setup} {
 			s.AddStandIn(func(mgr ctrl.Manager, _ *world.World, env *simenv.Env) error { return setup(mgr, env) })
 		}
 		return s, nil

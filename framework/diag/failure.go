@@ -144,6 +144,7 @@ func (r *Recorder) scene(ctx context.Context) (*scene, *Entry) {
 var telling = map[verdict.Class][]string{
 	verdict.DiskImport:      {"disk-import", "events", "machines"},
 	verdict.VMUnschedulable: {"events", "machines"},
+	verdict.VMFailed:        {"events", "machines", "consoles"},
 	verdict.BootStall:       {"consoles", "machines", "events"},
 	verdict.Bootstrap:       {"machines", "events"},
 	verdict.JoinRejected:    {"consoles", "tenant-join", "events"},

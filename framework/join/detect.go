@@ -9,7 +9,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	kubevirtv1 "kubevirt.io/api/core/v1"
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
@@ -141,29 +140,6 @@ func diskFailure(dv *cdiv1.DataVolume, importer *corev1.Pod) *terminal {
 		}
 		if msg != "" && registryRefusal.MatchString(msg) {
 			return say("importer %s refused by the registry (restarts: %d): %s", importer.Name, cs.RestartCount, firstLine(msg))
-		}
-	}
-	return nil
-}
-
-// launcherFailure judges a VMI's virt-launcher Pod: failed, or never placed for lack of room.
-func launcherFailure(vmiName string, launcher *corev1.Pod, vmiPhase string) *terminal {
-	say := func(format string, a ...any) *terminal {
-		return &terminal{Class: verdict.VMUnschedulable, Stage: StageVMIRunning, Detail: fmt.Sprintf(format, a...)}
-	}
-	if vmiPhase == string(kubevirtv1.Failed) {
-		return say("VMI %s Failed", vmiName)
-	}
-	if launcher == nil {
-		return nil
-	}
-	if launcher.Status.Phase == corev1.PodFailed {
-		return say("launcher %s of VMI %s Failed: %s %s", launcher.Name, vmiName, launcher.Status.Reason, launcher.Status.Message)
-	}
-	for _, c := range launcher.Status.Conditions {
-		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable &&
-			strings.Contains(c.Message, insufficientPrefix) {
-			return say("launcher %s of VMI %s cannot be placed: %s", launcher.Name, vmiName, c.Message)
 		}
 	}
 	return nil

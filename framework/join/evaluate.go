@@ -23,8 +23,11 @@ type machineView struct {
 	BootstrapConfig *unstructured.Unstructured
 	DataVolume      *cdiv1.DataVolume
 	Importer        *corev1.Pod
-	VMI             *kubevirtv1.VirtualMachineInstance
-	Launcher        *corev1.Pod
+	// VM is the KubevirtMachine's VirtualMachine; VMI its current instance (the VM's name:
+	// a VMI the VM controller replaced is the new one).
+	VM       *kubevirtv1.VirtualMachine
+	VMI      *kubevirtv1.VirtualMachineInstance
+	Launcher *corev1.Pod
 	// Temporary is the launcher KubeVirt starts only to bind a volume waiting for its first
 	// consumer (annotation kubevirt.io/ephemeral-provisioning).
 	Temporary *corev1.Pod
@@ -34,6 +37,8 @@ type machineView struct {
 	Node     *corev1.Node
 	CSRs     []certificatesv1.CertificateSigningRequest
 	Workload *corev1.Pod
+	// ManagementNodes are the management cluster's Nodes, where launchers are placed.
+	ManagementNodes []corev1.Node
 }
 
 // vmName is the KubevirtMachine's, VM's and VMI's name.
@@ -67,6 +72,10 @@ type outcome struct {
 	Terminal *terminal
 	// NeedPod are the Nodes that reached the workload stage and have no workload Pod yet.
 	NeedPod []string
+	// Suspect is a state upstream retries or repairs on its own (a failed VMI its VM replaces,
+	// a launcher the scheduler will try again): shown with the detail while it lasts, never a
+	// failure by itself; a deadline failure carries it in its detail.
+	Suspect string
 }
 
 // doneIndex stands for "every stage passed" in stage arithmetic.
@@ -74,10 +83,11 @@ var doneIndex = len(Stages())
 
 // machineStage is how far one Machine got, where it waits, and whether it can go on.
 type machineStage struct {
-	name   string
-	index  int // Stage index, doneIndex when done
-	detail string
-	term   *terminal
+	name    string
+	index   int // Stage index, doneIndex when done
+	detail  string
+	term    *terminal
+	suspect string
 }
 
 func evaluate(s *snapshot) outcome {
@@ -140,6 +150,15 @@ func evaluate(s *snapshot) outcome {
 	if n := countAtLeast(stages, worst.index+1); n > 0 {
 		out.Detail += fmt.Sprintf(" (%d of %d Machines past this stage)", n, p.Replicas)
 	}
+	// The suspect of the Machine the pool waits for, else of any other (furthest first).
+	for _, ms := range append([]machineStage{worst}, stages...) {
+		if out.Suspect == "" && ms.suspect != "" {
+			out.Suspect = fmt.Sprintf("Machine %s: %s", ms.name, ms.suspect)
+		}
+	}
+	if out.Suspect != "" {
+		out.Detail += "; suspect: " + out.Suspect
+	}
 	return out
 }
 
@@ -169,10 +188,13 @@ func mdDetail(md *clusterv1.MachineDeployment, p Pool) string {
 // evaluateMachine is where one Machine is. The detectors run first: a terminal state wins
 // over "still waiting".
 func evaluateMachine(p Pool, v *machineView) machineStage {
-	if t := detectMachine(p, v); t != nil {
+	t, suspect := detectMachine(p, v)
+	if t != nil {
 		return machineStage{index: t.Stage.Index(), term: t}
 	}
-	return progress(p, v)
+	ms := progress(p, v)
+	ms.suspect = suspect
+	return ms
 }
 
 // progress is the first stage one Machine has not passed, and what it waits for there.
@@ -248,8 +270,21 @@ func progress(p Pool, v *machineView) machineStage {
 	return machineStage{index: doneIndex, detail: fmt.Sprintf("Machine %s: workload pod runs on Node %s", m.Name, n.Name)}
 }
 
-// detectMachine runs every detector on one Machine's objects.
-func detectMachine(p Pool, v *machineView) *terminal {
+// detectMachine runs every detector on one Machine's objects: a terminal state, or the
+// suspects of its VM layer.
+func detectMachine(p Pool, v *machineView) (*terminal, string) {
+	t, suspect := vmState(v)
+	if t == nil {
+		t = detectOther(p, v)
+	}
+	if t != nil {
+		return t, ""
+	}
+	return nil, suspect
+}
+
+// detectOther runs the detectors of everything but the VM layer on one Machine's objects.
+func detectOther(p Pool, v *machineView) *terminal {
 	m := v.Machine
 	vm := v.vmName()
 	for _, failed := range []func(*unstructured.Unstructured) (string, bool){providerFailure, dataSecretFailure} {
@@ -260,15 +295,6 @@ func detectMachine(p Pool, v *machineView) *terminal {
 	}
 	if t := diskFailure(v.DataVolume, v.Importer); t != nil {
 		return t
-	}
-	vmiPhase := ""
-	if v.VMI != nil {
-		vmiPhase = string(v.VMI.Status.Phase)
-	}
-	for _, l := range []*corev1.Pod{v.Launcher, v.Temporary} {
-		if t := launcherFailure(vm, l, vmiPhase); t != nil {
-			return t
-		}
 	}
 	if msg, ok := providerFailure(v.KubevirtMachine); ok {
 		return &terminal{Class: verdict.MachineFailed, Stage: machineStageGuess(p, v),

@@ -203,13 +203,17 @@ func TestTerminalStatesEndTheJoinWithTheirClassAndStage(t *testing.T) {
 			v.DataVolume.Status.Conditions = []cdiv1.DataVolumeCondition{{Type: cdiv1.DataVolumeBound, Status: corev1.ConditionFalse,
 				Reason: "ErrClaimNotValid", Message: "no accessMode specified in StorageProfile local"}}
 		}},
-		{"launcher unschedulable", verdict.VMUnschedulable, StageVMIRunning, "Insufficient memory", func(v *machineView, _ *snapshot) {
+		{"launcher larger than any node", verdict.VMUnschedulable, StageVMIRunning, "Insufficient memory", func(v *machineView, _ *snapshot) {
 			v.VMI.Status.Phase = kubevirtv1.Scheduling
-			v.Launcher.Status = corev1.PodStatus{Phase: corev1.PodPending, Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled,
-				Status: corev1.ConditionFalse, Reason: "Unschedulable", Message: "0/3 nodes are available: 3 Insufficient memory."}}}
+			unplaceableLauncher(v, v.Launcher, "64Gi")
 		}},
-		{"launcher failed", verdict.VMUnschedulable, StageVMIRunning, "Failed", func(v *machineView, _ *snapshot) {
-			v.Launcher.Status.Phase = corev1.PodFailed
+		{"crash loop", verdict.VMFailed, StageVMIRunning, "CrashLoopBackOff", func(v *machineView, _ *snapshot) {
+			v.VMI = nil
+			v.VM = crashLooping(v.vmName(), crashLoopLimit)
+		}},
+		{"failed VMI that nothing restarts", verdict.VMFailed, StageVMIRunning, "runStrategy Manual does not start it again", func(v *machineView, _ *snapshot) {
+			v.VMI.Status.Phase = kubevirtv1.Failed
+			v.VM = vmWith(v.vmName(), kubevirtv1.RunStrategyManual)
 		}},
 		{"machine failed", verdict.MachineFailed, StageWorkloadPod, "Machine m1 failed: CreateError vm create refused", func(v *machineView, _ *snapshot) {
 			// Cluster API copies the provider's failure into the deprecated v1beta1 status.
@@ -225,11 +229,10 @@ func TestTerminalStatesEndTheJoinWithTheirClassAndStage(t *testing.T) {
 			v.BootstrapConfig.SetGroupVersionKind(mustFamily(osfamily.Talos).BootstrapConfig)
 			v.BootstrapConfig.SetName("m1")
 		}},
-		{"unschedulable temporary launcher of a volume waiting for its consumer", verdict.VMUnschedulable, StageVMIRunning, "Insufficient memory", func(v *machineView, _ *snapshot) {
+		{"temporary launcher of a volume waiting for its consumer larger than any node", verdict.VMUnschedulable, StageVMIRunning, "Insufficient memory", func(v *machineView, _ *snapshot) {
 			v.VMI.Status.Phase = kubevirtv1.Pending
 			v.Temporary, v.Launcher = v.Launcher, nil
-			v.Temporary.Status = corev1.PodStatus{Phase: corev1.PodPending, Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled,
-				Status: corev1.ConditionFalse, Reason: "Unschedulable", Message: "0/3 nodes are available: 3 Insufficient memory."}}}
+			unplaceableLauncher(v, v.Temporary, "64Gi")
 		}},
 		{"kubevirt machine failed", verdict.MachineFailed, StageDiskImport, "KubevirtMachine m1 failed", func(v *machineView, _ *snapshot) {
 			v.DataVolume = nil

@@ -53,6 +53,10 @@ func (w *Watcher) read(ctx context.Context, p Pool) (*snapshot, error) {
 	if err := w.mgmt.List(ctx, &pods, client.InNamespace(ns)); err != nil {
 		return nil, err
 	}
+	var mgmtNodes corev1.NodeList
+	if err := w.mgmt.List(ctx, &mgmtNodes); err != nil {
+		return nil, fmt.Errorf("join: listing the management cluster's Nodes: %w", err)
+	}
 	var nodes corev1.NodeList
 	if err := w.tenant.List(ctx, &nodes); err != nil {
 		return nil, err
@@ -78,7 +82,7 @@ func (w *Watcher) read(ctx context.Context, p Pool) (*snapshot, error) {
 		if m.DeletionTimestamp != nil {
 			continue
 		}
-		v := &machineView{Machine: m}
+		v := &machineView{Machine: m, ManagementNodes: mgmtNodes.Items}
 		if err := w.readMachine(ctx, p, v, pods.Items, nodes.Items, csrs.Items); err != nil {
 			return nil, err
 		}
@@ -105,6 +109,12 @@ func (w *Watcher) readMachine(ctx context.Context, p Pool, v *machineView, pods 
 		return err
 	} else if ok {
 		v.DataVolume = dv
+	}
+	vmObj := &kubevirtv1.VirtualMachine{}
+	if ok, err := get(ctx, w.mgmt, ns, vm, vmObj); err != nil {
+		return err
+	} else if ok {
+		v.VM = vmObj
 	}
 	vmi := &kubevirtv1.VirtualMachineInstance{}
 	if ok, err := get(ctx, w.mgmt, ns, vm, vmi); err != nil {

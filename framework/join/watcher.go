@@ -114,7 +114,8 @@ func Start(ctx context.Context, o Options) (*Watcher, error) {
 		return nil, fmt.Errorf("join: tenant informers: %w", err)
 	}
 	mgmtKinds := []client.Object{&clusterv1.Machine{}, &clusterv1.MachineSet{}, &clusterv1.MachineDeployment{}, &cdiv1.DataVolume{},
-		&kubevirtv1.VirtualMachineInstance{}, &corev1.Pod{}, unstructuredOf(tenant.KubevirtMachineGVK)}
+		&kubevirtv1.VirtualMachine{}, &kubevirtv1.VirtualMachineInstance{}, &corev1.Pod{}, &corev1.Node{},
+		unstructuredOf(tenant.KubevirtMachineGVK)}
 	seen := map[string]bool{}
 	for _, os := range o.OSes {
 		if seen[os.Name] {

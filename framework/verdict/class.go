@@ -15,8 +15,11 @@ type Class string
 const (
 	// DiskImport: the worker's system disk did not import (DataVolume failed, importer refused by the registry).
 	DiskImport Class = "disk-import"
-	// VMUnschedulable: the VM's launcher pod cannot be placed (Insufficient memory or cpu) or failed.
+	// VMUnschedulable: the VM's launcher pod cannot be placed: it asks for more than any Node can hold.
 	VMUnschedulable Class = "vm-unschedulable"
+	// VMFailed: the VM failed and KubeVirt does not run it again: every start failed and
+	// KubeVirt backs off (CrashLoopBackOff), or its run strategy does not restart a failed VMI.
+	VMFailed Class = "vm-failed"
 	// BootStall: the guest booted but did not get to the join (console silent or looping).
 	BootStall Class = "boot-stall"
 	// Bootstrap: the bootstrap provider did not produce bootstrap data (config failure, provider down).
@@ -59,7 +62,8 @@ const (
 
 var known = map[Class]string{
 	DiskImport:             "the worker's system disk did not import",
-	VMUnschedulable:        "the worker VM could not be placed or its launcher failed",
+	VMUnschedulable:        "the worker VM's launcher asks for more than any Node can hold",
+	VMFailed:               "the worker VM failed and KubeVirt does not run it again",
 	BootStall:              "the guest did not get from boot to join",
 	Bootstrap:              "the bootstrap provider produced no bootstrap data",
 	JoinRejected:           "the tenant control plane refused the worker's join",

@@ -3,6 +3,7 @@
 # etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl and kwok,
 # and the upstream controllers the sim runs as processes: Cluster API's KubeVirt provider
 # (capk-manager), the Talos bootstrap provider (cabpt-manager) and Flux's helm-controller;
+# KubeVirt's virt-controller and install-strategy (what virt-operator installs for a KubeVirt CR);
 # and materialises the Cozystack Kubernetes chart from the cozystack module zip.
 # Everything goes into a cache folder outside the work tree, keyed by the pinned versions and
 # every tools module's go.sum.
@@ -25,6 +26,11 @@ CABPT_MODULE=github.com/siderolabs/cluster-api-bootstrap-provider-talos
 CABPT_VERSION=0.6.12
 HELM_CONTROLLER_MODULE=github.com/fluxcd/helm-controller
 HELM_CONTROLLER_VERSION=1.6.2
+# KubeVirt's virt-controller (hack/tools/virt-controller: the module with its staging modules at the
+# same tag, kubevirt.io/kubevirt v1.8.4 go.mod's other replace pins), and install-strategy, a program
+# of the tools module that prints what virt-operator installs for a KubeVirt CR.
+VIRT_CONTROLLER_MODULE=kubevirt.io/kubevirt
+VIRT_CONTROLLER_VERSION=1.8.4
 # Modules only downloaded, for their files: the Cozystack release whose packages/apps/kubernetes
 # chart the sim renders (and the platform's own CRDs it ships), source-controller at the API
 # version helm-controller requires (its CRDs: ExternalArtifact, HelmChart, OCIRepository), and
@@ -51,6 +57,7 @@ CDI_MODULE=kubevirt.io/containerized-data-importer
 CDI_VERSION=1.64.0
 modules+=(cdi-controller)
 export GONOSUMDB=${GONOSUMDB:+$GONOSUMDB,}$CDI_MODULE
+modules+=(virt-controller)
 downloads=(
 	"$COZYSTACK_MODULE v$COZYSTACK_VERSION $COZYSTACK_SUM"
 	"$SOURCE_CONTROLLER_MODULE v$SOURCE_CONTROLLER_VERSION $SOURCE_CONTROLLER_SUM"
@@ -64,11 +71,13 @@ downloads=(
 # chart.
 key=$({
 	for m in "${modules[@]}"; do cat "$here/$m/go.sum"; done
+	cat "$here/virt-controller/install-strategy/main.go"
 	printf '%s\n' "${downloads[@]}"
 } | sha256sum | cut -c1-12)
 name=k8s-v$K8S_VERSION-etcd-v$ETCD_VERSION-kwok-v$KWOK_VERSION
 name+=-capk-v$CAPK_VERSION-cabpt-v$CABPT_VERSION-helm-controller-v$HELM_CONTROLLER_VERSION-cozystack-v$COZYSTACK_VERSION
 name+=-cdi-v$CDI_VERSION
+name+=-kubevirt-v$VIRT_CONTROLLER_VERSION
 dir=${E2E_TOOLS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/cozy-e2e/tools/$name-$key}
 
 if [[ ${1:-} == --print ]]; then
@@ -118,6 +127,15 @@ built_from() {
 	[[ -x $dir/$bin && -n $sum ]] || return 1
 	out=$(go version -m "$dir/$bin" 2>/dev/null) || return 1
 	[[ $out == *$'\tmod\t'"$mod"$'\t'"$ver"$'\t'"$sum"* ]]
+}
+
+# built_with <binary> <module> <version> <sum>: the binary's build information lists the module at
+# the version and sum go.sum pins as a dependency (a program of a tools module itself).
+built_with() {
+	local bin=$1 mod=$2 ver=$3 sum=$4 out
+	[[ -x $dir/$bin && -n $sum ]] || return 1
+	out=$(go version -m "$dir/$bin" 2>/dev/null) || return 1
+	[[ $out == *$'\tdep\t'"$mod"$'\t'"$ver"$'\t'"$sum"* ]]
 }
 
 # build <binary> <module dir> <package> <ldflags> <what> <check...>: builds the binary unless
@@ -181,6 +199,14 @@ build helm-controller helm-controller "$HELM_CONTROLLER_MODULE" "-s -w" "$HELM_C
 cdi_sum=$(module_sum cdi-controller "$CDI_MODULE" "v$CDI_VERSION")
 build cdi-controller cdi-controller "$CDI_MODULE/cmd/cdi-controller" "-s -w" "$CDI_MODULE v$CDI_VERSION" \
 	built_from cdi-controller "$CDI_MODULE" "v$CDI_VERSION" "$cdi_sum"
+
+# KubeVirt: virt-controller from its module; install-strategy is the tools module's own program,
+# checked by the kubevirt.io/kubevirt it was built with.
+virt_controller_sum=$(module_sum virt-controller "$VIRT_CONTROLLER_MODULE" "v$VIRT_CONTROLLER_VERSION")
+build virt-controller virt-controller "$VIRT_CONTROLLER_MODULE/cmd/virt-controller" "-s -w" "$VIRT_CONTROLLER_MODULE v$VIRT_CONTROLLER_VERSION" \
+	built_from virt-controller "$VIRT_CONTROLLER_MODULE" "v$VIRT_CONTROLLER_VERSION" "$virt_controller_sum"
+build install-strategy virt-controller ./install-strategy "-s -w" "$VIRT_CONTROLLER_MODULE v$VIRT_CONTROLLER_VERSION" \
+	built_with install-strategy "$VIRT_CONTROLLER_MODULE" "v$VIRT_CONTROLLER_VERSION" "$virt_controller_sum"
 
 # kwok has no built-in stages; the upstream "fast" stages ship in its module.
 stages=$dir/kwok-stages.yaml
@@ -261,13 +287,17 @@ keep cdi-controller "$CDI_MODULE" "v$CDI_VERSION" "$cdi_sum" pkg/operator/resour
 # templates them), KamajiControlPlane (in the Kamaji control plane provider's components) and the
 # Keycloak operator's KeycloakClient and KeycloakClientScope (the chart's oidc-bootstrap hook
 # deletes its own of them), and the KubeVirt instance types the platform installs, which the chart
-# looks up by name.
+# looks up by name; the platform's KubeVirt CR (its kubevirt package, with the platform values it is
+# rendered with) and virt-operator's Deployment (its environment names the images virt-operator
+# installs).
 keep - "$COZYSTACK_MODULE" "v$COZYSTACK_VERSION" "$COZYSTACK_SUM" \
 	packages/apps/kubernetes packages/library/cozy-lib \
 	packages/system/cozystack-controller/definitions/cozystack.io_workloadmonitors.yaml \
 	packages/system/cert-manager-crds/templates \
 	packages/system/capi-providers-cpprovider/files/control-plane-components.yaml \
 	packages/system/kubevirt-instancetypes/templates/instancetypes.yaml \
+	packages/system/kubevirt/templates/kubevirt-cr.yaml packages/system/kubevirt/values.yaml \
+	packages/system/kubevirt-operator/templates/kubevirt-operator.yaml packages/core/platform/values.yaml \
 	packages/system/keycloak-operator/charts/keycloak-operator/crds/v1.edp.epam.com_keycloakclients.yaml \
 	packages/system/keycloak-operator/charts/keycloak-operator/crds/v1.edp.epam.com_keycloakclientscopes.yaml
 
@@ -299,6 +329,9 @@ CABPT_SUM=$cabpt_sum
 HELM_CONTROLLER_MODULE=$HELM_CONTROLLER_MODULE
 HELM_CONTROLLER_VERSION=v$HELM_CONTROLLER_VERSION
 HELM_CONTROLLER_SUM=$helm_controller_sum
+VIRT_CONTROLLER_MODULE=$VIRT_CONTROLLER_MODULE
+VIRT_CONTROLLER_VERSION=v$VIRT_CONTROLLER_VERSION
+VIRT_CONTROLLER_SUM=$virt_controller_sum
 COZYSTACK_MODULE=$COZYSTACK_MODULE
 COZYSTACK_VERSION=v$COZYSTACK_VERSION
 COZYSTACK_SUM=$COZYSTACK_SUM

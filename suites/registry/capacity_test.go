@@ -18,7 +18,6 @@ import (
 	"github.com/cozystack/cozy-e2e/framework/controlplane/cptest"
 	"github.com/cozystack/cozy-e2e/framework/lane"
 	"github.com/cozystack/cozy-e2e/framework/sim/capacity"
-	"github.com/cozystack/cozy-e2e/framework/sim/kubevirt"
 	"github.com/cozystack/cozy-e2e/framework/sim/world"
 	"github.com/cozystack/cozy-e2e/framework/tenant"
 )
@@ -70,10 +69,13 @@ func TestTheLaneCheckAndTheSimsSchedulerAgreeOnCapacity(t *testing.T) {
 		console = console || p.LogSerialConsole
 	}
 	launcher := func(i int) *corev1.Pod {
-		pod := kubevirt.LauncherPod(capacity.WorkerVMI(uint32(cores), resource.MustParse(fmt.Sprintf("%dGi", tenant.WorkerMemoryGiB)), console))
-		pod.ObjectMeta = metav1.ObjectMeta{Name: fmt.Sprintf("virt-launcher-worker-%d", i), Namespace: "default"}
-		pod.Spec.NodeSelector = map[string]string{"kubernetes.io/hostname": node}
-		return pod
+		// A launcher's compute container asking the price (held to the real virt-controller's
+		// launcher by framework/sim/upstream TestVirtController).
+		price := capacity.WorkerPrice(uint32(cores), resource.MustParse(fmt.Sprintf("%dGi", tenant.WorkerMemoryGiB)), console)
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("virt-launcher-worker-%d", i), Namespace: "default"},
+			Spec: corev1.PodSpec{NodeSelector: map[string]string{"kubernetes.io/hostname": node},
+				Containers: []corev1.Container{{Name: "compute", Image: "quay.io/kubevirt/virt-launcher:v1.8.4",
+					Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceMemory: price.Memory, corev1.ResourceCPU: price.CPU}}}}}}
 	}
 	for i := range sw.Workers + 1 {
 		if err := w.Cluster.Client.Create(ctx, launcher(i)); err != nil {

@@ -37,6 +37,10 @@ func expect(f faults.Name, os string) (expectation, bool) {
 		return expectation{verdict.Deadline, join.StageDiskImport, false, []string{"3.14%"}, false}, true
 	case faults.VMIUnschedulable:
 		return expectation{verdict.VMUnschedulable, join.StageVMIRunning, true, []string{"Insufficient memory"}, false}, true
+	case faults.VMICrashLoop:
+		// KubeVirt backs off and retries forever; the harness stops at its second start failure,
+		// and the failure quotes the VM's own status.
+		return expectation{verdict.VMFailed, join.StageVMIRunning, true, []string{"CrashLoopBackOff"}, false}, true
 	case faults.GuestJoinRejected:
 		if os == osfamily.Kairos {
 			// kubeadm says so on the console.
@@ -66,6 +70,11 @@ func expect(f faults.Name, os string) (expectation, bool) {
 	}
 	return expectation{}, false
 }
+
+// decisiveObservation is, for a fault the sim records more than once per object, the record from
+// which its verdict is due: a crash loop is judged at one VM's second start failure (the
+// harness's limit, framework/join crashLoopLimit), not at its first crash.
+var decisiveObservation = map[faults.Name]int{faults.VMICrashLoop: 2}
 
 // osOf is the OS family of each class a lane's pools name.
 func osOf(l *lane.Lane) map[string]string {

@@ -91,6 +91,25 @@ func firstObservation(obs []simenv.Observation, f faults.Name, pool string) (tim
 	return at, !at.IsZero()
 }
 
+// nthObservation is when fault f first showed for pool the n-th time (n from 1) on one and the
+// same object (a VM's VMIs keep its name): the earliest n-th record of any object.
+func nthObservation(obs []simenv.Observation, f faults.Name, pool string, n int) (time.Time, bool) {
+	byObject := map[string][]time.Time{}
+	for _, o := range obs {
+		if o.Fault == f && (o.Pool == pool || o.Pool == "") {
+			byObject[o.Object] = append(byObject[o.Object], o.At)
+		}
+	}
+	var at time.Time
+	for _, ats := range byObject {
+		sort.Slice(ats, func(i, j int) bool { return ats[i].Before(ats[j]) })
+		if n >= 1 && len(ats) >= n && (at.IsZero() || ats[n-1].Before(at)) {
+			at = ats[n-1]
+		}
+	}
+	return at, !at.IsZero()
+}
+
 // diagnosticsRoundGap separates two rounds of on-failure collectors: a lifecycle run can fail
 // in one phase and again in a later one, each failure collected right after its spec.
 const diagnosticsRoundGap = 10 * time.Second

@@ -23,6 +23,7 @@ var fired = map[faults.Name]func(t *testing.T, l *lane.Lane, set *faults.Set, ar
 	faults.MHCReplacement:     machineReplaced,
 	faults.APIServerTransient: transientAnswered,
 	faults.DiskImportOOM:      importerReplaced,
+	faults.VMICrashOnce:       crashedOnce,
 }
 
 // checkTolerated runs the proof of every absorbed fault the run selected.
@@ -38,6 +39,29 @@ func checkTolerated(t *testing.T, l *lane.Lane, set *faults.Set, art string) {
 			obs, read = observations(t, art), true
 		}
 		fired[n](t, l, set, art, obs)
+	}
+}
+
+// crashedOnce: in every pool the fault targets, the sim crashed exactly one running VMI (the
+// pool joined nonetheless: the run is green, its VM controller started a new VMI).
+func crashedOnce(t *testing.T, l *lane.Lane, set *faults.Set, _ string, obs []simenv.Observation) {
+	t.Helper()
+	oses := osOf(l)
+	for _, p := range l.Pools {
+		if !set.Active(faults.VMICrashOnce, p.Name, oses[p.Class] == osfamily.Kairos) {
+			continue
+		}
+		var crashed []string
+		for _, o := range obs {
+			if o.Fault == faults.VMICrashOnce && o.Pool == p.Name {
+				crashed = append(crashed, o.Object+" "+o.UID)
+			}
+		}
+		if len(crashed) != 1 {
+			t.Errorf("pool %s: the sim crashed %d running VMIs under %s, want 1: %v", p.Name, len(crashed), faults.VMICrashOnce, crashed)
+			continue
+		}
+		t.Logf("%s: pool %s joined though %s crashed", faults.VMICrashOnce, p.Name, crashed[0])
 	}
 }
 

@@ -9,12 +9,8 @@ import (
 	"fmt"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	resourcehelper "k8s.io/component-helpers/resource"
-	kubevirtv1 "kubevirt.io/api/core/v1"
 
-	"github.com/cozystack/cozy-e2e/framework/sim/kubevirt"
 	"github.com/cozystack/cozy-e2e/framework/sim/world"
 )
 
@@ -30,28 +26,38 @@ func (p Price) String() string {
 	return fmt.Sprintf("%s memory and %s cpu", mi(p.Memory), p.CPU.String())
 }
 
-// WorkerVMI is a worker's VMI as CAPK makes it from the KubevirtMachineTemplate the chart
-// renders for a node group: cores vCPUs and guest memory (nodeGroups.<pool>.resources), the
-// console log container when the pool asks for it (logSerialConsole).
-func WorkerVMI(cores uint32, guest resource.Quantity, console bool) *kubevirtv1.VirtualMachineInstance {
-	vmi := &kubevirtv1.VirtualMachineInstance{Spec: kubevirtv1.VirtualMachineInstanceSpec{Domain: kubevirtv1.DomainSpec{
-		CPU:    &kubevirtv1.CPU{Cores: cores},
-		Memory: &kubevirtv1.Memory{Guest: &guest},
-	}}}
-	vmi.Spec.Domain.Devices.LogSerialConsole = &console
-	return vmi
+// WorkerPrice is the price of one worker VM (cores vCPUs and guest memory, as CAPK makes its VMI from the chart's KubevirtMachineTemplate: nodeGroups.<pool>.resources; the console log container when the pool asks for it): the requests of the virt-launcher Pod
+// the real virt-controller v1.8.4 makes for it, summed as kube-scheduler's NodeResourcesFit does
+// (containers plus restartable init containers: k8s.io/component-helpers resource.PodRequests,
+// which kubernetes v1.35.4 pkg/scheduler/framework/plugins/noderesources/fit.go:293-302 calls).
+// The lane check runs before any tool is built, so the price is KubeVirt's arithmetic written
+// out here; TestVirtController (framework/sim/upstream) holds it to the launcher the real
+// virt-controller makes.
+//
+// The compute container asks for the guest's memory and the KVM backend's overhead
+// (kubevirt/kubevirt v1.8.4 pkg/hypervisor/kvm/hypervisorbackend.go GetMemoryOverhead: page
+// tables of one 512th of the memory request, 220Mi for virt-launcher-monitor, virt-launcher,
+// virtlogd, virtqemud and QEMU, 8Mi per vCPU, 8Mi for the IO thread, 32Mi of video RAM when a
+// graphics device is attached by default), and the vCPUs divided by the cluster's
+// cpuAllocationRatio (10 on the platform). The guest-console-log container, when the VM logs its
+// console, asks for 35M and 5m (pkg/virt-controller/services/serialconsolelog.go lines 66-89).
+func WorkerPrice(cores uint32, guest resource.Quantity, console bool) Price {
+	vcpus := int64(max(cores, 1))
+	pagetables := resource.NewScaledQuantity(guest.ScaledValue(resource.Kilo), resource.Kilo).Value() / 512
+	overhead := pagetables + (220+8*vcpus+8+32)<<20
+	mem := *resource.NewQuantity(guest.Value()+overhead, resource.BinarySI)
+	cpu := *resource.NewMilliQuantity(vcpus*1000/CPUAllocationRatio, resource.DecimalSI)
+	if console {
+		mem.Add(resource.MustParse("35M"))
+		cpu.Add(resource.MustParse("5m"))
+	}
+	return Price{Memory: mem, CPU: cpu}
 }
 
-// WorkerPrice is the price of one worker VM (WorkerVMI): the requests of the launcher Pod the
-// sim's KubeVirt makes for it (kubevirt.LauncherPod), summed as kube-scheduler's NodeResourcesFit
-// does (k8s.io/component-helpers resource.PodRequests, which kubernetes v1.35.4
-// pkg/scheduler/framework/plugins/noderesources/fit.go:293-302 calls): containers, plus
-// restartable init containers (sidecars). This is the one place the sim's per-worker price is
-// made; a launcher made otherwise (the real virt-controller's template) changes it here.
-func WorkerPrice(cores uint32, guest resource.Quantity, console bool) Price {
-	req := resourcehelper.PodRequests(kubevirt.LauncherPod(WorkerVMI(cores, guest, console)), resourcehelper.PodResourcesOptions{})
-	return Price{Memory: req[corev1.ResourceMemory], CPU: req[corev1.ResourceCPU]}
-}
+// CPUAllocationRatio is the platform's KubeVirt CPU allocation ratio (Cozystack v1.6.1
+// packages/core/platform/values.yaml line 498, resources.cpuAllocationRatio), which
+// virt-controller divides a VM's vCPUs by for its launcher's CPU request.
+const CPUAllocationRatio = 10
 
 // Limit is how many workers one Node holds at worst, and of what it runs out first.
 type Limit struct {

@@ -16,6 +16,8 @@ const (
 	DiskImportStall     Name = "disk-import-stall"
 	DiskImportOOM       Name = "disk-import-oom"
 	VMIUnschedulable    Name = "vmi-unschedulable"
+	VMICrashOnce        Name = "vmi-crash-once"
+	VMICrashLoop        Name = "vmi-crashloop"
 	GuestJoinRejected   Name = "guest-join-rejected"
 	ProviderIDMissing   Name = "provider-id-missing"
 	NodeNotReady        Name = "node-not-ready"
@@ -51,8 +53,12 @@ var catalogue = []Fault{
 		"the importer's progress (cmd/cdi-importer, its Prometheus progress reader) that stops moving; the real cdi-controller keeps the DataVolume ImportInProgress", false, false},
 	{DiskImportOOM, "the importer's page cache runs it over its memory limit while it writes with buffered I/O: the kernel kills it (exit 137, OOMKilled); the real cdi-controller deletes the Pod and starts another with direct I/O (CACHE_MODE=TRYNONE), which imports",
 		"CDI v1.64.0 pkg/controller/import-controller.go:393-398 (OOMKilled: cdi.kubevirt.io/storage.pod.requiresDirectIO, the Pod deleted, :463-473) and :666-667 (the next Pod's CACHE_MODE=TRYNONE)", true, false},
-	{VMIUnschedulable, "the virt-launcher pod asks for more memory than any node has: Pending, Insufficient memory",
-		"kube-scheduler's PodScheduled=False reason Unschedulable on the launcher (the real scheduler in the sim); KubeVirt v1.8.4 copies it onto the VMI", false, false},
+	{VMIUnschedulable, "each VirtualMachine of the pool asks for more guest memory than any management Node has (twice the largest allocatable), as if the platform had rendered it so: the real virt-controller's launcher asks for it and stays Pending, Insufficient memory",
+		"kube-scheduler's PodScheduled=False reason Unschedulable on the launcher (the real scheduler in the sim); the real virt-controller v1.8.4 sizes the launcher (pkg/virt-controller/services/renderresources.go) and copies the condition onto the VMI (pkg/virt-controller/watch/vmi/lifecycle.go lines 386-394)", false, false},
+	{VMICrashOnce, "the domain of the pool's first running VMI crashes once, a moment after it started: virt-handler's stand-in fails the VMI, the real VM controller replaces it (runStrategy Always) and the new one joins",
+		"kubevirt v1.8.4 pkg/virt-handler/vm.go lines 2198-2201 (a crashed domain fails its VMI) and pkg/virt-controller/watch/vm/vm.go lines 978-1036 (runStrategy Always deletes a final VMI and starts a new one; a VMI that ran counts no start failure, lines 1536-1554)", true, false},
+	{VMICrashLoop, "every domain of the pool crashes as it starts: each VMI fails before it ever runs, and the real VM controller counts start failures, backs off and shows printableStatus CrashLoopBackOff",
+		"kubevirt v1.8.4 pkg/virt-handler/vm.go lines 2198-2201; pkg/virt-controller/watch/vm/vm.go lines 1476-1503 (the backoff), 1574-1601 (start failures), 2557-2580 (CrashLoopBackOff)", false, false},
 	{GuestJoinRejected, "the control plane refuses the kubelet's bootstrap credentials: no CSR and no Node. A Talos guest's kubelet presents a bootstrap token the tenant does not hold (whichever renders its pool: the real chart or the model of #4911), and the tenant apiserver itself answers the kubelet's CSR 401; a Talos console prints nothing of it. A kubeadm (Kairos) join, modelled, prints its error on the console (error execution phase preflight: couldn't validate the identity of the API Server)",
 		"kubeadm's error text (k8s.io/kubernetes v1.35.4 cmd/kubeadm/app/cmd/phases/workflow/runner.go:262, cmd/kubeadm/app/discovery/discovery.go:46); that it reaches a Kairos serial console: the seed (#4911), not readable upstream", false, false},
 	{ProviderIDMissing, "the Node registers under a name of its own without a providerID, so none ever comes (CAPK patches only the Node named like the VMI): a Talos guest to which no host name reaches names itself talos-<3>-<3>, a Kairos bootstrap data without --provider-id",

@@ -30,6 +30,7 @@ func TestFaultsShowTheirEffectThroughTheAPI(t *testing.T) {
 	must(t, w.tenant.Client.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: names.KubeletConfigNamespace, Name: names.KubeletConfigName},
 		Data: map[string]string{names.KubeletConfigKey: "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nclusterDomain: cluster.local\n"}}))
 	m := func(pool string) string { return release + "-" + pool + "-abcde-x7k2p" }
+	w.guestMemory["big"] = "128Gi"
 	for _, p := range []string{"refused", "big", "taint", "rejected", "notready"} {
 		w.machine(t, p, m(p), false)
 	}
@@ -62,7 +63,9 @@ func TestFaultsShowTheirEffectThroughTheAPI(t *testing.T) {
 	if cs := imp.Status.ContainerStatuses; len(cs) != 1 || cs[0].RestartCount < 2 || cs[0].LastTerminationState.Terminated == nil || cs[0].LastTerminationState.Terminated.ExitCode != 1 {
 		t.Errorf("importer container status %+v", imp.Status.ContainerStatuses)
 	}
-	// vmi-unschedulable: the real scheduler says Insufficient memory, on the launcher and the VMI.
+	// vmi-unschedulable: a VM larger than the Node; the real scheduler says Insufficient memory on
+	// the launcher (or on its temporary pod, while the disk waits for its first consumer), and the
+	// real virt-controller copies it onto the VMI.
 	w.until(t, "launcher unschedulable", func(ctx context.Context) (bool, error) {
 		vmi := &kubevirtv1.VirtualMachineInstance{}
 		if err := w.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: m("big")}, vmi); err != nil {
@@ -158,5 +161,40 @@ func TestFaultsShowTheirEffectThroughTheAPI(t *testing.T) {
 	// The Talos guest's token is one the tenant does not hold: the tenant apiserver refused it.
 	if o := seen[faults.GuestJoinRejected]; !strings.Contains(o.Detail, "Unauthorized") {
 		t.Errorf("the refused join does not show the tenant refusing the bootstrap token: %s", o.Detail)
+	}
+}
+
+// vmi-crash-once crashes the pool's first running domain once: virt-handler's stand-in fails the
+// VMI, the real VM controller starts a new one (runStrategy Always), and that one's guest joins.
+func TestACrashedVMIIsReplacedAndJoins(t *testing.T) {
+	w := start(t, "vmi-crash-once@crash")
+	name := release + "-crash-abcde-x7k2p"
+	w.machine(t, "crash", name, false)
+	var first string
+	w.until(t, "the crash recorded", func(context.Context) (bool, error) {
+		data, _ := os.ReadFile(w.env.ObservationsPath())
+		for _, line := range strings.Split(string(data), "\n") {
+			var o simenv.Observation
+			if json.Unmarshal([]byte(line), &o) == nil && o.Fault == faults.VMICrashOnce {
+				first = o.UID
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	vmi := &kubevirtv1.VirtualMachineInstance{}
+	w.until(t, "a new VMI running", func(ctx context.Context) (bool, error) {
+		if err := w.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, vmi); err != nil {
+			return false, client.IgnoreNotFound(err)
+		}
+		return string(vmi.UID) != first && vmi.Status.Phase == kubevirtv1.Running, nil
+	})
+	w.until(t, "its Node", func(ctx context.Context) (bool, error) {
+		err := w.tenant.Client.Get(ctx, client.ObjectKey{Name: name}, &corev1.Node{})
+		return err == nil, client.IgnoreNotFound(err)
+	})
+	data, _ := os.ReadFile(w.env.ObservationsPath())
+	if n := strings.Count(string(data), `"fault":"vmi-crash-once"`); n != 1 {
+		t.Errorf("%d crashes recorded, want 1", n)
 	}
 }

@@ -94,6 +94,13 @@ func (g *guests) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, 
 		}
 		return ctrl.Result{}, nil
 	}
+	if vmi.IsFinal() {
+		// The domain is gone (it crashed, or its launcher did): the guest stops where it was.
+		if booted {
+			gu.stop()
+		}
+		return ctrl.Result{}, nil
+	}
 	if booted || vmi.Status.Phase != kubevirtv1.Running {
 		return ctrl.Result{}, nil
 	}

@@ -13,7 +13,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cozystack/cozy-e2e/framework/sim/bootstrap"
-	"github.com/cozystack/cozy-e2e/framework/sim/kubevirt"
 	"github.com/cozystack/cozy-e2e/framework/sim/names"
 )
 
@@ -31,8 +30,9 @@ const leaseRenew = 10 * time.Second
 
 // newNode is the Node a kubelet registers for vmi.
 func newNode(name string, d bootstrap.Data, vmi *kubevirtv1.VirtualMachineInstance, notReady, tainted bool) *corev1.Node {
-	req := kubevirt.Requests(vmi)
-	mem := req[corev1.ResourceMemory]
+	// The guest's memory is what the domain gives it: memory.guest, or the memory request
+	// (kubevirt.io/api core/v1 Memory.Guest: "defaults to the requested memory").
+	mem := vmi.Spec.Domain.Resources.Requests[corev1.ResourceMemory]
 	if g := vmi.Spec.Domain.Memory; g != nil && g.Guest != nil {
 		mem = g.Guest.DeepCopy()
 	}

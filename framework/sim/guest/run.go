@@ -41,7 +41,7 @@ func (gu *guest) run(ctx context.Context) {
 	defer close(gu.done)
 	vmi := gu.vmi
 	gu.con = console{start: gu.env().Now(), now: gu.env().Now, ports: gu.env().Serial, ns: vmi.Namespace, vmi: vmi.Name, uid: string(vmi.UID)}
-	if pod, err := kubevirt.Launcher(ctx, gu.g.c, vmi); err == nil && pod != nil && kubevirt.ConsoleEnabled(vmi) && gu.env().Logs != nil {
+	if pod, err := kubevirt.Launcher(ctx, gu.g.c, vmi); err == nil && pod != nil && kubevirt.ConsoleLog(pod) && gu.env().Logs != nil {
 		if path, err := gu.env().Logs.ContainerLog(pod.Namespace, pod.Name, kubevirt.ConsoleContainer); err == nil {
 			gu.con.path = path
 		}
@@ -214,6 +214,17 @@ func (gu *guest) readKubeletConfig(ctx context.Context, wc client.Client, pool s
 		}
 	}
 	return true
+}
+
+// stop ends the guest without a word, once: its domain is gone.
+func (gu *guest) stop() {
+	gu.off.Do(func() {
+		gu.cancel()
+		go func() {
+			<-gu.done
+			gu.env().Serial.Hangup(gu.vmi.Namespace, gu.vmi.Name, string(gu.vmi.UID))
+		}()
+	})
 }
 
 // powerDown writes the guest's shutdown, once, when its VMI is deleted.

@@ -39,7 +39,8 @@ func (e *Env) Machines(t testing.TB, memory string) {
 	}
 	t.Cleanup(func() { sched.Stop(5 * time.Second) })
 	startKwok(ctx, t, tools, e.API, dir)
-	res := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("32"), corev1.ResourceMemory: resource.MustParse(memory), corev1.ResourcePods: resource.MustParse("110")}
+	res := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("32"), corev1.ResourceMemory: resource.MustParse(memory), corev1.ResourcePods: resource.MustParse("110"),
+		corev1.ResourceEphemeralStorage: resource.MustParse("100Gi")}
 	node := &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: "sim-node-1", Annotations: map[string]string{"kwok.x-k8s.io/node": "fake"},
 			Labels: map[string]string{"kubernetes.io/hostname": "sim-node-1", "kubernetes.io/os": "linux"}},

@@ -11,11 +11,16 @@ import (
 	"github.com/cozystack/cozy-e2e/framework/controlplane"
 )
 
-// Binaries `make tools` builds from the upstream modules (hack/tools/capk, cabpt, helm-controller).
+// Binaries `make tools` builds from the upstream modules (hack/tools/capk, cabpt, helm-controller,
+// virt-controller).
 const (
 	CAPKBinary           = "capk-manager"
 	CABPTBinary          = "cabpt-manager"
 	HelmControllerBinary = "helm-controller"
+	VirtControllerBinary = "virt-controller"
+	// InstallStrategyBinary is hack/tools/virt-controller's own program that prints what
+	// virt-operator installs for a KubeVirt CR (KubeVirtInstall).
+	InstallStrategyBinary = "install-strategy"
 )
 
 // Component is one upstream piece of a run: a module at a version and the sum go.sum (or
@@ -43,12 +48,16 @@ var components = []struct{ name, prefix, binary string }{
 	{"capk", "CAPK", CAPKBinary},
 	{"cabpt", "CABPT", CABPTBinary},
 	{"helm-controller", "HELM_CONTROLLER", HelmControllerBinary},
+	{"virt-controller", "VIRT_CONTROLLER", VirtControllerBinary},
 	{"cozystack", "COZYSTACK", ""},
 	{"source-controller", "SOURCE_CONTROLLER", ""},
 	{"cilium", "CILIUM", ""},
 	{"kubevirt", "KUBEVIRT", ""},
 	{"cdi", "CDI", CDIControllerBinary},
 }
+
+// helpers are binaries of the tools modules' own, checked by Find with the components.
+var helpers = []string{InstallStrategyBinary}
 
 // Find reads what `make tools` recorded in the tools folder (versions.env) and checks every
 // binary and kept file is there. The error names what is missing and says to run `make tools`.
@@ -76,6 +85,11 @@ func Find(tools controlplane.Tools) (*Build, error) {
 		b.Components = append(b.Components, comp)
 		b.byName[c.name] = comp
 	}
+	for _, h := range helpers {
+		if _, err := os.Stat(tools.Path(h)); err != nil {
+			missing = append(missing, h)
+		}
+	}
 	if len(missing) > 0 {
 		return nil, fmt.Errorf("upstream controllers: missing in %s: %s; run `make tools` (or set E2E_TOOLS_DIR to a folder holding them)",
 			tools.Dir, strings.Join(missing, ", "))
@@ -86,8 +100,8 @@ func Find(tools controlplane.Tools) (*Build, error) {
 // Path is the full path of a binary.
 func (b *Build) Path(binary string) string { return b.Tools.Path(binary) }
 
-// Component is the named component (capk, cabpt, helm-controller, cozystack, source-controller,
-// cilium, kubevirt).
+// Component is the named component (capk, cabpt, helm-controller, virt-controller, cozystack,
+// source-controller, cilium, kubevirt, virt-controller-cdi).
 func (b *Build) Component(name string) Component { return b.byName[name] }
 
 // Src is the path of a file kept from the named component's module (its path in the module).

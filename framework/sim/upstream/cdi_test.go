@@ -121,8 +121,8 @@ func TestCDIControllerJudgesTheHarnessStorage(t *testing.T) {
 	if len(pvc.Spec.AccessModes) != 1 || pvc.Spec.AccessModes[0] != corev1.ReadWriteOnce || pvc.Spec.VolumeMode == nil || *pvc.Spec.VolumeMode != corev1.PersistentVolumeFilesystem {
 		t.Errorf("claim accepted: access %v, volume mode %v; want ReadWriteOnce and Filesystem from the StorageProfile", pvc.Spec.AccessModes, pvc.Spec.VolumeMode)
 	}
-	if !managedBy(pvc.ManagedFields, "cdi-controller") {
-		t.Errorf("claim accepted: managedFields %v name no cdi-controller", managers(pvc.ManagedFields))
+	if !managedBy(&pvc, "cdi-controller") {
+		t.Errorf("claim accepted: managedFields %v name no cdi-controller", managers(&pvc))
 	}
 	dv, err := get(ctx, c, "cdi.kubevirt.io/v1beta1", "DataVolume", "default", "accepted")
 	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
@@ -155,21 +155,4 @@ func waitEvent(ctx context.Context, t *testing.T, c *cluster.Cluster, name, reas
 		t.Fatalf("no %s event on %s: %v", reason, name, err)
 	}
 	return msg
-}
-
-func managedBy(fs []metav1.ManagedFieldsEntry, manager string) bool {
-	for _, f := range fs {
-		if f.Manager == manager {
-			return true
-		}
-	}
-	return false
-}
-
-func managers(fs []metav1.ManagedFieldsEntry) []string {
-	var out []string
-	for _, f := range fs {
-		out = append(out, f.Manager+"/"+string(f.Operation))
-	}
-	return out
 }

@@ -160,7 +160,8 @@ func (b *Build) InstancetypeCRD() (CRD, error) {
 	return CRD{Source: source, CRD: crd}, nil
 }
 
-// goMapString is the string a Go source file gives key in a map literal ("key": `value`).
+// goMapString is the string a Go source file gives key in a map literal ("key": `value`, or
+// string literals joined with +, as generators write a backquote inside a raw string).
 func goMapString(path, key string) (string, error) {
 	f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.SkipObjectResolution)
 	if err != nil {
@@ -181,10 +182,10 @@ func goMapString(path, key string) (string, error) {
 			value, err = stringConst(kv.Value)
 			found = true
 		}
-		return !found
+		return true
 	})
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("the value of %q: %w", key, err)
 	}
 	if !found {
 		return "", fmt.Errorf("no string for %q in a map literal", key)

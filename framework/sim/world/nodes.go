@@ -42,6 +42,9 @@ func DefaultNodes() []NodeSpec {
 	}
 }
 
+// nodeEphemeralStorage is each management Node's allocatable ephemeral storage.
+const nodeEphemeralStorage = "100Gi"
+
 func createNodes(ctx context.Context, c *cluster.Cluster, specs []NodeSpec) error {
 	for _, s := range specs {
 		cpu, err := resource.ParseQuantity(s.CPU)
@@ -52,9 +55,13 @@ func createNodes(ctx context.Context, c *cluster.Cluster, specs []NodeSpec) erro
 		if err != nil {
 			return fmt.Errorf("management node %s: memory %q: %w", s.Name, s.Memory, err)
 		}
+		// A kubelet reports its root filesystem as ephemeral-storage; a virt-launcher asks for
+		// some (kubevirt/kubevirt v1.8.4 pkg/virt-controller/services/renderresources.go
+		// WithEphemeralStorageRequest, 50M). A kind node's disk is the runner's.
 		res := corev1.ResourceList{
 			corev1.ResourceCPU: cpu, corev1.ResourceMemory: mem,
-			corev1.ResourcePods: *resource.NewQuantity(int64(s.Pods), resource.DecimalSI),
+			corev1.ResourcePods:             *resource.NewQuantity(int64(s.Pods), resource.DecimalSI),
+			corev1.ResourceEphemeralStorage: resource.MustParse(nodeEphemeralStorage),
 		}
 		n := &corev1.Node{
 			ObjectMeta: metav1.ObjectMeta{
@@ -62,7 +69,7 @@ func createNodes(ctx context.Context, c *cluster.Cluster, specs []NodeSpec) erro
 				Annotations: map[string]string{KwokNodeAnnotation: "fake"},
 				Labels: map[string]string{
 					"kubernetes.io/hostname": s.Name, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
-					"type": "kwok", "kubevirt.io/schedulable": "true",
+					"type": "kwok",
 				},
 			},
 			Status: corev1.NodeStatus{Allocatable: res, Capacity: res},

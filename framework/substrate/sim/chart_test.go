@@ -22,6 +22,7 @@ import (
 	"github.com/cozystack/cozy-e2e/framework/sim/kubevirt"
 	"github.com/cozystack/cozy-e2e/framework/sim/platform"
 	"github.com/cozystack/cozy-e2e/framework/sim/simenv"
+	"github.com/cozystack/cozy-e2e/framework/sim/vmsize"
 	"github.com/cozystack/cozy-e2e/framework/sim/world"
 	"github.com/cozystack/cozy-e2e/framework/substrate"
 	"github.com/cozystack/cozy-e2e/framework/substrate/sim"
@@ -42,7 +43,7 @@ func TestATalosAppJoinsThroughTheRealChart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, setup := range []func(ctrl.Manager, *simenv.Env) error{bootstrap.Setup, kubevirt.Setup, cdi.Setup, guest.Setup} {
+	for _, setup := range []func(ctrl.Manager, *simenv.Env) error{bootstrap.Setup, kubevirt.Setup, vmsize.Setup, cdi.Setup, guest.Setup} {
 		s.AddStandIn(func(mgr ctrl.Manager, _ *world.World, env *simenv.Env) error { return setup(mgr, env) })
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)

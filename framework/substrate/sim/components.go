@@ -18,10 +18,10 @@ var _ substrate.Inventory = (*Substrate)(nil)
 // Components lists the real upstream components a sim run uses, each as its binary or this
 // program records it (Go build information: main module, version, sum): the control plane and
 // kwok (processes, for the management and every tenant cluster), kubectl (the Kubernetes chart's
-// Job scripts run it), Cluster API (in process), CAPK, the Talos bootstrap provider and
-// helm-controller (processes); and the modules only read, as make tools pinned them: the
-// Cozystack release whose Kubernetes chart, CRDs and instance types the sim uses, and the
-// modules other CRDs come from.
+// Job scripts run it), Cluster API (in process), CAPK, the Talos bootstrap provider,
+// helm-controller and KubeVirt's virt-controller (processes); and the modules only read, as make
+// tools pinned them: the Cozystack release whose Kubernetes chart, CRDs and instance types the
+// sim uses, and the modules other CRDs come from.
 func (s *Substrate) Components() ([]substrate.Component, error) {
 	tools, err := controlplane.FindTools()
 	if err != nil {
@@ -43,6 +43,7 @@ func (s *Substrate) Components() ([]substrate.Component, error) {
 		{"cabpt", "cabpt-manager", "process"},
 		{"helm-controller", "helm-controller", "process"},
 		{"cdi-controller", "cdi-controller", "process, in network and mount namespaces of its own"},
+		{"virt-controller", "virt-controller", "process (configured by the platform's KubeVirt CR)"},
 	} {
 		info, err := buildinfo.ReadFile(tools.Path(b.binary))
 		if err != nil {
@@ -61,7 +62,7 @@ func (s *Substrate) Components() ([]substrate.Component, error) {
 		{"cozystack", "the Kubernetes chart (through helm-controller), the platform's CRDs and instance types"},
 		{"source-controller", "CRDs (ExternalArtifact, HelmChart, OCIRepository)"},
 		{"cilium", "CRD (CiliumNetworkPolicy)"},
-		{"kubevirt", "CRD (VirtualMachineClusterInstancetype, from its schema)"},
+		{"kubevirt", "virt-operator's install strategy for the platform's KubeVirt CR (install-strategy, built from this module by hack/tools/virt-controller): KubeVirt's CRDs and virt-controller's arguments"},
 	} {
 		c := b.Component(m.name)
 		out = append(out, substrate.Component{Name: m.name, Module: c.Module, Version: c.Version, Sum: c.Sum, Use: m.use})

@@ -29,7 +29,8 @@ func TestComponents(t *testing.T) {
 		"kubectl": "k8s.io/kubernetes@v1.35.4", "helm-controller": "github.com/fluxcd/helm-controller@v1.6.2",
 		"cozystack": "github.com/cozystack/cozystack@v1.6.1", "source-controller": "github.com/fluxcd/source-controller@v1.9.0",
 		"cilium": "github.com/cilium/cilium@v1.19.5", "kubevirt": "kubevirt.io/kubevirt@v1.8.4",
-		"cdi-controller": "kubevirt.io/containerized-data-importer@v1.64.0",
+		"cdi-controller":  "kubevirt.io/containerized-data-importer@v1.64.0",
+		"virt-controller": "kubevirt.io/kubevirt@v1.8.4",
 	}
 	for _, c := range comps {
 		if got := c.Module + "@" + c.Version; got != want[c.Name] {

@@ -170,7 +170,7 @@ func (s *Substrate) Up(ctx context.Context, clock *budget.Clock) (c *cluster.Clu
 		return nil, err
 	}
 	s.env.Dir = s.dir
-	real, err := newRealControllers(tools, filepath.Join(s.dir, "upstream"))
+	real, err := newRealControllers(tools, filepath.Join(s.dir, "upstream"), s.o.Log)
 	if err != nil {
 		return nil, &substrate.PreflightError{Substrate: "sim", Missing: err.Error(), Hint: "run `make tools`"}
 	}
@@ -178,6 +178,10 @@ func (s *Substrate) Up(ctx context.Context, clock *budget.Clock) (c *cluster.Clu
 	s.mu.Lock()
 	s.real = real
 	s.mu.Unlock()
+	replaced, err := real.replaced()
+	if err != nil {
+		return nil, err
+	}
 	start := time.Now()
 	admin := controlplane.User{Name: HarnessUser, Groups: []string{"system:masters"}, Token: token()}
 	audit, err := auditArgs(s.dir, os.Getenv(AuditLogEnv))
@@ -185,7 +189,7 @@ func (s *Substrate) Up(ctx context.Context, clock *budget.Clock) (c *cluster.Clu
 		return nil, err
 	}
 	w, err := world.Start(pctx, world.Options{Tools: tools, Dir: filepath.Join(s.dir, "management"), Users: []controlplane.User{admin},
-		Replaced: real.replaced(), AlsoInstall: real.installCRDs, DNSService: true, HostJobs: true, APIServerArgs: audit, Log: s.o.Log})
+		Replaced: replaced, AlsoInstall: real.installCRDs, DNSService: true, HostJobs: true, APIServerArgs: audit, Log: s.o.Log})
 	s.mu.Lock()
 	s.w = w
 	s.mu.Unlock()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"path/filepath"
 	"sync"
 	"time"
@@ -12,6 +13,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	kubevirtcore "kubevirt.io/api/core"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	"github.com/cozystack/cozy-e2e/fixtures"
 	"github.com/cozystack/cozy-e2e/framework/cluster"
 	"github.com/cozystack/cozy-e2e/framework/controlplane"
 	"github.com/cozystack/cozy-e2e/framework/sim/simenv"
@@ -33,6 +38,12 @@ import (
 // fixtures' hand-written ones) and the platform's instance types; the chart is served on
 // loopback and published as the ExternalArtifact a Kubernetes app's release names. It installs
 // the releases the app API stand-in marks for the real chart (simenv.RendererLabel).
+//
+// KubeVirt's virt-controller v1.8.4 runs the same way, configured by the platform's KubeVirt CR:
+// its CRDs are what virt-operator installs for that CR (upstream.KubeVirtInstall, computed while
+// the fixture CRDs install, replacing the fixtures' kubevirt.io ones), with the CDI kinds it
+// informs on; it owns VirtualMachines and VirtualMachineInstances up to Scheduled, and the
+// virt-handler stand-in (framework/sim/kubevirt) the rest.
 type realControllers struct {
 	b                   *upstream.Build
 	dir                 string
@@ -45,6 +56,13 @@ type realControllers struct {
 	charts     *upstream.ChartServer
 	mu         sync.Mutex
 	running    []*upstream.Controller
+	// kubevirt is what virt-operator installs, set by installCRDs; kubevirtLater are the CRDs of
+	// it installed once the world runs (see installKubeVirtCRDs).
+	kubevirt      *upstream.KubeVirt
+	kubevirtLater []upstream.CRD
+	// kubevirtFixtures are the fixture CRDs of KubeVirt's group the install replaces.
+	kubevirtFixtures map[string]bool
+	log              io.Writer
 }
 
 // ChartArtifact is the ExternalArtifact a Kubernetes app's HelmRelease names (Cozystack v1.6.1
@@ -56,12 +74,12 @@ const (
 
 // newRealControllers finds what `make tools` built and reads the controllers' CRDs; the Talos
 // provider's webhook identity is made now, because its CRDs name its conversion endpoint.
-func newRealControllers(tools controlplane.Tools, dir string) (*realControllers, error) {
+func newRealControllers(tools controlplane.Tools, dir string, log io.Writer) (*realControllers, error) {
 	b, err := upstream.Find(tools)
 	if err != nil {
 		return nil, err
 	}
-	r := &realControllers{b: b, dir: dir}
+	r := &realControllers{b: b, dir: dir, log: log}
 	if r.capkCRDs, err = b.CAPKCRDs(); err != nil {
 		return nil, err
 	}
@@ -87,22 +105,48 @@ func newRealControllers(tools controlplane.Tools, dir string) (*realControllers,
 	return r, nil
 }
 
-// replaced names the fixture CRDs these controllers bring their own of.
-func (r *realControllers) replaced() []string {
+// replaced names the fixture CRDs these controllers bring their own of: every fixture CRD of
+// KubeVirt's group besides the providers' and the chart's (virt-operator's install replaces them).
+func (r *realControllers) replaced() ([]string, error) {
 	var out []string
 	for _, c := range append(append(append(append([]upstream.CRD{}, r.capkCRDs...), r.cabptCRDs...), r.chartCRDs...), r.cdiCRDs...) {
 		out = append(out, c.CRD.Name)
 	}
-	return out
+	fx, err := fixtures.CRDs()
+	if err != nil {
+		return nil, err
+	}
+	r.kubevirtFixtures = map[string]bool{}
+	for _, f := range fx {
+		if f.CRD.Spec.Group == kubevirtcore.GroupName {
+			out = append(out, f.CRD.Name)
+			r.kubevirtFixtures[f.CRD.Name] = true
+		}
+	}
+	return out, nil
 }
 
 // installCRDs installs the controllers' own CRDs (CABPT's converting through its webhook) and the
 // platform's instance types; the world runs it beside its fixture CRDs.
 func (r *realControllers) installCRDs(ctx context.Context, c *cluster.Cluster) error {
-	if err := upstream.InstallCRDs(ctx, c, append(append(append([]upstream.CRD{}, r.capkCRDs...), r.chartCRDs...), r.cdiCRDs...), nil); err != nil {
-		return err
+	// KubeVirt's install is computed (install-strategy takes about a second) and installed beside
+	// the others; the chart's VirtualMachineClusterInstancetype is KubeVirt's own then.
+	kvDone := make(chan error, 1)
+	go func() { kvDone <- r.installKubeVirtCRDs(ctx, c) }()
+	var chart []upstream.CRD
+	for _, crd := range r.chartCRDs {
+		if !upstream.KubeVirtGroup(crd.CRD.Spec.Group) {
+			chart = append(chart, crd)
+		}
 	}
-	if err := upstream.InstallCRDs(ctx, c, r.cabptCRDs, r.cabptHook.Conversion()); err != nil {
+	err := upstream.InstallCRDs(ctx, c, append(append(append([]upstream.CRD{}, r.capkCRDs...), chart...), r.cdiCRDs...), nil)
+	if err == nil {
+		err = upstream.InstallCRDs(ctx, c, r.cabptCRDs, r.cabptHook.Conversion())
+	}
+	if kvErr := <-kvDone; err == nil {
+		err = kvErr
+	}
+	if err != nil {
 		return err
 	}
 	// The platform's instance types, through a client that sees the new kinds.
@@ -145,7 +189,9 @@ func (r *realControllers) start(ctx context.Context, w *world.World) error {
 		{"cabpt", upstream.StartCABPT, r.cabptHook},
 		{"helm-controller", startHelmController, nil},
 		{"cdi-controller", upstream.StartCDIController, nil},
+		{"virt-controller", r.startVirtController, nil},
 	}
+	r.installLater(w)
 	// All at once: each waits for its own readiness.
 	errs := make([]error, len(steps)+1)
 	var wg sync.WaitGroup
@@ -233,4 +279,78 @@ func (r *realControllers) pids() []int {
 		}
 	}
 	return out
+}
+
+// installKubeVirtCRDs computes what virt-operator installs for the platform's KubeVirt CR and
+// installs, with the CDI kinds virt-controller informs on, the CRDs the world needs before it
+// runs: KubeVirt's own, those of the fixtures it replaces (VirtualMachine and
+// VirtualMachineInstance, which the stand-ins and the harness watch) and those of the chart's
+// kinds (the instance types). Its other CRDs (migrations, replica sets, pools, snapshots,
+// restores, exports, clones, backups, presets, namespaced instance types and preferences, which
+// nothing here makes) are installed once the world runs, beside the controllers' start
+// (installLater): each of KubeVirt's large schemas costs the apiserver a second or more of CPU,
+// which the bring-up then does not wait for. virt-controller's VM and VMI controllers do not
+// wait for those kinds (pkg/virt-controller/watch/vm/vm.go lines 179-183, watch/vmi/vmi.go lines
+// 112-116); its informers of them list again until they are served.
+func (r *realControllers) installKubeVirtCRDs(ctx context.Context, c *cluster.Cluster) error {
+	kv, err := r.b.KubeVirtInstall(ctx)
+	if err != nil {
+		return fmt.Errorf("sim: %w", err)
+	}
+	// The CDI kinds virt-controller informs on are CDI's own, installed with cdi-controller's.
+	var now, later []upstream.CRD
+	for _, crd := range kv.CRDs {
+		own := crd.CRD.Spec.Group == kubevirtcore.GroupName && crd.CRD.Spec.Names.Kind == kubevirtv1.KubeVirtGroupVersionKind.Kind
+		if own || r.kubevirtFixtures[crd.CRD.Name] || r.chartNeeds(crd.CRD.Name) {
+			now = append(now, crd)
+		} else {
+			later = append(later, crd)
+		}
+	}
+	r.mu.Lock()
+	r.kubevirt, r.kubevirtLater = kv, later
+	r.mu.Unlock()
+	return upstream.InstallCRDs(ctx, c, now, nil)
+}
+
+// chartNeeds reports whether the chart's CRDs name a CRD of that name.
+func (r *realControllers) chartNeeds(name string) bool {
+	for _, c := range r.chartCRDs {
+		if c.CRD.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// installLater installs KubeVirt's other CRDs (installKubeVirtCRDs) in the background, until
+// they are established or the world stops, and says how long it took.
+func (r *realControllers) installLater(w *world.World) {
+	r.mu.Lock()
+	later := r.kubevirtLater
+	r.mu.Unlock()
+	if len(later) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	w.OnStop(cancel)
+	go func() {
+		defer cancel()
+		start := time.Now()
+		if err := upstream.InstallCRDs(ctx, w.Cluster, later, nil); err != nil {
+			if ctx.Err() == nil {
+				fmt.Fprintf(r.log, "sim: KubeVirt's other CRDs (virt-controller's informers of them keep listing): %v\n", err)
+			}
+			return
+		}
+		fmt.Fprintf(r.log, "sim: KubeVirt's other %d CRDs established in %s\n", len(later), time.Since(start).Round(time.Millisecond))
+	}()
+}
+
+// startVirtController runs virt-controller with what virt-operator gives it.
+func (r *realControllers) startVirtController(ctx context.Context, b *upstream.Build, c *cluster.Cluster, o upstream.Options) (*upstream.Controller, error) {
+	r.mu.Lock()
+	kv := r.kubevirt
+	r.mu.Unlock()
+	return upstream.StartVirtController(ctx, b, c, kv, o)
 }
