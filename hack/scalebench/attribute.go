@@ -35,30 +35,39 @@ type Step struct {
 	Max    float64 `json:"maxSeconds"`
 }
 
-// moments are what a worker's objects show, in order; each step runs from one to the next.
-var moments = []struct {
+// MachinesCreated is the step, per pool, from its first bootstrap config to its last Machine:
+// Cluster API's MachineSet creates them in one loop.
+const MachinesCreated = "a pool's Machines created, first to last"
+
+// moment is one thing a worker's objects show; a step runs from one moment to the next.
+type moment struct {
 	key, step, by string
 	seen          func(e timelineEntry) bool
-}{
-	{"machine", "", "", func(e timelineEntry) bool { return e.Kind == "Machine" && e.Change == "added" }},
-	{"bootstrap", "Machine to bootstrap data", "CABPT (TalosConfig dataSecretName)",
-		func(e timelineEntry) bool { return e.Kind == "TalosConfig" && e.Fields["dataSecretName"] != "" }},
-	{"bootstrapReady", "bootstrap data to Machine bootstrap ready", "Cluster API Machine controller",
-		func(e timelineEntry) bool {
-			return e.Kind == "Machine" && e.Fields["bootstrapDataSecretCreated"] == "true"
-		}},
-	{"vm", "bootstrap ready to VirtualMachine", "CAPK KubevirtMachine controller",
-		func(e timelineEntry) bool { return e.Kind == "VirtualMachine" && e.Change == "added" }},
-	{"vmiReady", "VirtualMachine to VMI Ready", "KubeVirt and CDI (disk import, launcher)",
-		func(e timelineEntry) bool { return e.Kind == "VirtualMachineInstance" && condTrue(e, "Ready") }},
-	{"node", "VMI Ready to Node registered", "guest stand-in (boot, join latencies)",
-		func(e timelineEntry) bool { return e.Cluster == "tenant" && e.Kind == "Node" && e.Change == "added" }},
-	{"providerID", "Node registered to providerID", "CAPK KubevirtMachine controller (requeue)",
-		func(e timelineEntry) bool {
-			return e.Cluster == "tenant" && e.Kind == "Node" && e.Fields["providerID"] != ""
-		}},
-	{"nodeRef", "providerID to Machine nodeRef", "Cluster API Machine controller",
-		func(e timelineEntry) bool { return e.Kind == "Machine" && e.Fields["nodeRef"] != "" }},
+}
+
+// moments are a worker's moments, in order.
+func moments() []moment {
+	return []moment{
+		{"machine", "", "", func(e timelineEntry) bool { return e.Kind == "Machine" && e.Change == "added" }},
+		{"bootstrap", "Machine to bootstrap data", "CABPT (TalosConfig dataSecretName)",
+			func(e timelineEntry) bool { return e.Kind == "TalosConfig" && e.Fields["dataSecretName"] != "" }},
+		{"bootstrapReady", "bootstrap data to Machine bootstrap ready", "Cluster API Machine controller",
+			func(e timelineEntry) bool {
+				return e.Kind == "Machine" && e.Fields["bootstrapDataSecretCreated"] == "true"
+			}},
+		{"vm", "bootstrap ready to VirtualMachine", "CAPK KubevirtMachine controller",
+			func(e timelineEntry) bool { return e.Kind == "VirtualMachine" && e.Change == "added" }},
+		{"vmiReady", "VirtualMachine to VMI Ready", "KubeVirt and CDI (disk import, launcher)",
+			func(e timelineEntry) bool { return e.Kind == "VirtualMachineInstance" && condTrue(e, "Ready") }},
+		{"node", "VMI Ready to Node registered", "guest stand-in (boot, join latencies)",
+			func(e timelineEntry) bool { return e.Cluster == "tenant" && e.Kind == "Node" && e.Change == "added" }},
+		{"providerID", "Node registered to providerID", "CAPK KubevirtMachine controller (requeue)",
+			func(e timelineEntry) bool {
+				return e.Cluster == "tenant" && e.Kind == "Node" && e.Fields["providerID"] != ""
+			}},
+		{"nodeRef", "providerID to Machine nodeRef", "Cluster API Machine controller",
+			func(e timelineEntry) bool { return e.Kind == "Machine" && e.Fields["nodeRef"] != "" }},
+	}
 }
 
 func condTrue(e timelineEntry, t string) bool {
@@ -75,7 +84,9 @@ func condTrue(e timelineEntry, t string) bool {
 // share its name).
 func Attribute(artifacts string, pools []string) ([]Step, error) {
 	first := map[string]map[string]time.Time{} // worker -> moment -> at
+	var creating []float64                     // per pool: its first bootstrap config to its last Machine
 	for _, pool := range pools {
+		var from, to time.Time
 		f, err := os.Open(filepath.Join(artifacts, "pools", pool, "timeline.jsonl"))
 		if err != nil {
 			return nil, err
@@ -87,7 +98,13 @@ func Attribute(artifacts string, pools []string) ([]Step, error) {
 			if json.Unmarshal(sc.Bytes(), &e) != nil {
 				continue
 			}
-			for _, m := range moments {
+			if e.Change == "added" && e.Kind == "TalosConfig" && from.IsZero() {
+				from = e.At
+			}
+			if e.Change == "added" && e.Kind == "Machine" {
+				to = e.At
+			}
+			for _, m := range moments() {
 				if !m.seen(e) {
 					continue
 				}
@@ -105,8 +122,17 @@ func Attribute(artifacts string, pools []string) ([]Step, error) {
 		if err := sc.Err(); err != nil {
 			return nil, err
 		}
+		if !from.IsZero() && to.After(from) {
+			creating = append(creating, to.Sub(from).Seconds())
+		}
 	}
 	var steps []Step
+	if len(creating) > 0 {
+		sort.Float64s(creating)
+		steps = append(steps, Step{Name: MachinesCreated, By: "Cluster API MachineSet controller (one Machine after another)",
+			N: len(creating), Median: median(creating), Max: creating[len(creating)-1]})
+	}
+	moments := moments()
 	for i := 1; i < len(moments); i++ {
 		var v []float64
 		for _, w := range first {

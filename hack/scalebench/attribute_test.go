@@ -12,7 +12,8 @@ func TestAttributeMeasuresEachWorkersHandOvers(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(dir, "pools", "md0"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	lines := `{"at":"2026-12-04T10:00:00Z","cluster":"management","kind":"Machine","name":"m1","change":"added"}
+	lines := `{"at":"2026-12-04T10:00:00Z","cluster":"management","kind":"TalosConfig","name":"m1","change":"added"}
+{"at":"2026-12-04T10:00:00Z","cluster":"management","kind":"Machine","name":"m1","change":"added"}
 {"at":"2026-12-04T10:00:01Z","cluster":"management","kind":"Machine","name":"m2","change":"added"}
 {"at":"2026-12-04T10:00:02Z","cluster":"management","kind":"TalosConfig","name":"m1","change":"changed","fields":{"dataSecretName":"m1-bootstrap-data"}}
 {"at":"2026-12-04T10:00:09Z","cluster":"management","kind":"TalosConfig","name":"m2","change":"changed","fields":{"dataSecretName":"m2-bootstrap-data"}}
@@ -36,6 +37,9 @@ func TestAttributeMeasuresEachWorkersHandOvers(t *testing.T) {
 	}
 	if s := got["Node registered to providerID"]; s.N != 1 || s.Max != 5 {
 		t.Fatalf("Node registered to providerID: %+v; want 1 worker, 5 s (the first providerID seen)", s)
+	}
+	if s := got[MachinesCreated]; s.N != 1 || s.Max != 1 {
+		t.Fatalf("%s: %+v; want 1 pool, 1 s", MachinesCreated, s)
 	}
 	if _, ok := got["bootstrap data to Machine bootstrap ready"]; ok {
 		t.Fatalf("a step with no worker's moments is reported: %+v", steps)

@@ -99,7 +99,8 @@ func Markdown(rs []Result) string {
 		fmt.Fprintf(&b, " %s |", r.Label)
 	}
 	b.WriteString("\n|---|---|" + strings.Repeat("---|", len(rs)) + "\n")
-	for _, m := range moments[1:] {
+	rows := []moment{{step: MachinesCreated, by: "Cluster API MachineSet controller, one Machine after another (per pool)"}}
+	for _, m := range append(rows, moments()[1:]...) {
 		fmt.Fprintf(&b, "| %s | %s |", m.step, m.by)
 		for _, r := range rs {
 			cell := "-"
