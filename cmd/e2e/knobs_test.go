@@ -173,7 +173,7 @@ func TestCheckRefusesASimLaneTheSimCannotHold(t *testing.T) {
 	if code := dispatch(context.Background(), []string{"run", "--check", "--lane", path}, &out, &errb); code != exitConfig {
 		t.Fatalf("exit %d, want %d: %s", code, exitConfig, errb.String())
 	}
-	if !strings.Contains(errb.String(), "pools: 82 worker VMs at once") || !strings.Contains(errb.String(), "run at most 72 workers at once") {
+	if !strings.Contains(errb.String(), "pools: 82 worker VMs at once") || !strings.Contains(errb.String(), "run at most 74 workers at once") {
 		t.Fatalf("message lacks the arithmetic: %s", errb.String())
 	}
 }

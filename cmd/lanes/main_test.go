@@ -61,8 +61,8 @@ func TestCheckSumsTheWorkersOfEveryVersionsCluster(t *testing.T) {
 // before any phase, with the arithmetic, exit 2.
 func TestCheckHoldsASimLaneToTheSimsNodes(t *testing.T) {
 	msg := checkEdited(t, "sim", "  - name: md0\n    class: talos\n    replicas: 2\n", "  - name: md0\n    class: talos\n    replicas: 80\n")
-	for _, want := range []string{"sim.yaml:", "pools: 82 worker VMs at once (82 in the pools of pools 80 + classes 2, every cluster at once), each asking 4333Mi memory and 110m cpu in its virt-launcher Pod, do not fit the sim's management Nodes (3 Nodes of 8 cpu, 320Gi memory and 110 pods)",
-		"one holds 72 (Node sim-worker-1: 8 cpu / 110m = 72); run at most 72 workers at once"} {
+	for _, want := range []string{"sim.yaml:", "pools: 82 worker VMs at once (82 in the pools of pools 80 + classes 2, every cluster at once), each asking 4406Mi memory and 105m cpu in its virt-launcher Pod, do not fit the sim's management Nodes (3 Nodes of 8 cpu, 320Gi memory and 110 pods)",
+		"one holds 74 (Node sim-worker-1: 320Gi memory / 4406Mi = 74); run at most 74 workers at once"} {
 		if !strings.Contains(msg, want) {
 			t.Fatalf("message lacks %q:\n%s", want, msg)
 		}
@@ -74,7 +74,7 @@ func TestCheckHoldsASimLaneToTheSimsNodes(t *testing.T) {
 func TestPlanSaysTheWorkerVMs(t *testing.T) {
 	for name, want := range map[string]string{
 		"kubernetes-lifecycle": "\nworkers\n  7 worker VMs at most (5 in the pools",
-		"sim":                  "\nworkers\n  4 worker VMs at most (4 in the pools of pools 2 + classes 2, every cluster at once), 4333Mi memory and 110m cpu each: the sim's Nodes (3 Nodes of 8 cpu, 320Gi memory and 110 pods) hold 72 on any one Node",
+		"sim":                  "\nworkers\n  4 worker VMs at most (4 in the pools of pools 2 + classes 2, every cluster at once), 4406Mi memory and 105m cpu each: the sim's Nodes (3 Nodes of 8 cpu, 320Gi memory and 110 pods) hold 74 on any one Node",
 	} {
 		var out, errb bytes.Buffer
 		if code := run([]string{"plan", "--dir", "../../lanes", "--lane", name}, &out, &errb); code != 0 {

@@ -35,20 +35,21 @@ func (s *scene) identity(pn tenant.PoolNames) collector {
 			tc := s.tenantOf(pn)
 			if tc == nil {
 				w.note("no tenant cluster: Nodes cannot be read")
-				return w.file(poolDir(pn)+"/identity.txt", []byte(identityReport(pn, vmis, machines, nil, false)), 256<<10)
+				return w.file(poolDir(pn)+"/identity.txt", []byte(identityReport(pn, vmis, machines, nil, nil)), 256<<10)
 			}
 			list, err := tc.c.Kube.CoreV1().Nodes().List(ctx, listOptions(""))
 			if err != nil {
 				return fmt.Errorf("listing Nodes of the tenant cluster %s: %w", tc.name, err)
 			}
 			w.items = len(vmis) + len(list.Items)
-			if err := w.file(poolDir(pn)+"/identity.txt", []byte(identityReport(pn, vmis, machines, list.Items, true)), 256<<10); err != nil {
+			owner := func(n *corev1.Node) (tenant.PoolNames, bool) { return s.pools.of(tc.name, "Node", n) }
+			if err := w.file(poolDir(pn)+"/identity.txt", []byte(identityReport(pn, vmis, machines, list.Items, owner)), 256<<10); err != nil {
 				return err
 			}
 			var dump []map[string]any
 			for i := range list.Items {
 				n := &list.Items[i]
-				if p, ok := s.pools.of(n.Name); ok && p.MachineDeployment() != pn.MachineDeployment() {
+				if p, ok := owner(n); ok && p != pn {
 					continue // another pool's Node
 				}
 				obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(n)
@@ -67,15 +68,21 @@ func (s *scene) identity(pn tenant.PoolNames) collector {
 		}}
 }
 
-func identityReport(pn tenant.PoolNames, vmis, machines []unstructured.Unstructured, nodes []corev1.Node, tenantRead bool) string {
+// identityReport puts the pool's VMIs beside the tenant's Nodes. owner attributes a Node to its
+// pool (diag.pools); nil when the tenant's Nodes could not be read.
+func identityReport(pn tenant.PoolNames, vmis, machines []unstructured.Unstructured, nodes []corev1.Node, owner func(*corev1.Node) (tenant.PoolNames, bool)) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "pool %s (%s): %d VMI(s), %d Machine(s)\n", pn.Pool, pn.MachineDeployment(), len(vmis), len(machines))
 	byName := map[string]*corev1.Node{}
 	byProviderID := map[string]*corev1.Node{}
+	byIP := map[string]*corev1.Node{}
 	for i := range nodes {
 		byName[nodes[i].Name] = &nodes[i]
 		if id := nodes[i].Spec.ProviderID; id != "" {
 			byProviderID[id] = &nodes[i]
+		}
+		for _, ip := range nodeIPs(nodes[i].Status.Addresses) {
+			byIP[ip] = &nodes[i]
 		}
 	}
 	seen := map[string]bool{}
@@ -90,12 +97,22 @@ func identityReport(pn tenant.PoolNames, vmis, machines []unstructured.Unstructu
 			n, ok = byProviderID[tenant.ProviderID(name)]
 			how = "by its providerID"
 		}
+		if !ok {
+			// A worker named otherwise before its providerID came: its InternalIP is the VMI's.
+			for _, ip := range unstructuredIPs("VirtualMachineInstance", &v) {
+				if n, ok = byIP[ip]; ok && (n.Spec.ProviderID == "" || n.Spec.ProviderID == tenant.ProviderID(name)) {
+					how = "by its address " + ip
+					break
+				}
+				ok = false
+			}
+		}
 		switch {
-		case !tenantRead:
+		case owner == nil:
 			b.WriteString(" tenant Nodes not readable\n")
 			continue
 		case !ok:
-			b.WriteString(" MISMATCH no tenant Node carries this name or its providerID\n")
+			b.WriteString(" MISMATCH no tenant Node carries this name, its providerID or its address\n")
 			continue
 		}
 		seen[n.Name] = true
@@ -122,23 +139,19 @@ func identityReport(pn tenant.PoolNames, vmis, machines []unstructured.Unstructu
 		if seen[n.Name] {
 			continue
 		}
-		p, ours := pnOf(pn, n.Name)
-		if !ours && p {
+		p, attributed := owner(n)
+		switch {
+		case attributed && p != pn:
 			continue // a Node of another pool
+		case attributed:
+			fmt.Fprintf(&b, "Node %s: MISMATCH it is this pool's (by its Machine, providerID or address), but no VMI of this pool carries its name, providerID or address (providerID %q, hostname label %q); %s\n",
+				n.Name, n.Spec.ProviderID, n.Labels["kubernetes.io/hostname"], nodeCondition(n))
+		default:
+			fmt.Fprintf(&b, "Node %s: tied to no VMI of any pool: no Machine annotation, providerID or address of one (providerID %q, hostname label %q); %s\n",
+				n.Name, n.Spec.ProviderID, n.Labels["kubernetes.io/hostname"], nodeCondition(n))
 		}
-		fmt.Fprintf(&b, "Node %s: MISMATCH no VMI of this pool carries this name or its providerID (providerID %q, hostname label %q); a guest that registers under another name than its VMI and without a providerID never gets one; %s\n",
-			n.Name, n.Spec.ProviderID, n.Labels["kubernetes.io/hostname"], nodeCondition(n))
 	}
 	return b.String()
-}
-
-// pnOf reports whether name looks like an object of some pool (attributed) and of pn.
-func pnOf(pn tenant.PoolNames, name string) (attributed, ours bool) {
-	md := pn.MachineDeployment()
-	if name == md || strings.HasPrefix(name, md+"-") {
-		return true, true
-	}
-	return strings.HasPrefix(name, tenant.ReleasePrefix), false
 }
 
 func nodeCondition(n *corev1.Node) string {
@@ -185,7 +198,7 @@ func (s *scene) consoles(pn tenant.PoolNames) collector {
 			read, launchers, waiting := 0, 0, 0
 			for i := range pods {
 				p := &pods[i]
-				if pp, ok := s.pools.of(p.Name); !ok || pp.MachineDeployment() != pn.MachineDeployment() || !hasConsole(p) {
+				if pp, ok := s.pools.of(Management, "Pod", p); !ok || pp != pn || !hasConsole(p) {
 					continue
 				}
 				_, ok, restart := consoleStatus(p)

@@ -60,12 +60,16 @@ func bootstrapConfigKinds() []schema.GroupVersionKind {
 	return out
 }
 
-// mine keeps the objects of list that belong to pool pn.
+// mine keeps the objects of list (of the management cluster) that belong to pool pn. The whole
+// list is learned first, so an object whose owner is listed with it is attributed through it.
 func (s *scene) mine(pn tenant.PoolNames, list []unstructured.Unstructured) []unstructured.Unstructured {
+	for i := range list {
+		s.pools.learn(Management, list[i].GetKind(), &list[i], false)
+	}
 	var out []unstructured.Unstructured
-	for _, u := range list {
-		if p, ok := s.pools.of(u.GetName()); ok && p.MachineDeployment() == pn.MachineDeployment() {
-			out = append(out, u)
+	for i := range list {
+		if p, ok := s.pools.of(Management, list[i].GetKind(), &list[i]); ok && p == pn {
+			out = append(out, list[i])
 		}
 	}
 	return out
@@ -91,7 +95,11 @@ func (s *scene) poolEvents(pn tenant.PoolNames) collector {
 				}
 				for i := range list.Items {
 					e := &list.Items[i]
-					if p, ok := s.pools.of(e.InvolvedObject.Name); !ok || p.MachineDeployment() != pn.MachineDeployment() {
+					cl := Management
+					if r != s.mgmt {
+						cl = r.name
+					}
+					if p, ok := s.pools.ofRef(cl, e.InvolvedObject.Kind, e.InvolvedObject.Namespace, e.InvolvedObject.Name, e.InvolvedObject.UID); !ok || p != pn {
 						continue
 					}
 					w.items++
@@ -147,7 +155,7 @@ func (s *scene) diskImport(pn tenant.PoolNames) collector {
 				if !strings.HasPrefix(p.Name, tenant.ImporterPrefix) {
 					continue
 				}
-				if pp, ok := s.pools.of(p.Name); !ok || pp.MachineDeployment() != pn.MachineDeployment() {
+				if pp, ok := s.pools.of(Management, "Pod", p); !ok || pp != pn {
 					continue
 				}
 				sum = append(sum, fmt.Sprintf("importer Pod %s: phase %s%s", p.Name, p.Status.Phase, restartsOf(p)))

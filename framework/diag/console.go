@@ -67,7 +67,7 @@ type consoleFile struct {
 }
 
 func (c *consoles) Started(s console.Stream) {
-	pn, ok := c.rec.pools.of(s.VMI)
+	pn, ok := c.rec.pools.ofRef(Management, "VirtualMachineInstance", c.rec.opts.Namespace, s.VMI, s.VMIUID)
 	if !ok {
 		return
 	}

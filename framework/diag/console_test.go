@@ -56,7 +56,9 @@ func TestConsolesAreStreamedPerLauncherAndSurviveReplacement(t *testing.T) {
 	launch := func(vmi, suffix string, lines ...string) string {
 		name := tenant.LauncherPrefix + vmi + "-" + suffix
 		// The launcher's owner: a Pod owned by a VMI that does not exist is collected.
-		owner := &kubevirtv1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Name: vmi, Namespace: ns}}
+		// The chart's and CAPK's labels on the VMI, which KubeVirt copies onto its launcher.
+		labels := map[string]string{tenant.LabelClusterName: pn.Cluster(), tenant.LabelDeploymentName: pn.MachineDeployment()}
+		owner := &kubevirtv1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Name: vmi, Namespace: ns, Labels: labels}}
 		if err := c.Client.Create(ctx, owner); err != nil {
 			must(t, c.Client.Get(ctx, clientKey(ns, vmi), owner))
 		}
@@ -69,7 +71,8 @@ func TestConsolesAreStreamedPerLauncherAndSurviveReplacement(t *testing.T) {
 		}
 		must(t, c.Client.Create(ctx, &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{
-				"kubevirt.io": "virt-launcher", "kubevirt.io/created-by": string(owner.UID)},
+				"kubevirt.io": "virt-launcher", "kubevirt.io/created-by": string(owner.UID),
+				tenant.LabelClusterName: pn.Cluster(), tenant.LabelDeploymentName: pn.MachineDeployment()},
 				OwnerReferences: []metav1.OwnerReference{{APIVersion: "kubevirt.io/v1", Kind: "VirtualMachineInstance", Name: vmi,
 					UID: owner.UID, Controller: ptrTo(true)}}},
 			Spec: corev1.PodSpec{

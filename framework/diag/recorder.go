@@ -194,6 +194,7 @@ func (r *Recorder) SetTenant(ctx context.Context, name string, app tenant.Names,
 	}
 	r.tenants = append(r.tenants, tenantCluster{name: name, app: app, c: c})
 	r.mu.Unlock()
+	r.pools.setTenant(name, app)
 	if err := WatchSecrets(r.ctx, c, r.opts.Artifacts.Redactor(), ""); err != nil {
 		return err
 	}

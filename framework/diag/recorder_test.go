@@ -94,7 +94,11 @@ func TestRecorderStreamsAndCollectsWithoutLeakingSecrets(t *testing.T) {
 	// The launcher's owner: this cluster serves no VMIs, so the owner is named, not created.
 	owner := &kubevirtv1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Name: vmi, Namespace: ns, UID: types.UID("uid-of-" + vmi)}}
 	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: launcher, Namespace: ns, Labels: map[string]string{"kubevirt.io/created-by": string(owner.UID), "kubevirt.io": "virt-launcher"},
+		// KubeVirt copies the VMI's labels onto its launcher (kubevirt/kubevirt v1.8.4
+		// pkg/virt-controller/services/template.go:1607-1619): the chart's deployment-name and
+		// CAPK's cluster-name among them.
+		ObjectMeta: metav1.ObjectMeta{Name: launcher, Namespace: ns, Labels: map[string]string{"kubevirt.io/created-by": string(owner.UID), "kubevirt.io": "virt-launcher",
+			tenant.LabelClusterName: w.pn.Cluster(), tenant.LabelDeploymentName: w.pn.MachineDeployment()},
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "kubevirt.io/v1", Kind: "VirtualMachineInstance", Name: vmi,
 				UID: owner.UID, Controller: ptrTo(true)}}},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{
@@ -116,7 +120,7 @@ func TestRecorderStreamsAndCollectsWithoutLeakingSecrets(t *testing.T) {
 	}))
 	machine := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "Machine",
-		"metadata": map[string]any{"name": vmi, "namespace": ns, "labels": map[string]any{tenant.LabelDeploymentName: w.pn.MachineDeployment()}},
+		"metadata": map[string]any{"name": vmi, "namespace": ns, "labels": map[string]any{tenant.LabelClusterName: w.pn.Cluster(), tenant.LabelDeploymentName: w.pn.MachineDeployment()}},
 		"spec": map[string]any{"clusterName": w.pn.Release(), "bootstrap": map[string]any{"dataSecretName": "x"},
 			"infrastructureRef": map[string]any{"apiGroup": "infrastructure.cluster.x-k8s.io", "kind": "KubevirtMachine", "name": vmi}},
 	}}
@@ -163,7 +167,7 @@ func TestRecorderStreamsAndCollectsWithoutLeakingSecrets(t *testing.T) {
 	for file, want := range map[string]string{
 		"pools/md0/events.txt":                                 "FailedScheduling",
 		"pools/md0/machines.txt":                               "Pod " + launcher + ": phase Pending",
-		"pools/md0/identity.txt":                               "Node metal-4f2a: MISMATCH no VMI of this pool carries this name",
+		"pools/md0/identity.txt":                               "Node metal-4f2a: tied to no VMI of any pool",
 		"clusters/tenant/kubelet-config.yaml":                  "# clusterDNS: EMPTY",
 		"clusters/tenant/csrs.txt":                             "csr-metal: signer kubernetes.io/kube-apiserver-client-kubelet",
 		"clusters/management/resources/" + ns + "/Pod.yaml":    launcher,

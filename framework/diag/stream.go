@@ -8,7 +8,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
@@ -182,12 +181,8 @@ func (s *clusterStream) object(kind string, obj any, deleted bool) {
 		return
 	}
 	ch.Phase, ch.Fields, ch.Conditions = phase, fields, conds
-	if kind == "Pod" && s.name == Management {
-		if vmi := launcherVMI(u); vmi != "" {
-			s.rec.pools.learnLauncher(u.GetName(), vmi)
-		}
-	}
-	if pn, ok := s.rec.pools.of(u.GetName()); ok {
+	s.rec.pools.learn(s.name, kind, u, deleted)
+	if pn, ok := s.rec.pools.ofRef(s.name, kind, u.GetNamespace(), u.GetName(), u.GetUID()); ok {
 		s.rec.poolFiles(pn).timeline.write(ch)
 	} else {
 		s.timeline.write(ch)
@@ -206,7 +201,7 @@ func (s *clusterStream) event(obj any) {
 		Source: firstNonEmpty(e.ReportingController, e.Source.Component),
 	}
 	s.events.write(line)
-	if pn, ok := s.rec.pools.of(line.Name); ok {
+	if pn, ok := s.rec.pools.ofRef(s.name, e.InvolvedObject.Kind, e.InvolvedObject.Namespace, e.InvolvedObject.Name, e.InvolvedObject.UID); ok {
 		s.rec.poolFiles(pn).events.write(line)
 	}
 }
@@ -258,13 +253,4 @@ func (s *clusterStream) close(started time.Time) {
 		}
 		s.rec.opts.Manifest.Add(e)
 	}
-}
-
-// launcherVMI is the VMI a management Pod runs when it is a virt-launcher, else "".
-func launcherVMI(u *unstructured.Unstructured) string {
-	var pod corev1.Pod
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &pod); err != nil {
-		return ""
-	}
-	return vmiOfLauncher(&pod)
 }

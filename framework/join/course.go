@@ -15,6 +15,7 @@ import (
 type course struct {
 	cur, furthest Progress
 	fallbacks     int
+	suspects      suspects
 	// end is when the join's budget runs out (zero: it has none).
 	end time.Time
 }
@@ -25,7 +26,7 @@ func newCourse(pool string, start, end time.Time) *course {
 }
 
 // look takes one evaluation of the pool, made at now, and reports whether its stage or detail
-// changed. A look made once the budget ran out is not where the pool stood within it: the
+// changed (observe takes its suspects). A look made once the budget ran out is not where the pool stood within it: the
 // join's loop may look once more after its deadline passed (the deadline and a change arrive
 // together, and select picks either), and the pool may have moved on by then; counted, it made
 // a pool that stood at disk-import for three minutes "stuck at vmi-running for 0s".
@@ -63,7 +64,7 @@ func (c *course) deadline(budget time.Duration, now time.Time) *StageError {
 	const why = "its Machines were deleted or replaced: the pool's events say by whom"
 	cur, furthest := c.cur, c.furthest
 	e := &StageError{Pool: cur.Pool, Stage: furthest.Stage, Class: verdict.Deadline, Detail: cur.Detail,
-		Elapsed: now.Sub(furthest.Since), Budget: budget, At: now}
+		Elapsed: now.Sub(furthest.Since), Budget: budget, At: now, Suspects: c.suspects.list()}
 	switch {
 	case furthest.Stage.Index() > cur.Stage.Index():
 		e.Detail = fmt.Sprintf("%s; the pool fell back to %s %s ago (%s): %s",
@@ -73,4 +74,16 @@ func (c *course) deadline(budget time.Duration, now time.Time) *StageError {
 			cur.Detail, cur.Stage, c.fallbacks, since(now.Sub(cur.Since)), why)
 	}
 	return e
+}
+
+// observe takes the suspects of one evaluation made at now: it reports which appeared and
+// which upstream cleared, and keeps the current list in the pool's progress. A look made once
+// the budget ran out changes nothing, as in look.
+func (c *course) observe(found []Suspect, now time.Time) (appeared, cleared []Suspect) {
+	if c.cur.Stage != "" && !c.end.IsZero() && !now.Before(c.end) {
+		return nil, nil
+	}
+	appeared, cleared = c.suspects.look(found, now)
+	c.cur.Suspects = c.suspects.list()
+	return appeared, cleared
 }

@@ -45,3 +45,35 @@ func TestADeadlineNamesTheFurthestStageAndTheFallBack(t *testing.T) {
 		t.Errorf("%v: does not say %q", e, want)
 	}
 }
+
+// A suspect is announced once when it appears and once when upstream clears it; it keeps the
+// time it began across looks (upstream's stamp when it gave one, else the first look), and the
+// deadline names the suspects still there.
+func TestSuspectsAppearClearAndReachTheDeadline(t *testing.T) {
+	start := time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC)
+	end := start.Add(time.Minute)
+	c := newCourse("kairos", start, end)
+	c.look(StageBootstrapData, "no bootstrap data yet", start)
+	boot := Suspect{Class: "bootstrap", Stage: StageBootstrapData, Object: "KairosConfig/m1", Detail: "failureReason x"}
+	node := Suspect{Class: "identity", Stage: StageProviderID, Object: "Node/metal-1", Detail: "no providerID", Since: start.Add(20 * time.Second)}
+	appeared, cleared := c.observe([]Suspect{boot}, start.Add(time.Second))
+	if len(appeared) != 1 || len(cleared) != 0 || !appeared[0].Since.Equal(start.Add(time.Second)) {
+		t.Fatalf("appeared %+v cleared %+v", appeared, cleared)
+	}
+	boot.Detail = "failureReason x (again)"
+	if appeared, cleared = c.observe([]Suspect{boot}, start.Add(2*time.Second)); len(appeared)+len(cleared) != 0 {
+		t.Fatalf("the same suspect again: appeared %+v cleared %+v", appeared, cleared)
+	}
+	if got := c.cur.Suspects; len(got) != 1 || !got[0].Since.Equal(start.Add(time.Second)) || got[0].Detail != boot.Detail {
+		t.Fatalf("progress suspects %+v: want the first time seen and the newest detail", got)
+	}
+	appeared, cleared = c.observe([]Suspect{node}, start.Add(25*time.Second))
+	if len(appeared) != 1 || appeared[0].Object != "Node/metal-1" || !appeared[0].Since.Equal(node.Since) || len(cleared) != 1 || cleared[0].Object != "KairosConfig/m1" {
+		t.Fatalf("appeared %+v cleared %+v", appeared, cleared)
+	}
+	c.look(StageProviderID, "Node metal-1 has no providerID yet", start.Add(25*time.Second))
+	e := c.deadline(time.Minute, end)
+	if len(e.Suspects) != 1 || e.Suspects[0].Object != "Node/metal-1" || !strings.Contains(e.Error(), "suspect identity at provider-id since 10:00:20: no providerID") {
+		t.Fatalf("%+v: %v", e.Suspects, e)
+	}
+}

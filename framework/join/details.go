@@ -108,6 +108,15 @@ func importerDetail(p *corev1.Pod) string {
 	if p == nil {
 		return ""
 	}
+	restarts, last := importerExits(p)
+	if last == "" {
+		return fmt.Sprintf(" (importer %s %s, restarts: %d)", p.Name, p.Status.Phase, restarts)
+	}
+	return fmt.Sprintf(" (importer %s %s, restarts: %d, %s)", p.Name, p.Status.Phase, restarts, last)
+}
+
+// importerExits are an importer Pod's container restarts and its last exit, if it exited.
+func importerExits(p *corev1.Pod) (int32, string) {
 	restarts := int32(0)
 	last := ""
 	for _, cs := range p.Status.ContainerStatuses {
@@ -119,11 +128,7 @@ func importerDetail(p *corev1.Pod) string {
 			last = exitDetail(t)
 		}
 	}
-	if last == "" {
-		return fmt.Sprintf(" (importer %s %s, restarts: %d)", p.Name, p.Status.Phase, restarts)
-	}
-	// A suspect, not a verdict: CDI and the kubelet retry (diskFailure says what is final).
-	return fmt.Sprintf(" (importer %s %s, restarts: %d; suspect: %s)", p.Name, p.Status.Phase, restarts, last)
+	return restarts, last
 }
 
 // exitDetail is a container's exit as the kubelet reports it: code, reason, first line of its

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -36,8 +37,17 @@ var transientTaints = map[string]bool{
 	taintCiliumAgentNotReady:             true,
 }
 
-// machineFailure is Cluster API's verdict on a Machine, if it gave up on it.
-func machineFailure(m *clusterv1.Machine, at Stage) *terminal {
+// machineFailure is a Machine's v1beta1 failureReason and failureMessage, as a suspect at most.
+// Cluster API v1.13 copies a provider's failureReason onto the Machine and never clears it
+// there (sigs.k8s.io/cluster-api v1.13.6 internal/controllers/machine/machine_controller_phases.go:55-80:
+// set when the provider's is set, never unset), never sets the Failed phase, and its
+// MachineHealthCheck does not read it (internal/controllers/machinehealthcheck/
+// machinehealthcheck_targets.go:80-200 judges conditions, the Node and the startup timeout).
+// A copy says "Failure detected from referenced resource <kind> with name <name>" (:77-79): the
+// provider's own object is then the truth, and its detector judges it. Any other failure is
+// Cluster API's own (InvalidConfiguration when a provisioned Machine's infrastructure object
+// is gone, :263-271): a suspect too, since a health check may replace the Machine.
+func machineFailure(m *clusterv1.Machine, at Stage) *Suspect {
 	reason, msg := "", ""
 	if d := m.Status.Deprecated; d != nil && d.V1Beta1 != nil {
 		if d.V1Beta1.FailureReason != nil {
@@ -47,24 +57,22 @@ func machineFailure(m *clusterv1.Machine, at Stage) *terminal {
 			msg = *d.V1Beta1.FailureMessage
 		}
 	}
-	// Cluster API v1.13 copies an infrastructure or bootstrap provider's failureReason and
-	// failureMessage into the Machine's deprecated v1beta1 status
-	// (internal/controllers/machine/machine_controller_phases.go:55-80); it never sets the
-	// Failed phase.
-	if reason == "" && msg == "" {
+	if (reason == "" && msg == "") || strings.HasPrefix(msg, copiedFailurePrefix) {
 		return nil
 	}
-	return &terminal{Class: verdict.MachineFailed, Stage: at,
-		Detail: fmt.Sprintf("Machine %s failed: %s", m.Name, strings.TrimSpace(reason+" "+msg))}
+	return &Suspect{Class: verdict.MachineFailed, Stage: at, Object: "Machine/" + m.Name,
+		Detail: fmt.Sprintf("Machine %s carries failureReason %s (Cluster API never clears it on the Machine, and its MachineHealthCheck does not act on it)",
+			m.Name, strings.TrimSpace(reason+": "+msg))}
 }
 
-// dataSecretFailure is a bootstrap provider's refusal to generate bootstrap data as the
+// dataSecretFailure is a bootstrap provider's failure to generate bootstrap data as the
 // condition says it: DataSecretAvailable=False with reason DataSecretGenerationFailed
 // (siderolabs/cluster-api-bootstrap-provider-talos v0.6.12 controllers/talosconfig_controller.go:265,
-// api/v1alpha3/conditions.go:19,31; CABPT never sets failureReason).
-func dataSecretFailure(u *unstructured.Unstructured) (string, bool) {
+// api/v1alpha3/conditions.go:19,31; CABPT never sets failureReason). A suspect: CABPT returns the
+// error from its reconcile (:265-267), so controller-runtime tries again with its backoff.
+func dataSecretFailure(u *unstructured.Unstructured) *Suspect {
 	if u == nil {
-		return "", false
+		return nil
 	}
 	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
 	for _, c := range conds {
@@ -73,23 +81,45 @@ func dataSecretFailure(u *unstructured.Unstructured) (string, bool) {
 			continue
 		}
 		msg, _ := m["message"].(string)
-		return strings.TrimSpace(reasonDataSecretGenerationFailed + ": " + msg), true
+		return &Suspect{Class: verdict.Bootstrap, Stage: StageBootstrapData, Object: u.GetKind() + "/" + u.GetName(), Since: transitionOf(m),
+			Detail: fmt.Sprintf("%s %s: %s (its provider tries again)", u.GetKind(), u.GetName(),
+				strings.TrimSpace(reasonDataSecretGenerationFailed+": "+msg))}
 	}
-	return "", false
+	return nil
 }
 
-// providerFailure is the infrastructure or bootstrap provider's failureReason/failureMessage
-// (both still write them at the v1beta1 contract).
-func providerFailure(u *unstructured.Unstructured) (string, bool) {
+// providerFailure is an infrastructure or bootstrap provider's failureReason and failureMessage
+// (both still write them at the v1beta1 contract), as a suspect at stage at. Neither is final:
+// the Kairos provider sets it on any error of a reconcile and clears it on the next success;
+// its API calls a non-empty value "an ongoing failure, not a terminal one"
+// (kairos-io/cluster-api-provider-kairos main c300236 api/bootstrap/v1beta2/kairosconfig_types.go:516-521,
+// internal/controllers/bootstrap/kairosconfig_controller.go:210-216, cleared :231-236). CAPK sets
+// it when the VM is evicted by a drain, marked terminal by a label, or done under runStrategy
+// Halted or Once, and never clears it (cluster-api-provider-kubevirt v0.1.10
+// controllers/kubevirtmachine_controller.go:254-262, pkg/kubevirt/machine.go:116-172); under the
+// chart's runStrategy Always KubeVirt starts the VM again, and the VM's own status says whether
+// it runs.
+func providerFailure(u *unstructured.Unstructured, class verdict.Class, at Stage, why string) *Suspect {
 	if u == nil {
-		return "", false
+		return nil
 	}
 	reason, _, _ := unstructured.NestedString(u.Object, "status", "failureReason")
 	msg, _, _ := unstructured.NestedString(u.Object, "status", "failureMessage")
 	if reason == "" && msg == "" {
-		return "", false
+		return nil
 	}
-	return strings.TrimSpace(reason + ": " + msg), true
+	return &Suspect{Class: class, Stage: at, Object: u.GetKind() + "/" + u.GetName(),
+		Detail: fmt.Sprintf("%s %s reports failureReason %s (%s)", u.GetKind(), u.GetName(), strings.TrimSpace(reason+": "+msg), why)}
+}
+
+// transitionOf is a condition's lastTransitionTime (zero when it has none that parses).
+func transitionOf(c map[string]any) time.Time {
+	s, _ := c["lastTransitionTime"].(string)
+	t, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		return time.Time{}
+	}
+	return t
 }
 
 // diskFailure judges a DataVolume and its importer Pod, ending the wait only on what CDI v1.64.0
@@ -107,7 +137,7 @@ func providerFailure(u *unstructured.Unstructured) (string, bool) {
 //
 // Restarts for any other reason, an OOM-killed importer (CDI deletes it and starts another with
 // direct I/O, import-controller.go lines 393-398, 463-473) and a stalled import are not final:
-// importerDetail shows them as suspects in the stage detail, so a deadline failure names them.
+// importerSuspect makes a suspect of the importer's last exit, so a deadline failure names it.
 func diskFailure(dv *cdiv1.DataVolume, importer *corev1.Pod) *terminal {
 	if dv == nil {
 		return nil
@@ -184,11 +214,17 @@ func orWord(s, word string) string {
 
 // machineSetFailure is a MachineSet that cannot create its Machines: Cluster API v1.13 marks its
 // deprecated v1beta1 condition MachinesCreated False when cloning the bootstrap or
-// infrastructure template, or creating the Machine, fails (internal/controllers/machineset/
-// machineset_controller.go:851-906); the v1beta2 conditions keep saying ScalingUp, and there is
-// no event. A provider's admission webhook refusing the clone (the Kairos provider's on
-// KairosConfigs, failurePolicy Fail) shows only here.
-func machineSetFailure(sets []clusterv1.MachineSet) *terminal {
+// infrastructure template, or creating the Machine, fails, with the error as the message
+// (sigs.k8s.io/cluster-api v1.13.6 internal/controllers/machineset/machineset_controller.go:851-910);
+// the v1beta2 conditions keep saying ScalingUp, and there is no event. It returns the error
+// from its reconcile, so controller-runtime tries again with its backoff, and marks the
+// condition True once the Machines exist (:1444-1462). Only the API's refusal is final: an
+// admission webhook's denial, an admission policy's, or the object found invalid, which the
+// same clone meets again on every retry (admissionRefusalPattern). Anything else (a webhook
+// that cannot be called, a conflict, a timeout) is a suspect. A provider's admission webhook
+// refusing the clone (the Kairos provider's on KairosConfigs, failurePolicy Fail) shows only here.
+func machineSetFailure(sets []clusterv1.MachineSet) (*terminal, []Suspect) {
+	var out []Suspect
 	for _, ms := range sets {
 		d := ms.Status.Deprecated
 		if ms.DeletionTimestamp != nil || d == nil || d.V1Beta1 == nil {
@@ -206,9 +242,39 @@ func machineSetFailure(sets []clusterv1.MachineSet) *terminal {
 			default:
 				continue // a preflight check (version skew, a control plane upgrading) passes with time
 			}
-			return &terminal{Class: class, Stage: StageBootstrapData,
-				Detail: fmt.Sprintf("MachineSet %s cannot create its Machines: MachinesCreated=False %s: %s", ms.Name, c.Reason, c.Message)}
+			detail := fmt.Sprintf("MachineSet %s cannot create its Machines: MachinesCreated=False %s: %s", ms.Name, c.Reason, c.Message)
+			if refusedByTheAPI(c.Message) {
+				return &terminal{Class: class, Stage: StageBootstrapData, Detail: detail}, nil
+			}
+			out = append(out, Suspect{Class: class, Stage: StageBootstrapData, Object: "MachineSet/" + ms.Name, Since: c.LastTransitionTime.Time,
+				Detail: detail + " (Cluster API tries again)"})
 		}
 	}
-	return nil
+	return nil, out
+}
+
+// admissionRefusal matches the apiserver's refusal of an object (admissionRefusalPattern).
+var admissionRefusal = regexp.MustCompile(admissionRefusalPattern)
+
+// refusedByTheAPI reports whether an error message is the apiserver's refusal of the object,
+// and not a failure to reach a verdict: a webhook the apiserver could not call fails the
+// request with "failed calling webhook" (k8s.io/apiserver v0.35.4 pkg/util/webhook/error.go:36,
+// returned as an internal error, pkg/admission/plugin/webhook/validating/dispatcher.go:199-219).
+func refusedByTheAPI(msg string) bool {
+	return !strings.Contains(msg, webhookCallFailed) && admissionRefusal.MatchString(msg)
+}
+
+// importerSuspect is an importer that exited and is being run again (by the kubelet, or by CDI
+// in a new Pod) for a reason diskFailure does not hold final: a suspect of class disk-import,
+// its last exit quoted, while the import has not succeeded.
+func importerSuspect(dv *cdiv1.DataVolume, p *corev1.Pod) *Suspect {
+	if p == nil || (dv != nil && dv.Status.Phase == cdiv1.Succeeded) {
+		return nil
+	}
+	restarts, last := importerExits(p)
+	if last == "" {
+		return nil
+	}
+	return &Suspect{Class: verdict.DiskImport, Stage: StageDiskImport, Object: "Pod/" + p.Name,
+		Detail: fmt.Sprintf("importer %s %s, restarts: %d, %s; CDI and the kubelet run it again", p.Name, p.Status.Phase, restarts, last)}
 }

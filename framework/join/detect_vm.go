@@ -27,40 +27,43 @@ const crashLoopLimit = 2
 // vmState judges one Machine's VM layer (its VirtualMachine, current VMI and launchers, against
 // the management Nodes): a terminal state, or a suspect (a state upstream retries or repairs
 // on its own, shown but never failing the pool by itself), or neither.
-func vmState(v *machineView) (*terminal, string) {
+func vmState(v *machineView) (*terminal, []Suspect) {
 	name := v.vmName()
 	if t := crashLoop(name, v.VM); t != nil {
-		return t, ""
+		return t, nil
 	}
-	var suspects []string
+	var found []Suspect
 	if vm := v.VM; vm != nil && vm.Status.PrintableStatus == kubevirtv1.VirtualMachineStatusCrashLoopBackOff {
-		suspects = append(suspects, fmt.Sprintf("VirtualMachine %s CrashLoopBackOff (%s); KubeVirt starts it again when its backoff ends",
-			name, startFailure(vm.Status.StartFailure)))
+		found = append(found, Suspect{Class: verdict.VMFailed, Stage: StageVMIRunning, Object: "VirtualMachine/" + name,
+			Detail: fmt.Sprintf("VirtualMachine %s CrashLoopBackOff (%s); KubeVirt starts it again when its backoff ends",
+				name, startFailure(vm.Status.StartFailure))})
 	}
 	if vmi := v.VMI; vmi != nil && vmi.Status.Phase == kubevirtv1.Failed {
 		rs, restarts := runStrategy(v.VM)
+		s := Suspect{Class: verdict.VMFailed, Stage: StageVMIRunning, Object: "VirtualMachineInstance/" + name}
 		switch {
 		case v.VM == nil:
 			// Not seen yet, or being deleted with its VM: nothing says the VMI will not come back.
-			suspects = append(suspects, fmt.Sprintf("VMI %s Failed%s; no VirtualMachine %s seen", name, vmiReason(vmi), name))
+			s.Detail = fmt.Sprintf("VMI %s Failed%s; no VirtualMachine %s seen", name, vmiReason(vmi), name)
 		case !restarts:
 			return &terminal{Class: verdict.VMFailed, Stage: StageVMIRunning,
 				Detail: fmt.Sprintf("VMI %s Failed%s, and VirtualMachine %s with runStrategy %s does not start it again (%s)",
-					name, vmiReason(vmi), name, rs, vmStatus(v.VM))}, ""
+					name, vmiReason(vmi), name, rs, vmStatus(v.VM))}, nil
 		default:
-			suspects = append(suspects, fmt.Sprintf("VMI %s Failed%s; VirtualMachine %s (runStrategy %s) replaces it", name, vmiReason(vmi), name, rs))
+			s.Detail = fmt.Sprintf("VMI %s Failed%s; VirtualMachine %s (runStrategy %s) replaces it", name, vmiReason(vmi), name, rs)
 		}
+		found = append(found, s)
 	}
 	for _, l := range []*corev1.Pod{v.Launcher, v.Temporary} {
 		t, suspect := unplaceable(name, l, v.ManagementNodes)
 		if t != nil {
-			return t, ""
+			return t, nil
 		}
-		if suspect != "" {
-			suspects = append(suspects, suspect)
+		if suspect != nil {
+			found = append(found, *suspect)
 		}
 	}
-	return nil, strings.Join(suspects, "; ")
+	return nil, found
 }
 
 // crashLoop is a VM whose starts keep failing: KubeVirt's CrashLoopBackOff at crashLoopLimit
@@ -136,9 +139,9 @@ func vmiReason(vmi *kubevirtv1.VirtualMachineInstance) string {
 // resource than any Node it may run on can allocate at all: then no retry places it while the
 // Nodes stay as they are (fit.go: a request above the allocatable is Insufficient however many
 // Pods go away; fit.go lines 649-726).
-func unplaceable(vmName string, pod *corev1.Pod, nodes []corev1.Node) (*terminal, string) {
+func unplaceable(vmName string, pod *corev1.Pod, nodes []corev1.Node) (*terminal, *Suspect) {
 	if pod == nil {
-		return nil, ""
+		return nil, nil
 	}
 	var cond *corev1.PodCondition
 	for i := range pod.Status.Conditions {
@@ -148,11 +151,15 @@ func unplaceable(vmName string, pod *corev1.Pod, nodes []corev1.Node) (*terminal
 		}
 	}
 	if cond == nil {
-		return nil, ""
+		return nil, nil
 	}
 	what := fmt.Sprintf("launcher %s of VMI %s cannot be placed: %s", pod.Name, vmName, cond.Message)
+	suspect := func(detail string) *Suspect {
+		return &Suspect{Class: verdict.VMUnschedulable, Stage: StageVMIRunning, Object: "Pod/" + pod.Name,
+			Since: cond.LastTransitionTime.Time, Detail: detail}
+	}
 	if !strings.Contains(cond.Message, insufficientPrefix) {
-		return nil, what
+		return nil, suspect(what)
 	}
 	candidates := 0
 	// What the scheduler counts the Pod as asking for (its containers, sidecars and init
@@ -170,7 +177,7 @@ func unplaceable(vmName string, pod *corev1.Pod, nodes []corev1.Node) (*terminal
 		candidates++
 	}
 	if candidates == 0 {
-		return nil, what + " (no Node is labelled for it yet)"
+		return nil, suspect(what + " (no Node is labelled for it yet)")
 	}
 	for _, name := range names {
 		want := requests[corev1.ResourceName(name)]
@@ -190,10 +197,10 @@ func unplaceable(vmName string, pod *corev1.Pod, nodes []corev1.Node) (*terminal
 		if !fits {
 			return &terminal{Class: verdict.VMUnschedulable, Stage: StageVMIRunning,
 				Detail: fmt.Sprintf("%s; it asks for %s of %s and no Node it may run on has more than %s allocatable",
-					what, want.String(), name, largest.String())}, ""
+					what, want.String(), name, largest.String())}, nil
 		}
 	}
-	return nil, what
+	return nil, suspect(what)
 }
 
 func selects(selector, labels map[string]string) bool {

@@ -3,7 +3,6 @@ package join
 import (
 	"strings"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -11,7 +10,6 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/cozystack/cozy-e2e/framework/osfamily"
-	"github.com/cozystack/cozy-e2e/framework/verdict"
 )
 
 // simNodes are three management Nodes of 32Gi, labelled for KubeVirt as virt-handler labels them.
@@ -90,8 +88,8 @@ func TestStatesUpstreamRetriesAreSuspectsNotFailures(t *testing.T) {
 			t.Errorf("%s: terminal %s: %s", tc.name, out.Terminal.Class, out.Terminal.Detail)
 			continue
 		}
-		if !strings.Contains(out.Suspect, tc.suspect) || !strings.Contains(out.Detail, "suspect: "+out.Suspect) {
-			t.Errorf("%s: suspect %q, detail %q; want a suspect with %q, in the detail", tc.name, out.Suspect, out.Detail, tc.suspect)
+		if got := suspectsLine(out.Suspects); !strings.Contains(got, tc.suspect) {
+			t.Errorf("%s: suspects %q; want one with %q", tc.name, got, tc.suspect)
 		}
 	}
 }
@@ -104,13 +102,13 @@ func TestAReplacedVMIIsFollowedAndItsSuspectCleared(t *testing.T) {
 	v.VM = vmWith("m1", kubevirtv1.RunStrategyAlways)
 	v.VMI.UID, v.VMI.Status.Phase = "uid-1", kubevirtv1.Failed
 	v.Node, v.Workload = nil, nil
-	if out := evaluate(withTemplate(p, v)); out.Terminal != nil || out.Suspect == "" {
+	if out := evaluate(withTemplate(p, v)); out.Terminal != nil || len(out.Suspects) == 0 {
 		t.Fatalf("failed VMI: %+v", out)
 	}
 	v.VMI = v.VMI.DeepCopy()
 	v.VMI.UID, v.VMI.Status.Phase = "uid-2", kubevirtv1.Running
 	out := evaluate(withTemplate(p, v))
-	if out.Terminal != nil || out.Suspect != "" || out.Stage.Index() <= StageVMIRunning.Index() {
+	if out.Terminal != nil || len(out.Suspects) != 0 || out.Stage.Index() <= StageVMIRunning.Index() {
 		t.Fatalf("replacement VMI running: %+v", out)
 	}
 }
@@ -130,30 +128,5 @@ func TestACrashLoopQuotesTheVMsStatus(t *testing.T) {
 		if !strings.Contains(out.Terminal.Detail, want) {
 			t.Errorf("detail %q lacks %q", out.Terminal.Detail, want)
 		}
-	}
-}
-
-// A pool that never passes while a suspect stands fails at its deadline with the suspect as its
-// reason, and a suspect that upstream cleared is not kept.
-func TestADeadlineKeepsTheStandingSuspect(t *testing.T) {
-	p := testPool(osfamily.Talos, 1)
-	v := joined(p, "m1")
-	v.Node, v.Workload = nil, nil
-	v.VMI.Status.Phase = kubevirtv1.Scheduling
-	unplaceableLauncher(v, v.Launcher, "8Gi")
-	start := time.Now()
-	c := newCourse("p", start, start.Add(time.Minute))
-	out := evaluate(withTemplate(p, v))
-	c.look(out.Stage, out.Detail, start.Add(time.Second))
-	e := c.deadline(time.Minute, start.Add(time.Minute))
-	if e.Class != verdict.Deadline || !strings.Contains(e.Detail, "suspect: Machine m1: launcher") || !strings.Contains(e.Detail, "Insufficient memory") {
-		t.Errorf("deadline %s: %q; want the suspect in its detail", e.Class, e.Detail)
-	}
-	// The scheduler placed it after all: the suspect is gone from the pool's detail.
-	v.Launcher.Status = corev1.PodStatus{Phase: corev1.PodRunning}
-	out = evaluate(withTemplate(p, v))
-	c.look(out.Stage, out.Detail, start.Add(2*time.Second))
-	if e := c.deadline(time.Minute, start.Add(time.Minute)); strings.Contains(e.Detail, "suspect") {
-		t.Errorf("a cleared suspect is kept: %q", e.Detail)
 	}
 }

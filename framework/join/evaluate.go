@@ -3,7 +3,6 @@ package join
 import (
 	"fmt"
 	"sort"
-	"strings"
 
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -70,12 +69,10 @@ type outcome struct {
 	Detail   string
 	Done     bool
 	Terminal *terminal
+	// Suspects are the states that would fail the pool were they final (Suspect).
+	Suspects []Suspect
 	// NeedPod are the Nodes that reached the workload stage and have no workload Pod yet.
 	NeedPod []string
-	// Suspect is a state upstream retries or repairs on its own (a failed VMI its VM replaces,
-	// a launcher the scheduler will try again): shown with the detail while it lasts, never a
-	// failure by itself; a deadline failure carries it in its detail.
-	Suspect string
 }
 
 // doneIndex stands for "every stage passed" in stage arithmetic.
@@ -83,11 +80,11 @@ var doneIndex = len(Stages())
 
 // machineStage is how far one Machine got, where it waits, and whether it can go on.
 type machineStage struct {
-	name    string
-	index   int // Stage index, doneIndex when done
-	detail  string
-	term    *terminal
-	suspect string
+	name     string
+	index    int // Stage index, doneIndex when done
+	detail   string
+	term     *terminal
+	suspects []Suspect
 }
 
 func evaluate(s *snapshot) outcome {
@@ -105,19 +102,22 @@ func evaluate(s *snapshot) outcome {
 	if t := clusterDNSFailure(s); t != nil {
 		return outcome{Stage: t.Stage, Terminal: t}
 	}
+	out := outcome{}
 	if len(s.Machines) < p.Replicas {
-		if t := machineSetFailure(s.MachineSets); t != nil {
+		t, suspects := machineSetFailure(s.MachineSets)
+		if t != nil {
 			return outcome{Stage: t.Stage, Terminal: t}
 		}
+		out.Suspects = suspects
 	}
 	var stages []machineStage
-	out := outcome{}
 	for _, m := range s.Machines {
 		ms := evaluateMachine(p, m)
 		ms.name = m.Machine.Name
 		if ms.term != nil {
-			return outcome{Stage: ms.term.Stage, Terminal: ms.term}
+			return outcome{Stage: ms.term.Stage, Terminal: ms.term, Suspects: append(out.Suspects, ms.suspects...)}
 		}
+		out.Suspects = append(out.Suspects, ms.suspects...)
 		stages = append(stages, ms)
 		if m.Node != nil && m.Workload == nil && ms.index == StageWorkloadPod.Index() {
 			out.NeedPod = append(out.NeedPod, m.Node.Name)
@@ -150,15 +150,6 @@ func evaluate(s *snapshot) outcome {
 	if n := countAtLeast(stages, worst.index+1); n > 0 {
 		out.Detail += fmt.Sprintf(" (%d of %d Machines past this stage)", n, p.Replicas)
 	}
-	// The suspect of the Machine the pool waits for, else of any other (furthest first).
-	for _, ms := range append([]machineStage{worst}, stages...) {
-		if out.Suspect == "" && ms.suspect != "" {
-			out.Suspect = fmt.Sprintf("Machine %s: %s", ms.name, ms.suspect)
-		}
-	}
-	if out.Suspect != "" {
-		out.Detail += "; suspect: " + out.Suspect
-	}
 	return out
 }
 
@@ -186,14 +177,14 @@ func mdDetail(md *clusterv1.MachineDeployment, p Pool) string {
 }
 
 // evaluateMachine is where one Machine is. The detectors run first: a terminal state wins
-// over "still waiting".
+// over "still waiting"; a suspect is kept beside where the Machine waits.
 func evaluateMachine(p Pool, v *machineView) machineStage {
-	t, suspect := detectMachine(p, v)
+	t, suspects := detectMachine(p, v)
 	if t != nil {
-		return machineStage{index: t.Stage.Index(), term: t}
+		return machineStage{index: t.Stage.Index(), term: t, suspects: suspects}
 	}
 	ms := progress(p, v)
-	ms.suspect = suspect
+	ms.suspects = suspects
 	return ms
 }
 
@@ -246,6 +237,9 @@ func progress(p Pool, v *machineView) machineStage {
 	}
 	n := v.Node
 	if n.Spec.ProviderID != tenant.ProviderID(vm) {
+		if n.Name != vm {
+			return at(StageProviderID, "Node %s has no providerID yet; the %s provider patches %s onto it after it registers", n.Name, p.OS.Name, tenant.ProviderID(vm))
+		}
 		return at(StageProviderID, "Node %s has providerID %q; CAPK sets %s on the Node named like the VMI", n.Name, n.Spec.ProviderID, tenant.ProviderID(vm))
 	}
 	if m.Status.NodeRef.Name == "" {
@@ -253,6 +247,9 @@ func progress(p Pool, v *machineView) machineStage {
 	}
 	if missing := missingAnnotations(p, m, n); missing != "" {
 		return at(StageNodeRef, "Node %s lacks %s", n.Name, missing)
+	}
+	if wrong := wrongAnnotations(p, m, n); wrong != "" {
+		return at(StageNodeRef, "Node %s: %s; Cluster API writes its own on its next reconcile", n.Name, wrong)
 	}
 	if ok, why := nodeReady(n); !ok {
 		return at(StageReady, "Node %s not Ready: %s", n.Name, why)
@@ -270,93 +267,6 @@ func progress(p Pool, v *machineView) machineStage {
 	return machineStage{index: doneIndex, detail: fmt.Sprintf("Machine %s: workload pod runs on Node %s", m.Name, n.Name)}
 }
 
-// detectMachine runs every detector on one Machine's objects: a terminal state, or the
-// suspects of its VM layer.
-func detectMachine(p Pool, v *machineView) (*terminal, string) {
-	t, suspect := vmState(v)
-	if t == nil {
-		t = detectOther(p, v)
-	}
-	if t != nil {
-		return t, ""
-	}
-	return nil, suspect
-}
-
-// detectOther runs the detectors of everything but the VM layer on one Machine's objects.
-func detectOther(p Pool, v *machineView) *terminal {
-	m := v.Machine
-	vm := v.vmName()
-	for _, failed := range []func(*unstructured.Unstructured) (string, bool){providerFailure, dataSecretFailure} {
-		if msg, ok := failed(v.BootstrapConfig); ok && (m.Spec.Bootstrap.DataSecretName == nil || *m.Spec.Bootstrap.DataSecretName == "") {
-			return &terminal{Class: verdict.Bootstrap, Stage: StageBootstrapData,
-				Detail: fmt.Sprintf("%s %s failed: %s", v.BootstrapConfig.GetKind(), v.BootstrapConfig.GetName(), msg)}
-		}
-	}
-	if t := diskFailure(v.DataVolume, v.Importer); t != nil {
-		return t
-	}
-	if msg, ok := providerFailure(v.KubevirtMachine); ok {
-		return &terminal{Class: verdict.MachineFailed, Stage: machineStageGuess(p, v),
-			Detail: fmt.Sprintf("KubevirtMachine %s failed: %s", vm, msg)}
-	}
-	if t := machineFailure(m, machineStageGuess(p, v)); t != nil {
-		return t
-	}
-	if v.Console != nil && v.Console.Refused != "" {
-		return &terminal{Class: verdict.JoinRejected, Stage: StageJoin,
-			Detail: fmt.Sprintf("the serial console of VMI %s (launcher %s) shows the join refused: %s", vm, v.Console.Pod, strings.TrimSpace(v.Console.Refused))}
-	}
-	for _, csr := range v.CSRs {
-		for _, c := range csr.Status.Conditions {
-			if c.Type == certificatesv1.CertificateDenied || c.Type == certificatesv1.CertificateFailed {
-				return &terminal{Class: verdict.JoinRejected, Stage: StageJoin,
-					Detail: fmt.Sprintf("tenant CSR %s of %s was %s: %s %s", csr.Name, csr.Spec.Username, c.Type, c.Reason, c.Message)}
-			}
-		}
-	}
-	if n := v.Node; n != nil {
-		if n.Name != vm && n.Spec.ProviderID == "" {
-			return &terminal{Class: verdict.Identity, Stage: StageProviderID,
-				Detail: fmt.Sprintf("VMI %s registered as Node %s (InternalIP %s) without a providerID: none will come, since the kubelet sets it only when it registers (--provider-id) and CAPK patches only the Node named like the VMI (%s)",
-					vm, n.Name, internalIP(n), identityHint(p))}
-		}
-		if p.OS.NodeNamedLikeVMI && n.Name != vm {
-			return &terminal{Class: verdict.Identity, Stage: StageProviderID,
-				Detail: fmt.Sprintf("VMI %s registered as Node %s (InternalIP %s); a %s worker's Node takes its VMI's name (%s)", vm, n.Name, internalIP(n), p.OS.Name, identityHint(p))}
-		}
-		if n.Spec.ProviderID != "" && n.Spec.ProviderID != tenant.ProviderID(vm) {
-			return &terminal{Class: verdict.Identity, Stage: StageProviderID,
-				Detail: fmt.Sprintf("Node %s has providerID %q, not %s", n.Name, n.Spec.ProviderID, tenant.ProviderID(vm))}
-		}
-		if ref := m.Status.NodeRef.Name; ref != "" && ref != n.Name {
-			return &terminal{Class: verdict.Identity, Stage: StageNodeRef,
-				Detail: fmt.Sprintf("Machine %s links Node %s, but its VMI %s is Node %s", m.Name, ref, vm, n.Name)}
-		}
-		if wrong := wrongAnnotations(p, m, n); wrong != "" {
-			return &terminal{Class: verdict.Identity, Stage: StageNodeRef, Detail: fmt.Sprintf("Node %s: %s", n.Name, wrong)}
-		}
-		if ok, _ := nodeReady(n); ok {
-			if t := taintFailure(n); t != nil {
-				return t
-			}
-		}
-		if w := v.Workload; w != nil && w.Status.Phase == corev1.PodFailed {
-			return &terminal{Class: verdict.NotSchedulable, Stage: StageWorkloadPod,
-				Detail: fmt.Sprintf("workload pod %s/%s on Node %s Failed: %s %s", w.Namespace, w.Name, n.Name, w.Status.Reason, w.Status.Message)}
-		}
-	}
-	return nil
-}
-
-// machineStageGuess is where a Machine stands, for a failure that is not tied to a stage.
-func machineStageGuess(p Pool, v *machineView) Stage {
-	if ms := progress(p, v); ms.index < doneIndex {
-		return Stages()[ms.index]
-	}
-	return StageWorkloadPod
-}
-
 // joinedByConsole reports whether the guest said it joined on its console, or the tenant
 // approved its kubelet's CSR.
 func joinedByConsole(v *machineView) bool {
@@ -372,20 +282,4 @@ func csrApproved(v *machineView) bool {
 		}
 	}
 	return false
-}
-
-// nodeWanted says which Node the pool's family makes of VMI vm.
-func nodeWanted(p Pool, vm string) string {
-	if p.OS.NodeNamedLikeVMI {
-		return "a Node named " + vm
-	}
-	return "a Node with providerID " + tenant.ProviderID(vm)
-}
-
-// identityHint says where a family's worker takes its name and providerID from.
-func identityHint(p Pool) string {
-	if p.OS.NodeNamedLikeVMI {
-		return fmt.Sprintf("a %s worker's hostname is its VMI's, from KubeVirt's config drive, unless its machine configuration names one", p.OS.Name)
-	}
-	return fmt.Sprintf("a %s worker is named %s<id> and passes the providerID to its kubelet once its bootstrap data carries it", p.OS.Name, p.OS.HostnamePrefix)
 }

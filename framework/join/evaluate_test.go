@@ -14,7 +14,6 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
-	capierrors "sigs.k8s.io/cluster-api/errors"
 
 	"github.com/cozystack/cozy-e2e/framework/osfamily"
 	"github.com/cozystack/cozy-e2e/framework/tenant"
@@ -215,47 +214,17 @@ func TestTerminalStatesEndTheJoinWithTheirClassAndStage(t *testing.T) {
 			v.VMI.Status.Phase = kubevirtv1.Failed
 			v.VM = vmWith(v.vmName(), kubevirtv1.RunStrategyManual)
 		}},
-		{"machine failed", verdict.MachineFailed, StageWorkloadPod, "Machine m1 failed: CreateError vm create refused", func(v *machineView, _ *snapshot) {
-			// Cluster API copies the provider's failure into the deprecated v1beta1 status.
-			reason, msg := capierrors.MachineStatusError("CreateError"), "vm create refused"
-			v.Machine.Status.Deprecated = &clusterv1.MachineDeprecatedStatus{V1Beta1: &clusterv1.MachineV1Beta1DeprecatedStatus{FailureReason: &reason, FailureMessage: &msg}}
-			v.Workload = nil
-		}},
-		{"talos config failed", verdict.Bootstrap, StageBootstrapData, "TalosConfig m1 failed: DataSecretGenerationFailed: failed to generate", func(v *machineView, _ *snapshot) {
-			v.Machine.Spec.Bootstrap.DataSecretName = nil
-			v.BootstrapConfig = &unstructured.Unstructured{Object: map[string]any{"status": map[string]any{"conditions": []any{
-				map[string]any{"type": "DataSecretAvailable", "status": "False", "reason": "DataSecretGenerationFailed", "severity": "Error",
-					"message": "failed to generate machine config"}}}}}
-			v.BootstrapConfig.SetGroupVersionKind(mustFamily(osfamily.Talos).BootstrapConfig)
-			v.BootstrapConfig.SetName("m1")
-		}},
 		{"temporary launcher of a volume waiting for its consumer larger than any node", verdict.VMUnschedulable, StageVMIRunning, "Insufficient memory", func(v *machineView, _ *snapshot) {
 			v.VMI.Status.Phase = kubevirtv1.Pending
 			v.Temporary, v.Launcher = v.Launcher, nil
 			unplaceableLauncher(v, v.Temporary, "64Gi")
 		}},
-		{"kubevirt machine failed", verdict.MachineFailed, StageDiskImport, "KubevirtMachine m1 failed", func(v *machineView, _ *snapshot) {
-			v.DataVolume = nil
-			v.KubevirtMachine = failedObject(tenant.KubevirtMachineGVK, "CreateError", "vm create refused")
-		}},
-		{"kairos config failed", verdict.Bootstrap, StageBootstrapData, "KairosConfig m1 failed: InvalidJoin", func(v *machineView, _ *snapshot) {
-			v.Machine.Spec.Bootstrap.DataSecretName = nil
-			v.BootstrapConfig = failedObject(mustFamily(osfamily.Kairos).BootstrapConfig, "InvalidJoin", "nodeRegistration.name is not DNS-1123")
-		}},
 		{"kubeadm refused in the console", verdict.JoinRejected, StageJoin, "error execution phase", func(v *machineView, _ *snapshot) {
 			v.Node = nil
 			v.Console.Joined, v.Console.Refused = false, "error execution phase kubelet-start: Unauthorized"
 		}},
-		{"node under another name", verdict.Identity, StageProviderID, "registered as Node metal-1234", func(v *machineView, _ *snapshot) {
-			v.Node.Name = "metal-1234"
-			v.Node.Spec.ProviderID = ""
-			v.Machine.Status.NodeRef.Name = ""
-		}},
 		{"foreign providerID", verdict.Identity, StageProviderID, "aws://", func(v *machineView, _ *snapshot) {
 			v.Node.Spec.ProviderID = "aws:///i-1"
-		}},
-		{"wrong cluster-namespace annotation", verdict.Identity, StageNodeRef, "cluster.x-k8s.io/cluster-namespace", func(v *machineView, _ *snapshot) {
-			v.Node.Annotations[tenant.AnnotationClusterNamespace] = "default"
 		}},
 		{"lasting NoSchedule taint", verdict.NotSchedulable, StageSchedulable, "e2e.example/broken=yes:NoSchedule", func(v *machineView, _ *snapshot) {
 			v.Node.Spec.Taints = []corev1.Taint{{Key: "e2e.example/broken", Value: "yes", Effect: corev1.TaintEffectNoSchedule}}
@@ -369,7 +338,7 @@ func BenchmarkEvaluatePoolOf10(b *testing.B) {
 
 // An importer CDI and the kubelet keep retrying is a suspect, never a verdict: restarts for a
 // reason that is not a registry's refusal, an OOM kill (CDI replaces the Pod with direct I/O).
-// The stage detail names it, so a deadline failure carries it as its reason.
+// It is a suspect of the pool, so a deadline failure carries it as its reason.
 func TestRetriedImporterIsASuspect(t *testing.T) {
 	for name, last := range map[string]corev1.ContainerStateTerminated{
 		"crashing": {ExitCode: 1, Reason: "Error", Message: "Unable to process data: unexpected EOF"},
@@ -381,8 +350,13 @@ func TestRetriedImporterIsASuspect(t *testing.T) {
 		if term := diskFailure(dv, pod); term != nil {
 			t.Errorf("%s: %+v is a verdict; CDI retries it", name, term)
 		}
-		if d := importerDetail(pod); !strings.Contains(d, "suspect: last exit") || !strings.Contains(d, last.Reason) {
-			t.Errorf("%s: detail %q does not name the suspect exit %s", name, d, last.Reason)
+		s := importerSuspect(dv, pod)
+		if s == nil || s.Class != verdict.DiskImport || s.Stage != StageDiskImport || !strings.Contains(s.Detail, "last exit") || !strings.Contains(s.Detail, last.Reason) {
+			t.Errorf("%s: suspect %+v does not name the importer's exit %s", name, s, last.Reason)
+		}
+		dv.Status.Phase = cdiv1.Succeeded
+		if s := importerSuspect(dv, pod); s != nil {
+			t.Errorf("%s: a suspect once the import succeeded: %+v", name, s)
 		}
 	}
 }

@@ -39,6 +39,7 @@ func TestJoin(t *testing.T) {
 	defer w.Stop()
 	t.Run("EveryStageInOrderToARunningWorkloadPod", func(t *testing.T) { testEveryStage(t, w) })
 	t.Run("TerminalStatesEndTheJoinAtOnce", func(t *testing.T) { testTerminalStates(t, w) })
+	t.Run("SuspectsAreShownClearedAndNamedAtTheDeadline", func(t *testing.T) { testSuspects(t, w) })
 	t.Run("TheDeadlineNamesTheStageAndWhatIsMissing", func(t *testing.T) { testDeadline(t, w) })
 	t.Run("AfterAFallBackTheDeadlineNamesTheStageThePoolCouldNotPass", func(t *testing.T) { testFallBack(t, w) })
 }
@@ -160,26 +161,17 @@ func testTerminalStates(t *testing.T, w *world.World) {
 		{"KubeadmRefusedInTheConsole", osfamily.Kairos, "join-rejected", join.StageJoin, join.StageJoin, "error execution phase kubelet-start", toBoot, func(s *scene, _, pod, _ string) {
 			s.console(pod, "[   31.000000] kubeadm[812]: error execution phase kubelet-start: a Node with name \"x\" and status \"Ready\" already exists")
 		}},
-		{"NodeUnderAnotherName", osfamily.Kairos, "identity", join.StageJoin, join.StageProviderID, "registered as Node metal-", toBoot, func(s *scene, vm, _, ip string) {
-			s.node("metal-"+strings.ToLower(vm[len(vm)-5:]), ip)
+		{"TalosNodeUnderAnotherName", osfamily.Talos, "identity", join.StageJoin, join.StageProviderID, "registered as Node talos-", toBoot, func(s *scene, vm, _, ip string) {
+			s.node("talos-"+strings.ToLower(vm[len(vm)-5:]), ip)
 		}},
 		{"LastingNoScheduleTaint", osfamily.Talos, "not-schedulable", join.StageSchedulable, join.StageSchedulable, "e2e.cozystack.io/broken=true:NoSchedule", toLinked, func(s *scene, vm, _, _ string) {
 			s.updateNode(vm, func(n *corev1.Node) {
 				n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: "e2e.cozystack.io/broken", Value: "true", Effect: corev1.TaintEffectNoSchedule})
 			})
 		}},
-		{"MachineFailed", osfamily.Talos, "machine-failed", join.StageJoin, join.StageJoin, "InsufficientResources", toBoot, func(s *scene, vm, _, _ string) {
-			s.failStatus(nil, "KubevirtMachine", vm, "InsufficientResources", "the VM could not be created")
-		}},
 		{"KubeletConfigWithoutClusterDNS", osfamily.Kairos, "cluster-dns", join.StageJoin, join.StageJoin, "carries no clusterDNS", toBoot, func(s *scene, _, _, _ string) {
 			s.kubeletConfig("apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\ncgroupDriver: systemd\n")
 			s.t.Cleanup(func() { s.kubeletConfig(withClusterDNS) })
-		}},
-		{"KairosConfigFailed", osfamily.Kairos, "bootstrap", join.StageBootstrapData, join.StageBootstrapData, "InvalidJoinConfiguration", func(s *scene) (string, string, string) {
-			s.template()
-			return s.machine("fffff"), "", ""
-		}, func(s *scene, vm, _, _ string) {
-			s.failStatus(nil, "KairosConfig", vm, "InvalidJoinConfiguration", "nodeRegistration.name is not a DNS-1123 name")
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -97,13 +97,25 @@ func (w *Watcher) Join(ctx context.Context, p Pool) (*Result, error) {
 		if reached-1 > highest {
 			highest = reached - 1
 		}
-		if c.look(out.Stage, out.Detail, now) {
+		moved := c.look(out.Stage, out.Detail, now)
+		appeared, cleared := c.observe(out.Suspects, now)
+		if moved || len(appeared)+len(cleared) > 0 {
 			w.setProgress(c.cur)
+		}
+		if moved {
 			w.logf(c.cur, now, start, budget, "")
+		}
+		for _, s := range appeared {
+			w.logf(Progress{Pool: pool, Stage: s.Stage, Detail: s.Detail, Since: s.Since}, now, start, budget,
+				fmt.Sprintf("suspect %s (%s): ", s.Class, s.Object))
+		}
+		for _, s := range cleared {
+			w.logf(Progress{Pool: pool, Stage: s.Stage, Detail: s.Detail, Since: s.Since}, now, start, budget,
+				fmt.Sprintf("suspect %s cleared (%s): ", s.Class, s.Object))
 		}
 		if t := out.Terminal; t != nil {
 			e := &StageError{Pool: pool, Stage: t.Stage, Class: t.Class, Detail: t.Detail,
-				Elapsed: now.Sub(c.cur.Since), Budget: budget, At: now}
+				Elapsed: now.Sub(c.cur.Since), Budget: budget, At: now, Suspects: c.cur.Suspects}
 			w.logf(Progress{Pool: pool, Stage: t.Stage, Detail: t.Detail, Since: c.cur.Since}, now, start, budget, string(t.Class)+": ")
 			return nil, e
 		}

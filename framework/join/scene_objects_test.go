@@ -120,6 +120,20 @@ func (s *scene) failStatus(gvk interface{ String() string }, kind, vm, reason, m
 	s.must(s.c.Status().Update(s.ctx, u))
 }
 
+// clearStatus empties the status of a provider object, as a provider whose reconcile succeeded.
+func (s *scene) clearStatus(kind, vm string) {
+	u := &unstructured.Unstructured{}
+	switch kind {
+	case "KubevirtMachine":
+		u.SetGroupVersionKind(tenant.KubevirtMachineGVK)
+	default:
+		u.SetGroupVersionKind(s.pool.OS.BootstrapConfig)
+	}
+	s.must(s.c.Get(s.ctx, types.NamespacedName{Namespace: s.ns(), Name: vm}, u))
+	u.Object["status"] = map[string]any{}
+	s.must(s.c.Status().Update(s.ctx, u))
+}
+
 // dataVolume is CAPK's DataVolume of vm, with CDI's status.
 func (s *scene) dataVolume(vm string, phase cdiv1.DataVolumePhase, progress string, conds ...cdiv1.DataVolumeCondition) {
 	key := types.NamespacedName{Namespace: s.ns(), Name: tenant.DataVolume(vm)}
@@ -183,13 +197,15 @@ func (s *scene) console(pod string, lines ...string) {
 	s.must(simenv.WriteContainerLog(path, time.Now(), lines...))
 }
 
-// node is the guest's kubelet registering Node name at InternalIP ip; kwok plays its kubelet.
+// node is the guest's kubelet registering Node name at InternalIP ip, with its host name as a
+// kubelet reports both; kwok plays its kubelet (and would write the addresses over, were one of
+// them missing).
 func (s *scene) node(name, ip string, taints ...corev1.Taint) {
 	s.must(s.c.Create(s.ctx, &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{world.KwokNodeAnnotation: "fake"}},
 		Spec:       corev1.NodeSpec{Taints: taints},
 		Status: corev1.NodeStatus{
-			Addresses:   []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: ip}},
+			Addresses:   []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: ip}, {Type: corev1.NodeHostName, Address: name}},
 			NodeInfo:    corev1.NodeSystemInfo{KubeletVersion: "v1.35.4"},
 			Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourceMemory: resource.MustParse("4Gi"), corev1.ResourcePods: resource.MustParse("110")},
 		},

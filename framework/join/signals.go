@@ -32,6 +32,24 @@ const (
 	// (k8s.io/kubernetes v1.35.4 pkg/kubelet/certificate/kubelet.go:64,233).
 	csrNodePrefix = "system:node:"
 
+	// copiedFailurePrefix opens the failureMessage Cluster API copies from a provider's object
+	// onto the Machine ("Failure detected from referenced resource <gvk> with name %q: <message>",
+	// sigs.k8s.io/cluster-api v1.13.6 internal/controllers/machine/machine_controller_phases.go:77-79).
+	copiedFailurePrefix = "Failure detected from referenced resource "
+
+	// admissionRefusalPattern matches the apiserver's refusal of an object, which the same request
+	// meets again on every retry: an admission webhook's denial ("admission webhook %q denied the
+	// request", k8s.io/apiserver v0.35.4 pkg/admission/plugin/webhook/errors/statuserror.go:29,47-52),
+	// an admission policy's ("ValidatingAdmissionPolicy '%s' [with binding '%s'] denied request",
+	// pkg/admission/plugin/policy/validating/dispatcher.go:294-296), and an object the API finds
+	// invalid (`%s %q is invalid: %v`, k8s.io/apimachinery v0.35.4 pkg/api/errors/errors.go:307-309).
+	admissionRefusalPattern = `admission webhook "[^"]+" denied the request|ValidatingAdmissionPolicy '[^']+' (with binding '[^']+' )?denied request|"[^"]+" is invalid`
+
+	// webhookCallFailed is how the apiserver says it could not call a webhook (unreachable,
+	// timed out, an answer it could not read), in the error it fails the request with under
+	// failurePolicy Fail (k8s.io/apiserver v0.35.4 pkg/util/webhook/error.go:36).
+	webhookCallFailed = "failed calling webhook"
+
 	// Startup taints no k8s.io or Cluster API Go type the harness imports names:
 	// taintCloudProviderUninitialized is the external cloud provider's (k8s.io/cloud-provider
 	// v0.35.4 api/well_known_taints.go:24), taintCiliumAgentNotReady Cilium's until its agent

@@ -146,11 +146,7 @@ func (w *Watcher) readMachine(ctx context.Context, p Pool, v *machineView, pods 
 		}
 	}
 	v.Node = attributeNode(vm, v.VMI, nodes)
-	for _, c := range csrs {
-		if csrNode(&c) == vm {
-			v.CSRs = append(v.CSRs, c)
-		}
-	}
+	v.CSRs = csrsOf(vm, v.VMI, v.Node, csrs)
 	if v.Node != nil {
 		pod := &corev1.Pod{}
 		if ok, err := get(ctx, w.tenant, tenant.WorkloadNamespace, tenant.WorkloadPod(v.Node.Name), pod); err != nil {
@@ -182,15 +178,7 @@ func attributeNode(vm string, vmi *kubevirtv1.VirtualMachineInstance, nodes []co
 	if vmi == nil {
 		return nil
 	}
-	ips := map[string]bool{}
-	for _, ifc := range vmi.Status.Interfaces {
-		if ifc.IP != "" {
-			ips[ifc.IP] = true
-		}
-		for _, ip := range ifc.IPs {
-			ips[ip] = true
-		}
-	}
+	ips := vmiAddresses(vmi)
 	for i := range nodes {
 		if other, ok := tenant.VMIFromProviderID(nodes[i].Spec.ProviderID); ok && other != vm && other == nodes[i].Name {
 			continue
@@ -204,14 +192,61 @@ func attributeNode(vm string, vmi *kubevirtv1.VirtualMachineInstance, nodes []co
 	return nil
 }
 
+// csrsOf are the kubelet CSRs of VMI vm, found the way the join ties a Node to its VMI: by the
+// node name they ask a certificate for (CN system:node:<name>, k8s.io/kubernetes v1.35.4
+// pkg/kubelet/certificate/kubelet.go:64,233) when it is the VMI's or the Node's the VMI
+// registered as, or by an address of the VMI that a serving request names (its IP SANs, the
+// Node's addresses: kubelet.go:40-70); a name so tied to the VMI ties its other requests too.
+// A worker named otherwise (Kairos: metal-<id>) is found so.
+func csrsOf(vm string, vmi *kubevirtv1.VirtualMachineInstance, node *corev1.Node, csrs []certificatesv1.CertificateSigningRequest) []certificatesv1.CertificateSigningRequest {
+	names := map[string]bool{vm: true}
+	if node != nil {
+		names[node.Name] = true
+	}
+	ips := vmiAddresses(vmi)
+	for i := range csrs {
+		req := csrRequest(&csrs[i])
+		if req == nil {
+			continue
+		}
+		for _, ip := range req.IPAddresses {
+			if ips[ip.String()] {
+				if name, ok := strings.CutPrefix(req.Subject.CommonName, csrNodePrefix); ok {
+					names[name] = true
+				}
+			}
+		}
+	}
+	var out []certificatesv1.CertificateSigningRequest
+	for _, c := range csrs {
+		if n := csrNode(&c); n != "" && names[n] {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// vmiAddresses are the IP addresses a VMI reports on its interfaces.
+func vmiAddresses(vmi *kubevirtv1.VirtualMachineInstance) map[string]bool {
+	ips := map[string]bool{}
+	if vmi == nil {
+		return ips
+	}
+	for _, ifc := range vmi.Status.Interfaces {
+		if ifc.IP != "" {
+			ips[ifc.IP] = true
+		}
+		for _, ip := range ifc.IPs {
+			ips[ip] = true
+		}
+	}
+	return ips
+}
+
 // csrNode is the Node name a kubelet CSR asks a certificate for (CN system:node:<name>).
 func csrNode(c *certificatesv1.CertificateSigningRequest) string {
-	block, _ := pem.Decode(c.Spec.Request)
-	if block == nil {
-		return ""
-	}
-	req, err := x509.ParseCertificateRequest(block.Bytes)
-	if err != nil {
+	req := csrRequest(c)
+	if req == nil {
 		return ""
 	}
 	name, ok := strings.CutPrefix(req.Subject.CommonName, csrNodePrefix)
@@ -219,6 +254,19 @@ func csrNode(c *certificatesv1.CertificateSigningRequest) string {
 		return ""
 	}
 	return name
+}
+
+// csrRequest is a CSR's parsed request, nil when it does not parse.
+func csrRequest(c *certificatesv1.CertificateSigningRequest) *x509.CertificateRequest {
+	block, _ := pem.Decode(c.Spec.Request)
+	if block == nil {
+		return nil
+	}
+	req, err := x509.ParseCertificateRequest(block.Bytes)
+	if err != nil {
+		return nil
+	}
+	return req
 }
 
 func get(ctx context.Context, c client.Reader, ns, name string, obj client.Object) (bool, error) {

@@ -1,5 +1,18 @@
 // Package join follows a worker pool from its bootstrap template to a pod running on each of
 // its Nodes, one stage at a time, and fails early and precisely when a stage cannot be reached.
+//
+// Final and suspect. Every change of a watched object runs the detectors on the pool's objects.
+// A detector ends the wait (a *StageError of the state's class) only on a final state, one of:
+// upstream's own word that the state is terminal (a phase or reason upstream never leaves, an
+// API comment that says so, a controller that stops reconciling); a state that outlived
+// upstream's own retry, the retry named and cited; or a state no retry can change (the API
+// refused the object, a class the pool names does not exist). docs/signals.md names which, with
+// the upstream line, in its "final because" column, and test/signals fails for a class without
+// one. Anything else a detector sees is a Suspect: Progress carries it the moment it appears,
+// the join logs its appearance and its clearing, and a deadline failure names the suspects that
+// were still there (StageError.Suspects). A suspect never fails a pool by itself. A detector
+// that judges a state returns a *terminal for a final one and a *Suspect otherwise; the join
+// does the bookkeeping (suspects).
 package join
 
 import (
@@ -52,6 +65,8 @@ type Progress struct {
 	Stage  Stage
 	Detail string // "DataVolume 42% (importer restarts: 1)"
 	Since  time.Time
+	// Suspects are the states that would fail the pool were they final, oldest first.
+	Suspects []Suspect
 }
 
 // StageError is a join that cannot finish: a terminal state seen by a detector, or the budget
@@ -67,6 +82,9 @@ type StageError struct {
 	// At is when the join decided (the detector saw the terminal state, or the budget ran
 	// out); a report written later keeps this time.
 	At time.Time
+	// Suspects are the suspects the pool still had when it failed: for a deadline, what most
+	// likely held it.
+	Suspects []Suspect
 }
 
 func (e *StageError) Error() string {
@@ -74,8 +92,12 @@ func (e *StageError) Error() string {
 		return fmt.Sprintf("pool %s: the phase's time had run out before its join was followed (last seen at %s: %s)", e.Pool, e.Stage, e.Detail)
 	}
 	if e.Class == verdict.Deadline {
-		return fmt.Sprintf("pool %s: stuck at %s for %s of %s: %s", e.Pool, e.Stage,
+		s := fmt.Sprintf("pool %s: stuck at %s for %s of %s: %s", e.Pool, e.Stage,
 			e.Elapsed.Round(time.Second), e.Budget.Round(time.Second), e.Detail)
+		if len(e.Suspects) > 0 {
+			s += "; " + suspectsLine(e.Suspects)
+		}
+		return s
 	}
 	return fmt.Sprintf("pool %s: %s: %s", e.Pool, verdict.Label(e.Class, string(e.Stage)), e.Detail)
 }

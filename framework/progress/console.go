@@ -68,6 +68,7 @@ type unit struct {
 	passed       int
 	over         bool      // joined, failed, or (phase) ended
 	lifecycle    bool      // a pool followed again after it joined, through a lifecycle spec's stages
+	suspects     []Suspect // a pool's suspects, oldest first
 	lastLine     time.Time // the last line a person saw about it
 	bar          *mpb.Bar  // touched by the writer only
 }
@@ -210,6 +211,7 @@ func (c *Console) detail(ev Event) {
 	}
 	u := c.pool(ev.Pool, ev.At)
 	c.reopen(u, ev)
+	moved := ev.Stage != u.stage || ev.Detail != u.detail || len(ev.Suspects)+len(u.suspects) == 0
 	if ev.Stage != u.stage {
 		u.stage = ev.Stage
 	}
@@ -225,7 +227,46 @@ func (c *Console) detail(ev Event) {
 	if u.replicas > 0 {
 		past = fmt.Sprintf("; %d of %d past", u.past, u.replicas)
 	}
-	c.logLine(ev.At, true, fmt.Sprintf("pool %s: %s: %s (at this stage %s%s)", ev.Pool, ev.Stage, ev.Detail, secs(ev.At.Sub(u.since)), past))
+	if moved {
+		c.logLine(ev.At, true, fmt.Sprintf("pool %s: %s: %s (at this stage %s%s)", ev.Pool, ev.Stage, ev.Detail, secs(ev.At.Sub(u.since)), past))
+	}
+	c.suspected(u, ev)
+}
+
+// suspected takes a pool's suspects from a detail: harness.log says which appeared and which
+// upstream cleared; the pool's status line shows the oldest while any is left.
+func (c *Console) suspected(u *unit, ev Event) {
+	had := map[string]bool{}
+	for _, s := range u.suspects {
+		had[s.key()] = true
+	}
+	now := map[string]bool{}
+	for _, s := range ev.Suspects {
+		now[s.key()] = true
+		if !had[s.key()] {
+			c.logLine(ev.At, true, fmt.Sprintf("pool %s: suspect %s at %s since %s (%s): %s", ev.Pool, s.Class, s.Stage,
+				s.Since.UTC().Format("15:04:05.000"), s.Object, s.Detail))
+		}
+	}
+	for _, s := range u.suspects {
+		if !now[s.key()] {
+			c.logLine(ev.At, true, fmt.Sprintf("pool %s: suspect %s cleared after %s (%s)", ev.Pool, s.Class, secs(ev.At.Sub(s.Since)), s.Object))
+		}
+	}
+	u.suspects = ev.Suspects
+}
+
+// suspectWords is a pool's oldest suspect in a few words, "" without one.
+func suspectWords(u *unit, now time.Time) string {
+	if len(u.suspects) == 0 {
+		return ""
+	}
+	s := u.suspects[0]
+	more := ""
+	if n := len(u.suspects) - 1; n > 0 {
+		more = fmt.Sprintf(" (+%d)", n)
+	}
+	return fmt.Sprintf("suspect %s %s%s: %s", s.Class, secs(now.Sub(s.Since)), more, s.Detail)
 }
 
 func (c *Console) stagePassed(ev Event) {

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/cozystack/cozy-e2e/framework/budget"
+	"github.com/cozystack/cozy-e2e/framework/join"
 )
 
 // EnvFD names the suite's environment variable holding the file descriptor its events go to
@@ -63,7 +64,33 @@ type Event struct {
 	Outcome string `json:"outcome,omitempty"`
 	// Ceiling is a phase's ceiling (phase events).
 	Ceiling time.Duration `json:"ceiling,omitempty"`
+	// Suspects are the pool's suspects now (details): states that would fail it were they
+	// final, which upstream still retries or repairs (join.Suspect).
+	Suspects []Suspect `json:"suspects,omitempty"`
 }
+
+// Suspect is a join.Suspect as the events carry it.
+type Suspect struct {
+	Class  string    `json:"class"`
+	Stage  string    `json:"stage"`
+	Object string    `json:"object,omitempty"`
+	Detail string    `json:"detail"`
+	Since  time.Time `json:"since"`
+}
+
+// SuspectsOf are a join's suspects as events carry them.
+func SuspectsOf(list []join.Suspect) []Suspect {
+	if len(list) == 0 {
+		return nil
+	}
+	out := make([]Suspect, 0, len(list))
+	for _, s := range list {
+		out = append(out, Suspect{Class: string(s.Class), Stage: string(s.Stage), Object: s.Object, Detail: s.Detail, Since: s.Since})
+	}
+	return out
+}
+
+func (s Suspect) key() string { return s.Class + "|" + s.Stage + "|" + s.Object }
 
 // Sink receives events.
 type Sink func(Event)

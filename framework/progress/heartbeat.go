@@ -67,6 +67,9 @@ func (c *Console) status(u *unit, now time.Time) string {
 		if u.detail != "" {
 			s += ": " + clip(u.detail, 200)
 		}
+		if w := suspectWords(u, now); w != "" {
+			s += "; " + clip(w, 200)
+		}
 		return s
 	}
 	s := fmt.Sprintf("phase %s %s", u.name, secs(now.Sub(u.since)))

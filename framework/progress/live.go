@@ -155,6 +155,9 @@ func (c *Console) liveLine(u *unit, now time.Time, width int) string {
 			s += fmt.Sprintf(" of %s", u.ceiling)
 		}
 	}
+	if w := suspectWords(u, now); w != "" && u.pool {
+		s += " · " + w
+	}
 	if u.detail != "" {
 		// The pool's line names the pool; the Machine a detail opens with costs the width the
 		// detail needs.

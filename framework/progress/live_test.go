@@ -137,3 +137,49 @@ func checkErasedAtTheEnd(t *testing.T, got string) {
 		t.Errorf("live lines are left on the screen after the console closed:\n%q", rest)
 	}
 }
+
+// A suspect shows on the pool's status line the moment its detail arrives, with its age, and
+// harness.log says when it appeared and when upstream cleared it; the same detail again with
+// only its suspects changed is not logged twice. Without a terminal the heartbeat carries it.
+func TestASuspectIsShownOnThePoolLineAndLoggedUntilCleared(t *testing.T) {
+	now := &fakeNow{t: t0}
+	var out, log syncBuffer
+	c := NewConsole(Options{Out: &out, Log: &log, Live: true, Now: now.Now})
+	detail := Event{At: now.Now(), Kind: Detail, Pool: "kairos", Stage: "bootstrap-data", Detail: "Machine m1: no bootstrap data yet", Since: t0, Replicas: 1}
+	c.Event(detail)
+	sus := detail
+	sus.At = now.Add(time.Second)
+	sus.Suspects = []Suspect{{Class: "bootstrap", Stage: "bootstrap-data", Object: "KairosConfig/m1", Since: sus.At,
+		Detail: `KairosConfig m1 reports failureReason BootstrapDataSecretGenerationFailed: secrets "pw" not found`}}
+	c.Event(sus)
+	now.Add(3 * time.Second)
+	eventually(t, "the suspect on the live line", func() bool {
+		return strings.Contains(out.String(), "bootstrap-data 4.0s · 0/1 past · suspect bootstrap 3.0s: KairosConfig m1 reports")
+	})
+	cleared := detail
+	cleared.At = now.Add(time.Second)
+	c.Event(cleared)
+	c.Close()
+	got := log.String()
+	for _, w := range []string{
+		"10:00:01.000 pool kairos: suspect bootstrap at bootstrap-data since 10:00:01.000 (KairosConfig/m1): KairosConfig m1 reports failureReason",
+		"10:00:05.000 pool kairos: suspect bootstrap cleared after 4.0s (KairosConfig/m1)",
+	} {
+		if !strings.Contains(got, w) {
+			t.Errorf("harness.log lacks %q:\n%s", w, got)
+		}
+	}
+	if n := strings.Count(got, "no bootstrap data yet (at this stage"); n != 1 {
+		t.Errorf("the unchanged detail was logged %d times:\n%s", n, got)
+	}
+	now2 := &fakeNow{t: t0}
+	var out2 syncBuffer
+	c2 := NewConsole(Options{Out: &out2, Now: now2.Now, Heartbeat: time.Second})
+	sus.At = t0
+	c2.Event(sus)
+	now2.Add(2 * time.Second)
+	eventually(t, "the heartbeat with the suspect", func() bool {
+		return strings.Contains(out2.String(), "no bootstrap data yet; suspect bootstrap 1.0s: KairosConfig m1 reports")
+	})
+	c2.Close()
+}

@@ -49,6 +49,11 @@ func expect(f faults.Name, os string) (expectation, bool) {
 		// A Talos console says nothing of the kubelet: the join runs out of time, with no CSR.
 		return expectation{verdict.Deadline, join.StageJoin, false, []string{"0 CertificateSigningRequest(s)"}, false}, true
 	case faults.ProviderIDMissing:
+		if os == osfamily.Kairos {
+			// Its provider patches the providerID on after registration: a suspect until the
+			// deadline, which names it.
+			return expectation{verdict.Deadline, join.StageProviderID, false, []string{"MISMATCH"}, false}, true
+		}
 		return expectation{verdict.Identity, join.StageProviderID, true, []string{"MISMATCH"}, false}, true
 	case faults.NodeNotReady:
 		return expectation{verdict.Deadline, join.StageReady, false, []string{"KubeletNotReady"}, false}, true

@@ -2,9 +2,12 @@ package simlane
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,17 +16,66 @@ import (
 	"github.com/cozystack/cozy-e2e/framework/lane"
 	"github.com/cozystack/cozy-e2e/framework/osfamily"
 	"github.com/cozystack/cozy-e2e/framework/sim/faults"
+	"github.com/cozystack/cozy-e2e/framework/sim/guest"
 	"github.com/cozystack/cozy-e2e/framework/sim/simenv"
+	"github.com/cozystack/cozy-e2e/framework/verdict"
 )
 
 // fired proves, from a run's artifacts, that a fault a correct harness absorbs did happen: a
 // green run under a fault that never fired proves nothing. Every fault of the catalogue that
 // passes has one (TestScenariosCoverTheCatalogue).
 var fired = map[faults.Name]func(t *testing.T, l *lane.Lane, set *faults.Set, art string, obs []simenv.Observation){
-	faults.MHCReplacement:     machineReplaced,
-	faults.APIServerTransient: transientAnswered,
-	faults.DiskImportOOM:      importerReplaced,
-	faults.VMICrashOnce:       crashedOnce,
+	faults.MHCReplacement:      machineReplaced,
+	faults.APIServerTransient:  transientAnswered,
+	faults.BootstrapTransient:  suspectCleared(faults.BootstrapTransient, verdict.Bootstrap, " set: ", "cleared", 0),
+	faults.MachineSetTransient: suspectCleared(faults.MachineSetTransient, verdict.Bootstrap, "cannot be called", "answers again", 0),
+	faults.ProviderIDLate:      suspectCleared(faults.ProviderIDLate, verdict.Identity, "registered", "patched", guest.ProviderIDLateDelay),
+	faults.DiskImportOOM:       importerReplaced,
+	faults.VMICrashOnce:        crashedOnce,
+}
+
+// suspectCleared proves fault f, one upstream retries or repairs: in every pool it targets, the
+// sim recorded the trouble (an observation whose detail holds began) and its end (ended), at
+// least apart later, and the harness showed a suspect of class in that pool and its clearing in
+// harness.log (the pool passed: the run is green).
+func suspectCleared(f faults.Name, class verdict.Class, began, ended string, apart time.Duration) func(*testing.T, *lane.Lane, *faults.Set, string, []simenv.Observation) {
+	return func(t *testing.T, l *lane.Lane, set *faults.Set, art string, obs []simenv.Observation) {
+		t.Helper()
+		log, err := os.ReadFile(filepath.Join(art, "harness.log"))
+		if err != nil {
+			t.Errorf("%s: harness.log: %v", f, err)
+		}
+		oses := osOf(l)
+		for _, p := range l.Pools {
+			if !set.Active(f, p.Name, oses[p.Class] == osfamily.Kairos) {
+				continue
+			}
+			var from, to time.Time
+			for _, o := range obs {
+				switch {
+				case o.Fault != f || o.Pool != p.Name:
+				case from.IsZero() && strings.Contains(o.Detail, began):
+					from = o.At
+				case !from.IsZero() && to.IsZero() && strings.Contains(o.Detail, ended):
+					to = o.At
+				}
+			}
+			switch {
+			case from.IsZero() || to.IsZero():
+				t.Errorf("pool %s: the sim recorded no %q and %q of %s: the fault did not fire", p.Name, began, ended, f)
+				continue
+			case to.Sub(from) < apart:
+				t.Errorf("pool %s: %s ended %s after it began, sooner than %s", p.Name, f, to.Sub(from), apart)
+			}
+			shown := fmt.Sprintf("pool %s: suspect %s at ", p.Name, class)
+			gone := fmt.Sprintf("pool %s: suspect %s cleared after ", p.Name, class)
+			if !bytes.Contains(log, []byte(shown)) || !bytes.Contains(log, []byte(gone)) {
+				t.Errorf("pool %s: harness.log does not show a %s suspect appearing and clearing under %s", p.Name, class, f)
+				continue
+			}
+			t.Logf("pool %s: %s lasted %s; the harness showed it as a suspect and the pool passed", p.Name, f, to.Sub(from).Round(time.Millisecond))
+		}
+	}
 }
 
 // checkTolerated runs the proof of every absorbed fault the run selected.

@@ -43,7 +43,7 @@ const (
 
 // Setup registers the KairosConfig reconciler and the provider's webhook on mgr.
 func Setup(mgr manager.Manager, env *simenv.Env) error {
-	if err := setup(mgr, names.KairosConfigGVK, &kairos{base{c: mgr.GetClient(), env: env}}, names.KubevirtMachineGVK); err != nil {
+	if err := setup(mgr, names.KairosConfigGVK, &kairos{base: base{c: mgr.GetClient(), env: env}}, passwordSecretConfigs(mgr.GetClient()), names.KubevirtMachineGVK); err != nil {
 		return err
 	}
 	if env.Webhooks == nil {
@@ -52,12 +52,16 @@ func Setup(mgr manager.Manager, env *simenv.Env) error {
 	return env.Webhooks.Validating(kairosWebhook(env))
 }
 
-// setup registers r for configs of kind gvk; also are kinds whose object of the same name (the
-// Machine's infrastructure, say) wakes the config of that name.
-func setup(mgr manager.Manager, gvk schema.GroupVersionKind, r reconcile.Reconciler, also ...schema.GroupVersionKind) error {
+// setup registers r for configs of kind gvk; secrets maps a Secret to the configs it wakes (nil:
+// none); also are kinds whose object of the same name (the Machine's infrastructure, say) wakes
+// the config of that name.
+func setup(mgr manager.Manager, gvk schema.GroupVersionKind, r reconcile.Reconciler, secrets handler.MapFunc, also ...schema.GroupVersionKind) error {
 	obj := &unstructured.Unstructured{}
 	obj.SetGroupVersionKind(gvk)
 	b := ctrl.NewControllerManagedBy(mgr)
+	if secrets != nil {
+		b = b.Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(secrets))
+	}
 	for _, k := range also {
 		o := &unstructured.Unstructured{}
 		o.SetGroupVersionKind(k)

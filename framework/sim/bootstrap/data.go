@@ -36,6 +36,9 @@ type Data struct {
 	Kubeadm bool
 	// ProviderID is the kubelet's --provider-id when the data passes one ("" otherwise).
 	ProviderID string
+	// PatchProviderID is the providerID a post-bootstrap step patches onto the worker's Node
+	// once it registered (Kairos), "" when the data has no such step.
+	PatchProviderID string
 
 	// BootstrapToken is the kubelet's bootstrap credential, a kubeadm-format token
 	// "<id>.<secret>" (Talos cluster.token; kubeadm's discovery bootstrap token).
@@ -149,6 +152,9 @@ func splitDocuments(data []byte) [][]byte {
 	return out
 }
 
+// providerIDPatch is the post-bootstrap step's patch of its Node's providerID (postBootstrap).
+var providerIDPatch = regexp.MustCompile(`patch node .*"providerID":"([^"]+)"`)
+
 func parseKairos(data []byte) (Data, error) {
 	var doc struct {
 		Hostname string `json:"hostname"`
@@ -156,6 +162,9 @@ func parseKairos(data []byte) (Data, error) {
 			ControlPlaneHost string `json:"control_plane_host"`
 			Config           string `json:"config"`
 		} `json:"cluster"`
+		Stages map[string][]struct {
+			Commands []string `json:"commands"`
+		} `json:"stages"`
 	}
 	if err := yaml.Unmarshal(data, &doc); err != nil {
 		return Data{}, fmt.Errorf("#cloud-config: %w", err)
@@ -189,8 +198,18 @@ func parseKairos(data []byte) (Data, error) {
 			providerID = a.Value
 		}
 	}
+	patch := ""
+	for _, steps := range doc.Stages {
+		for _, st := range steps {
+			for _, c := range st.Commands {
+				if m := providerIDPatch.FindStringSubmatch(c); m != nil {
+					patch = m[1]
+				}
+			}
+		}
+	}
 	return Data{
-		OS: osKairos, Kubeadm: true, Hostname: doc.Hostname, ProviderID: providerID,
+		OS: osKairos, Kubeadm: true, Hostname: doc.Hostname, ProviderID: providerID, PatchProviderID: patch,
 		NodeName:          opts.JoinConfiguration.NodeRegistration.Name,
 		KubernetesVersion: opts.ClusterConfiguration.KubernetesVersion,
 		Endpoint:          opts.JoinConfiguration.Discovery.BootstrapToken.APIServerEndpoint,

@@ -28,8 +28,14 @@ import (
 // a providerID the bootstrap data is rendered again with it as the kubelet's --provider-id
 // (internal/controllers/bootstrap/kairosconfig_controller.go:387-431), so the Node is linked by
 // providerID, not by name. A spec the provider would refuse gets status.failureReason
-// BootstrapDataSecretGenerationFailed (kairosconfig_controller.go:214-215).
-type kairos struct{ base }
+// BootstrapDataSecretGenerationFailed (kairosconfig_controller.go:214-215) on any error of a
+// reconcile, a spec it would refuse or a password Secret that is not there yet, and clears it
+// on the next success (:231-236). The data carries a post-bootstrap step that patches the
+// Node's providerID once the Node registered (transient.go).
+type kairos struct {
+	base
+	late lateSecrets
+}
 
 func (r *kairos) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	s, err := r.load(ctx, names.KairosConfigGVK, req.NamespacedName)
@@ -65,6 +71,7 @@ func (r *kairos) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, 
 	}
 	data, err := r.cloudConfig(ctx, s, providerID)
 	if err != nil {
+		r.late.missing(ctx, r, s, err)
 		msg := err.Error()
 		standin.SetConditions(cfg, r.now(), standin.False("Ready", "Warning", KairosGenerationFailed, msg),
 			standin.False(BootstrapReady, "Warning", KairosGenerationFailed, msg), standin.False(DataSecretAvailable, "Warning", KairosGenerationFailed, msg))
@@ -77,6 +84,7 @@ func (r *kairos) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, 
 	if err := r.writeSecret(ctx, s, name, clusterv1.ClusterSecretType, data); err != nil {
 		return ctrl.Result{}, err
 	}
+	r.late.cleared(r, s)
 	unstructured.RemoveNestedField(cfg.Object, "status", "failureReason")
 	unstructured.RemoveNestedField(cfg.Object, "status", "failureMessage")
 	_ = unstructured.SetNestedField(cfg.Object, name, "status", "dataSecretName")
@@ -147,11 +155,12 @@ func (r *kairos) cloudConfig(ctx context.Context, s *scope, providerID string) (
 			key = "password"
 		}
 		var sec corev1.Secret
+		// The provider's words (kairosconfig_controller.go:936-960).
 		if err := r.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: ref.Name}, &sec); err != nil {
-			return nil, fmt.Errorf("spec.userPasswordSecretRef: secret %s/%s: %w", ns, ref.Name, err)
+			return nil, &passwordError{ns: ns, name: ref.Name, err: fmt.Errorf("get user password secret %s/%s: %w", ns, ref.Name, err)}
 		}
-		if len(sec.Data[key]) == 0 {
-			return nil, fmt.Errorf("spec.userPasswordSecretRef: secret %s/%s has no key %q", ns, ref.Name, key)
+		if _, ok := sec.Data[key]; !ok {
+			return nil, fmt.Errorf("user password secret %s/%s does not contain key %q", ns, ref.Name, key)
 		}
 		password = string(sec.Data[key])
 	}
@@ -181,9 +190,12 @@ func (r *kairos) cloudConfig(ctx context.Context, s *scope, providerID string) (
 
 	hostname := spec.Hostname
 	prefix := "metal-"
-	if spec.HostnamePrefix != nil && !standin.PoolOfMachine(s.machine).Active(r.env, faults.ProviderIDMissing) {
-		// Under provider-id-missing the provider's default prefix stands, as for a class that
-		// leaves hostnamePrefix unset, and (providerID above) no --provider-id is passed.
+	pool := standin.PoolOfMachine(s.machine)
+	if spec.HostnamePrefix != nil && !pool.Active(r.env, faults.ProviderIDMissing) && !pool.Active(r.env, faults.ProviderIDLate) {
+		// Under provider-id-missing and providerid-late the provider's default prefix stands,
+		// as for a class that leaves hostnamePrefix unset: the Node is not named like the VMI,
+		// so CAPK does not patch its providerID. Under provider-id-missing (providerID above)
+		// no --provider-id is passed and no post-bootstrap step patches it either.
 		prefix = *spec.HostnamePrefix
 	}
 	if hostname == "" && prefix != "" {
@@ -223,11 +235,16 @@ func (r *kairos) cloudConfig(ctx context.Context, s *scope, providerID string) (
 	if len(spec.Files) > 0 {
 		doc["write_files"] = spec.Files
 	}
+	stages := map[string]any{}
 	if len(spec.PreCommands)+len(spec.PostCommands) > 0 {
-		doc["stages"] = map[string]any{
-			"boot.before": []any{map[string]any{"commands": spec.PreCommands}},
-			"boot.after":  []any{map[string]any{"commands": spec.PostCommands}},
-		}
+		stages["boot.before"] = []any{map[string]any{"commands": spec.PreCommands}}
+		stages["boot.after"] = []any{map[string]any{"commands": spec.PostCommands}}
+	}
+	if !pool.Active(r.env, faults.ProviderIDMissing) {
+		stages[postBootstrapStage] = []any{postBootstrap(names.ProviderID(s.machine.Spec.InfrastructureRef.Name))}
+	}
+	if len(stages) > 0 {
+		doc["stages"] = stages
 	}
 	body, err := yaml.Marshal(doc)
 	if err != nil {

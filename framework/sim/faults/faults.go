@@ -29,6 +29,9 @@ const (
 	MHCBlocked          Name = "mhc-blocked"
 	ScaleDownStuck      Name = "scale-down-stuck"
 	Leak                Name = "leak"
+	BootstrapTransient  Name = "bootstrap-transient"
+	MachineSetTransient Name = "machineset-transient"
+	ProviderIDLate      Name = "providerid-late"
 )
 
 // Fault is one catalogue entry. The verdict a correct harness reaches under each fault is not
@@ -81,6 +84,12 @@ var catalogue = []Fault{
 		"the apiserver keeps an object with a deletionTimestamp until metadata.finalizers is empty (k8s.io/apiserver v0.35.4 pkg/registry/generic/registry/store.go:1044-1130); the finalizer's absent controller is sim only", false, false},
 	{Leak, "every worker disk's PVC carries a finalizer no controller removes: deleting the app leaves the PVCs, and deleting the tenant leaves them and its namespace Terminating",
 		"the apiserver keeps an object with a deletionTimestamp until metadata.finalizers is empty, and the namespace controller keeps a namespace until its content is gone (kubernetes v1.35.4 pkg/controller/namespace/deletion/namespaced_resources_deleter.go:442-480, condition NamespaceFinalizersRemaining); a PVC so held is what external-snapshotter's snapshot.storage.kubernetes.io/pvc-as-source-protection leaves when its controller is gone; here the finalizer's absent controller is sim only", false, false},
+	{BootstrapTransient, "the targeted pool's KairosConfigTemplate names its user's password by userPasswordSecretRef, and that Secret is written 10 s after a KairosConfig first found it missing: the Kairos provider's stand-in sets failureReason BootstrapDataSecretGenerationFailed with the provider's words, and clears it once the Secret is there",
+		"kairos-io/cluster-api-provider-kairos main c300236 internal/controllers/bootstrap/kairosconfig_controller.go:206-218 (failureReason on any error of a reconcile), :231-236 (cleared on the next success), :926-960 (the password Secret read); api/bootstrap/v1beta2/kairosconfig_types.go:516-521 (\"an ongoing failure, not a terminal one\")", true, true},
+	{MachineSetTransient, "the Kairos provider's validating webhook cannot be called for the targeted pool's KairosConfigs during the 20 s after the first one is cloned (the connection ends without an answer): the apiserver fails the clone with \"failed calling webhook\", Cluster API marks the MachineSet MachinesCreated=False BootstrapTemplateCloningFailed with that message, tries again with its backoff and creates the Machine once the webhook answers",
+		"k8s.io/apiserver v0.35.4 pkg/admission/plugin/webhook/validating/dispatcher.go:199-219, 295-312 (an uncallable webhook under failurePolicy Fail is an internal error); sigs.k8s.io/cluster-api v1.13.6 internal/controllers/machineset/machineset_controller.go:859-870 (the condition and the returned error), :1444-1462 (True again)", true, true},
+	{ProviderIDLate, "the targeted pool's Kairos worker is named by the provider's default hostnamePrefix metal- and registers without a providerID; 10 s after its Node registered, its post-bootstrap step patches kubevirt://<vmi> onto it, as the provider's template does once the Node is there (CAPK patches only a Node named like the VMI)",
+		"kairos-io/cluster-api-provider-kairos main c300236 internal/bootstrap/templates/k0s_kairos_cloud_config_capk.yaml.tmpl:527-567 (waits for the Node, then kubectl patch node $(hostname) spec.providerID, 30 tries 5 s apart); cluster-api-provider-kubevirt v0.1.10 controllers/kubevirtmachine_controller.go:389-434", true, true},
 }
 
 // Catalogue lists every fault, in documentation order.

@@ -3,6 +3,7 @@ package guest_test
 import (
 	"context"
 	"encoding/base64"
+	"maps"
 	"net/url"
 	"os"
 	"strings"
@@ -126,6 +127,13 @@ func (w *world) talosData(token string) string {
 // (the sim runs CAPK itself; these tests are about KubeVirt, CDI and the guest).
 func (w *world) machine(t *testing.T, pool, name string, kairos bool) {
 	t.Helper()
+	w.machineWith(t, pool, name, kairos, map[string]any{"userPassword": "!"})
+}
+
+// machineWith is machine with a KairosConfig whose spec holds password (userPassword or
+// userPasswordSecretRef) beside the kubeadm worker's fields.
+func (w *world) machineWith(t *testing.T, pool, name string, kairos bool, password map[string]any) {
+	t.Helper()
 	ctx := t.Context()
 	kind, gvk := "TalosConfig", names.TalosConfigGVK
 	if kairos {
@@ -142,8 +150,9 @@ func (w *world) machine(t *testing.T, pool, name string, kairos bool) {
 	owner := []metav1.OwnerReference{{APIVersion: clusterv1.GroupVersion.String(), Kind: "Machine", Name: name, UID: m.UID}}
 	var secret string
 	if kairos {
-		cfg := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{
-			"role": "worker", "distribution": "kubeadm", "kubernetesVersion": "v1.35.4", "userName": "kairos", "userPassword": "!"}}}
+		spec := map[string]any{"role": "worker", "distribution": "kubeadm", "kubernetesVersion": "v1.35.4", "userName": "kairos"}
+		maps.Copy(spec, password)
+		cfg := &unstructured.Unstructured{Object: map[string]any{"spec": spec}}
 		cfg.SetGroupVersionKind(gvk)
 		cfg.SetNamespace(ns)
 		cfg.SetName(name)

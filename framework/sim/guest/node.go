@@ -2,6 +2,7 @@ package guest
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -9,11 +10,15 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cozystack/cozy-e2e/framework/sim/bootstrap"
+	"github.com/cozystack/cozy-e2e/framework/sim/faults"
 	"github.com/cozystack/cozy-e2e/framework/sim/names"
+	"github.com/cozystack/cozy-e2e/framework/sim/simenv"
+	"github.com/cozystack/cozy-e2e/framework/sim/standin"
 )
 
 // KwokNodeAnnotation marks a Node for the tenant's kwok, which plays its kubelet.
@@ -98,6 +103,40 @@ func (gu *guest) heartbeat(ctx context.Context, wc client.Client, name string) {
 			_ = wc.Update(ctx, lease)
 		}
 		if !sleep(ctx, leaseRenew) {
+			return
+		}
+	}
+}
+
+// ProviderIDLateDelay is how long after its Node registered a worker under providerid-late
+// patches the Node's providerID.
+const ProviderIDLateDelay = 10 * time.Second
+
+// patchProviderID is the post-bootstrap step of a Kairos worker's data: once its Node is
+// registered it patches the Node's providerID (the provider's CAPK template, polling for the
+// Node every 5 s, then kubectl patch node $(hostname)); at once, or ProviderIDLateDelay after
+// the registration under providerid-late, whose two moments are recorded.
+func (gu *guest) patchProviderID(ctx context.Context, wc client.Client, pool standin.Pool, node, providerID string, late bool) {
+	obj := "Node/" + node
+	if late {
+		_ = gu.env().Observe(simenv.Observation{Fault: faults.ProviderIDLate, Pool: pool.Name, Object: obj,
+			Detail: fmt.Sprintf("Node %s registered for VMI %s without a providerID", node, gu.vmi.Name)})
+		if !sleep(ctx, ProviderIDLateDelay) {
+			return
+		}
+	}
+	patch := client.RawPatch(types.MergePatchType, []byte(fmt.Sprintf(`{"spec":{"providerID":%q}}`, providerID)))
+	for try := 1; try <= 30; try++ {
+		err := wc.Patch(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}}, patch)
+		if err == nil {
+			if late {
+				_ = gu.env().Observe(simenv.Observation{Fault: faults.ProviderIDLate, Pool: pool.Name, Object: obj,
+					Detail: fmt.Sprintf("providerID %s patched onto Node %s", providerID, node)})
+			}
+			return
+		}
+		gu.g.logf("VMI %s/%s: patching the providerID of Node %s (try %d of 30): %v", gu.vmi.Namespace, gu.vmi.Name, node, try, err)
+		if !sleep(ctx, 5*time.Second) {
 			return
 		}
 	}

@@ -89,11 +89,9 @@ func (gu *guest) run(ctx context.Context) {
 func (gu *guest) join(ctx context.Context, pool standin.Pool, known bool, data bootstrap.Data) {
 	vmi := gu.vmi
 	active := func(n faults.Name) bool { return known && pool.Active(gu.env(), n) }
-	// The data is read again as the join starts: a provider that renders it again once the
-	// KubevirtMachine has its providerID (Kairos) has done so by then.
-	if again, err := gu.userdata(ctx, pool, known); err == nil {
-		data = again
-	}
+	// The data is what the guest read as its VM started: KubeVirt builds the config drive once,
+	// when the domain starts, so data a provider renders again later (Kairos, once the
+	// KubevirtMachine has its providerID) reaches only a VMI started after it.
 	var wc client.Client
 	if data.Kubeadm {
 		clusterName := vmi.Labels[clusterv1.ClusterNameLabel]
@@ -145,6 +143,9 @@ func (gu *guest) join(ctx context.Context, pool standin.Pool, known bool, data b
 	}
 	gu.con.say(joined(data)...)
 	obj := "Node/" + name
+	if data.PatchProviderID != "" && node.Spec.ProviderID == "" {
+		go gu.patchProviderID(ctx, wc, pool, name, data.PatchProviderID, active(faults.ProviderIDLate))
+	}
 	switch {
 	case name != vmi.Name && node.Spec.ProviderID == "" && active(faults.ProviderIDMissing):
 		_ = gu.env().Observe(simenv.Observation{Fault: faults.ProviderIDMissing, Pool: pool.Name, Object: obj,

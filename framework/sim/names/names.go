@@ -1,7 +1,8 @@
 // Package names holds the upstream names, keys and kinds the sim's stand-ins imitate, each read
 // from the upstream source that defines it. The stand-ins take them from here, never from the
 // harness's own packages: the sim imitates upstream, not the checks that judge it. A contract
-// test (framework/tenant/contract_test.go) keeps this copy and the harness's in step.
+// test (framework/tenant/contract_test.go) keeps this copy and the harness's in step, and both
+// in step with the sim's render of a pool and the pinned chart's templates.
 package names
 
 import (

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"strconv"
 	"strings"
 
@@ -210,15 +211,21 @@ func (r *renderer) bootstrapTemplate(p string, spec map[string]any, class Class,
 			role = "control-plane" // the provider's kubeadm path joins workers only; its webhook refuses this
 		}
 		t := object(KairosConfigTemplateGVK, r.app.Namespace, name, r.labels())
+		password := map[string]any{"userPassword": "!"}
+		if r.o.Faults != nil && r.o.Faults.Active("bootstrap-transient", p, true) {
+			// The password by a Secret reference, a Secret the fault writes late.
+			password = map[string]any{"userPasswordSecretRef": map[string]any{"name": name + "-password", "key": "password"}}
+		}
 		t.Object["spec"] = map[string]any{"template": map[string]any{"spec": map[string]any{
 			"role": role, "distribution": "kubeadm", "kubernetesVersion": version,
-			"userName": "kairos", "userPassword": "!", "hostnamePrefix": "",
+			"userName": "kairos", "hostnamePrefix": "",
 			"kubeadm": map[string]any{"joinConfiguration": map[string]any{
 				"discovery":        map[string]any{"bootstrapToken": map[string]any{"apiServerEndpoint": apiserver}},
 				"nodeRegistration": map[string]any{"kubeletExtraArgs": []any{map[string]any{"name": "cloud-provider", "value": "external"}}},
 				"patches":          map[string]any{"directory": "/etc/kubernetes/patches"},
 			}},
 		}}}
+		maps.Copy(t.Object["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any), password)
 		return t
 	}
 	if r.live.Talos == nil {

@@ -58,6 +58,10 @@ type ValidatingWebhook struct {
 	Name    string
 	Rules   []admissionv1.RuleWithOperations
 	Handler admission.Handler
+	// Unavailable, when set, says which requests find the webhook unavailable: their connection
+	// ends without an answer, and the apiserver fails the request as it does for a webhook it
+	// cannot call (nil: the webhook always answers).
+	Unavailable func(admission.Request) bool
 }
 
 // Webhooks serves the stand-ins' admission webhooks (the sim's world does).

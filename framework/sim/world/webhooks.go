@@ -1,11 +1,15 @@
 package world
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"time"
 
+	admissionapi "k8s.io/api/admission/v1"
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -111,7 +115,11 @@ func installAdmissionWebhooks(ctx context.Context, c *cluster.Cluster, s *webhoo
 // server now, its configuration is installed once the manager runs (Run).
 func (w *World) Validating(v simenv.ValidatingWebhook) error {
 	path := "/validate-standin-" + v.Name
-	w.mgr.GetWebhookServer().Register(path, &admission.Webhook{Handler: v.Handler})
+	var h http.Handler = &admission.Webhook{Handler: v.Handler}
+	if v.Unavailable != nil {
+		h = unavailable(h, v.Unavailable)
+	}
+	w.mgr.GetWebhookServer().Register(path, h)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.standinWebhooks = append(w.standinWebhooks, admissionv1.ValidatingWebhook{
@@ -135,4 +143,23 @@ func (w *World) installStandinWebhooks(ctx context.Context) error {
 		return fmt.Errorf("world: installing the stand-ins' admission webhooks: %w", err)
 	}
 	return nil
+}
+
+// unavailable serves h, except to the requests down says find the webhook unavailable: their
+// connection (or HTTP/2 stream) is ended without an answer, so the apiserver cannot read one
+// and fails the request with "failed calling webhook" (k8s.io/apiserver v0.35.4
+// pkg/admission/plugin/webhook/validating/dispatcher.go:295-312, 199-219).
+func unavailable(h http.Handler, down func(admission.Request) bool) http.Handler {
+	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			panic(http.ErrAbortHandler)
+		}
+		var review admissionapi.AdmissionReview
+		if json.Unmarshal(body, &review) == nil && review.Request != nil && down(admission.Request{AdmissionRequest: *review.Request}) {
+			panic(http.ErrAbortHandler)
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		h.ServeHTTP(rw, r)
+	})
 }

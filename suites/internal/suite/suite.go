@@ -112,7 +112,7 @@ func (s *Suite) JoinProgress(replicas map[string]int) func(join.Progress) {
 	}
 	return func(p join.Progress) {
 		s.events(progress.Event{Kind: progress.Detail, Pool: p.Pool, Stage: string(p.Stage), Detail: p.Detail, Since: p.Since,
-			Replicas: replicas[p.Pool], Past: progress.PastOf(p.Detail)})
+			Replicas: replicas[p.Pool], Past: progress.PastOf(p.Detail), Suspects: progress.SuspectsOf(p.Suspects)})
 	}
 }
 
