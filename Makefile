@@ -13,6 +13,7 @@
 # make scale-bench    the sim lane at 1 to 64 workers and 1 to 16 pools: wall, CPU, memory, the
 #                     harness's CPU and API requests per worker, join stages (SCALE=1,8 for a subset)
 # make e2e-down       tear down what a kept kind run left (LANE=<lane>, WORK=<the folder it printed>)
+# make perf-doc       write docs/performance.md from the measured figures in docs/performance.yaml
 
 SHELL       := /bin/bash
 GO          ?= go
@@ -25,7 +26,7 @@ BIN         := bin
 E2E_TOOLS_DIR ?= $(shell hack/tools/build.sh --print)
 export E2E_TOOLS_DIR
 
-.PHONY: all scale-bench e2e e2e-down e2e-plan repro test unit lanes-check workflows workflows-check tools vet fmt-check lint tidy-check clean
+.PHONY: all scale-bench e2e e2e-down e2e-plan repro perf-doc test unit lanes-check workflows workflows-check tools vet fmt-check lint tidy-check clean
 
 all: test
 
@@ -71,6 +72,9 @@ workflows: $(BIN)/lanes
 
 workflows-check: $(BIN)/lanes
 	@$(BIN)/lanes workflow check --dir $(LANES_DIR)
+
+perf-doc:
+	@$(GO) run ./hack/perfdoc
 
 vet:
 	@$(GO) vet ./...

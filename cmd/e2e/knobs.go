@@ -33,7 +33,7 @@ type knob struct {
 }
 
 // knobs are every environment variable bin/e2e reads, besides LANE (the --lane default, checked
-// by loading the lane). README's "Knobs" table says the same.
+// by loading the lane). docs/knobs.md lists the same.
 var knobs = []knob{
 	{name: "E2E_ARTIFACTS", rule: "a folder that does not exist yet or is empty, so runs never mix their evidence",
 		example: "_artifacts/sim-1", check: checkArtifacts},
@@ -47,7 +47,7 @@ var knobs = []knob{
 		substrates: []lane.Substrate{lane.SubstrateKind}, check: oneOf("1", "0")},
 	{name: "E2E_FROM_PHASE", rule: "a phase of the lane's budget, to start later in the plan", example: "tenant",
 		substrates: []lane.Substrate{lane.SubstrateKind, lane.SubstrateExisting}, check: checkPhase},
-	{name: "E2E_SIM_FAULT", rule: "sim faults, each <fault>[@<pool>], comma separated (README lists the faults)",
+	{name: "E2E_SIM_FAULT", rule: "sim faults, each <fault>[@<pool>], comma separated (docs/sim.md lists the faults)",
 		example: "guest-join-rejected@md0", substrates: []lane.Substrate{lane.SubstrateSim}, check: checkFaults},
 	{name: "E2E_SIM_CANARY", rule: "8 to 128 letters, digits, dots, dashes or underscores (a short canary would match by chance)",
 		example: "canary-4f2a9c1d", substrates: []lane.Substrate{lane.SubstrateSim},

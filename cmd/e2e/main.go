@@ -7,7 +7,7 @@
 // Exit codes: 0 pass, 1 hard failure, 2 configuration or preflight error, 3 soft failure only,
 // 130 interrupted.
 //
-// Environment: every variable in knobs.go (README's "Knobs"), checked before anything starts.
+// Environment: every variable in knobs.go (docs/knobs.md), checked before anything starts.
 package main
 
 import (
@@ -20,7 +20,7 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 )
 
-// Exit codes, documented in README.
+// Exit codes, documented in docs/artifacts.md ("Exit codes").
 const (
 	exitPass        = 0
 	exitFail        = 1

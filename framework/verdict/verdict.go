@@ -22,7 +22,7 @@ const (
 	Interrupted Result = "interrupted"
 )
 
-// Exit codes of a run, documented in README.
+// Exit codes of a run, documented in docs/artifacts.md ("Exit codes").
 const (
 	ExitPass        = 0
 	ExitFail        = 1

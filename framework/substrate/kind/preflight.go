@@ -166,7 +166,7 @@ func (r Report) Err(l *lane.Lane) error {
 	if len(missing) == 0 {
 		return nil
 	}
-	hint := "this lane runs on " + runsOn(l) + " (see README, the real lane)"
+	hint := "this lane runs on " + runsOn(l) + " (see docs/real-lane.md)"
 	if r.KVMMissing {
 		hint = "this lane needs hardware KVM; run it on " + runsOn(l) + ", or run a lane with kind.emulation: true (longer budgets); it never falls back to emulation on its own"
 	}
