@@ -16,13 +16,12 @@ const clockTicks = 100
 
 // proc is one process as /proc/<pid>/stat shows it (proc(5): fields 2, 4, 14, 15, 22, 24).
 type proc struct {
-	pid, ppid   int
-	comm        string
-	utime       int64
-	stime       int64
-	start       int64
-	rssPages    int64
-	interesting bool
+	pid, ppid int
+	comm      string
+	utime     int64
+	stime     int64
+	start     int64
+	rssPages  int64
 }
 
 func readStat(pid int) (proc, bool) {
