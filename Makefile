@@ -10,6 +10,8 @@
 # make workflows      regenerate .github/workflows/e2e.yaml and e2e-lane.yaml from the lanes
 # make e2e-plan       print a lane's whole plan without a cluster
 # make repro          rerun a downloaded CI run's lane with its pins (ARTIFACTS=<dir>)
+# make scale-bench    the sim lane at 1 to 64 workers and 1 to 16 pools: wall, CPU, memory, the
+#                     harness's CPU and API requests per worker, join stages (SCALE=1,8 for a subset)
 # make e2e-down       tear down what a kept kind run left (LANE=<lane>, WORK=<the folder it printed>)
 # make perf-doc       write docs/performance.md from the measured figures in docs/performance.yaml
 
@@ -24,7 +26,7 @@ BIN         := bin
 E2E_TOOLS_DIR ?= $(shell hack/tools/build.sh --print)
 export E2E_TOOLS_DIR
 
-.PHONY: examples all e2e e2e-down e2e-plan repro perf-doc test unit lanes-check workflows workflows-check tools vet fmt-check lint tidy-check clean
+.PHONY: examples all scale-bench e2e e2e-down e2e-plan repro perf-doc test unit lanes-check workflows workflows-check tools vet fmt-check lint tidy-check clean
 
 all: test
 
@@ -47,6 +49,10 @@ e2e: $(BIN)/e2e
 	@$(BIN)/e2e run --check --lane $(LANE) --lanes-dir $(LANES_DIR)
 	@$(if $(E2E_NEEDS),hack/tools/build.sh,true)
 	@$(BIN)/e2e run --lane $(LANE) --lanes-dir $(LANES_DIR)
+
+# A benchmark, not a test: one run at a time, each a whole sim lane (minutes each, CPU heavy).
+scale-bench: tools
+	@$(GO) run ./hack/scalebench -e2e $(BIN)/e2e $(if $(SCALE),-scale $(SCALE))
 
 e2e-down: $(BIN)/e2e
 	@$(BIN)/e2e down --lane $(LANE) --lanes-dir $(LANES_DIR) $(if $(WORK),--work $(WORK))

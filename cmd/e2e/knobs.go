@@ -13,6 +13,7 @@ import (
 	"github.com/cozystack/cozy-e2e/framework/lane"
 	"github.com/cozystack/cozy-e2e/framework/sim/faults"
 	"github.com/cozystack/cozy-e2e/framework/substrate/kind"
+	"github.com/cozystack/cozy-e2e/framework/substrate/sim"
 	"github.com/cozystack/cozy-e2e/framework/verdict/report"
 )
 
@@ -51,6 +52,8 @@ var knobs = []knob{
 	{name: "E2E_SIM_CANARY", rule: "8 to 128 letters, digits, dots, dashes or underscores (a short canary would match by chance)",
 		example: "canary-4f2a9c1d", substrates: []lane.Substrate{lane.SubstrateSim},
 		check: matches(regexp.MustCompile(`^[A-Za-z0-9._-]{8,128}$`))},
+	{name: sim.AuditLogEnv, rule: "a file path: the management apiserver's audit log of the harness's own requests (make scale-bench sets it)",
+		example: "/tmp/audit.jsonl", substrates: []lane.Substrate{lane.SubstrateSim}, check: checkAuditLog},
 	{name: "E2E_BASELINE", rule: "the baseline.json of a green run of this lane", example: "_artifacts/sim-green/baseline.json",
 		check: checkBaseline},
 	{name: "E2E_TOOLS_DIR", rule: "an absolute path to a folder (`make tools` builds into it; hack/tools/build.sh --print names the default)",
@@ -283,6 +286,14 @@ func checkKubeconfig(v string, _ *lane.Lane) error {
 func checkStepSummary(v string, _ *lane.Lane) error {
 	if info, err := os.Stat(filepath.Dir(v)); err != nil || !info.IsDir() {
 		return fmt.Errorf("its folder %s does not exist", filepath.Dir(v))
+	}
+	return nil
+}
+
+// checkAuditLog refuses a folder: the apiserver appends its audit events to a file.
+func checkAuditLog(v string, _ *lane.Lane) error {
+	if info, err := os.Stat(v); err == nil && info.IsDir() {
+		return errors.New("is a folder; name a file in it")
 	}
 	return nil
 }

@@ -15,6 +15,7 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -22,6 +23,7 @@ import (
 	"github.com/cozystack/cozy-e2e/framework/sim/faults"
 	"github.com/cozystack/cozy-e2e/framework/sim/simenv"
 	"github.com/cozystack/cozy-e2e/framework/sim/standin"
+	"github.com/cozystack/cozy-e2e/framework/sim/world"
 )
 
 // vmiCrashed is the event virt-handler records when a VMI's phase turns Failed (kubevirt/kubevirt
@@ -44,6 +46,13 @@ type domains struct {
 	observed map[types.UID]bool
 }
 
+// handlerWorkers is how many VMIs one virt-handler syncs at once: its VMI controller runs 10
+// workers (kubevirt/kubevirt v1.8.4 cmd/virt-handler/virt-handler.go:508, vmController.Run(10,
+// stop)). There is one virt-handler per Node; the stand-in plays the handlers of every management
+// Node, so it runs as many workers as they would together, and one launcher's domain never waits
+// for another's.
+const handlerWorkers = 10
+
 func setupHandler(mgr manager.Manager, env *simenv.Env) error {
 	d := &domains{c: mgr.GetClient(), env: env, events: mgr.GetEventRecorder("virt-handler"), crashed: map[string]bool{}, observed: map[types.UID]bool{}}
 	// A VMI's change wakes its launchers (virt-controller hands a VMI over as Scheduled).
@@ -61,6 +70,7 @@ func setupHandler(mgr manager.Manager, env *simenv.Env) error {
 	return ctrl.NewControllerManagedBy(mgr).Named("sim-virt-handler").
 		For(&corev1.Pod{}).
 		Watches(&kubevirtv1.VirtualMachineInstance{}, vmiToLaunchers).
+		WithOptions(controller.Options{MaxConcurrentReconciles: handlerWorkers * len(world.DefaultNodes())}).
 		Complete(d)
 }
 

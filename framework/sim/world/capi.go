@@ -105,6 +105,23 @@ func newManager(ctx context.Context, cfg *rest.Config, s *webhookServing, log lo
 	return mgr, nil
 }
 
+// The workers of each Cluster API controller are Cluster API's own defaults (sigs.k8s.io/cluster-api
+// v1.13.6 main.go:196-220: --cluster-concurrency 50, --clustercache-concurrency 100,
+// --machine-concurrency 100, --machineset-concurrency 50, --machinedeployment-concurrency 50,
+// --machinehealthcheck-concurrency 50; main.go:811-813 hands each to its controller as
+// MaxConcurrentReconciles). Fewer would serialise what Cluster API does in parallel: the
+// Machines of a pool would wait for each other's reconciles.
+const (
+	capiClusterConcurrency            = 50
+	capiClusterCacheConcurrency       = 100
+	capiMachineConcurrency            = 100
+	capiMachineSetConcurrency         = 50
+	capiMachineDeploymentConcurrency  = 50
+	capiMachineHealthCheckConcurrency = 50
+)
+
+func concurrency(c int) controller.Options { return controller.Options{MaxConcurrentReconciles: c} }
+
 // setupClusterAPI registers the real Cluster API controllers (Cluster, MachineDeployment,
 // MachineSet, Machine, MachineHealthCheck, with the ClusterCache that reaches each workload
 // cluster through its <cluster>-kubeconfig Secret) and their webhooks, conversion included.
@@ -123,7 +140,9 @@ func setupClusterAPI(ctx context.Context, mgr ctrl.Manager) error {
 			Indexes: []clustercache.CacheOptionsIndex{clustercache.NodeProviderIDIndex},
 		},
 		Client: clustercache.ClientOptions{
-			QPS: 50, Burst: 100, UserAgent: "sim-cluster-api",
+			// --clustercache-client-qps 20 and --clustercache-client-burst 30, Cluster API's
+			// defaults (v1.13.6 main.go:242-245).
+			QPS: 20, Burst: 30, UserAgent: "sim-cluster-api",
 			// As Cluster API's own manager reads the workload clusters (v1.13.6
 			// internal/setup/setup.go:103-122): the Machine controller pages through
 			// VolumeAttachments while it waits for a deleted Machine's volumes to detach, which
@@ -131,32 +150,31 @@ func setupClusterAPI(ctx context.Context, mgr ctrl.Manager) error {
 			Cache: clustercache.ClientCacheOptions{DisableFor: []client.Object{&corev1.ConfigMap{}, &corev1.Secret{}, &corev1.Pod{},
 				&appsv1.DaemonSet{}, &storagev1.VolumeAttachment{}, &corev1.PersistentVolume{}}},
 		},
-	}, controller.Options{MaxConcurrentReconciles: 4})
+	}, concurrency(capiClusterCacheConcurrency))
 	if err != nil {
 		return fmt.Errorf("world: Cluster API ClusterCache: %w", err)
 	}
-	opts := controller.Options{MaxConcurrentReconciles: 4}
 	steps := []struct {
 		name  string
 		setup func() error
 	}{
 		{"Cluster", func() error {
 			return (&controllers.ClusterReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), ClusterCache: cc,
-				RemoteConnectionGracePeriod: 50 * time.Second}).SetupWithManager(ctx, mgr, opts)
+				RemoteConnectionGracePeriod: 50 * time.Second}).SetupWithManager(ctx, mgr, concurrency(capiClusterConcurrency))
 		}},
 		{"Machine", func() error {
 			return (&controllers.MachineReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), ClusterCache: cc,
-				RemoteConditionsGracePeriod: 5 * time.Minute}).SetupWithManager(ctx, mgr, opts)
+				RemoteConditionsGracePeriod: 5 * time.Minute}).SetupWithManager(ctx, mgr, concurrency(capiMachineConcurrency))
 		}},
 		{"MachineSet", func() error {
 			return (&controllers.MachineSetReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), ClusterCache: cc,
-				PreflightChecks: sets.New(clusterv1.MachineSetPreflightCheckAll)}).SetupWithManager(ctx, mgr, opts)
+				PreflightChecks: sets.New(clusterv1.MachineSetPreflightCheckAll)}).SetupWithManager(ctx, mgr, concurrency(capiMachineSetConcurrency))
 		}},
 		{"MachineDeployment", func() error {
-			return (&controllers.MachineDeploymentReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()}).SetupWithManager(ctx, mgr, opts)
+			return (&controllers.MachineDeploymentReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()}).SetupWithManager(ctx, mgr, concurrency(capiMachineDeploymentConcurrency))
 		}},
 		{"MachineHealthCheck", func() error {
-			return (&controllers.MachineHealthCheckReconciler{Client: mgr.GetClient(), ClusterCache: cc}).SetupWithManager(ctx, mgr, opts)
+			return (&controllers.MachineHealthCheckReconciler{Client: mgr.GetClient(), ClusterCache: cc}).SetupWithManager(ctx, mgr, concurrency(capiMachineHealthCheckConcurrency))
 		}},
 		{"Cluster webhook", func() error {
 			return (&webhooks.Cluster{Client: mgr.GetClient(), ClusterCacheReader: cc}).SetupWebhookWithManager(mgr)

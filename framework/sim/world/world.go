@@ -42,6 +42,9 @@ type Options struct {
 	// manager is built (the upstream components' CRDs); it runs beside the fixture CRDs'
 	// installation, which the apiserver then establishes together.
 	AlsoInstall func(context.Context, *cluster.Cluster) error
+	// APIServerArgs are appended to the management kube-apiserver's flags (the sim's audit
+	// log: framework/substrate/sim AuditArgs).
+	APIServerArgs []string
 	// Log receives progress lines for people; nil discards them.
 	Log io.Writer
 }
@@ -99,7 +102,7 @@ func Start(ctx context.Context, o Options) (_ *World, err error) {
 	w.procs = append(w.procs, &w.Etcd.Process)
 	w.API, err = controlplane.StartAPIServer(ctx, o.Tools, controlplane.APIServerOptions{
 		Name: "management", Dir: mkdir(o.Dir, "apiserver"), EtcdURL: w.Etcd.ClientURL,
-		EtcdPrefix: "/management", ServiceCIDR: o.ServiceCIDR, Users: o.Users,
+		EtcdPrefix: "/management", ServiceCIDR: o.ServiceCIDR, Users: o.Users, ExtraArgs: o.APIServerArgs,
 	})
 	if err != nil {
 		return nil, err
@@ -166,9 +169,10 @@ func (w *World) startComponents(ctx context.Context) error {
 		// volume binder stays: it binds the DataVolume claims to the volumes the CDI stand-in
 		// provisions, as it does behind a CSI provisioner.
 		Controllers: "*,-nodeipam,-attachdetach,-persistentvolume-expander,-cloud-node-lifecycle,-service-lb-controller,-node-route-controller",
-		// The binder binds a pre-bound volume on its periodic sync (15s by default), not on the
-		// volume's creation; a second keeps the import stage about the stand-in's latency.
-		ExtraArgs: []string{"--pvclaimbinder-sync-period=1s"},
+		// The binder's periodic sync stays at its default (15 s: kubernetes v1.35.4
+		// pkg/controller/volume/persistentvolume/config/v1alpha1/defaults.go:38-39): a volume
+		// provisioned with its claim's UID in claimRef, as the sim's provisioner writes it, has
+		// its claim queued for binding the moment it appears (pv_controller.go:700-716).
 	})
 	if err != nil {
 		return err

@@ -183,9 +183,13 @@ func (s *Substrate) Up(ctx context.Context, clock *budget.Clock) (c *cluster.Clu
 		return nil, err
 	}
 	start := time.Now()
-	admin := controlplane.User{Name: "e2e-harness", Groups: []string{"system:masters"}, Token: token()}
+	admin := controlplane.User{Name: HarnessUser, Groups: []string{"system:masters"}, Token: token()}
+	audit, err := auditArgs(s.dir, os.Getenv(AuditLogEnv))
+	if err != nil {
+		return nil, err
+	}
 	w, err := world.Start(pctx, world.Options{Tools: tools, Dir: filepath.Join(s.dir, "management"), Users: []controlplane.User{admin},
-		Replaced: replaced, AlsoInstall: real.installCRDs, DNSService: true, HostJobs: true, Log: s.o.Log})
+		Replaced: replaced, AlsoInstall: real.installCRDs, DNSService: true, HostJobs: true, APIServerArgs: audit, Log: s.o.Log})
 	s.mu.Lock()
 	s.w = w
 	s.mu.Unlock()
