@@ -8,7 +8,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/cozystack/cozy-e2e/framework/diag"
+	"github.com/cozystack/cozy-e2e/internal/diag"
 )
 
 // The orchestrator interrupts a suite with SIGINT (its own Ctrl-C, SIGINT or SIGTERM) and kills

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/cozystack/cozy-e2e/framework/capitree"
-	"github.com/cozystack/cozy-e2e/framework/diag"
+	"github.com/cozystack/cozy-e2e/internal/diag"
 )
 
 // A signal ends the suite's interrupt context at once: what waits on it (the joins) is told

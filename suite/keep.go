@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 
 	"github.com/cozystack/cozy-e2e/framework/cluster"
-	reports "github.com/cozystack/cozy-e2e/framework/verdict/report"
+	reports "github.com/cozystack/cozy-e2e/internal/report"
 )
 
 // Keeps says whether the run keeps what the suite created (E2E_KEEP), and why: always with

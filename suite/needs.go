@@ -12,12 +12,12 @@ import (
 
 // NeedsFile is the file, in a suite's folder, that says what the suite needs of a lane when
 // its Config.Phases is nil: the orchestrator runs the suite in its folder, and lanes-check
-// reads it there (suites/registry).
+// reads it there (internal/registry).
 const NeedsFile = "suite.yaml"
 
 // Needs is what a suite declares of itself as data (NeedsFile): its name and the lane phases
 // it runs in, in order. Its peak of worker VMs is the lane's pools, every pool at once: a suite
-// that adds workers declares them in Go (suites/registry).
+// that adds workers declares them in Go (internal/registry).
 type Needs struct {
 	Name   string  `yaml:"name"`
 	Phases []Phase `yaml:"phases"`

@@ -7,7 +7,7 @@ import (
 
 	"github.com/cozystack/cozy-e2e/framework/budget"
 	"github.com/cozystack/cozy-e2e/framework/capitree"
-	"github.com/cozystack/cozy-e2e/framework/diag"
+	"github.com/cozystack/cozy-e2e/internal/diag"
 )
 
 // treeBound bounds one cluster tree: a few list calls, and the file.

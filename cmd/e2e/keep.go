@@ -13,10 +13,10 @@ import (
 	"syscall"
 
 	"github.com/cozystack/cozy-e2e/framework/lane"
-	"github.com/cozystack/cozy-e2e/framework/substrate"
-	"github.com/cozystack/cozy-e2e/framework/substrate/kind"
 	"github.com/cozystack/cozy-e2e/framework/verdict"
-	"github.com/cozystack/cozy-e2e/framework/verdict/report"
+	"github.com/cozystack/cozy-e2e/internal/report"
+	"github.com/cozystack/cozy-e2e/internal/substrate"
+	"github.com/cozystack/cozy-e2e/internal/substrate/kind"
 )
 
 // Keep is what E2E_KEEP asks for: nothing, everything, or a red run.

@@ -11,9 +11,9 @@ import (
 	"github.com/cozystack/cozy-e2e/framework/budget"
 	"github.com/cozystack/cozy-e2e/framework/cluster"
 	"github.com/cozystack/cozy-e2e/framework/lane"
-	"github.com/cozystack/cozy-e2e/framework/progress"
 	"github.com/cozystack/cozy-e2e/framework/verdict"
-	"github.com/cozystack/cozy-e2e/framework/verdict/report"
+	"github.com/cozystack/cozy-e2e/internal/progress"
+	"github.com/cozystack/cozy-e2e/internal/report"
 )
 
 // E2E_KEEP=1 keeps every run; on-failure a red one (a failure of the harness or of a suite, or

@@ -11,10 +11,10 @@ import (
 	"time"
 
 	"github.com/cozystack/cozy-e2e/framework/lane"
-	"github.com/cozystack/cozy-e2e/framework/sim/faults"
-	"github.com/cozystack/cozy-e2e/framework/substrate/kind"
-	"github.com/cozystack/cozy-e2e/framework/substrate/sim"
-	"github.com/cozystack/cozy-e2e/framework/verdict/report"
+	"github.com/cozystack/cozy-e2e/internal/report"
+	"github.com/cozystack/cozy-e2e/internal/sim/faults"
+	"github.com/cozystack/cozy-e2e/internal/substrate/kind"
+	"github.com/cozystack/cozy-e2e/internal/substrate/sim"
 )
 
 // knob is one environment variable the harness reads. Every knob is checked before anything

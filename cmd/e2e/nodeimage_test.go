@@ -12,9 +12,9 @@ import (
 	"github.com/cozystack/cozy-e2e/framework/budget"
 	"github.com/cozystack/cozy-e2e/framework/cluster"
 	"github.com/cozystack/cozy-e2e/framework/lane"
-	"github.com/cozystack/cozy-e2e/framework/substrate"
 	"github.com/cozystack/cozy-e2e/framework/verdict"
-	"github.com/cozystack/cozy-e2e/framework/verdict/report"
+	"github.com/cozystack/cozy-e2e/internal/report"
+	"github.com/cozystack/cozy-e2e/internal/substrate"
 )
 
 // refusing is a substrate whose preflight refuses the machine, as this one is refused.

@@ -5,12 +5,12 @@ import (
 	"os"
 	"time"
 
-	"github.com/cozystack/cozy-e2e/framework/diag"
 	"github.com/cozystack/cozy-e2e/framework/lane"
-	"github.com/cozystack/cozy-e2e/framework/substrate/kind"
-	"github.com/cozystack/cozy-e2e/framework/substrate/sim"
 	"github.com/cozystack/cozy-e2e/framework/verdict"
-	"github.com/cozystack/cozy-e2e/framework/verdict/report"
+	"github.com/cozystack/cozy-e2e/internal/diag"
+	"github.com/cozystack/cozy-e2e/internal/report"
+	"github.com/cozystack/cozy-e2e/internal/substrate/kind"
+	"github.com/cozystack/cozy-e2e/internal/substrate/sim"
 )
 
 // collectBringUp gathers what explains a failed bring-up, inside the diagnostics reserve,

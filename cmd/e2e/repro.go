@@ -9,8 +9,8 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/cozystack/cozy-e2e/framework/install"
-	"github.com/cozystack/cozy-e2e/framework/verdict/report"
+	"github.com/cozystack/cozy-e2e/internal/install"
+	"github.com/cozystack/cozy-e2e/internal/report"
 )
 
 // cmdRepro reruns the lane of a downloaded run with its exact pins: the lane file as the run

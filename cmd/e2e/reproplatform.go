@@ -5,9 +5,9 @@ import (
 	"os"
 	"strings"
 
-	"github.com/cozystack/cozy-e2e/framework/install"
 	"github.com/cozystack/cozy-e2e/framework/lane"
-	"github.com/cozystack/cozy-e2e/framework/substrate/kind"
+	"github.com/cozystack/cozy-e2e/internal/install"
+	"github.com/cozystack/cozy-e2e/internal/substrate/kind"
 )
 
 // reproEnvironment is the environment a repro runs with: the run's recorded choices, never its

@@ -8,9 +8,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cozystack/cozy-e2e/framework/install"
 	"github.com/cozystack/cozy-e2e/framework/lane"
-	"github.com/cozystack/cozy-e2e/framework/substrate/kind"
+	"github.com/cozystack/cozy-e2e/internal/install"
+	"github.com/cozystack/cozy-e2e/internal/substrate/kind"
 )
 
 const reproDigest = "sha256:cccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc"

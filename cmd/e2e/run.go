@@ -16,13 +16,13 @@ import (
 
 	"github.com/cozystack/cozy-e2e/framework/budget"
 	"github.com/cozystack/cozy-e2e/framework/cluster"
-	"github.com/cozystack/cozy-e2e/framework/diag"
 	"github.com/cozystack/cozy-e2e/framework/lane"
-	"github.com/cozystack/cozy-e2e/framework/progress"
-	"github.com/cozystack/cozy-e2e/framework/substrate"
 	"github.com/cozystack/cozy-e2e/framework/verdict"
-	"github.com/cozystack/cozy-e2e/framework/verdict/report"
-	"github.com/cozystack/cozy-e2e/suites/registry"
+	"github.com/cozystack/cozy-e2e/internal/diag"
+	"github.com/cozystack/cozy-e2e/internal/progress"
+	"github.com/cozystack/cozy-e2e/internal/registry"
+	"github.com/cozystack/cozy-e2e/internal/report"
+	"github.com/cozystack/cozy-e2e/internal/substrate"
 )
 
 // runOptions are the flags and environment of one run.

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/cozystack/cozy-e2e/framework/lane"
-	"github.com/cozystack/cozy-e2e/framework/substrate"
-	"github.com/cozystack/cozy-e2e/framework/substrate/kind"
+	"github.com/cozystack/cozy-e2e/internal/substrate"
+	"github.com/cozystack/cozy-e2e/internal/substrate/kind"
 )
 
 // RunInfo is run.json: which run this is and the machine it ran on, so a red run is compared

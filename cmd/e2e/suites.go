@@ -13,8 +13,8 @@ import (
 
 	"github.com/cozystack/cozy-e2e/framework/cluster"
 	"github.com/cozystack/cozy-e2e/framework/lane"
-	"github.com/cozystack/cozy-e2e/framework/progress"
 	"github.com/cozystack/cozy-e2e/framework/verdict"
+	"github.com/cozystack/cozy-e2e/internal/progress"
 )
 
 // suiteGrace is how long an interrupted suite has to run its cleanup and write its reports

@@ -16,10 +16,10 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/cozystack/cozy-e2e/framework/install"
-	"github.com/cozystack/cozy-e2e/framework/install/catalog"
 	"github.com/cozystack/cozy-e2e/framework/lane"
-	"github.com/cozystack/cozy-e2e/suites/registry"
+	"github.com/cozystack/cozy-e2e/internal/install"
+	"github.com/cozystack/cozy-e2e/internal/install/catalog"
+	"github.com/cozystack/cozy-e2e/internal/registry"
 )
 
 func main() {

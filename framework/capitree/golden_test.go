@@ -18,8 +18,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cozystack/cozy-e2e/framework/cluster"
-	"github.com/cozystack/cozy-e2e/framework/controlplane"
-	"github.com/cozystack/cozy-e2e/framework/controlplane/cptest"
+	"github.com/cozystack/cozy-e2e/internal/controlplane"
+	"github.com/cozystack/cozy-e2e/internal/controlplane/cptest"
 )
 
 // -clusterctl names a clusterctl binary (v1.13.6) to rewrite testdata/*.golden with: each file

@@ -4,8 +4,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/cozystack/cozy-e2e/framework/console"
 	"github.com/cozystack/cozy-e2e/framework/osfamily"
+	"github.com/cozystack/cozy-e2e/internal/console"
 )
 
 // consoleState is what the harness read so far from one VMI's serial console (its latest stream:

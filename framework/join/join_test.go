@@ -15,11 +15,11 @@ import (
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/cozystack/cozy-e2e/framework/controlplane/cptest"
 	"github.com/cozystack/cozy-e2e/framework/join"
 	"github.com/cozystack/cozy-e2e/framework/osfamily"
-	"github.com/cozystack/cozy-e2e/framework/sim/world"
 	"github.com/cozystack/cozy-e2e/framework/tenant"
+	"github.com/cozystack/cozy-e2e/internal/controlplane/cptest"
+	"github.com/cozystack/cozy-e2e/internal/sim/world"
 )
 
 // The management cluster of these tests is the sim's world: a real apiserver with every

@@ -9,7 +9,7 @@ import (
 
 	yaml "go.yaml.in/yaml/v3"
 
-	"github.com/cozystack/cozy-e2e/framework/install/upstream"
+	"github.com/cozystack/cozy-e2e/internal/install/upstream"
 )
 
 // Cluster is one conformance cluster of the lane (clusters[]): a Kubernetes app of the tenant

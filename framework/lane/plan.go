@@ -7,11 +7,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cozystack/cozy-e2e/framework/install/upstream"
+	"github.com/cozystack/cozy-e2e/internal/install/upstream"
 )
 
 // PlanSection is a titled block of plan lines that another package contributes (the kind
-// lane's install steps and gates come from framework/install/catalog).
+// lane's install steps and gates come from internal/install/catalog).
 type PlanSection struct {
 	Title string
 	Lines []string

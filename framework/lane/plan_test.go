@@ -7,8 +7,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/cozystack/cozy-e2e/framework/install/catalog"
 	"github.com/cozystack/cozy-e2e/framework/lane"
+	"github.com/cozystack/cozy-e2e/internal/install/catalog"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden plans")

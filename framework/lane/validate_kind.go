@@ -7,7 +7,7 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/cozystack/cozy-e2e/framework/install/upstream"
+	"github.com/cozystack/cozy-e2e/internal/install/upstream"
 )
 
 var (

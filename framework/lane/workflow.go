@@ -8,7 +8,7 @@ import (
 	"strings"
 	"text/template"
 
-	"github.com/cozystack/cozy-e2e/framework/install/upstream"
+	"github.com/cozystack/cozy-e2e/internal/install/upstream"
 )
 
 // WorkflowPath is where the generated e2e workflow lives, relative to the project root.

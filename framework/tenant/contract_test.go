@@ -8,15 +8,15 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/cozystack/cozy-e2e/framework/controlplane/cptest"
 	"github.com/cozystack/cozy-e2e/framework/osfamily"
-	"github.com/cozystack/cozy-e2e/framework/sim/names"
-	"github.com/cozystack/cozy-e2e/framework/sim/platform"
-	"github.com/cozystack/cozy-e2e/framework/sim/upstream"
 	"github.com/cozystack/cozy-e2e/framework/tenant"
+	"github.com/cozystack/cozy-e2e/internal/controlplane/cptest"
+	"github.com/cozystack/cozy-e2e/internal/sim/names"
+	"github.com/cozystack/cozy-e2e/internal/sim/platform"
+	"github.com/cozystack/cozy-e2e/internal/sim/upstream"
 )
 
-// The sim keeps its own copy of the upstream names its stand-ins imitate (framework/sim/names),
+// The sim keeps its own copy of the upstream names its stand-ins imitate (internal/sim/names),
 // so that no stand-in learns a name from the harness it is judged by. The two copies are read
 // from the same upstream sources and must agree: a name one side changes and the other does not
 // would make the sim and the harness agree with each other and not with upstream.

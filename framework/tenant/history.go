@@ -6,8 +6,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/cozystack/cozy-e2e/framework/fluxrelease"
 	"github.com/cozystack/cozy-e2e/framework/lane"
+	"github.com/cozystack/cozy-e2e/internal/fluxrelease"
 )
 
 // CheckReleaseHistory judges the status.history of the app's HelmRelease as Cozystack's own e2e

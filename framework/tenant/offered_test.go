@@ -7,9 +7,9 @@ import (
 	"time"
 
 	"github.com/cozystack/cozy-e2e/framework/lane"
-	"github.com/cozystack/cozy-e2e/framework/sim/platform"
 	"github.com/cozystack/cozy-e2e/framework/tenant"
 	"github.com/cozystack/cozy-e2e/framework/tenant/tenanttest"
+	"github.com/cozystack/cozy-e2e/internal/sim/platform"
 )
 
 // The installed platform's ApplicationDefinition says the tenant versions it offers; a lane

@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// timelineEntry is one line of a pool's timeline.jsonl (framework/diag): an object's change with
+// timelineEntry is one line of a pool's timeline.jsonl (internal/diag): an object's change with
 // the fields and conditions the harness follows.
 type timelineEntry struct {
 	At         time.Time         `json:"at"`

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/cozystack/cozy-e2e/framework/lane"
-	"github.com/cozystack/cozy-e2e/suites/registry"
+	"github.com/cozystack/cozy-e2e/internal/registry"
 )
 
 func TestParseScaleRunsTheOneWorkerLaneFirstAndOnce(t *testing.T) {

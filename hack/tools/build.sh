@@ -255,7 +255,7 @@ module_dir() {
 # keep <tools module dir | -> <module> <version> <pinned sum> <path...>: copies those files or
 # folders (relative to the module root) into src/<module>@<version>/ of the tools folder, once for
 # a given list of paths (.complete holds it: a longer list copies again).
-# framework/sim/upstream reads the CRDs and the chart from there, so they are the very files of the
+# internal/sim/upstream reads the CRDs and the chart from there, so they are the very files of the
 # pinned modules and outlive a cleaned module cache.
 keep() {
 	local tmod=$1 mod=$2 ver=$3 pin=$4 src out p
@@ -315,7 +315,7 @@ if [[ ! -s $chart/charts/cozy-lib/Chart.yaml ]]; then
 	echo "  charts/kubernetes        packages/apps/kubernetes with charts/cozy-lib from packages/library/cozy-lib"
 fi
 
-# What a run lists as the upstream pieces it ran (framework/sim/upstream reads it).
+# What a run lists as the upstream pieces it ran (internal/sim/upstream reads it).
 cat >"$dir/versions.env" <<VERSIONS
 K8S_VERSION=v$K8S_VERSION
 ETCD_VERSION=v$ETCD_VERSION

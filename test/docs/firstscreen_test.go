@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/cozystack/cozy-e2e/framework/lane"
-	"github.com/cozystack/cozy-e2e/framework/verdict/report"
+	"github.com/cozystack/cozy-e2e/internal/report"
 )
 
 const (

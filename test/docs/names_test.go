@@ -13,7 +13,7 @@ import (
 	"testing"
 
 	"github.com/cozystack/cozy-e2e/framework/lane"
-	"github.com/cozystack/cozy-e2e/framework/sim/faults"
+	"github.com/cozystack/cozy-e2e/internal/sim/faults"
 )
 
 func byString[T ~string](x, y T) bool { return x < y }
@@ -116,10 +116,10 @@ func TestFaultsAreDocumented(t *testing.T) {
 		}
 	}
 	if missing := diff(inCode, inDocs, byString); len(missing) > 0 {
-		t.Errorf("faults %v of framework/sim/faults have no row in %s's fault table", missing, page)
+		t.Errorf("faults %v of internal/sim/faults have no row in %s's fault table", missing, page)
 	}
 	if unknown := diff(inDocs, inCode, byString); len(unknown) > 0 {
-		t.Errorf("%s's fault table names %v, which framework/sim/faults does not have", page, unknown)
+		t.Errorf("%s's fault table names %v, which internal/sim/faults does not have", page, unknown)
 	}
 }
 

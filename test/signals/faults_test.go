@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cozystack/cozy-e2e/framework/sim/faults"
+	"github.com/cozystack/cozy-e2e/internal/sim/faults"
 )
 
 // docs/sim.md's fault table lists exactly the catalogue's faults, each with what it imitates.
@@ -49,6 +49,6 @@ func TestFaultTableIsTheCatalogue(t *testing.T) {
 	}
 	sort.Strings(unknown)
 	if len(missing) > 0 || len(unknown) > 0 {
-		t.Errorf("docs/sim.md's fault table and framework/sim/faults differ: missing from docs/sim.md %v; not in the catalogue %v", missing, unknown)
+		t.Errorf("docs/sim.md's fault table and internal/sim/faults differ: missing from docs/sim.md %v; not in the catalogue %v", missing, unknown)
 	}
 }

@@ -18,10 +18,10 @@ import (
 
 	"github.com/cozystack/cozy-e2e/framework/capitree"
 	"github.com/cozystack/cozy-e2e/framework/cluster"
-	"github.com/cozystack/cozy-e2e/framework/controlplane"
 	"github.com/cozystack/cozy-e2e/framework/lane"
 	"github.com/cozystack/cozy-e2e/framework/verdict"
-	"github.com/cozystack/cozy-e2e/framework/verdict/report"
+	"github.com/cozystack/cozy-e2e/internal/controlplane"
+	"github.com/cozystack/cozy-e2e/internal/report"
 )
 
 // maxGreenLines bounds what a green run prints without a terminal. make e2e adds its own

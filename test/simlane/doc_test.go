@@ -1,7 +1,7 @@
 // Package simlane runs the sim lane end to end through its real entry point (bin/e2e run
 // --lane sim), as a user and CI do, and holds each run to its contract:
 //
-//   - green, and under each fault of the sim's catalogue (framework/sim/faults): the verdict
+//   - green, and under each fault of the sim's catalogue (internal/sim/faults): the verdict
 //     names the fault's class and stage for each pool it targets, within 10 s of the fault
 //     becoming observable; the evidence named by the verdict exists and shows the cause; the
 //     diagnostics fit their 60 s and the artifacts 20 MB; the canary planted by the sim appears

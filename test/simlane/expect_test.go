@@ -4,9 +4,9 @@ import (
 	"github.com/cozystack/cozy-e2e/framework/join"
 	"github.com/cozystack/cozy-e2e/framework/lane"
 	"github.com/cozystack/cozy-e2e/framework/osfamily"
-	"github.com/cozystack/cozy-e2e/framework/sim/faults"
-	"github.com/cozystack/cozy-e2e/framework/sim/lifecycle"
 	"github.com/cozystack/cozy-e2e/framework/verdict"
+	"github.com/cozystack/cozy-e2e/internal/sim/faults"
+	"github.com/cozystack/cozy-e2e/internal/sim/lifecycle"
 	"github.com/cozystack/cozy-e2e/specs"
 )
 

@@ -10,12 +10,12 @@ import (
 	"time"
 
 	"github.com/cozystack/cozy-e2e/framework/budget"
-	"github.com/cozystack/cozy-e2e/framework/diag"
 	"github.com/cozystack/cozy-e2e/framework/lane"
 	"github.com/cozystack/cozy-e2e/framework/osfamily"
-	"github.com/cozystack/cozy-e2e/framework/sim/faults"
 	"github.com/cozystack/cozy-e2e/framework/verdict"
-	"github.com/cozystack/cozy-e2e/framework/verdict/report"
+	"github.com/cozystack/cozy-e2e/internal/diag"
+	"github.com/cozystack/cozy-e2e/internal/report"
+	"github.com/cozystack/cozy-e2e/internal/sim/faults"
 )
 
 // Bounds of the done criterion (issue 5).

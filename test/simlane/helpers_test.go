@@ -16,10 +16,10 @@ import (
 
 	yaml "go.yaml.in/yaml/v3"
 
-	"github.com/cozystack/cozy-e2e/framework/diag"
 	"github.com/cozystack/cozy-e2e/framework/lane"
-	"github.com/cozystack/cozy-e2e/framework/sim/faults"
-	"github.com/cozystack/cozy-e2e/framework/sim/simenv"
+	"github.com/cozystack/cozy-e2e/internal/diag"
+	"github.com/cozystack/cozy-e2e/internal/sim/faults"
+	"github.com/cozystack/cozy-e2e/internal/sim/simenv"
 )
 
 func consoleLines(data []byte) int {

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/cozystack/cozy-e2e/framework/lane"
-	"github.com/cozystack/cozy-e2e/framework/sim/faults"
-	"github.com/cozystack/cozy-e2e/framework/sim/simenv"
+	"github.com/cozystack/cozy-e2e/internal/sim/faults"
+	"github.com/cozystack/cozy-e2e/internal/sim/simenv"
 )
 
 // importerReplaced: for each importer the sim OOM-killed, the harness's pool events show a new

@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cozystack/cozy-e2e/framework/controlplane"
 	"github.com/cozystack/cozy-e2e/framework/lane"
 	"github.com/cozystack/cozy-e2e/framework/verdict"
+	"github.com/cozystack/cozy-e2e/internal/controlplane"
 )
 
 // An outside hand deletes a worker's VMI once while the pools join, with kubectl against the

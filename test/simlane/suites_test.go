@@ -12,8 +12,8 @@ import (
 
 	"github.com/cozystack/cozy-e2e/framework/join"
 	"github.com/cozystack/cozy-e2e/framework/lane"
-	"github.com/cozystack/cozy-e2e/framework/sim/faults"
 	"github.com/cozystack/cozy-e2e/framework/verdict"
+	"github.com/cozystack/cozy-e2e/internal/sim/faults"
 )
 
 // A suite of its own says, as data beside it (examples/*/faults.yaml), what a fault must make

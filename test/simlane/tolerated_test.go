@@ -12,13 +12,13 @@ import (
 	"time"
 
 	"github.com/cozystack/cozy-e2e/framework/budget"
-	"github.com/cozystack/cozy-e2e/framework/diag"
 	"github.com/cozystack/cozy-e2e/framework/lane"
 	"github.com/cozystack/cozy-e2e/framework/osfamily"
-	"github.com/cozystack/cozy-e2e/framework/sim/faults"
-	"github.com/cozystack/cozy-e2e/framework/sim/guest"
-	"github.com/cozystack/cozy-e2e/framework/sim/simenv"
 	"github.com/cozystack/cozy-e2e/framework/verdict"
+	"github.com/cozystack/cozy-e2e/internal/diag"
+	"github.com/cozystack/cozy-e2e/internal/sim/faults"
+	"github.com/cozystack/cozy-e2e/internal/sim/guest"
+	"github.com/cozystack/cozy-e2e/internal/sim/simenv"
 )
 
 // fired proves, from a run's artifacts, that a fault a correct harness absorbs did happen: a

@@ -16,9 +16,9 @@ import (
 
 	"github.com/cozystack/cozy-e2e/fixtures"
 	"github.com/cozystack/cozy-e2e/framework/cluster"
-	"github.com/cozystack/cozy-e2e/framework/controlplane"
-	"github.com/cozystack/cozy-e2e/framework/controlplane/cptest"
-	"github.com/cozystack/cozy-e2e/framework/sim/cozyapi"
+	"github.com/cozystack/cozy-e2e/internal/controlplane"
+	"github.com/cozystack/cozy-e2e/internal/controlplane/cptest"
+	"github.com/cozystack/cozy-e2e/internal/sim/cozyapi"
 )
 
 // Env is one apiserver with the fixture CRDs established.

@@ -1,0 +1,229 @@
+// Package registry lists the harness's suites and what each needs of a lane, for lanes-check
+// and the orchestrator to refuse a lane that cannot run them before anything starts.
+package registry
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/cozystack/cozy-e2e/framework/lane"
+	"github.com/cozystack/cozy-e2e/framework/tenant"
+	"github.com/cozystack/cozy-e2e/internal/sim/capacity"
+	"github.com/cozystack/cozy-e2e/internal/sim/world"
+	"github.com/cozystack/cozy-e2e/suite"
+	"github.com/cozystack/cozy-e2e/suites/kubernetes"
+)
+
+// Suite is one suite the harness can run, as data: its name, the phases it needs of a lane
+// (its label filter there decides which specs run) and the most worker VMs it runs at once.
+type Suite struct {
+	Name   string
+	Phases func(*lane.Lane) ([]lane.PhaseNeed, error)
+	Peak   func(*lane.Lane) (kubernetes.Peak, error)
+}
+
+// Builtin are the suites of this checkout's suites/ folder.
+func Builtin() []Suite {
+	return []Suite{{Name: kubernetes.Name, Phases: kubernetes.Phases, Peak: kubernetes.PeakWorkers}}
+}
+
+// Of is the suite lane entry s names: a built-in one, or one with a path (a suite in a module
+// of its own) that declares its phases in its suite.yaml (suite.NeedsFile), found under the
+// nearest folder above the lane file that holds it; its peak is the lane's pools, every pool
+// at once.
+func Of(l *lane.Lane, s lane.Suite) (Suite, error) {
+	if s.Path == "" {
+		for _, b := range Builtin() {
+			if b.Name == s.Name {
+				return b, nil
+			}
+		}
+		return Suite{}, fmt.Errorf("%q is not a suite of this harness (suites: %s); a suite elsewhere names its folder (suites[].path)", s.Name, kubernetes.Name)
+	}
+	path, err := needsFile(l.File, s.Path)
+	if err != nil {
+		return Suite{}, err
+	}
+	n, err := suite.ReadNeeds(path)
+	if err != nil {
+		return Suite{}, err
+	}
+	if n.Name != s.Name {
+		return Suite{}, fmt.Errorf("%s names suite %q, the lane %q", path, n.Name, s.Name)
+	}
+	return Suite{Name: s.Name, Phases: func(*lane.Lane) ([]lane.PhaseNeed, error) { return n.PhaseNeeds(), nil },
+		Peak: func(l *lane.Lane) (kubernetes.Peak, error) { return kubernetes.PoolsAtOnce(l), nil }}, nil
+}
+
+// needsFile is <dir>/<path>/suite.yaml for the nearest folder dir above the lane file that has it.
+func needsFile(laneFile, path string) (string, error) {
+	for d, _ := filepath.Abs(filepath.Dir(laneFile)); ; d = filepath.Dir(d) {
+		p := filepath.Join(d, filepath.FromSlash(path), suite.NeedsFile)
+		if _, err := os.Stat(p); err == nil {
+			return p, nil
+		}
+		if filepath.Dir(d) == d {
+			return "", fmt.Errorf("suite folder %s: no %s in it, looking up from %s", path, suite.NeedsFile, laneFile)
+		}
+	}
+}
+
+// Catalog is every suite lane l runs by name, with the phases it runs in on l. A suite that
+// cannot say (an unknown name, a filter that does not parse) is a need CheckSuites refuses,
+// naming it.
+func Catalog(l *lane.Lane) lane.SuiteCatalog {
+	out := lane.SuiteCatalog{}
+	for _, b := range Builtin() {
+		needs, err := b.Phases(l)
+		if err != nil {
+			needs = []lane.PhaseNeed{{Err: err}}
+		}
+		out[b.Name] = needs
+	}
+	for _, s := range l.Suites {
+		if s.Path == "" {
+			continue // built in, or unknown: CheckSuites names it
+		}
+		reg, err := Of(l, s)
+		if err != nil {
+			out[s.Name] = []lane.PhaseNeed{{Err: err}}
+			continue
+		}
+		needs, err := reg.Phases(l)
+		if err != nil {
+			needs = []lane.PhaseNeed{{Err: err}}
+		}
+		out[s.Name] = needs
+	}
+	return out
+}
+
+// PeakWorkers is the most worker VMs the lane's suites run at once: the largest of the
+// suites' own peaks, as they run one after another, each charged only for what it runs.
+func PeakWorkers(l *lane.Lane) (kubernetes.Peak, error) {
+	var peak kubernetes.Peak
+	for _, s := range l.Suites {
+		reg, err := Of(l, s)
+		if err != nil {
+			return kubernetes.Peak{}, err
+		}
+		p, err := reg.Peak(l)
+		if err != nil {
+			return kubernetes.Peak{}, err
+		}
+		if p.Workers > peak.Workers || peak.Why == "" {
+			peak = kubernetes.Peak{Workers: p.Workers, Why: p.Why}
+			if len(l.Suites) > 1 {
+				peak.Why = "suite " + s.Name + ": " + p.Why
+			}
+		}
+	}
+	return peak, nil
+}
+
+// workerOverheadGiB is what KubeVirt adds to a worker's guest memory in its virt-launcher pod,
+// rounded up: about 0.3 GiB for a 4 GiB guest of one or two vCPUs (240Mi for its processes,
+// guest/512 for page tables, 8Mi a vCPU and 8Mi an IO thread, 32Mi of video RAM, 100Mi more
+// for dedicated CPUs: kubevirt/kubevirt d923fdb8 pkg/hypervisor/kvm/hypervisorbackend.go:37-42,
+// 69-170).
+const workerOverheadGiB = 0.5
+
+// WorkerGiB is the memory one worker VM takes on its node: its guest (tenant.NodeGroup's
+// resources.memory) and KubeVirt's overhead.
+func WorkerGiB() float64 { return tenant.WorkerMemoryGiB + workerOverheadGiB }
+
+// Check holds lane l to what its suites need: the phases of Catalog and the room for their
+// peak worker VMs: on a kind lane the runner's memory, on a sim lane the sim's management
+// Nodes (SimWorkers). It names the lane file, line and field.
+func Check(l *lane.Lane) error {
+	if errs := l.CheckSuites(Catalog(l)); len(errs) > 0 {
+		return errs
+	}
+	peak, err := PeakWorkers(l)
+	if err != nil {
+		return fmt.Errorf("%s: %w", l.File, err)
+	}
+	switch l.Substrate {
+	case lane.SubstrateKind:
+		if errs := l.CheckCapacity(peak.Workers, WorkerGiB(), peak.Why); len(errs) > 0 {
+			return errs
+		}
+	case lane.SubstrateSim:
+		if sw := SimWorkers(l); peak.Workers > sw.Workers {
+			return l.Refuse("pools", "%d worker VMs at once (%s), each asking %s in its virt-launcher Pod, do not fit the sim's management Nodes (%s): "+
+				"a worker's disk binds to the Node its temporary launcher landed on and its launcher must follow it there, so one Node may have to hold every worker at once, "+
+				"and one holds %d (%s); run at most %d workers at once",
+				peak.Workers, peak.Why, sw.Price, capacity.Describe(sw.Nodes), sw.Workers, sw.Why, sw.Workers)
+		}
+	}
+	if l.Substrate == lane.SubstrateKind {
+		n, err := CountNodePods(l)
+		if err != nil {
+			return fmt.Errorf("%s: %w", l.File, err)
+		}
+		if n.Counted > n.MaxPods {
+			return fmt.Errorf("%s: pools: the kind node would run at least %d pods at the suites' peak, over the kubelet's maxPods %d: %s",
+				l.File, n.Counted, n.MaxPods, strings.Join(n.Terms, " + "))
+		}
+	}
+	return nil
+}
+
+// Sim is what the sim's management Nodes hold of a sim lane's workers.
+type Sim struct {
+	Nodes []world.NodeSpec
+	// Price is the dearest of the lane's workers (a pool that logs its console adds a sidecar).
+	Price capacity.Price
+	// Limit is how many of them one Node holds at worst, and why.
+	capacity.Limit
+}
+
+// SimWorkers is the sim's room for sim lane l's workers: the sim's Nodes (capacity.Nodes), the
+// price of its dearest worker (capacity.WorkerPrice, a worker as tenant.NodeGroup renders every
+// pool), and the most one Node holds (capacity.Most).
+func SimWorkers(l *lane.Lane) Sim {
+	cores, _ := strconv.ParseUint(tenant.WorkerCPU, 10, 32)
+	guest := resource.MustParse(fmt.Sprintf("%dGi", tenant.WorkerMemoryGiB))
+	s := Sim{Nodes: capacity.Nodes()}
+	for _, p := range l.Pools {
+		if pr := capacity.WorkerPrice(uint32(cores), guest, p.LogSerialConsole); pr.Memory.Cmp(s.Price.Memory) > 0 || pr.CPU.Cmp(s.Price.CPU) > 0 {
+			s.Price = pr
+		}
+	}
+	s.Limit = capacity.Most(s.Nodes, s.Price)
+	return s
+}
+
+// WorkersLine says a lane's peak worker VMs against what holds them: a kind lane's runner
+// memory, a sim lane's management Nodes; "" for an existing lane, whose cluster is its own.
+func WorkersLine(l *lane.Lane) string {
+	if l.Substrate == lane.SubstrateExisting {
+		return ""
+	}
+	peak, err := PeakWorkers(l)
+	if err != nil {
+		return err.Error()
+	}
+	if l.Substrate == lane.SubstrateSim {
+		sw := SimWorkers(l)
+		return fmt.Sprintf("%d worker VMs at most (%s), %s each: the sim's Nodes (%s) hold %d on any one Node (%s)",
+			peak.Workers, peak.Why, sw.Price, capacity.Describe(sw.Nodes), sw.Workers, sw.Why)
+	}
+	return fmt.Sprintf("%d worker VMs at most (%s), %.1f GiB each: %.1f of runner.memoryGiB %d",
+		peak.Workers, peak.Why, WorkerGiB(), float64(peak.Workers)*WorkerGiB(), l.Runner.MemoryGiB)
+}
+
+// PlanSections are the suites' sections of a lane's plan: the worker VMs and what holds them,
+// the pods on a kind lane's node against the kubelet's maxPods, and the lifecycle phases' timeouts.
+func PlanSections(l *lane.Lane) []lane.PlanSection {
+	var out []lane.PlanSection
+	if line := WorkersLine(l); line != "" {
+		out = append(out, lane.PlanSection{Title: "workers", Lines: append([]string{line}, NodePodsLine(l)...)})
+	}
+	return append(out, lifecycleSection(l)...)
+}
