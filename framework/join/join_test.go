@@ -223,13 +223,14 @@ func testDeadline(t *testing.T, w *world.World) {
 		t.Fatalf("%v", r.err)
 	}
 	// Two replicas wanted, one Machine: the pool waits for its Machines. The budget is what was
-	// left of the phase when the join began: 3s, or a little less on a busy machine.
+	// left of the phase when the join began: 3s, less however long a busy machine took to start
+	// the join (over a second at load 5 under nice 19), never more and never nothing.
 	if se.Stage != join.StageBootstrapData || !strings.Contains(se.Error(), "pool p: stuck at bootstrap-data for") ||
 		!strings.Contains(se.Error(), fmt.Sprintf("of %s: 1 of 2 Machines (MachineDeployment kubernetes-", se.Budget.Round(time.Second))) {
 		t.Errorf("%v", se)
 	}
-	if se.Budget > 3*time.Second || se.Budget < 2*time.Second {
-		t.Errorf("budget %s, want the phase's 3s", se.Budget)
+	if se.Budget > 3*time.Second || se.Budget <= 0 {
+		t.Errorf("budget %s, want what was left of the phase's 3s", se.Budget)
 	}
 }
 
