@@ -22,13 +22,7 @@ const PodCIDR = "10.244.0.1/16"
 // CI and skip it elsewhere, as the control plane's do.
 func (e *Env) CDI(t testing.TB) {
 	t.Helper()
-	b, err := upstream.Find(cptest.Tools(t))
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal(err)
-		}
-		t.Skip(err)
-	}
+	b := build(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	ctl, err := upstream.StartCDIController(ctx, b, e.Cluster, upstream.Options{
@@ -51,4 +45,18 @@ func (e *Env) CDI(t testing.TB) {
 	if err := install.StorageProfilesAccept(ctx, a.Dynamic(), install.GateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// build is what `make tools` built of the upstream controllers. Missing, the test fails under CI
+// (CI set) and is skipped elsewhere, saying so.
+func build(t testing.TB) *upstream.Build {
+	t.Helper()
+	b, err := upstream.Find(cptest.Tools(t))
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal(err)
+		}
+		t.Skip(err)
+	}
+	return b
 }

@@ -2,13 +2,11 @@ package simtest
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/cozystack/cozy-e2e/framework/cluster"
-	"github.com/cozystack/cozy-e2e/internal/controlplane/cptest"
 	"github.com/cozystack/cozy-e2e/internal/sim/upstream"
 )
 
@@ -20,13 +18,7 @@ import (
 // to see the new kinds.
 func (e *Env) VirtController(t testing.TB) *upstream.Controller {
 	t.Helper()
-	b, err := upstream.Find(cptest.Tools(t))
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal(err)
-		}
-		t.Skip(err)
-	}
+	b := build(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	kv, err := b.KubeVirtInstall(ctx)
