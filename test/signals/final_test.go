@@ -4,7 +4,6 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"os"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -68,30 +67,10 @@ type finalRow struct {
 // finalRows reads the table whose header is class | detector | final because | upstream.
 func finalRows(t *testing.T, path string) []finalRow {
 	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var out []finalRow
-	in := false
-	for i, line := range strings.Split(string(data), "\n") {
-		if !strings.HasPrefix(line, "|") {
-			in = false
-			continue
-		}
-		cells := splitRow(line)
-		if strings.Join(cells, "|") == "class|detector|final because|upstream" {
-			in = true
-			continue
-		}
-		if !in || strings.Trim(strings.Join(cells, ""), "- ") == "" {
-			continue
-		}
-		if len(cells) != 4 {
-			t.Errorf("%s:%d: %d cells, want 4", path, i+1, len(cells))
-			continue
-		}
-		out = append(out, finalRow{line: i + 1, class: cells[0], detector: cells[1], final: cells[2], upstream: cells[3]})
+	for _, r := range tableRows(t, path, "class", "detector", "final because", "upstream") {
+		c := r.cells
+		out = append(out, finalRow{line: r.line, class: c[0], detector: c[1], final: c[2], upstream: c[3]})
 	}
 	if len(out) == 0 {
 		t.Fatalf("%s has no table with the header class | detector | final because | upstream", path)

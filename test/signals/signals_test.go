@@ -129,11 +129,29 @@ type row struct {
 // sim | status. A `\|` inside a cell is a literal bar.
 func signalRows(t *testing.T, path string) []row {
 	t.Helper()
+	var out []row
+	for _, r := range tableRows(t, path, "signal", "harness", "upstream", "sim", "status") {
+		c := r.cells
+		out = append(out, row{line: r.line, signal: c[0], harness: c[1], upstream: c[2], sim: c[3], status: c[4]})
+	}
+	return out
+}
+
+// tableRow is one body row of a markdown table: its line in the file and its cells.
+type tableRow struct {
+	line  int
+	cells []string
+}
+
+// tableRows reads the body rows of every table of path whose header is exactly header; a row
+// with another number of cells is an error. A `\|` inside a cell is a literal bar.
+func tableRows(t *testing.T, path string, header ...string) []tableRow {
+	t.Helper()
 	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []row
+	var out []tableRow
 	in := false
 	for i, line := range strings.Split(string(data), "\n") {
 		if !strings.HasPrefix(line, "|") {
@@ -141,18 +159,18 @@ func signalRows(t *testing.T, path string) []row {
 			continue
 		}
 		cells := splitRow(line)
-		if len(cells) == 5 && strings.Join(cells, "|") == "signal|harness|upstream|sim|status" {
+		if strings.Join(cells, "|") == strings.Join(header, "|") {
 			in = true
 			continue
 		}
 		if !in || strings.Trim(strings.Join(cells, ""), "- ") == "" {
 			continue
 		}
-		if len(cells) != 5 {
-			t.Errorf("%s:%d: %d cells, want 5", path, i+1, len(cells))
+		if len(cells) != len(header) {
+			t.Errorf("%s:%d: %d cells, want %d", path, i+1, len(cells), len(header))
 			continue
 		}
-		out = append(out, row{line: i + 1, signal: cells[0], harness: cells[1], upstream: cells[2], sim: cells[3], status: cells[4]})
+		out = append(out, tableRow{line: i + 1, cells: cells})
 	}
 	return out
 }
