@@ -13,12 +13,15 @@ import (
 	"github.com/cozystack/cozy-e2e/framework/join"
 	"github.com/cozystack/cozy-e2e/framework/lane"
 	"github.com/cozystack/cozy-e2e/framework/verdict"
+	"github.com/cozystack/cozy-e2e/internal/report"
 	"github.com/cozystack/cozy-e2e/internal/sim/faults"
 )
 
 // A suite of its own says, as data beside it (examples/*/faults.yaml), what a fault must make
 // of its specs: the lane it runs on, the faults, and per targeted pool the class, stage and a
-// text its evidence shows. Each scenario runs green first, then under its faults.
+// text its evidence shows. Each scenario runs once, under its faults: the suite's cases of the
+// pools no fault targets must pass in that run (the suite's junit.xml, a case per pool named
+// "pool <name> ..."), which is what a green run of the lane would show of them.
 type suiteScenario struct {
 	Lane   string         `yaml:"lane"` // a lane file, from the checkout
 	Suite  string         `yaml:"suite"`
@@ -37,8 +40,7 @@ type suiteOutcome struct {
 	Evidence string `yaml:"evidence"`
 }
 
-// suitePrefix marks a suite scenario in E2E_FAULTS: suite:<lane name>:green, or
-// suite:<lane name>:<faults>.
+// suitePrefix marks a suite scenario in E2E_FAULTS: suite:<lane name>:<faults>.
 const suitePrefix = "suite:"
 
 // suiteScenarios reads every examples/*/faults.yaml.
@@ -70,33 +72,26 @@ func suiteScenarios(t *testing.T, root string) []suiteScenario {
 	return out
 }
 
-// suiteRuns are the E2E_FAULTS names of the suite scenarios: each lane green once, then each
-// scenario under its faults.
+// suiteRuns are the E2E_FAULTS names of the suite scenarios, one run each.
 func suiteRuns(t *testing.T, root string) []string {
 	var runs []string
-	seen := map[string]bool{}
 	for _, s := range suiteScenarios(t, root) {
-		name := laneName(s.Lane)
-		if !seen[name] {
-			seen[name] = true
-			runs = append(runs, suitePrefix+name+":green")
-		}
-		runs = append(runs, suitePrefix+name+":"+s.Faults)
+		runs = append(runs, suitePrefix+laneName(s.Lane)+":"+s.Faults)
 	}
 	return runs
 }
 
 func laneName(file string) string { return strings.TrimSuffix(filepath.Base(file), ".yaml") }
 
-// runSuiteScenario runs one suite scenario named by run (suitePrefix...): green, the lane
-// passes; under faults, each expected pool fails with its class at its stage within
-// maxTimeToVerdict of the fault's observation, with evidence that shows the cause, and no
-// other pool fails.
+// runSuiteScenario runs one suite scenario named by run (suitePrefix...) under its faults: each
+// expected pool fails with its class at its stage within maxTimeToVerdict of the fault's
+// observation, with evidence that shows the cause; no other pool fails, and the suite's cases
+// of the other pools pass.
 func runSuiteScenario(t *testing.T, root, bin, run string) outcome {
 	name, spec, _ := strings.Cut(strings.TrimPrefix(run, suitePrefix), ":")
 	var sc *suiteScenario
 	for _, s := range suiteScenarios(t, root) {
-		if laneName(s.Lane) == name && (spec == "green" || s.Faults == spec) {
+		if laneName(s.Lane) == name && s.Faults == spec {
 			sc = &s
 			break
 		}
@@ -109,11 +104,7 @@ func runSuiteScenario(t *testing.T, root, bin, run string) outcome {
 		t.Fatal(err)
 	}
 	out := outcome{name: run, art: filepath.Join(t.TempDir(), "artifacts")}
-	fault := ""
-	if spec != "green" {
-		fault = spec
-	}
-	cmd := laneCommand(root, bin, sc.Lane, "E2E_ARTIFACTS="+out.art, "E2E_SIM_FAULT="+fault)
+	cmd := laneCommand(root, bin, sc.Lane, "E2E_ARTIFACTS="+out.art, "E2E_SIM_FAULT="+spec)
 	start := time.Now()
 	log, err := cmd.CombinedOutput()
 	out.wall = time.Since(start)
@@ -124,12 +115,6 @@ func runSuiteScenario(t *testing.T, root, bin, run string) outcome {
 	out.result, out.failures = v.Result, len(v.Failures)
 	if _, err := os.Stat(filepath.Join(out.art, "suites", sc.Suite, "failures.json")); err != nil {
 		t.Errorf("suite %s wrote no failures.json: %v", sc.Suite, err)
-	}
-	if fault == "" {
-		if v.Result != verdict.Pass {
-			t.Errorf("%s green: result %s: %s\n%s", name, v.Result, v.Reason, tail(string(log), 40))
-		}
-		return out
 	}
 	if v.Result != verdict.Fail {
 		t.Errorf("%s under %s: result %s, want fail: %s", name, spec, v.Result, v.Reason)
@@ -144,6 +129,7 @@ func runSuiteScenario(t *testing.T, root, bin, run string) outcome {
 			t.Errorf("a failure no expectation names: %s", x.Line())
 		}
 	}
+	checkPoolCases(t, filepath.Join(out.art, "suites", sc.Suite, "junit.xml"), l, want)
 	for _, p := range l.Pools {
 		e, ok := want[p.Name]
 		if !ok {
@@ -231,6 +217,44 @@ func TestSuiteScenariosAreSound(t *testing.T) {
 			if !found {
 				t.Errorf("%s: pool %s is not a pool of %s", s.Faults, e.Pool, s.Lane)
 			}
+		}
+	}
+}
+
+// checkPoolCases: the suite ran cases for every pool of l ("pool <name>" in their names); a
+// pool in failing has a failed one, every other pool's cases passed.
+func checkPoolCases(t *testing.T, path string, l *lane.Lane, failing map[string]suiteOutcome) {
+	t.Helper()
+	j, err := report.ReadJUnit(path)
+	if err != nil {
+		t.Errorf("the suite's junit.xml: %v", err)
+		return
+	}
+	for _, p := range l.Pools {
+		_, fails := failing[p.Name]
+		n, failed := 0, 0
+		for _, s := range j.Suites {
+			for _, c := range s.Cases {
+				if !strings.Contains(c.Name, " pool "+p.Name+" ") {
+					continue
+				}
+				n++
+				switch {
+				case c.Failure != nil || c.Error != nil:
+					failed++
+					if !fails {
+						t.Errorf("pool %s: no fault targets it, but its case %q failed", p.Name, c.Name)
+					}
+				case c.Skipped != nil || c.Status == "skipped":
+					t.Errorf("pool %s: its case %q was skipped", p.Name, c.Name)
+				}
+			}
+		}
+		switch {
+		case n == 0:
+			t.Errorf("pool %s: the suite's junit.xml has no case of it (a case named \"pool %s ...\")", p.Name, p.Name)
+		case fails && failed == 0:
+			t.Errorf("pool %s: a fault targets it, but none of its %d cases failed", p.Name, n)
 		}
 	}
 }
