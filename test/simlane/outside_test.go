@@ -10,45 +10,47 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cozystack/cozy-e2e/framework/lane"
 	"github.com/cozystack/cozy-e2e/framework/verdict"
 	"github.com/cozystack/cozy-e2e/internal/controlplane"
 )
 
-// An outside hand deletes a worker's VMI once while the pools join, with kubectl against the
-// run's management cluster (nothing of it is scripted in the harness): the real VM controller
-// starts a new VMI (runStrategy Always), the worker joins, and the run is green.
-func TestSimLaneSurvivesAVMIDeletedByHand(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs the whole sim lane; run without -short")
-	}
-	if only := os.Getenv("E2E_FAULTS"); only != "" && only != "vmi-deleted-by-hand" {
-		t.Skip("E2E_FAULTS selects other runs")
-	}
-	root := projectRoot(t)
-	l, err := lane.Load(filepath.Join(root, "lanes", "sim.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
+// outsideHand deletes a worker's VMI once while the pools join, with kubectl against the run's
+// management cluster (nothing of it is scripted in the harness): the real VM controller starts a
+// new VMI (runStrategy Always), the worker joins, and the run is green. It rides on the green
+// run of TestSimLaneUnderEachFault (whose run it leaves green), so it costs no run of its own.
+type outsideHand struct {
+	tmp    string // the run's TMPDIR: its work folder, with the management kubeconfig, goes there
+	cancel context.CancelFunc
+	done   chan deletion
+}
+
+// startOutsideHand starts watching for a Running VMI to delete; the run must get env().
+func startOutsideHand(t *testing.T) *outsideHand {
+	t.Helper()
 	tools, err := controlplane.FindTools()
 	if err != nil {
 		t.Fatal(err)
 	}
-	bin := buildOrchestrator(t, root)
-	// The run's work folder (its management kubeconfig) goes into a temp folder of the test's.
-	tmp := t.TempDir()
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	deleted := make(chan deletion, 1)
-	go func() { deleted <- deleteOneVMI(ctx, tools.Path("kubectl"), tmp) }()
-	o := runLane(t, root, bin, l, "sim", "green", "TMPDIR="+tmp)
-	cancel()
-	d := <-deleted
+	h := &outsideHand{tmp: t.TempDir(), cancel: cancel, done: make(chan deletion, 1)}
+	go func() { h.done <- deleteOneVMI(ctx, tools.Path("kubectl"), h.tmp) }()
+	return h
+}
+
+func (h *outsideHand) env() string { return "TMPDIR=" + h.tmp }
+
+// check holds the run o to the deletion: the hand deleted a VMI of the real virt-controller's
+// (its managedFields, and its launcher Pod's), the run is green, and the VM controller started
+// that VM a second time.
+func (h *outsideHand) check(t *testing.T, o outcome) {
+	t.Helper()
+	h.cancel()
+	d := <-h.done
 	if d.err != "" {
-		t.Fatalf("the outside hand: %s", d.err)
+		t.Errorf("the outside hand: %s", d.err)
+		return
 	}
 	t.Logf("the outside hand deleted VMI %s (UID %s) at %s; kubectl: %s", d.vmi, d.uid, d.at.Format(time.RFC3339Nano), strings.TrimSpace(d.out))
-	// What it deleted was the real virt-controller's: the VMI and its launcher Pod say so.
 	for what, managers := range map[string][]string{"VMI " + d.vmi: d.vmiManagers, "its launcher Pod": d.launcherManagers} {
 		if !contains(managers, "virt-controller") {
 			t.Errorf("%s: managedFields name %v, not virt-controller", what, managers)
@@ -56,7 +58,7 @@ func TestSimLaneSurvivesAVMIDeletedByHand(t *testing.T) {
 	}
 	t.Logf("managedFields: VMI %v, launcher %v", d.vmiManagers, d.launcherManagers)
 	if o.result != verdict.Pass {
-		t.Fatalf("the run is %s after a VMI was deleted by hand; its VM should have started a new one", o.result)
+		t.Errorf("the run is %s after a VMI was deleted by hand; its VM should have started a new one", o.result)
 	}
 	// The real VM controller started the VM a second time, after the deletion: its events
 	// (virtualmachine-controller, "Started the virtual machine by creating the new virtual
