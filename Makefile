@@ -107,11 +107,12 @@ checks: lanes-check workflows-check fmt-check vet tidy-check lint examples
 
 # The tools build beside the checks: a cold tools build waits on module downloads and links one
 # binary at a time, and the checks' compiles take the core it leaves idle (docs/performance.md,
-# "CI run, cold"). Each output line comes out whole (-Oline).
-# test/simlane first: go test starts packages in the order named, and the sim lane's runs are the
-# longest (the other packages' tests run beside them).
+# "CI run, cold"). Their lines interleave as they come: grouping them (make -O) would hold the
+# tools' progress until the whole build ends. Then the tests, test/simlane first: go test starts
+# packages in the order named, and the sim lane's runs are the longest (the other packages' tests
+# run beside them).
 test:
-	@$(MAKE) --no-print-directory -j2 -Oline tools checks
+	@$(MAKE) --no-print-directory -j2 tools checks
 	$(GO) test -count=1 -timeout 50m ./test/simlane ./...
 
 clean:
