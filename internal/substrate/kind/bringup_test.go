@@ -35,6 +35,17 @@ type fakeKind struct {
 	names []string
 }
 
+// newFakeKind is a kind provider whose cluster is a real local apiserver.
+func newFakeKind(t *testing.T) *fakeKind {
+	t.Helper()
+	api := cptest.APIServer(t, controlplane.APIServerOptions{Name: "kind"})
+	kube, err := kubernetes.NewForConfig(api.Admin())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &fakeKind{api: api, kube: kube}
+}
+
 func (f *fakeKind) Create(name string, spec createSpec) error {
 	f.mu.Lock()
 	f.specs = append(f.specs, spec)
@@ -77,12 +88,7 @@ func (f *fakeKind) Delete(string, string) error { return nil }
 // kube-ovn's ovn-central selects on the generic variant; a worker is not labelled. A second
 // run finds the cluster and refuses it unless E2E_REUSE=1, which reuses it and labels again.
 func TestClusterPhaseCreatesWithoutWaitingAndLabelsTheControlPlane(t *testing.T) {
-	api := cptest.APIServer(t, controlplane.APIServerOptions{Name: "kind"})
-	kube, err := kubernetes.NewForConfig(api.Admin())
-	if err != nil {
-		t.Fatal(err)
-	}
-	fake := &fakeKind{api: api, kube: kube}
+	fake := newFakeKind(t)
 	l := pinned(t, "kubernetes")
 	l.Kind.Workers = 1
 	var log bytes.Buffer
@@ -108,7 +114,7 @@ func TestClusterPhaseCreatesWithoutWaitingAndLabelsTheControlPlane(t *testing.T)
 	if filepath.Dir(fake.specs[0].Kubeconfig) != work {
 		t.Fatalf("kubeconfig at %s", fake.specs[0].Kubeconfig)
 	}
-	nodes, err := kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	nodes, err := fake.kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil || len(nodes.Items) != 2 {
 		t.Fatalf("nodes: %v %d", err, len(nodes.Items))
 	}
@@ -134,14 +140,14 @@ func TestClusterPhaseCreatesWithoutWaitingAndLabelsTheControlPlane(t *testing.T)
 		cp = nodes.Items[1]
 	}
 	cp.Labels[upstream.ControlPlaneLabel] = ""
-	if _, err := kube.CoreV1().Nodes().Update(ctx, &cp, metav1.UpdateOptions{}); err != nil {
+	if _, err := fake.kube.CoreV1().Nodes().Update(ctx, &cp, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	s.opts.Reuse = true
 	if _, err := s.bringUp(ctx); err != nil {
 		t.Fatal(err)
 	}
-	got, _ := kube.CoreV1().Nodes().Get(ctx, cp.Name, metav1.GetOptions{})
+	got, _ := fake.kube.CoreV1().Nodes().Get(ctx, cp.Name, metav1.GetOptions{})
 	if got.Labels[upstream.ControlPlaneLabel] != "true" || len(fake.specs) != 1 {
 		t.Fatalf("reuse: label %q, creates %d", got.Labels[upstream.ControlPlaneLabel], len(fake.specs))
 	}

@@ -11,11 +11,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/cozystack/cozy-e2e/framework/cluster"
-	"github.com/cozystack/cozy-e2e/internal/controlplane"
-	"github.com/cozystack/cozy-e2e/internal/controlplane/cptest"
 	"github.com/cozystack/cozy-e2e/internal/diag"
 	"github.com/cozystack/cozy-e2e/internal/install"
 	"github.com/cozystack/cozy-e2e/internal/install/upstream"
@@ -33,12 +30,7 @@ func testAuth() *RegistryAuth {
 // the operator through a kubernetes.io/dockerconfigjson Secret the apiserver accepts; nothing the
 // run writes into its artifacts holds them, raw or in base64.
 func TestRegistryCredentialsReachTheNodesAndNeverTheArtifacts(t *testing.T) {
-	api := cptest.APIServer(t, controlplane.APIServerOptions{Name: "kind"})
-	kube, err := kubernetes.NewForConfig(api.Admin())
-	if err != nil {
-		t.Fatal(err)
-	}
-	fake := &fakeKind{api: api, kube: kube}
+	fake := newFakeKind(t)
 	l := pinned(t, "kubernetes")
 	l.Kind.Workers = 1
 	var log bytes.Buffer
@@ -89,7 +81,7 @@ func TestRegistryCredentialsReachTheNodesAndNeverTheArtifacts(t *testing.T) {
 	}
 
 	// The operator's Secret passes the apiserver's own validation of a dockerconfigjson Secret.
-	c, err := cluster.New("kind", api.Admin())
+	c, err := cluster.New("kind", fake.api.Admin())
 	if err != nil {
 		t.Fatal(err)
 	}
