@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cozystack/cozy-e2e/framework/verdict"
 	"github.com/cozystack/cozy-e2e/internal/controlplane"
 )
 
@@ -40,8 +39,8 @@ func startOutsideHand(t *testing.T) *outsideHand {
 func (h *outsideHand) env() string { return "TMPDIR=" + h.tmp }
 
 // check holds the run o to the deletion: the hand deleted a VMI of the real virt-controller's
-// (its managedFields, and its launcher Pod's), the run is green, and the VM controller started
-// that VM a second time.
+// (its managedFields, and its launcher Pod's) and the VM controller started that VM a second
+// time. That the run is green runLane checks, as for every green run.
 func (h *outsideHand) check(t *testing.T, o outcome) {
 	t.Helper()
 	h.cancel()
@@ -57,9 +56,6 @@ func (h *outsideHand) check(t *testing.T, o outcome) {
 		}
 	}
 	t.Logf("managedFields: VMI %v, launcher %v", d.vmiManagers, d.launcherManagers)
-	if o.result != verdict.Pass {
-		t.Errorf("the run is %s after a VMI was deleted by hand; its VM should have started a new one", o.result)
-	}
 	// The real VM controller started the VM a second time, after the deletion: its events
 	// (virtualmachine-controller, "Started the virtual machine by creating the new virtual
 	// machine instance", kubevirt v1.8.4 pkg/virt-controller/watch/vm/vm.go) in the pool's
