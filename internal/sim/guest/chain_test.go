@@ -258,6 +258,26 @@ func (w *world) until(t *testing.T, what string, cond func(context.Context) (boo
 	return time.Since(start)
 }
 
+// tenantNode waits for a tenant Node that match accepts, and returns it.
+func (w *world) tenantNode(t *testing.T, what string, match func(corev1.Node) bool) corev1.Node {
+	t.Helper()
+	var found corev1.Node
+	w.until(t, what, func(ctx context.Context) (bool, error) {
+		var nodes corev1.NodeList
+		if err := w.tenant.Client.List(ctx, &nodes); err != nil {
+			return false, err
+		}
+		for _, n := range nodes.Items {
+			if match(n) {
+				found = n
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	return found
+}
+
 // A Talos Machine goes all the way: bootstrap data, VM, imported disk, VMI with its launcher,
 // console, a Ready tenant Node named like the VMI; deleting the VM (as CAPK does with its
 // KubevirtMachine) takes VMI and launcher away after the guest powered down. CAPK's providerID

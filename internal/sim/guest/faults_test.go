@@ -81,20 +81,7 @@ func TestFaultsShowTheirEffectThroughTheAPI(t *testing.T) {
 		return false, nil
 	})
 	// provider-id-missing: the Kairos Node carries the host's metal- name and never a providerID.
-	var kairosNode corev1.Node
-	w.until(t, "Kairos node under another name", func(ctx context.Context) (bool, error) {
-		var nodes corev1.NodeList
-		if err := w.tenant.Client.List(ctx, &nodes); err != nil {
-			return false, err
-		}
-		for _, n := range nodes.Items {
-			if strings.HasPrefix(n.Name, "metal-") {
-				kairosNode = n
-				return true, nil
-			}
-		}
-		return false, nil
-	})
+	kairosNode := w.tenantNode(t, "Kairos node under another name", func(n corev1.Node) bool { return strings.HasPrefix(n.Name, "metal-") })
 	// node-tainted and node-not-ready.
 	w.until(t, "tainted and not-ready nodes", func(ctx context.Context) (bool, error) {
 		var taint, notReady corev1.Node

@@ -2,7 +2,6 @@ package guest_test
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"os"
 	"strings"
@@ -48,20 +47,7 @@ func TestTransientKairosFaultsClearAsUpstreamDoes(t *testing.T) {
 			t.Logf("guests.log:\n%s\nobservations:\n%s", log, obs)
 		}
 	}()
-	var node corev1.Node
-	w.until(t, "the late worker's Node with its providerID", func(ctx context.Context) (bool, error) {
-		var nodes corev1.NodeList
-		if err := w.tenant.Client.List(ctx, &nodes); err != nil {
-			return false, err
-		}
-		for _, n := range nodes.Items {
-			if n.Spec.ProviderID == names.ProviderID(m("late")) {
-				node = n
-				return true, nil
-			}
-		}
-		return false, nil
-	})
+	node := w.tenantNode(t, "the late worker's Node with its providerID", func(n corev1.Node) bool { return n.Spec.ProviderID == names.ProviderID(m("late")) })
 	if !strings.HasPrefix(node.Name, "metal-") {
 		t.Errorf("the late worker registered as Node %s, not under the provider's default prefix metal-", node.Name)
 	}
@@ -93,20 +79,7 @@ func TestTransientKairosFaultsClearAsUpstreamDoes(t *testing.T) {
 		t.Errorf("providerid-late: registered at %s, patched at %s; want the patch %s after the registration", reg.At, patched.At, guest.ProviderIDLateDelay)
 	}
 	// The other Kairos worker patched its providerID at once.
-	var first corev1.Node
-	w.until(t, "the transient worker's Node with its providerID", func(ctx context.Context) (bool, error) {
-		var nodes corev1.NodeList
-		if err := w.tenant.Client.List(ctx, &nodes); err != nil {
-			return false, err
-		}
-		for _, n := range nodes.Items {
-			if n.Spec.ProviderID == names.ProviderID(m("transient")) {
-				first = n
-				return true, nil
-			}
-		}
-		return false, nil
-	})
+	first := w.tenantNode(t, "the transient worker's Node with its providerID", func(n corev1.Node) bool { return n.Spec.ProviderID == names.ProviderID(m("transient")) })
 	if d := first.CreationTimestamp.Sub(set.At); d < 0 {
 		t.Errorf("the transient worker's Node registered before its bootstrap data existed (%s)", d)
 	}
