@@ -46,7 +46,7 @@ func (p *Platform) reconcileKubernetes(ctx context.Context, req reconcile.Reques
 		}
 	}
 	// The chart's Talos secrets and the Talos CA cert-manager issues from its Certificate.
-	secrets, err := p.ensureTalosSecrets(ctx, app)
+	secrets, err := p.ensureTalosSecrets(ctx, app, hr)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
@@ -121,7 +121,7 @@ func (p *Platform) live(ctx context.Context, app App) (Live, error) {
 	if err := p.r.Get(ctx, client.ObjectKey{Namespace: app.Namespace, Name: TalosSecretsName(Release(app.Name))}, &sec); err != nil {
 		return l, client.IgnoreNotFound(err)
 	}
-	secrets, err := p.ensureTalosSecrets(ctx, app) // reads the existing one
+	secrets, err := p.ensureTalosSecrets(ctx, app, nil) // reads the existing one
 	if err != nil {
 		return l, err
 	}

@@ -14,7 +14,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/cozystack/cozy-e2e/internal/controlplane"
 )
@@ -59,8 +61,11 @@ type TalosInputs struct {
 
 // ensureTalosSecrets writes <release>-talos-secrets as talos-secrets.yaml renders it: reused
 // when it exists (lookup), else token <6>.<16> and the cluster id and secret of 32 random
-// alphanumerics, and a bootstrap token <6>.<16> in lowercase alphanumerics.
-func (p *Platform) ensureTalosSecrets(ctx context.Context, app App) (talosSecrets, error) {
+// alphanumerics, and a bootstrap token <6>.<16> in lowercase alphanumerics. The chart renders it
+// without helm.sh/resource-policy: keep (cozystack v1.6.1 packages/apps/kubernetes/templates/
+// talos/talos-secrets.yaml), so the release's uninstall deletes it: a new one is owned by
+// release, the HelmRelease (nil: only read an existing one).
+func (p *Platform) ensureTalosSecrets(ctx context.Context, app App, release *unstructured.Unstructured) (talosSecrets, error) {
 	name := TalosSecretsName(Release(app.Name))
 	var sec corev1.Secret
 	err := p.r.Get(ctx, client.ObjectKey{Namespace: app.Namespace, Name: name}, &sec)
@@ -77,11 +82,17 @@ func (p *Platform) ensureTalosSecrets(ctx context.Context, app App) (talosSecret
 		ClusterID: randAlphaNum(32), ClusterSecret: randAlphaNum(32),
 		BootstrapTokenID: strings.ToLower(randAlphaNum(6)), BootstrapTokenSecret: strings.ToLower(randAlphaNum(16)),
 	}
+	if release == nil {
+		return talosSecrets{}, fmt.Errorf("platform: Secret %s/%s: not rendered yet", app.Namespace, name)
+	}
 	sec = corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: app.Namespace, Name: name, Labels: (&renderer{app: app, release: Release(app.Name)}).labels()},
 		Type:       corev1.SecretTypeOpaque,
 		Data: map[string][]byte{"token": []byte(s.Token), "clusterId": []byte(s.ClusterID), "clusterSecret": []byte(s.ClusterSecret),
 			"bootstrapToken": []byte(s.bootstrapToken()), "bootstrapTokenId": []byte(s.BootstrapTokenID), "bootstrapTokenSecret": []byte(s.BootstrapTokenSecret)},
+	}
+	if err := controllerutil.SetOwnerReference(release, &sec, p.c.Scheme()); err != nil {
+		return talosSecrets{}, fmt.Errorf("platform: Secret %s/%s owned by %s: %w", app.Namespace, name, release.GetName(), err)
 	}
 	if err := p.c.Create(ctx, &sec); err != nil && !apierrors.IsAlreadyExists(err) {
 		return talosSecrets{}, fmt.Errorf("platform: Secret %s/%s: %w", app.Namespace, name, err)
