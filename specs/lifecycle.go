@@ -32,6 +32,9 @@ type Lifecycle struct {
 	// every join ended on its own (suite.World.EndPools), so a spec placed between join specs
 	// stops no join; nil: nothing.
 	Before func(context.Context)
+	// Timeline is the conformance cluster timeline the spec's phase runs on (budget.OnTimeline,
+	// lane.Phase.Cluster); "": the budget finds the phase by its name.
+	Timeline string
 }
 
 // Step is one spec running in a lane phase of its own (Lifecycle.Start, Lifecycle.OnPool): the
@@ -60,7 +63,7 @@ func (lc Lifecycle) Start(spec context.Context, phase, pool, row string) *Step {
 		lc.Before(spec)
 	}
 	r := &Step{lc: lc, phase: phase, pool: pool}
-	pctx, span, err := lc.Clock.Phase(context.WithoutCancel(spec), phase)
+	pctx, span, err := lc.Clock.Phase(budget.OnTimeline(context.WithoutCancel(spec), lc.Timeline), phase)
 	Must(lc.Failures, pool, err)
 	r.span = span
 	var cancel context.CancelFunc

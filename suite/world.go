@@ -65,11 +65,53 @@ func (w *World) Lifecycle() specs.Lifecycle {
 		OnProgress: w.JoinProgress(w.replicas()), Log: w.Log, Before: w.EndPools}
 }
 
+// LifecycleIn is Lifecycle for a spec in lane phase phase acting on pool p: when the lane's
+// budget puts the phase on the timeline of p's cluster, the spec runs on that timeline and
+// ends only its pools phase first, while the other clusters' joins go on (Before).
+func (w *World) LifecycleIn(phase string, p fixture.Pool) specs.Lifecycle {
+	lc := w.Lifecycle()
+	if w.OnTimeline(phase, p.App.Role) {
+		lc.Timeline = w.Lane.TimelineOf(p.App.Role)
+	}
+	lc.Before = w.Before(phase, p.App.Role)
+	return lc
+}
+
+// OnTimeline reports whether the lane's budget runs phase on the own timeline of conformance
+// cluster (lane.Phase.Cluster) rather than as a shared phase.
+func (w *World) OnTimeline(phase, cluster string) bool {
+	b := w.Lane.Budget
+	i := b.PhaseOn(w.Lane.TimelineOf(cluster), phase)
+	return i >= 0 && b.Phases[i].Cluster != ""
+}
+
+// Before is what a spec in phase, acting on conformance cluster, waits for first: on a shared
+// phase, every join ended (EndPools); on the cluster's own timeline, the joins of that
+// timeline's clusters (fixture.Pools.EndTimelineWhenJoined), or nothing on a timeline without
+// pools (the refusal cluster's).
+func (w *World) Before(phase, cluster string) func(context.Context) {
+	if !w.OnTimeline(phase, cluster) {
+		return w.EndPools
+	}
+	if !w.OnTimeline(fixture.PhasePools, cluster) {
+		return nil
+	}
+	return func(ctx context.Context) { w.Pools().EndTimelineWhenJoined(ctx, cluster) }
+}
+
 // JoinSpecs registers one specs.PoolJoinSpec per pool of the lane, each in a container
 // labelled with its pool, class, OS, cluster and tenant version.
-func (w *World) JoinSpecs(ctx context.Context) {
+func (w *World) JoinSpecs(ctx context.Context) { w.JoinSpecsOf(ctx, nil) }
+
+// JoinSpecsOf is JoinSpecs for the pools of is only (nil: every pool): a suite whose lane runs
+// clusters on timelines of their own registers each timeline's join specs before its other
+// specs.
+func (w *World) JoinSpecsOf(ctx context.Context, is func(fixture.Pool) bool) {
 	image := w.Lane.Workload.Ref()
 	for _, p := range w.Tenant.Pools {
+		if is != nil && !is(p) {
+			continue
+		}
 		labels := ginkgo.Label("pool:"+p.Name(), "class:"+p.Spec.Class, "os:"+p.OS.Name, "cluster:"+p.App.Role, "kubernetes:"+p.App.Release.Version)
 		labels = append(labels, p.Labels...)
 		ginkgo.Describe(fmt.Sprintf("pool %s on class %s in %s", p.Name(), p.Spec.Class, p.Cluster()), labels, func() {

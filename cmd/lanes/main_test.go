@@ -29,7 +29,7 @@ func TestCheckPrintsSumsAndHeadroom(t *testing.T) {
 // timeouts: a remediation ceiling under nodeMonitorGracePeriod 50s + readyUnknownTimeout 30s +
 // nodeStartupTimeout 10m + 1m30s is refused with that arithmetic.
 func TestCheckHoldsTheKindLifecycleLaneToTheChartsTimeouts(t *testing.T) {
-	msg := checkEdited(t, "kubernetes-lifecycle", "    - name: remediation\n      ceiling: 13m\n", "    - name: remediation\n      ceiling: 12m\n")
+	msg := checkEdited(t, "kubernetes-lifecycle", "    - name: remediation\n      cluster: lifecycle\n      ceiling: 13m\n", "    - name: remediation\n      cluster: lifecycle\n      ceiling: 12m\n")
 	want := "ceiling: 12m0s is shorter than 12m50s, the least phase remediation of suite kubernetes can hold (nodeMonitorGracePeriod 50s + readyUnknownTimeout 30s + nodeStartupTimeout 10m0s + margin 1m30s"
 	if !strings.Contains(msg, want) {
 		t.Fatalf("message lacks %q:\n%s", want, msg)
@@ -40,8 +40,8 @@ func TestCheckHoldsTheKindLifecycleLaneToTheChartsTimeouts(t *testing.T) {
 // with KubeVirt's overhead do not fit in 16 GiB.
 func TestCheckHoldsAKindLaneToItsPeakWorkers(t *testing.T) {
 	msg := checkEdited(t, "kubernetes-lifecycle", "memoryGiB: 64\n", "memoryGiB: 16\n")
-	want := "runner.memoryGiB: 16 GiB cannot hold the 7 worker VMs the suites run at once (5 in the pools, then at most +2"
-	if !strings.Contains(msg, want) || !strings.Contains(msg, "4.5 GiB each: 31.5 GiB") {
+	want := "runner.memoryGiB: 16 GiB cannot hold the 13 worker VMs the suites run at once (11 in the pools of join-v1-35 3 + join-v1-34 3 + lifecycle 5, every cluster at once, then at most +2"
+	if !strings.Contains(msg, want) || !strings.Contains(msg, "4.5 GiB each: 58.5 GiB") {
 		t.Fatalf("message lacks %q and the arithmetic:\n%s", want, msg)
 	}
 }
@@ -73,7 +73,7 @@ func TestCheckHoldsASimLaneToTheSimsNodes(t *testing.T) {
 // lane's management Nodes.
 func TestPlanSaysTheWorkerVMs(t *testing.T) {
 	for name, want := range map[string]string{
-		"kubernetes-lifecycle": "\nworkers\n  7 worker VMs at most (5 in the pools",
+		"kubernetes-lifecycle": "\nworkers\n  13 worker VMs at most (11 in the pools of join-v1-35 3 + join-v1-34 3 + lifecycle 5, every cluster at once",
 		"sim":                  "\nworkers\n  4 worker VMs at most (4 in the pools of pools 2 + classes 2, every cluster at once), 4406Mi memory and 105m cpu each: the sim's Nodes (3 Nodes of 8 cpu, 320Gi memory and 110 pods) hold 74 on any one Node",
 	} {
 		var out, errb bytes.Buffer

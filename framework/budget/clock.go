@@ -107,22 +107,16 @@ func (e *UnknownPhaseError) Error() string {
 	return fmt.Sprintf("phase %q is not in the lane budget (phases: %s); add it to budget.phases with a ceiling", e.Phase, e.Known)
 }
 
-// PhaseDeadline is when phase name must end if it starts now:
-// min(now + ceiling, root deadline - diagnostics reserve - reserves of the phases after it).
-func (c *Clock) PhaseDeadline(name string) (time.Time, time.Duration, error) {
-	idx := -1
-	for i, p := range c.budget.Phases {
-		if p.Name == name {
-			idx = i
-		}
-	}
+// phaseDeadline is when phase name on cluster's timeline ("" for none) must end if it starts
+// now: min(now + ceiling, root deadline - diagnostics reserve - reserves of the phases after
+// it). A phase on a cluster's own timeline (lane.Phase.Cluster) keeps only its timeline's later
+// phases and the shared ones after every timeline: the other timelines run beside it.
+func (c *Clock) phaseDeadline(cluster, name string) (time.Time, time.Duration, error) {
+	idx := c.budget.PhaseOn(cluster, name)
 	if idx < 0 {
 		return time.Time{}, 0, &UnknownPhaseError{Phase: name, Known: c.phaseNames()}
 	}
-	reserved := c.budget.DiagnosticsReserve.D()
-	for _, p := range c.budget.Phases[idx+1:] {
-		reserved += p.ReserveOrCeiling()
-	}
+	reserved := c.budget.DiagnosticsReserve.D() + c.budget.ReserveAfter(idx)
 	now := c.now()
 	latest := c.root.Add(-reserved)
 	deadline := now.Add(c.budget.Phases[idx].Ceiling.D())
@@ -132,6 +126,20 @@ func (c *Clock) PhaseDeadline(name string) (time.Time, time.Duration, error) {
 	return deadline, reserved, nil
 }
 
+type timelineKey struct{}
+
+// OnTimeline is ctx on conformance cluster's own timeline (lane.Lane.TimelineOf): a phase
+// started in it is that cluster's own when the budget gives it one, else the shared phase.
+func OnTimeline(ctx context.Context, cluster string) context.Context {
+	return context.WithValue(ctx, timelineKey{}, cluster)
+}
+
+// TimelineOf is the cluster timeline ctx is on (OnTimeline), "" when none.
+func TimelineOf(ctx context.Context) string {
+	t, _ := ctx.Value(timelineKey{}).(string)
+	return t
+}
+
 func (c *Clock) phaseNames() string {
 	s := ""
 	for i, p := range c.budget.Phases {
@@ -139,30 +147,35 @@ func (c *Clock) phaseNames() string {
 			s += ", "
 		}
 		s += p.Name
+		if p.Cluster != "" {
+			s += " (cluster " + p.Cluster + ")"
+		}
 	}
 	return s
 }
 
 // Phase starts phase name: it returns a context with the phase deadline and a Span to end it.
-// When no time is left it records the phase as declined and returns an *ExhaustedError.
+// On a cluster's timeline (OnTimeline) it is that cluster's phase of the name, if the budget
+// has one. When no time is left it records the phase as declined and returns an
+// *ExhaustedError.
 func (c *Clock) Phase(ctx context.Context, name string) (context.Context, *Span, error) {
-	deadline, reserved, err := c.PhaseDeadline(name)
+	deadline, reserved, err := c.phaseDeadline(TimelineOf(ctx), name)
 	if err != nil {
 		return ctx, nil, err
 	}
-	p, _ := c.budget.Phase(name)
+	p := c.budget.Phases[c.budget.PhaseOn(TimelineOf(ctx), name)]
 	now := c.now()
 	if !deadline.After(now) {
-		e := &ExhaustedError{Phase: name, Deadline: deadline, Now: now, Reserved: reserved}
-		c.Decline("phase "+name, e.Error())
-		c.record(PhaseTiming{Name: name, Ceiling: p.Ceiling.D(), Start: now, End: now, Outcome: OutcomeDeclined, Error: e.Error()})
+		e := &ExhaustedError{Phase: p.Label(), Deadline: deadline, Now: now, Reserved: reserved}
+		c.Decline("phase "+p.Label(), e.Error())
+		c.record(PhaseTiming{Name: name, Cluster: p.Cluster, Ceiling: p.Ceiling.D(), Start: now, End: now, Outcome: OutcomeDeclined, Error: e.Error()})
 		return ctx, nil, e
 	}
 	pctx, cancel := context.WithDeadline(context.WithValue(ctx, phaseKey{}, name), deadline)
 	if c.observer != nil {
-		c.observer.PhaseStarted(name, now, deadline, p.Ceiling.D())
+		c.observer.PhaseStarted(p.Label(), now, deadline, p.Ceiling.D())
 	}
-	return pctx, &Span{clock: c, name: name, ceiling: p.Ceiling.D(), start: now, deadline: deadline, cancel: cancel}, nil
+	return pctx, &Span{clock: c, name: name, cluster: p.Cluster, ceiling: p.Ceiling.D(), start: now, deadline: deadline, cancel: cancel}, nil
 }
 
 type phaseKey struct{}
@@ -239,6 +252,7 @@ func (c *Clock) record(p PhaseTiming) {
 type Span struct {
 	clock    *Clock
 	name     string
+	cluster  string // the cluster whose own phase it is, "" for a shared one
 	ceiling  time.Duration
 	start    time.Time
 	deadline time.Time
@@ -271,7 +285,7 @@ func (s *Span) End(err error) {
 	s.once.Do(func() {
 		s.cancel()
 		now := s.clock.now()
-		t := PhaseTiming{Name: s.name, Ceiling: s.ceiling, Start: s.start, End: now, Deadline: s.deadline, Outcome: OutcomeOK}
+		t := PhaseTiming{Name: s.name, Cluster: s.cluster, Ceiling: s.ceiling, Start: s.start, End: now, Deadline: s.deadline, Outcome: OutcomeOK}
 		s.mu.Lock()
 		t.Note = strings.Join(s.notes, "; ")
 		s.mu.Unlock()

@@ -6,6 +6,8 @@ import (
 	"os"
 	"sort"
 	"time"
+
+	"github.com/cozystack/cozy-e2e/framework/lane"
 )
 
 // Outcome is how a phase ended.
@@ -43,7 +45,10 @@ func (s Seconds) D() time.Duration { return time.Duration(s) }
 
 // PhaseTiming is one phase: what it was given and what it spent.
 type PhaseTiming struct {
-	Name     string        `json:"name"`
+	Name string `json:"name"`
+	// Cluster is the conformance cluster whose own phase it was (lane.Phase.Cluster), "" for
+	// a shared one.
+	Cluster  string        `json:"cluster,omitempty"`
 	Ceiling  time.Duration `json:"-"`
 	Planned  Seconds       `json:"plannedSeconds"`
 	Spent    Seconds       `json:"spentSeconds"`
@@ -55,6 +60,9 @@ type PhaseTiming struct {
 	// Note says why a phase was skipped, or what a phase that ran wants the summary to show.
 	Note string `json:"note,omitempty"`
 }
+
+// Label names the phase for people: its name, and the cluster whose own phase it was.
+func (p PhaseTiming) Label() string { return lane.Phase{Name: p.Name, Cluster: p.Cluster}.Label() }
 
 // StageTiming is the time a pool took to reach one join stage from the one before.
 type StageTiming struct {

@@ -4,13 +4,17 @@ import "time"
 
 // Arithmetic is the budget sum the lanes check prints and enforces.
 type Arithmetic struct {
-	Phases      time.Duration // sum of phase ceilings
-	Diagnostics time.Duration
-	Artifacts   time.Duration
-	Margin      time.Duration
-	Total       time.Duration // all of the above
-	Cap         time.Duration
-	Headroom    time.Duration // Cap - Total; negative when the budget does not fit
+	Phases time.Duration // sum of the shared phases' ceilings and the longest timeline's
+	// Longest is the cluster whose timeline is the longest, when the phases have timelines;
+	// Timelines is that timeline's ceiling sum, Beside the sum of the others' (not counted).
+	Longest           string
+	Timelines, Beside time.Duration
+	Diagnostics       time.Duration
+	Artifacts         time.Duration
+	Margin            time.Duration
+	Total             time.Duration // all of the above
+	Cap               time.Duration
+	Headroom          time.Duration // Cap - Total; negative when the budget does not fit
 }
 
 // Arithmetic adds up the budget.
@@ -21,8 +25,17 @@ func (b Budget) Arithmetic() Arithmetic {
 		Margin:      b.Margin.D(),
 		Cap:         b.JobCap.D(),
 	}
-	for _, p := range b.Phases {
-		a.Phases += p.Ceiling.D()
+	lay := b.Layout()
+	for _, i := range append(lay.Before, lay.After...) {
+		a.Phases += b.Phases[i].Ceiling.D()
+	}
+	if t, ok := lay.Longest(); ok {
+		a.Longest, a.Timelines = t.Cluster, t.Ceiling
+		a.Phases += t.Ceiling
+		for _, o := range lay.Timelines {
+			a.Beside += o.Ceiling
+		}
+		a.Beside -= t.Ceiling
 	}
 	a.Total = a.Phases + a.Diagnostics + a.Artifacts + a.Margin
 	a.Headroom = a.Cap - a.Total

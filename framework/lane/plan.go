@@ -5,7 +5,6 @@ import (
 	"io"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/cozystack/cozy-e2e/internal/install/upstream"
 )
@@ -32,29 +31,17 @@ func WritePlanWith(w io.Writer, l *Lane, extra ...PlanSection) {
 		l.Name, l.Substrate, len(l.Clusters()), strings.Join(versions, ", "), l.Kubernetes.Version, l.Kubernetes.Patch)
 	fmt.Fprintf(w, "job cap %s: phases %s + diagnostics reserve %s + artifact reserve %s + margin %s = %s (headroom %s)\n",
 		a.Cap, a.Phases, a.Diagnostics, a.Artifacts, a.Margin, a.Total, a.Headroom)
+	if a.Longest != "" {
+		fmt.Fprintf(w, "  the clusters' own timelines run side by side: phases counts the longest, cluster %s's %s, and not the %s of the others beside it\n",
+			a.Longest, a.Timelines, a.Beside)
+	}
 	if l.Budget.Note != "" {
 		fmt.Fprintf(w, "  where the numbers come from: %s\n", l.Budget.Note)
 	}
 	fmt.Fprintln(w)
 	writeClusters(w, l)
 
-	fmt.Fprintln(w, "phases (offset from job start: latest end if every phase before used its ceiling)")
-	var at time.Duration
-	group := ""
-	for i, p := range l.Budget.Phases {
-		if g := l.phaseGroup(i); g != group {
-			group = g
-			fmt.Fprintf(w, "  %s\n", g)
-		}
-		at += p.Ceiling.D()
-		fmt.Fprintf(w, "  %d. %-12s ceiling %-7s by +%s\n", i+1, p.Name, p.Ceiling, at)
-		if p.Note != "" {
-			fmt.Fprintf(w, "       %s\n", p.Note)
-		}
-		for _, name := range sortedKeys(p.Timeouts) {
-			fmt.Fprintf(w, "       timeout %s %s\n", name, p.Timeouts[name])
-		}
-	}
+	writePhases(w, l)
 	fmt.Fprintf(w, "  then diagnostics (on failure) within %s, artifacts within %s\n\n", l.Budget.DiagnosticsReserve, l.Budget.ArtifactReserve)
 
 	if len(l.Components) > 0 {

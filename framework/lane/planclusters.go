@@ -5,6 +5,7 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"time"
 )
 
 // ClusterPhases are the phases every conformance cluster runs at the same time, each cluster
@@ -36,6 +37,63 @@ func (l *Lane) phaseGroup(i int) string {
 		return fmt.Sprintf("the %d conformance cluster(s) at once, each on its own; a ceiling holds the slowest, budgeted once and not %d times:", n, n)
 	}
 	return "then:"
+}
+
+// writePhases prints the budget's phases as they run, each with its ceiling and latest end
+// (offset from the job's start if every phase before it used its ceiling): the shared phases,
+// then each cluster's own timeline from the same start, side by side, then the shared phases
+// after the longest.
+func writePhases(w io.Writer, l *Lane) {
+	fmt.Fprintln(w, "phases (offset from job start: latest end if every phase before used its ceiling)")
+	b := l.Budget
+	lay := b.Layout()
+	var at time.Duration
+	group := ""
+	one := func(i int, at time.Duration, indent string) {
+		p := b.Phases[i]
+		fmt.Fprintf(w, "%s%d. %-12s ceiling %-7s by +%s\n", indent, i+1, p.Name, p.Ceiling, at)
+		if p.Note != "" {
+			fmt.Fprintf(w, "%s     %s\n", indent, p.Note)
+		}
+		for _, name := range sortedKeys(p.Timeouts) {
+			fmt.Fprintf(w, "%s     timeout %s %s\n", indent, name, p.Timeouts[name])
+		}
+	}
+	for _, i := range lay.Before {
+		if g := l.phaseGroup(i); g != group {
+			group = g
+			fmt.Fprintf(w, "  %s\n", g)
+		}
+		at += b.Phases[i].Ceiling.D()
+		one(i, at, "  ")
+	}
+	if longest, ok := lay.Longest(); ok {
+		fmt.Fprintf(w, "  then each cluster on a timeline of its own, side by side from +%s (the budget counts the longest, %s's %s):\n", at, longest.Cluster, longest.Ceiling)
+		for _, t := range lay.Timelines {
+			var names []string
+			for _, c := range l.Clusters() {
+				if l.TimelineOf(c) == t.Cluster {
+					names = append(names, c)
+				}
+			}
+			on := ""
+			if len(names) > 1 {
+				on = fmt.Sprintf(" (clusters %s at once; a ceiling holds the slowest)", strings.Join(names, ", "))
+			}
+			fmt.Fprintf(w, "    cluster %s, %s%s:\n", t.Cluster, t.Ceiling, on)
+			tat := at
+			for _, i := range t.Phases {
+				tat += b.Phases[i].Ceiling.D()
+				one(i, tat, "    ")
+			}
+		}
+		at += longest.Ceiling
+		fmt.Fprintln(w, "  then, once every timeline ended:")
+	}
+	for _, i := range lay.After {
+		at += b.Phases[i].Ceiling.D()
+		one(i, at, "  ")
+	}
 }
 
 // writeClusters prints the conformance clusters: each with its release and pools, where its

@@ -31,13 +31,22 @@ func (l *Lane) ManagementSetup() string {
 // (clusters[]), so two jobs would install the same platform twice. A nightly lane is apart: it
 // runs on the schedule only (runner.nightly says why the lane stands alone).
 func oneJobPerSetup(kind []*Lane) error {
-	by := map[string][]string{}
+	by, nightly := map[string][]string{}, map[string][]string{}
 	for _, l := range kind {
 		if !l.Runner.Nightly {
 			by[l.ManagementSetup()] = append(by[l.ManagementSetup()], l.Name)
+		} else {
+			nightly[l.ManagementSetup()] = append(nightly[l.ManagementSetup()], l.Name)
 		}
 	}
 	var errs []string
+	for _, setup := range sortedKeys(nightly) {
+		if names := nightly[setup]; len(names) > 1 {
+			sort.Strings(names)
+			errs = append(errs, fmt.Sprintf("nightly kind lanes %s install the same management setup (%s) in jobs of their own: "+
+				"make them one lane, its clusters on timelines of their own (budget.phases[].cluster)", strings.Join(names, ", "), setup))
+		}
+	}
 	for _, setup := range sortedKeys(by) {
 		if names := by[setup]; len(names) > 1 {
 			sort.Strings(names)
@@ -50,6 +59,26 @@ func oneJobPerSetup(kind []*Lane) error {
 		return fmt.Errorf("%s", strings.Join(errs, "\n"))
 	}
 	return nil
+}
+
+// Scheduled are the kind lanes the nightly schedule runs: one per management setup, its
+// runner.nightly lane where it has one (a nightly lane runs the specs of the lanes that run on
+// every change too, on the same install: lanes/kubernetes-lifecycle.yaml), else its lane of
+// every change.
+func Scheduled(kind []*Lane) []string {
+	nightly := map[string]bool{}
+	for _, l := range kind {
+		if l.Runner.Nightly {
+			nightly[l.ManagementSetup()] = true
+		}
+	}
+	var out []string
+	for _, l := range kind {
+		if l.Runner.Nightly || !nightly[l.ManagementSetup()] {
+			out = append(out, l.Name)
+		}
+	}
+	return out
 }
 
 // setupLines say, per kind lane, its management setup and its tenant clusters at their versions.

@@ -30,6 +30,13 @@ type PhaseNeed struct {
 	// phase's full ceiling (specs.Lifecycle.OnPool in a loop over the pools): the budget
 	// counts its ceiling as often.
 	PerPool bool
+	// Cluster is the conformance cluster the phase acts on (the cluster of the pool a
+	// lifecycle spec is given): when the budget gives clusters timelines of their own, the
+	// phase must be on that cluster's or shared; "": any.
+	Cluster string
+	// Shared says the phase acts on every cluster at once (the tenant's deletion): it must be
+	// a shared phase.
+	Shared bool
 	// Err, set on a need of its own, says the suite cannot tell what it needs of the lane (its
 	// label filter does not parse); CheckSuites names it.
 	Err error
@@ -92,38 +99,71 @@ func (l *Lane) CheckSuites(cat SuiteCatalog) Errors {
 				v.fail(fmt.Sprintf("suites[%d].labelFilter", i), "%v", n.Err)
 				continue
 			}
-			p, ok := l.Budget.Phase(n.Name)
-			if !ok {
-				v.fail("budget.phases", "has no phase %q, which suite %s runs in (add it with a ceiling%s)", n.Name, s.Name, floorHint(n))
+			idx := l.needed(n)
+			if len(idx) == 0 {
+				on := ""
+				if n.Cluster != "" && l.Budget.Timed() {
+					on = fmt.Sprintf(" shared or on cluster %s's timeline (cluster: %s), the cluster it acts on", n.Cluster, l.TimelineOf(n.Cluster))
+				}
+				v.fail("budget.phases", "has no phase %q%s, which suite %s runs in (add it with a ceiling%s)", n.Name, on, s.Name, floorHint(n))
 				continue
 			}
-			idx := l.phaseIndex(n.Name)
-			missing := false
-			for _, w := range n.Waits {
-				if _, ok := p.Timeouts[w]; !ok {
-					missing = true
-					v.fail(fmt.Sprintf("budget.phases[%d].timeouts", idx), "has no %q, a product timeout suite %s waits on in phase %s (declare the value the lane's platform runs with)",
-						w, s.Name, n.Name)
+			for _, i := range idx {
+				if n.Shared && l.Budget.Phases[i].Cluster != "" {
+					v.fail(fmt.Sprintf("budget.phases[%d].cluster", i), "phase %s of suite %s acts on every cluster at once: it is a shared phase, after every cluster's own", n.Name, s.Name)
 				}
-			}
-			if missing {
-				continue
-			}
-			for _, w := range sortedKeys(n.Fixed) {
-				f := n.Fixed[w]
-				if d := p.Timeouts[w].D(); d < f.Value {
-					v.fail(fmt.Sprintf("budget.phases[%d].timeouts.%s", idx, w), "%s is under %s, what the platform runs it at and no spec of suite %s can set (%s): a ceiling counted from it would not hold the wait",
-						d, f.Value, s.Name, f.Why)
-				}
-			}
-			if floor, why := n.Floor(p); floor > 0 && p.Ceiling.D() < floor {
-				v.fail(fmt.Sprintf("budget.phases[%d].ceiling", idx), "%s is shorter than %s, the least phase %s of suite %s can hold (%s)",
-					p.Ceiling, floor, n.Name, s.Name, why)
+				l.checkNeed(v, s.Name, n, i)
 			}
 		}
 	}
 	l.checkPerPool(v, cat)
 	return v.errs
+}
+
+// needed are the indices of the budget's phases that need n holds: the one on the timeline of
+// the cluster it acts on, or shared; every phase of its name when it acts on none.
+func (l *Lane) needed(n PhaseNeed) []int {
+	if n.Cluster != "" {
+		if i := l.Budget.PhaseOn(l.TimelineOf(n.Cluster), n.Name); i >= 0 {
+			return []int{i}
+		}
+		return nil
+	}
+	var out []int
+	for i, p := range l.Budget.Phases {
+		if p.Name == n.Name {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// checkNeed holds phase idx to need n of suite: the timeouts it waits on declared, at least
+// what the platform fixes, and a ceiling at least its floor.
+func (l *Lane) checkNeed(v *validator, suite string, n PhaseNeed, idx int) {
+	p := l.Budget.Phases[idx]
+	missing := false
+	for _, w := range n.Waits {
+		if _, ok := p.Timeouts[w]; !ok {
+			missing = true
+			v.fail(fmt.Sprintf("budget.phases[%d].timeouts", idx), "has no %q, a product timeout suite %s waits on in phase %s (declare the value the lane's platform runs with)",
+				w, suite, n.Name)
+		}
+	}
+	if missing {
+		return
+	}
+	for _, w := range sortedKeys(n.Fixed) {
+		f := n.Fixed[w]
+		if d := p.Timeouts[w].D(); d < f.Value {
+			v.fail(fmt.Sprintf("budget.phases[%d].timeouts.%s", idx, w), "%s is under %s, what the platform runs it at and no spec of suite %s can set (%s): a ceiling counted from it would not hold the wait",
+				d, f.Value, suite, f.Why)
+		}
+	}
+	if floor, why := n.Floor(p); floor > 0 && p.Ceiling.D() < floor {
+		v.fail(fmt.Sprintf("budget.phases[%d].ceiling", idx), "%s is shorter than %s, the least phase %s of suite %s can hold (%s)",
+			p.Ceiling, floor, n.Name, suite, why)
+	}
 }
 
 // checkPerPool holds the budget to the phases a suite enters once per pool: each entry gets
@@ -163,13 +203,4 @@ func floorHint(n PhaseNeed) string {
 		return fmt.Sprintf(" of at least %s: %s", n.Min, n.Why)
 	}
 	return ""
-}
-
-func (l *Lane) phaseIndex(name string) int {
-	for i, p := range l.Budget.Phases {
-		if p.Name == name {
-			return i
-		}
-	}
-	return -1
 }

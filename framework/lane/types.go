@@ -195,7 +195,7 @@ type Budget struct {
 	DiagnosticsReserve Duration `json:"diagnosticsReserve" lane:"required"`
 	// ArtifactReserve is kept after the run for writing and uploading artifacts.
 	ArtifactReserve Duration `json:"artifactReserve" lane:"required"`
-	// Phases run in this order.
+	// Phases run in this order, those naming a cluster on its own timeline (timelines.go).
 	Phases []Phase `json:"phases" lane:"required"`
 	// Note says where the job cap and the reserves come from (each phase's own note says
 	// where its ceiling does).
@@ -210,7 +210,11 @@ type Phase struct {
 	Reserve *Duration `json:"reserve,omitempty"`
 	// Timeouts are named waits inside the phase, each at most the ceiling.
 	Timeouts map[string]Duration `json:"timeouts,omitempty"`
-	Note     string              `json:"note,omitempty"`
+	// Cluster puts the phase on that conformance cluster's own timeline (a clusters entry, a
+	// pool's cluster, or the refusal cluster), beside the other clusters' (timelines.go);
+	// "": a shared phase.
+	Cluster string `json:"cluster,omitempty"`
+	Note    string `json:"note,omitempty"`
 }
 
 // ReserveOrCeiling is what earlier phases must leave for this one.

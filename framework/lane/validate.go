@@ -42,6 +42,7 @@ func (l *Lane) Validate() Errors {
 	l.validateComponents(v)
 	l.validateSuites(v)
 	l.validateBudget(v)
+	l.validateTimelines(v)
 	for i, s := range l.Policy.Soft {
 		c, err := verdict.ParseClass(s)
 		if err != nil {
@@ -266,10 +267,14 @@ func (l *Lane) validateBudget(v *validator) {
 	if len(b.Phases) == 0 {
 		v.fail("budget.phases", "names no phase")
 	}
-	seen := map[string]bool{}
+	seen := map[string]map[string]bool{}
 	for i, p := range b.Phases {
 		path := fmt.Sprintf("budget.phases[%d]", i)
-		v.uniqueName(path+".name", p.Name, "a phase name (lower case, digits, dashes)", seen)
+		if seen[p.Cluster] == nil {
+			seen[p.Cluster] = map[string]bool{}
+		}
+		// A phase name is once per timeline: each cluster's own phases may repeat a name (pools).
+		v.uniqueName(path+".name", p.Name, "a phase name (lower case, digits, dashes)", seen[p.Cluster])
 		if p.Ceiling <= 0 {
 			v.fail(path+".ceiling", "must be above zero")
 		}

@@ -47,10 +47,11 @@ func uses(action string) (string, error) {
 // workflowData is what both workflows are generated from.
 type workflowData struct {
 	Lanes []*Lane
-	// LaneNames, EveryChange, RunsOn and Timeouts are JSON for the workflows' fromJSON: the kind
-	// lanes, those of them that run on every pull request and push (not runner.nightly), each
-	// lane's runner labels, each lane's job cap in minutes.
-	LaneNames, EveryChange, RunsOn, Timeouts string
+	// LaneNames, EveryChange, Nightly, RunsOn and Timeouts are JSON for the workflows'
+	// fromJSON: the kind lanes, those of them that run on every pull request and push (not
+	// runner.nightly), those the nightly schedule runs (Scheduled), each lane's runner labels,
+	// each lane's job cap in minutes.
+	LaneNames, EveryChange, Nightly, RunsOn, Timeouts string
 	// The inotify limits the hosted-runner step sets: the highest any kind lane asks.
 	Watches, Instances, Queued int
 	// Setups say, per kind lane, the management setup it installs and the tenant clusters it
@@ -129,9 +130,10 @@ jobs:
     strategy:
       fail-fast: false
       matrix:
-        # A dispatch runs the lane it names, or every kind lane; the nightly schedule every kind
-        # lane; a pull request or push those without runner.nightly.
-        lane: ${{ "{{" }} fromJSON(inputs.lane && inputs.lane != 'all' && format('["{0}"]', inputs.lane) || (github.event_name == 'schedule' || github.event_name == 'workflow_dispatch') && '{{.LaneNames}}' || '{{.EveryChange}}') {{ "}}" }}
+        # A dispatch runs the lane it names, or every kind lane; the nightly schedule one lane per
+        # management setup, its runner.nightly lane where it has one (which runs every spec of
+        # the others on the same install); a pull request or push those without runner.nightly.
+        lane: ${{ "{{" }} fromJSON(inputs.lane && inputs.lane != 'all' && format('["{0}"]', inputs.lane) || github.event_name == 'schedule' && '{{.Nightly}}' || github.event_name == 'workflow_dispatch' && '{{.LaneNames}}' || '{{.EveryChange}}') {{ "}}" }}
     runs-on: ${{ "{{" }} (inputs.runs-on || vars.E2E_RUNS_ON) && fromJSON(inputs.runs-on || vars.E2E_RUNS_ON) || fromJSON('{{.RunsOn}}')[matrix.lane] {{ "}}" }}
     timeout-minutes: ${{ "{{" }} fromJSON('{{.Timeouts}}')[matrix.lane] {{ "}}" }}
     env:
@@ -214,7 +216,7 @@ func render(t *template.Template, lanes []*Lane) ([]byte, error) {
 		return nil, err
 	}
 	d.Setups = setupLines(kind)
-	d.LaneNames, d.EveryChange = compactJSON(names), compactJSON(everyChange)
+	d.LaneNames, d.EveryChange, d.Nightly = compactJSON(names), compactJSON(everyChange), compactJSON(Scheduled(kind))
 	d.RunsOn, d.Timeouts = compactJSON(runsOn), compactJSON(timeouts)
 	// An old lane name a caller of the reusable workflow may still pass runs the lane it merged
 	// into (Aliases).

@@ -147,33 +147,50 @@ func TestWorkflowMatrixKeepsNightlyLanesOffPullRequests(t *testing.T) {
 	if !strings.Contains(expr, `inputs.lane && inputs.lane != 'all' && format('["{0}"]', inputs.lane) ||`) {
 		t.Errorf("matrix %q does not run the one lane a dispatch names", expr)
 	}
-	var all, every, wantAll, wantEvery []string
-	scheduled := between(t, expr, "(github.event_name == 'schedule' || github.event_name == 'workflow_dispatch') && '", "'")
-	if err := json.Unmarshal([]byte(scheduled), &all); err != nil {
+	var nightly, all, every, wantNightly, wantAll, wantEvery []string
+	sched := between(t, expr, "github.event_name == 'schedule' && '", "'")
+	if err := json.Unmarshal([]byte(sched), &nightly); err != nil {
 		t.Fatalf("matrix %q: the scheduled lanes: %v", expr, err)
 	}
-	if err := json.Unmarshal([]byte(between(t, expr, scheduled+"' || '", "'")), &every); err != nil {
+	dispatched := between(t, expr, "github.event_name == 'workflow_dispatch' && '", "'")
+	if err := json.Unmarshal([]byte(dispatched), &all); err != nil {
+		t.Fatalf("matrix %q: the dispatched lanes: %v", expr, err)
+	}
+	if err := json.Unmarshal([]byte(between(t, expr, dispatched+"' || '", "'")), &every); err != nil {
 		t.Fatalf("matrix %q: the lanes of every change: %v", expr, err)
 	}
-	nightly := 0
+	// The nightly schedule runs one lane per management setup: its nightly lane, which runs
+	// the specs of its lane of every change on the same install.
+	nightlySetups := map[string]bool{}
+	for _, l := range lanes {
+		if l.Substrate == SubstrateKind && l.Runner.Nightly {
+			nightlySetups[l.ManagementSetup()] = true
+		}
+	}
 	for _, l := range lanes {
 		if l.Substrate != SubstrateKind {
 			continue
 		}
 		wantAll = append(wantAll, l.Name)
-		if l.Runner.Nightly {
-			nightly++
-			continue
+		if l.Runner.Nightly || !nightlySetups[l.ManagementSetup()] {
+			wantNightly = append(wantNightly, l.Name)
 		}
-		wantEvery = append(wantEvery, l.Name)
+		if !l.Runner.Nightly {
+			wantEvery = append(wantEvery, l.Name)
+		}
 	}
-	if nightly == 0 {
+	if len(nightlySetups) == 0 {
 		t.Error("no shipped kind lane is runner.nightly (kubernetes-lifecycle is)")
 	}
-	sort.Strings(wantAll)
-	sort.Strings(wantEvery)
-	if strings.Join(all, ",") != strings.Join(wantAll, ",") || strings.Join(every, ",") != strings.Join(wantEvery, ",") {
-		t.Errorf("matrix: scheduled %v, every change %v; want %v and %v", all, every, wantAll, wantEvery)
+	for _, s := range [][]string{nightly, all, every, wantNightly, wantAll, wantEvery} {
+		sort.Strings(s)
+	}
+	if strings.Join(nightly, ",") != strings.Join(wantNightly, ",") || strings.Join(all, ",") != strings.Join(wantAll, ",") ||
+		strings.Join(every, ",") != strings.Join(wantEvery, ",") {
+		t.Errorf("matrix: scheduled %v, dispatched %v, every change %v; want %v, %v and %v", nightly, all, every, wantNightly, wantAll, wantEvery)
+	}
+	if strings.Join(nightly, ",") != "kubernetes-lifecycle" {
+		t.Errorf("the nightly schedule runs %v; want kubernetes-lifecycle alone (it runs the kubernetes lane's clusters too, on one install)", nightly)
 	}
 }
 

@@ -117,10 +117,21 @@ func TestWorkflowRunsOneKindJobPerManagementSetup(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "kind lanes kubernetes, kubernetes-twin install the same management setup (platform release:unknown (isp-full-generic) on management Kubernetes v1.35.0)") {
 		t.Fatalf("two lanes of one setup: %v", err)
 	}
-	// A nightly lane stands apart.
+	// A nightly lane stands apart from the lanes of every change, and the schedule runs it in
+	// their place; two nightly lanes of one setup are refused as well.
 	twin.Runner.Nightly = true
-	if _, err := Workflow(append(lanes, twin)); err != nil {
-		t.Fatalf("a nightly twin: %v", err)
+	_, err = Workflow(append(lanes, twin))
+	if err == nil || !strings.Contains(err.Error(), "nightly kind lanes kubernetes-lifecycle, kubernetes-twin install the same management setup") {
+		t.Fatalf("two nightly lanes of one setup: %v", err)
+	}
+	var kind []*Lane
+	for _, l := range lanes {
+		if l.Substrate == SubstrateKind {
+			kind = append(kind, l)
+		}
+	}
+	if got := Scheduled(kind); strings.Join(got, ",") != "kubernetes-lifecycle" {
+		t.Errorf("the schedule runs %v; want the nightly lane of the one setup, kubernetes-lifecycle", got)
 	}
 }
 

@@ -214,7 +214,7 @@ func (o clockObserver) PhaseStarted(name string, start, deadline time.Time, ceil
 }
 
 func (o clockObserver) PhaseEnded(p budget.PhaseTiming) {
-	o.sink(Event{At: p.End, Kind: PhaseEnd, Phase: p.Name, Since: p.Start, Outcome: string(p.Outcome),
+	o.sink(Event{At: p.End, Kind: PhaseEnd, Phase: p.Label(), Since: p.Start, Outcome: string(p.Outcome),
 		Detail: firstNonEmpty(p.Error, p.Note), Ceiling: p.Ceiling})
 }
 

@@ -55,7 +55,7 @@ func BaselineFrom(lane, runID, commit string, at time.Time, t budget.Timings, co
 	}
 	for _, p := range t.Phases {
 		if p.Outcome == budget.OutcomeOK {
-			b.Phases = append(b.Phases, PhaseTime{Name: p.Name, Seconds: p.Spent.D().Seconds()})
+			b.Phases = append(b.Phases, PhaseTime{Name: p.Label(), Seconds: p.Spent.D().Seconds()})
 		}
 	}
 	for _, c := range consoles {

@@ -135,7 +135,7 @@ func MergeJUnit(in JUnitInput) Suites {
 	}
 	h := Suite{Name: HarnessSuite, Package: "lane " + in.Lane}
 	for _, p := range in.Timings.Phases {
-		c := Case{Name: "phase " + p.Name, Classname: HarnessSuite, Time: p.Spent.D().Seconds(), Status: string(p.Outcome)}
+		c := Case{Name: "phase " + p.Label(), Classname: HarnessSuite, Time: p.Spent.D().Seconds(), Status: string(p.Outcome)}
 		switch p.Outcome {
 		case budget.OutcomeSkipped, budget.OutcomeDeclined:
 			c.Skipped = &Message{Message: firstNonEmpty(p.Note, p.Error, string(p.Outcome))}

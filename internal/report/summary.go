@@ -103,7 +103,7 @@ func WriteSummary(w io.Writer, in SummaryInput) error {
 			} else if p.Note != "" {
 				outcome += ": " + clip(p.Note, 120)
 			}
-			fmt.Fprintf(b, "| %s | %s | %s | %s | %s |\n", cell(p.Name), secs(p.Planned.D()), secs(p.Spent.D()), share, cell(outcome))
+			fmt.Fprintf(b, "| %s | %s | %s | %s | %s |\n", cell(p.Label()), secs(p.Planned.D()), secs(p.Spent.D()), share, cell(outcome))
 		}
 		b.WriteString("\n")
 	}

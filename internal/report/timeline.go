@@ -66,16 +66,16 @@ func BuildTimeline(t budget.Timings, failures []verdict.Failure) Timeline {
 		case budget.OutcomeDeclined:
 			status = "declined"
 		}
-		title := fmt.Sprintf("phase %s %s in %s", p.Name, p.Outcome, secs(p.Spent.D()))
+		title := fmt.Sprintf("phase %s %s in %s", p.Label(), p.Outcome, secs(p.Spent.D()))
 		if p.Planned > 0 {
 			title += fmt.Sprintf(" (ceiling %s)", secs(p.Planned.D()))
 		}
 		if why := firstNonEmpty(p.Error, p.Note); why != "" {
 			title += ": " + why
 		}
-		phases = placePhase(phases, Bar{Label: p.Name, Start: p.Start, End: p.End, Status: status, Title: title})
+		phases = placePhase(phases, Bar{Label: p.Label(), Start: p.Start, End: p.End, Status: status, Title: title})
 		widen(p.Start, p.End)
-		if p.Name == "pools" {
+		if p.Name == "pools" && (poolsStart.IsZero() || p.Start.Before(poolsStart)) {
 			poolsStart = p.Start
 		}
 	}

@@ -11,9 +11,10 @@ import (
 	"github.com/cozystack/cozy-e2e/specs"
 )
 
-// The kind lifecycle lane runs five workers in its pools, and one lifecycle phase at a time
-// adds at most two: scaling grows pool scale from 1 to 3, and the rollout surges pool roll by
-// its maxReplicas of 2.
+// The kind lifecycle lane runs eleven workers in its pools (the join clusters' 3 + 3 and the
+// lifecycle cluster's 5, every cluster at once), and one lifecycle phase at a time adds at most
+// two: scaling grows pool scale from 1 to 3, and the rollout surges pool roll by its maxReplicas
+// of 2.
 func TestPeakWorkersOfTheLifecycleLane(t *testing.T) {
 	l, err := lane.Load(filepath.Join("..", "..", "lanes", "kubernetes-lifecycle.yaml"))
 	if err != nil {
@@ -23,18 +24,18 @@ func TestPeakWorkersOfTheLifecycleLane(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.Workers != 7 {
-		t.Errorf("peak %d workers, want 7: %s", p.Workers, p.Why)
+	if p.Workers != 13 {
+		t.Errorf("peak %d workers, want 13: %s", p.Workers, p.Why)
 	}
-	for _, want := range []string{"5 in the pools", "remediation +1", "scaling +2 (pool scale from 1 to 3)", "rollout +2 (pool roll surges"} {
+	for _, want := range []string{"11 in the pools of join-v1-35 3 + join-v1-34 3 + lifecycle 5", "remediation +1", "scaling +2 (pool scale from 1 to 3)", "rollout +2 (pool roll surges"} {
 		if !strings.Contains(p.Why, want) {
 			t.Errorf("the arithmetic lacks %q: %s", want, p.Why)
 		}
 	}
 	// Without the lifecycle specs, the pools are the peak.
 	l.Suites[0].LabelFilter = "!lifecycle"
-	if p, err = PeakWorkers(l); err != nil || p.Workers != 5 {
-		t.Errorf("without the lifecycle specs: %d workers (%s), %v; want 5", p.Workers, p.Why, err)
+	if p, err = PeakWorkers(l); err != nil || p.Workers != 11 {
+		t.Errorf("without the lifecycle specs: %d workers (%s), %v; want 11", p.Workers, p.Why, err)
 	}
 	// A rollout of a larger pool surges by all of its workers.
 	l.Suites[0].LabelFilter = ""
@@ -43,8 +44,8 @@ func TestPeakWorkersOfTheLifecycleLane(t *testing.T) {
 			l.Pools[i].Replicas = 4
 		}
 	}
-	if p, err = PeakWorkers(l); err != nil || p.Workers != 7+2+2 {
-		t.Errorf("with a rollout pool of 4: %d workers (%s), %v; want 11", p.Workers, p.Why, err)
+	if p, err = PeakWorkers(l); err != nil || p.Workers != 13+2+2 {
+		t.Errorf("with a rollout pool of 4: %d workers (%s), %v; want 17", p.Workers, p.Why, err)
 	}
 }
 

@@ -3,9 +3,11 @@ package kubernetes
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	. "github.com/onsi/ginkgo/v2"
 
+	"github.com/cozystack/cozy-e2e/framework/fixture"
 	"github.com/cozystack/cozy-e2e/framework/lane"
 	"github.com/cozystack/cozy-e2e/specs"
 	"github.com/cozystack/cozy-e2e/suite"
@@ -16,6 +18,14 @@ import (
 // lane), the API-version agreement spec, the refusal specs, and the pool lifecycle
 // (remediation, scaling, rollout, then the deletion of the whole tenant), each on the pool the
 // lane gives it.
+//
+// The specs run one after another, in the order registered here. On a lane whose budget gives
+// clusters timelines of their own (lane.Phase.Cluster), the order follows the timelines: first
+// the specs of a timeline without pools (the refusals, on the refusal cluster's), which wait on
+// no join; then each timeline with pools, the longest first: its join specs, then the
+// lifecycle specs on its pools, which start once its own pools joined while the other
+// timelines' pools go on joining; then what is shared. On other lanes: the join specs, the
+// refusals, the lifecycle.
 func (r *refusals) describe(w *suite.World) {
 	ctx := context.Background()
 	sel, err := Select(w.Lane)
@@ -25,39 +35,98 @@ func (r *refusals) describe(w *suite.World) {
 	}
 	r.sel, r.names = sel, w.Run.Cluster(lane.RefusalCluster)
 	t := w.Tenant
-	w.JoinSpecs(ctx)
+	lifecycle := []struct {
+		phase string
+		on    bool
+		pool  fixture.Pool
+	}{
+		{specs.PhaseRemediation, sel.Remediation, specs.PoolFor(t.Pools, specs.PhaseRemediation)},
+		{specs.PhaseScaling, sel.Scaling, specs.PoolFor(t.Pools, specs.PhaseScaling)},
+		{specs.PhaseRollout, sel.Rollout, specs.PoolFor(t.Pools, specs.PhaseRollout)},
+	}
+	refusalsOwn := w.OnTimeline(specs.PhaseRefusals, lane.RefusalCluster)
+	if refusalsOwn {
+		r.describeRefusals(ctx, w)
+	}
+	var done []string
+	for _, tl := range timelines(w.Lane) {
+		on := func(p fixture.Pool) bool { return w.Lane.TimelineOf(p.App.Role) == tl }
+		w.JoinSpecsOf(ctx, on)
+		for _, l := range lifecycle {
+			if l.on && on(l.pool) && w.OnTimeline(l.phase, l.pool.App.Role) {
+				describeLifecycle(ctx, w, l.phase, l.pool)
+				done = append(done, l.phase)
+			}
+		}
+	}
+	w.JoinSpecsOf(ctx, func(p fixture.Pool) bool { return !w.OnTimeline(fixture.PhasePools, p.App.Role) })
 	specs.MachineDeploymentVersionsSpec(ctx, func() specs.MachineDeploymentVersionsSpecInput {
 		return specs.MachineDeploymentVersionsSpecInput{Management: w.Mgmt, Pool: t.Pools[0].Names, Before: w.EndPools}
 	})
+	if !refusalsOwn {
+		r.describeRefusals(ctx, w)
+	}
+	for _, l := range lifecycle {
+		if l.on && !slices.Contains(done, l.phase) {
+			describeLifecycle(ctx, w, l.phase, l.pool)
+		}
+	}
+	if sel.Deletion {
+		Describe("lifecycle", Label(LabelLifecycle), func() {
+			Describe("the tenant", Label(specs.PhaseDeletion), func() {
+				specs.DeletionSpec(ctx, func() specs.DeletionSpecInput {
+					return specs.DeletionSpecInput{Lifecycle: w.Lifecycle(), Keep: func() (bool, string) { return w.Keeps(false) },
+						BeforeDelete: w.ClusterTrees}
+				})
+			})
+		})
+	}
+}
+
+// timelines are the clusters' own timelines that have a pools phase, the longest first (the
+// specs run one after another: the longest starts first, the others' joins go on beside it).
+func timelines(l *lane.Lane) []string {
+	b := l.Budget
+	lay := b.Layout()
+	ts := slices.Clone(lay.Timelines)
+	slices.SortStableFunc(ts, func(a, b lane.Timeline) int { return int(b.Ceiling - a.Ceiling) })
+	var out []string
+	for _, t := range ts {
+		if i := b.PhaseOn(t.Cluster, fixture.PhasePools); i >= 0 && b.Phases[i].Cluster == t.Cluster {
+			out = append(out, t.Cluster)
+		}
+	}
+	return out
+}
+
+// describeRefusals registers the refusal specs.
+func (r *refusals) describeRefusals(ctx context.Context, w *suite.World) {
 	Describe("refusals", Ordered, Label(LabelRefusals), func() {
 		specs.RefusalsSpec(ctx, func() specs.RefusalsSpecInput {
-			return specs.RefusalsSpecInput{Management: w.Mgmt, Platform: t.Platform, Clock: w.Clock, Lane: w.Lane, Run: w.Run,
-				Cluster: r.names, Created: r.created, Before: w.EndPools, Failures: w.Failures}
+			return specs.RefusalsSpecInput{Management: w.Mgmt, Platform: w.Tenant.Platform, Clock: w.Clock, Lane: w.Lane, Run: w.Run,
+				Cluster: r.names, Created: r.created, Before: w.Before(specs.PhaseRefusals, lane.RefusalCluster), Failures: w.Failures}
 		})
 	})
+}
+
+// describeLifecycle registers the lifecycle spec of phase on pool p.
+func describeLifecycle(ctx context.Context, w *suite.World, phase string, p fixture.Pool) {
 	Describe("lifecycle", Label(LabelLifecycle), func() {
-		remediation, scaling, rollout := specs.PoolFor(t.Pools, specs.PhaseRemediation), specs.PoolFor(t.Pools, specs.PhaseScaling),
-			specs.PoolFor(t.Pools, specs.PhaseRollout)
-		Describe(fmt.Sprintf("pool %s", remediation.Name()), Label(specs.PhaseRemediation), func() {
-			specs.RemediationSpec(ctx, func() specs.RemediationSpecInput {
-				return specs.RemediationSpecInput{Lifecycle: w.Lifecycle(), Pool: remediation, MaxUnhealthy: "100%"}
-			})
-		})
-		Describe(fmt.Sprintf("pool %s", scaling.Name()), Label(specs.PhaseScaling), func() {
-			specs.ScalingSpec(ctx, func() specs.ScalingSpecInput {
-				return specs.ScalingSpecInput{Lifecycle: w.Lifecycle(), Pool: scaling, To: specs.ScaleTo(scaling)}
-			})
-		})
-		Describe(fmt.Sprintf("pool %s", rollout.Name()), Label(specs.PhaseRollout), func() {
-			specs.RolloutSpec(ctx, func() specs.RolloutSpecInput {
-				return specs.RolloutSpecInput{Lifecycle: w.Lifecycle(), Pool: rollout, Change: specs.CPUChange()}
-			})
-		})
-		Describe("the tenant", Label(specs.PhaseDeletion), func() {
-			specs.DeletionSpec(ctx, func() specs.DeletionSpecInput {
-				return specs.DeletionSpecInput{Lifecycle: w.Lifecycle(), Keep: func() (bool, string) { return w.Keeps(false) },
-					BeforeDelete: w.ClusterTrees}
-			})
+		Describe(fmt.Sprintf("pool %s", p.Name()), Label(phase), func() {
+			switch phase {
+			case specs.PhaseRemediation:
+				specs.RemediationSpec(ctx, func() specs.RemediationSpecInput {
+					return specs.RemediationSpecInput{Lifecycle: w.LifecycleIn(phase, p), Pool: p, MaxUnhealthy: "100%"}
+				})
+			case specs.PhaseScaling:
+				specs.ScalingSpec(ctx, func() specs.ScalingSpecInput {
+					return specs.ScalingSpecInput{Lifecycle: w.LifecycleIn(phase, p), Pool: p, To: specs.ScaleTo(p)}
+				})
+			case specs.PhaseRollout:
+				specs.RolloutSpec(ctx, func() specs.RolloutSpecInput {
+					return specs.RolloutSpecInput{Lifecycle: w.LifecycleIn(phase, p), Pool: p, Change: specs.CPUChange()}
+				})
+			}
 		})
 	})
 }

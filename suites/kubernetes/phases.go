@@ -61,19 +61,29 @@ func Phases(l *lane.Lane) ([]lane.PhaseNeed, error) {
 	}
 	out := []lane.PhaseNeed{{Name: fixture.PhaseTenant}, {Name: fixture.PhasePools}}
 	if sel.Refusals {
-		out = append(out, lane.PhaseNeed{Name: specs.PhaseRefusals})
+		out = append(out, lane.PhaseNeed{Name: specs.PhaseRefusals, Cluster: lane.RefusalCluster})
+	}
+	// A lifecycle spec acts on one pool: on a budget with timelines, its phase is on the
+	// timeline of that pool's cluster (or shared).
+	on := func(n lane.PhaseNeed) lane.PhaseNeed {
+		if len(l.Pools) > 0 {
+			n.Cluster = l.Pools[specs.LanePoolFor(l.Pools, n.Name)].ClusterName()
+		}
+		return n
 	}
 	if sel.Remediation {
-		out = append(out, specs.RemediationPhase())
+		out = append(out, on(specs.RemediationPhase()))
 	}
 	if sel.Scaling {
-		out = append(out, specs.ScalingPhase())
+		out = append(out, on(specs.ScalingPhase()))
 	}
 	if sel.Rollout {
-		out = append(out, specs.RolloutPhase())
+		out = append(out, on(specs.RolloutPhase()))
 	}
 	if sel.Deletion {
-		out = append(out, specs.DeletionPhase())
+		d := specs.DeletionPhase()
+		d.Shared = true
+		out = append(out, d)
 	}
-	return append(out, lane.PhaseNeed{Name: fixture.PhaseTeardown}), nil
+	return append(out, lane.PhaseNeed{Name: fixture.PhaseTeardown, Shared: true}), nil
 }
