@@ -26,8 +26,9 @@ func TestNodePodsAreCountedAgainstMaxPods(t *testing.T) {
 		// 21 gated Deployments + 3 etcd + 3 clusters (one per tenant version, refusals) x 5 +
 		// 2 x 6 workers (3 in each version's cluster)
 		"kubernetes": 21 + 3 + 3*5 + 2*6,
-		// one cluster (no refusals) x 5 + 2 x 7 workers at the lifecycle peak
-		"kubernetes-lifecycle": 21 + 3 + 5 + 2*7,
+		// 4 clusters (join-v1-35, join-v1-34, lifecycle, refusals) x 5 + 2 x 13 workers at the
+		// lifecycle peak (the join clusters' 6 beside the lifecycle cluster's 7)
+		"kubernetes-lifecycle": 21 + 3 + 4*5 + 2*13,
 	} {
 		n, err := CountNodePods(load(t, name))
 		if err != nil {

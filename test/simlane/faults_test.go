@@ -71,9 +71,11 @@ type lifecycleScenario struct{ faults, filter string }
 // lifecyclePrefix marks a lifecycle scenario in E2E_FAULTS ("lifecycle:leak").
 const lifecyclePrefix = "lifecycle:"
 
-// maxGreenLifecycleLines bounds what a green run of the lifecycle lane prints: three pools'
-// joins, then each lifecycle spec's stages and its heartbeats.
-const maxGreenLifecycleLines = 80
+// maxGreenLifecycleLines bounds what a green run of the lifecycle lane prints: the three
+// lifecycle pools' joins, then each lifecycle spec's stages and its heartbeats (80 lines when
+// the lane ran them alone), and beside them the join cluster's pool (a line per join stage,
+// 10) and a phase line each for the join cluster's pools and the refusals.
+const maxGreenLifecycleLines = 80 + 10 + 2
 
 // deadlineScenario holds the faults that end at a phase's ceiling, not within seconds of
 // showing: a stalled import and a Node that never turns Ready. It runs on a copy of the sim
