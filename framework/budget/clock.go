@@ -1,6 +1,8 @@
 // Package budget is the run's clock: it turns a lane's budget into deadlines, one phase at a
-// time, keeps the reserves of the phases still to come and of the diagnostics, records what
-// was declined, and writes timings.json (planned against spent, per phase and per stage).
+// time on each timeline (the shared one, and each cluster's own when the budget gives it one),
+// keeps the reserves of the phases still to come on the way to the end and of the diagnostics,
+// records what was declined, and writes timings.json (planned against spent, per phase and per
+// stage).
 package budget
 
 import (
