@@ -111,8 +111,8 @@ func RolloutPhase() lane.PhaseNeed {
 }
 
 // DeletionPhase is what the deletion spec needs of a lane: the app's and then the tenant's
-// deletion, each within the lane's bound.
+// deletion, each within the lane's bound, in a shared phase (it deletes every cluster).
 func DeletionPhase() lane.PhaseNeed {
-	return lane.PhaseNeed{Name: PhaseDeletion, Waits: []string{Gone, Gone}, Margin: deletionMargin,
+	return lane.PhaseNeed{Name: PhaseDeletion, Waits: []string{Gone, Gone}, Margin: deletionMargin, Shared: true,
 		Why: "the Kubernetes app, then the tenant, each gone within the bound"}
 }

@@ -70,19 +70,10 @@ func (w *World) Lifecycle() specs.Lifecycle {
 // ends only its pools phase first, while the other clusters' joins go on (Before).
 func (w *World) LifecycleIn(phase string, p fixture.Pool) specs.Lifecycle {
 	lc := w.Lifecycle()
-	if w.OnTimeline(phase, p.App.Role) {
-		lc.Timeline = w.Lane.TimelineOf(p.App.Role)
-	}
+	// The clock takes the cluster's own phase of the name, else the shared one.
+	lc.Timeline = w.Lane.TimelineOf(p.App.Role)
 	lc.Before = w.Before(phase, p.App.Role)
 	return lc
-}
-
-// OnTimeline reports whether the lane's budget runs phase on the own timeline of conformance
-// cluster (lane.Phase.Cluster) rather than as a shared phase.
-func (w *World) OnTimeline(phase, cluster string) bool {
-	b := w.Lane.Budget
-	i := b.PhaseOn(w.Lane.TimelineOf(cluster), phase)
-	return i >= 0 && b.Phases[i].Cluster != ""
 }
 
 // Before is what a spec in phase, acting on conformance cluster, waits for first: on a shared
@@ -90,10 +81,10 @@ func (w *World) OnTimeline(phase, cluster string) bool {
 // timeline's clusters (fixture.Pools.EndTimelineWhenJoined), or nothing on a timeline without
 // pools (the refusal cluster's).
 func (w *World) Before(phase, cluster string) func(context.Context) {
-	if !w.OnTimeline(phase, cluster) {
+	if !w.Lane.OwnPhase(cluster, phase) {
 		return w.EndPools
 	}
-	if !w.OnTimeline(fixture.PhasePools, cluster) {
+	if !w.Lane.OwnPhase(cluster, fixture.PhasePools) {
 		return nil
 	}
 	return func(ctx context.Context) { w.Pools().EndTimelineWhenJoined(ctx, cluster) }

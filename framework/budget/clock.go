@@ -113,10 +113,11 @@ func (e *UnknownPhaseError) Error() string {
 // now: min(now + ceiling, root deadline - diagnostics reserve - reserves of the phases after
 // it). A phase on a cluster's own timeline (lane.Phase.Cluster) keeps only its timeline's later
 // phases and the shared ones after every timeline: the other timelines run beside it.
-func (c *Clock) phaseDeadline(cluster, name string) (time.Time, time.Duration, error) {
+// It returns the phase too.
+func (c *Clock) phaseDeadline(cluster, name string) (lane.Phase, time.Time, time.Duration, error) {
 	idx := c.budget.PhaseOn(cluster, name)
 	if idx < 0 {
-		return time.Time{}, 0, &UnknownPhaseError{Phase: name, Known: c.phaseNames()}
+		return lane.Phase{}, time.Time{}, 0, &UnknownPhaseError{Phase: name, Known: c.phaseNames()}
 	}
 	reserved := c.budget.DiagnosticsReserve.D() + c.budget.ReserveAfter(idx)
 	now := c.now()
@@ -125,7 +126,7 @@ func (c *Clock) phaseDeadline(cluster, name string) (time.Time, time.Duration, e
 	if latest.Before(deadline) {
 		deadline = latest
 	}
-	return deadline, reserved, nil
+	return c.budget.Phases[idx], deadline, reserved, nil
 }
 
 type timelineKey struct{}
@@ -148,10 +149,7 @@ func (c *Clock) phaseNames() string {
 		if i > 0 {
 			s += ", "
 		}
-		s += p.Name
-		if p.Cluster != "" {
-			s += " (cluster " + p.Cluster + ")"
-		}
+		s += p.Label()
 	}
 	return s
 }
@@ -161,11 +159,10 @@ func (c *Clock) phaseNames() string {
 // has one. When no time is left it records the phase as declined and returns an
 // *ExhaustedError.
 func (c *Clock) Phase(ctx context.Context, name string) (context.Context, *Span, error) {
-	deadline, reserved, err := c.phaseDeadline(TimelineOf(ctx), name)
+	p, deadline, reserved, err := c.phaseDeadline(TimelineOf(ctx), name)
 	if err != nil {
 		return ctx, nil, err
 	}
-	p := c.budget.Phases[c.budget.PhaseOn(TimelineOf(ctx), name)]
 	now := c.now()
 	if !deadline.After(now) {
 		e := &ExhaustedError{Phase: p.Label(), Deadline: deadline, Now: now, Reserved: reserved}

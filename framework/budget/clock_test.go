@@ -61,7 +61,7 @@ func TestRootDeadlineKeepsTheArtifactReserve(t *testing.T) {
 func TestPhaseDeadlineIsTheCeilingWhenTimeIsPlenty(t *testing.T) {
 	f := &fakeClock{t: t0}
 	c := New(testBudget(), Options{Now: f.Now})
-	got, reserved, err := c.phaseDeadline("", "a")
+	_, got, reserved, err := c.phaseDeadline("", "a")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +79,7 @@ func TestPhaseDeadlineShrinksToKeepLaterReserves(t *testing.T) {
 	f := &fakeClock{t: t0}
 	c := New(testBudget(), Options{JobStart: t0.Add(-25 * time.Minute), Now: f.Now})
 	// root = t0 + 30m; a must leave 25m: deadline t0+5m instead of t0+10m.
-	got, _, err := c.phaseDeadline("", "a")
+	_, got, _, err := c.phaseDeadline("", "a")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +87,7 @@ func TestPhaseDeadlineShrinksToKeepLaterReserves(t *testing.T) {
 		t.Fatalf("deadline %s after t0, want 5m", got.Sub(t0))
 	}
 	// b leaves diagnostics 10m + c 10m: root - 20m = t0+10m, less than its 20m ceiling.
-	got, _, _ = c.phaseDeadline("", "b")
+	_, got, _, _ = c.phaseDeadline("", "b")
 	if want := t0.Add(10 * time.Minute); !got.Equal(want) {
 		t.Fatalf("b deadline %s after t0, want 10m", got.Sub(t0))
 	}
@@ -151,7 +151,7 @@ func TestTimeoutComesFromTheLane(t *testing.T) {
 	if _, err := c.Timeout("b", "missing"); err == nil || !strings.Contains(err.Error(), `phase b has no timeout "missing"`) {
 		t.Fatalf("missing timeout: %v", err)
 	}
-	if _, _, err := c.phaseDeadline("", "zz"); err == nil || !strings.Contains(err.Error(), "phases: a, b, c") {
+	if _, _, _, err := c.phaseDeadline("", "zz"); err == nil || !strings.Contains(err.Error(), "phases: a, b, c") {
 		t.Fatalf("unknown phase: %v", err)
 	}
 }

@@ -29,27 +29,26 @@ func (l *Lane) ManagementSetup() string {
 // oneJobPerSetup refuses two kind lanes of one management setup that both run on every pull
 // request and push: one install holds both lanes' tenant versions as conformance clusters
 // (clusters[]), so two jobs would install the same platform twice. A nightly lane is apart: it
-// runs on the schedule only (runner.nightly says why the lane stands alone).
+// runs on the schedule only (runner.nightly says why the lane stands alone), one per setup.
 func oneJobPerSetup(kind []*Lane) error {
-	by, nightly := map[string][]string{}, map[string][]string{}
+	// by[nightly][setup] are the lanes of one setup that run on every change, or nightly.
+	by := map[bool]map[string][]string{false: {}, true: {}}
 	for _, l := range kind {
-		if !l.Runner.Nightly {
-			by[l.ManagementSetup()] = append(by[l.ManagementSetup()], l.Name)
-		} else {
-			nightly[l.ManagementSetup()] = append(nightly[l.ManagementSetup()], l.Name)
-		}
+		by[l.Runner.Nightly][l.ManagementSetup()] = append(by[l.Runner.Nightly][l.ManagementSetup()], l.Name)
 	}
 	var errs []string
-	for _, setup := range sortedKeys(nightly) {
-		if names := nightly[setup]; len(names) > 1 {
+	for _, nightly := range []bool{true, false} {
+		for _, setup := range sortedKeys(by[nightly]) {
+			names := by[nightly][setup]
+			if len(names) < 2 {
+				continue
+			}
 			sort.Strings(names)
-			errs = append(errs, fmt.Sprintf("nightly kind lanes %s install the same management setup (%s) in jobs of their own: "+
-				"make them one lane, its clusters on timelines of their own (budget.phases[].cluster)", strings.Join(names, ", "), setup))
-		}
-	}
-	for _, setup := range sortedKeys(by) {
-		if names := by[setup]; len(names) > 1 {
-			sort.Strings(names)
+			if nightly {
+				errs = append(errs, fmt.Sprintf("nightly kind lanes %s install the same management setup (%s) in jobs of their own: "+
+					"make them one lane, its clusters on timelines of their own (budget.phases[].cluster)", strings.Join(names, ", "), setup))
+				continue
+			}
 			errs = append(errs, fmt.Sprintf("kind lanes %s install the same management setup (%s) in jobs of their own on every pull request: "+
 				"make them one lane whose conformance clusters run their tenant versions on one install (clusters[].kubernetes or clusters[].versions)",
 				strings.Join(names, ", "), setup))

@@ -2,6 +2,7 @@ package lane
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -172,6 +173,14 @@ func (l *Lane) TimelineOf(name string) string {
 	return name
 }
 
+// OwnPhase reports whether the budget gives conformance cluster (or a clusters entry, or the
+// refusal cluster) a phase name of its own, on its timeline, rather than the shared one.
+func (l *Lane) OwnPhase(cluster, name string) bool {
+	tl := l.TimelineOf(cluster)
+	i := l.Budget.PhaseOn(tl, name)
+	return i >= 0 && l.Budget.Phases[i].Cluster == tl
+}
+
 // validateTimelines holds the phases that name a cluster to the rules the clock runs them by:
 // one block of timelines, each phase once per timeline, each timeline a cluster of the lane
 // with a pools phase of its own when it has pools, and no shared pools phase beside them.
@@ -195,20 +204,18 @@ func (l *Lane) validateTimelines(v *validator) {
 	if !slices.ContainsFunc(b.Phases[:first], func(q Phase) bool { return q.Name == "tenant" }) {
 		v.fail(fmt.Sprintf("budget.phases[%d]", first), "the clusters' own phases must come after the shared tenant phase, which brings every cluster's control plane up")
 	}
-	entries := map[string]bool{RefusalCluster: true}
 	withPools := map[string]bool{}
 	for _, c := range l.Clusters() {
-		entries[l.TimelineOf(c)] = true
 		withPools[l.TimelineOf(c)] = true
 	}
+	known := slices.Sorted(maps.Keys(withPools))
 	for _, t := range lay.Timelines {
-		path := fmt.Sprintf("budget.phases[%d].cluster", t.Phases[0])
-		if !entries[t.Cluster] {
-			v.fail(path, "%q is not a conformance cluster of the lane (clusters: %s)", t.Cluster, strings.Join(sortedTrue(withPools), ", "))
+		if !withPools[t.Cluster] && t.Cluster != RefusalCluster {
+			v.fail(fmt.Sprintf("budget.phases[%d].cluster", t.Phases[0]), "%q is not a conformance cluster of the lane (clusters: %s)", t.Cluster, strings.Join(known, ", "))
 		}
 	}
-	for _, c := range sortedTrue(withPools) {
-		if b.PhaseOn(c, "pools") < 0 || b.Phases[b.PhaseOn(c, "pools")].Cluster != c {
+	for _, c := range known {
+		if !l.OwnPhase(c, "pools") {
 			v.fail("budget.phases", "cluster %s has pools but no pools phase of its own (a phase pools with cluster: %s): every cluster runs on its own timeline once one does", c, c)
 		}
 	}
@@ -221,15 +228,4 @@ func lastTimed(l Layout) int {
 		last = max(last, t.Phases[len(t.Phases)-1])
 	}
 	return last
-}
-
-func sortedTrue(m map[string]bool) []string {
-	var out []string
-	for k, ok := range m {
-		if ok {
-			out = append(out, k)
-		}
-	}
-	slices.Sort(out)
-	return out
 }

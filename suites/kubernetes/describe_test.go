@@ -44,7 +44,7 @@ func (r *refusals) describe(w *suite.World) {
 		{specs.PhaseScaling, sel.Scaling, specs.PoolFor(t.Pools, specs.PhaseScaling)},
 		{specs.PhaseRollout, sel.Rollout, specs.PoolFor(t.Pools, specs.PhaseRollout)},
 	}
-	refusalsOwn := w.OnTimeline(specs.PhaseRefusals, lane.RefusalCluster)
+	refusalsOwn := w.Lane.OwnPhase(lane.RefusalCluster, specs.PhaseRefusals)
 	if refusalsOwn {
 		r.describeRefusals(ctx, w)
 	}
@@ -53,13 +53,13 @@ func (r *refusals) describe(w *suite.World) {
 		on := func(p fixture.Pool) bool { return w.Lane.TimelineOf(p.App.Role) == tl }
 		w.JoinSpecsOf(ctx, on)
 		for _, l := range lifecycle {
-			if l.on && on(l.pool) && w.OnTimeline(l.phase, l.pool.App.Role) {
+			if l.on && on(l.pool) && w.Lane.OwnPhase(l.pool.App.Role, l.phase) {
 				describeLifecycle(ctx, w, l.phase, l.pool)
 				done = append(done, l.phase)
 			}
 		}
 	}
-	w.JoinSpecsOf(ctx, func(p fixture.Pool) bool { return !w.OnTimeline(fixture.PhasePools, p.App.Role) })
+	w.JoinSpecsOf(ctx, func(p fixture.Pool) bool { return !w.Lane.OwnPhase(p.App.Role, fixture.PhasePools) })
 	specs.MachineDeploymentVersionsSpec(ctx, func() specs.MachineDeploymentVersionsSpecInput {
 		return specs.MachineDeploymentVersionsSpecInput{Management: w.Mgmt, Pool: t.Pools[0].Names, Before: w.EndPools}
 	})
@@ -86,13 +86,11 @@ func (r *refusals) describe(w *suite.World) {
 // timelines are the clusters' own timelines that have a pools phase, the longest first (the
 // specs run one after another: the longest starts first, the others' joins go on beside it).
 func timelines(l *lane.Lane) []string {
-	b := l.Budget
-	lay := b.Layout()
-	ts := slices.Clone(lay.Timelines)
+	ts := slices.Clone(l.Budget.Layout().Timelines)
 	slices.SortStableFunc(ts, func(a, b lane.Timeline) int { return int(b.Ceiling - a.Ceiling) })
 	var out []string
 	for _, t := range ts {
-		if i := b.PhaseOn(t.Cluster, fixture.PhasePools); i >= 0 && b.Phases[i].Cluster == t.Cluster {
+		if l.OwnPhase(t.Cluster, fixture.PhasePools) {
 			out = append(out, t.Cluster)
 		}
 	}

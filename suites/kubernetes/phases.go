@@ -81,9 +81,7 @@ func Phases(l *lane.Lane) ([]lane.PhaseNeed, error) {
 		out = append(out, on(specs.RolloutPhase()))
 	}
 	if sel.Deletion {
-		d := specs.DeletionPhase()
-		d.Shared = true
-		out = append(out, d)
+		out = append(out, specs.DeletionPhase())
 	}
 	return append(out, lane.PhaseNeed{Name: fixture.PhaseTeardown, Shared: true}), nil
 }
