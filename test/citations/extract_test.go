@@ -22,6 +22,10 @@ type unit struct {
 	code string
 	// klog is a klog header in a string literal; text is then the file's comments before it.
 	klog *klogCite
+	// fallback is the source of a citation the unit names none for: the last one an earlier
+	// comment of the same file named, or the page's rule (docs/upstream.md: "Paths without a
+	// repository are in cozystack/cozystack at main"). A citation read at it is never failed.
+	fallback *source
 }
 
 // lineRange is one cited range, inclusive.
@@ -157,6 +161,9 @@ func cites(u unit) []citation {
 		}
 		// Named: the marker stands right before the path (`KJ path`, `module vX path`).
 		c.named = best >= 0 && bestEnd <= h.start && tight.MatchString(u.text[bestEnd:h.start])
+		if c.src == nil && u.fallback != nil {
+			c.src = u.fallback
+		}
 		rest := u.text[h.end:]
 		if m := after.FindStringSubmatch(rest); m != nil {
 			s := shortNames[afterSource[m[1]]]
@@ -227,12 +234,16 @@ func goUnits(file string, src []byte) ([]unit, error) {
 	}
 	lines := strings.Split(string(src), "\n")
 	var out []unit
+	var last *source
 	for _, g := range f.Comments {
 		var parts []string
 		for _, c := range g.List {
 			parts = append(parts, strings.TrimSpace(strings.TrimPrefix(strings.TrimPrefix(c.Text, "//"), "/*")))
 		}
-		u := unit{file: file, line: fset.Position(g.Pos()).Line, text: strings.Join(parts, " ")}
+		u := unit{file: file, line: fset.Position(g.Pos()).Line, text: strings.Join(parts, " "), fallback: last}
+		if l := lastMarker(u.text); l != nil {
+			last = l
+		}
 		end := fset.Position(g.End()).Line
 		if end < len(lines) {
 			u.code = lines[end] // the line after the group (lines is 0-based)
@@ -297,7 +308,14 @@ func repoUnits(root string, files []string) ([]unit, error) {
 		}
 		switch filepath.Ext(f) {
 		case ".md":
-			out = append(out, markdownUnits(f, string(data))...)
+			us := markdownUnits(f, string(data))
+			if id, ok := pageSource[f]; ok {
+				src := shortNames[id]
+				for i := range us {
+					us[i].fallback = &src
+				}
+			}
+			out = append(out, us...)
 		case ".go":
 			us, err := goUnits(f, data)
 			if err != nil {
@@ -347,3 +365,26 @@ func klogCitation(u unit) citation {
 	}
 	return c
 }
+
+// lastMarker is the source the last marker of a text names.
+func lastMarker(text string) *source {
+	best := -1
+	var out *source
+	for _, mk := range markers {
+		for _, m := range mk.re.FindAllStringSubmatchIndex(text, -1) {
+			if m[0] > best {
+				groups := make([]string, len(m)/2)
+				for i := range groups {
+					if m[2*i] >= 0 {
+						groups[i] = text[m[2*i]:m[2*i+1]]
+					}
+				}
+				best, out = m[0], mk.to(groups)
+			}
+		}
+	}
+	return out
+}
+
+// pageSource is a page's rule for the citations that name no repository.
+var pageSource = map[string]string{"docs/upstream.md": "COZY"}

@@ -102,6 +102,10 @@ var markers = []marker{
 	{regexp.MustCompile(`\b[Cc]ozystack v1\.6\.2\b`), short("COZY162")},
 	{regexp.MustCompile(`\bcozystack/cozystack\b`), short("COZY")},
 	{regexp.MustCompile(`\bkind v0\.33\.0\b`), short("KIND")},
+	{regexp.MustCompile(`\b(?:siderolabs/)?[Tt]alos v1\.13\.6\b`), short("TALOS")},
+	{regexp.MustCompile(`\b(?:kubernetes-sigs/)?cluster-api v1\.13\.5\b`), short("CAPI")},
+	{regexp.MustCompile(`\b(?:fluxcd/)?helm-controller v1\.5\.0\b`), short("HC")},
+	{regexp.MustCompile(`\b(?:fluxcd/)?helm-controller v1\.6\.2\b`), func([]string) *source { return moduleSource("github.com/fluxcd/helm-controller", "v1.6.2") }},
 }
 
 // after is a ref written after a citation ("markcontrolplane.go:31-34 at v1.35.4"): it names
