@@ -128,8 +128,8 @@ type trees struct {
 	modcache string
 	gitDir   string
 	cache    map[string]*tree
-	missing  map[string]string // source id → why
-	pinned   map[string]bool   // module@version a go.sum of the repository or build.sh pins
+	missing  map[string]error // source id@version → why
+	pinned   map[string]bool  // module@version a go.sum of the repository or build.sh pins
 }
 
 func newTrees(root string) (*trees, error) {
@@ -138,7 +138,7 @@ func newTrees(root string) (*trees, error) {
 		return nil, fmt.Errorf("go env GOMODCACHE: %w", err)
 	}
 	ts := &trees{modcache: strings.TrimSpace(string(out)), gitDir: os.Getenv("E2E_CITATIONS_GIT"),
-		cache: map[string]*tree{}, missing: map[string]string{}, pinned: map[string]bool{}}
+		cache: map[string]*tree{}, missing: map[string]error{}, pinned: map[string]bool{}}
 	// The modules the short names stand for are pinned by build.sh or a go.sum; any other
 	// module a citation names must be pinned by the harness's go.sum or a tools module's.
 	for _, s := range shortNames {
@@ -187,19 +187,20 @@ var errNotPinned = errors.New("pinned by no go.sum of the harness or its tools m
 var errMissingModule = errors.New("module not in the module cache")
 
 func (ts *trees) get(s source) (*tree, error) {
-	if t, ok := ts.cache[s.id]; ok {
+	key := s.id + "@" + s.version // a module's id is its path, at any version
+	if t, ok := ts.cache[key]; ok {
 		if t == nil {
-			return nil, errors.New(ts.missing[s.id])
+			return nil, ts.missing[key]
 		}
 		return t, nil
 	}
 	t, err := ts.open(s)
 	if err != nil {
-		ts.cache[s.id] = nil
-		ts.missing[s.id] = err.Error()
+		ts.cache[key] = nil
+		ts.missing[key] = err
 		return nil, err
 	}
-	ts.cache[s.id] = t
+	ts.cache[key] = t
 	return t, nil
 }
 
@@ -272,8 +273,11 @@ func (t *tree) find(p, near string) (string, error) {
 		}
 	}
 	switch {
-	case len(hits) == 1:
+	case len(hits) == 1 && strings.Contains(p, "/"):
 		return hits[0], nil
+	case len(hits) == 1:
+		// A bare file name may be of a file the module leaves out (a staging module's).
+		return hits[0], errGuessed
 	case len(hits) == 0:
 		return "", fmt.Errorf("no file %s", p)
 	}

@@ -12,7 +12,7 @@ import (
 // pkg/a.go, whose line 4 declares DoThing and line 5 logs "Starting thing %s".
 func fakeTrees(t *testing.T) *trees {
 	t.Helper()
-	return &trees{modcache: "testdata/modcache", cache: map[string]*tree{}, missing: map[string]string{},
+	return &trees{modcache: "testdata/modcache", cache: map[string]*tree{}, missing: map[string]error{},
 		pinned: map[string]bool{"github.com/example/up@v1.0.0": true}}
 }
 
