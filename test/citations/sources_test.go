@@ -281,6 +281,13 @@ func (t *tree) find(p, near string) (string, error) {
 	case len(hits) == 0:
 		return "", fmt.Errorf("no file %s", p)
 	}
+	// Cozystack's pages say chart paths are under packages/apps/kubernetes/ (docs/signals.md,
+	// "Pool lifecycle"): the one there, as a guess.
+	if strings.HasPrefix(t.src.module+t.src.repo, "github.com/cozystack/cozystack") || t.src.repo == "cozystack/cozystack" {
+		if f := "packages/apps/kubernetes/" + strings.TrimPrefix(p, "packages/apps/kubernetes/"); t.files[f] {
+			return f, errGuessed
+		}
+	}
 	if near != "" {
 		var close []string
 		for _, h := range hits {
