@@ -94,8 +94,6 @@ type result struct {
 	anchor string // what it was held to
 }
 
-var errUnresolved = errors.New("unresolved")
-
 // staging maps a path under a monorepo's staging folder to the module published from it.
 func staging(s source, p string) (source, string) {
 	for _, pre := range []string{"staging/src/k8s.io/", "staging/src/kubevirt.io/"} {

@@ -83,7 +83,7 @@ func moduleSource(mod, version string) *source {
 
 // The markers, in no order: the one that starts nearest before a citation names its source.
 var markers = []marker{
-	{regexp.MustCompile("\\b(K8S|KV|CDI|CAPK|CAPI136|CAPI|CABPT|COZY161|COZY162|COZY|HCAPI|HC|KWOK|KJ26|KJ|KCP|TALOS|KAIROS)\\b"), func(m []string) *source { s := shortNames[m[1]]; return &s }},
+	{regexp.MustCompile(`\b(K8S|KV|CDI|CAPK|CAPI136|CAPI|CABPT|COZY161|COZY162|COZY|HCAPI|HC|KWOK|KJ26|KJ|KCP|TALOS|KAIROS)\b`), func(m []string) *source { s := shortNames[m[1]]; return &s }},
 	{regexp.MustCompile(`#4911\b`), short("#4911")},
 	{regexp.MustCompile("`?((?:k8s\\.io|sigs\\.k8s\\.io|kubevirt\\.io|github\\.com|helm\\.sh)/[A-Za-z0-9._/-]*[A-Za-z0-9])`?(?:@|\\s+)(v\\d+\\.\\d+\\.\\d+)\\b"), func(m []string) *source { return moduleSource(m[1], m[2]) }},
 	{regexp.MustCompile("`(k8s\\.io/(?:api|apimachinery|apiserver|client-go|component-helpers|cloud-provider|kubelet|component-base))`"), func(m []string) *source { return moduleSource(m[1], "v0.35.4") }},
