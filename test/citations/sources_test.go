@@ -27,15 +27,15 @@ type source struct {
 // The short names the docs define (docs/signals.md "How to read the tables" and "Pool
 // lifecycle", docs/upstream.md "Revisions read"), each at the ref the legend pins.
 var shortNames = map[string]source{
-	"K8S":     {module: "k8s.io/kubernetes", version: "v1.35.4", fetch: "make tools (hack/tools/controlplane)"},
-	"KV":      {module: "kubevirt.io/kubevirt", version: "v1.8.4", fetch: "make tools (hack/tools/virt-controller)"},
-	"CDI":     {module: "kubevirt.io/containerized-data-importer", version: "v1.64.0", fetch: "make tools (hack/tools/cdi-controller)"},
-	"CAPK":    {module: "sigs.k8s.io/cluster-api-provider-kubevirt", version: "v0.1.10", fetch: "make tools (hack/tools/capk)"},
-	"CAPI136": {module: "sigs.k8s.io/cluster-api", version: "v1.13.6", fetch: "go mod download sigs.k8s.io/cluster-api (the harness's go.mod)"},
-	"CABPT":   {module: "github.com/siderolabs/cluster-api-bootstrap-provider-talos", version: "v0.6.12", fetch: "make tools (hack/tools/cabpt)"},
-	"COZY161": {module: "github.com/cozystack/cozystack", version: "v1.6.1", fetch: "make tools (hack/tools/build.sh downloads it)"},
-	"HCAPI":   {module: "github.com/fluxcd/helm-controller/api", version: "v1.6.2", fetch: "make tools (hack/tools/helm-controller)"},
-	"KWOK":    {module: "sigs.k8s.io/kwok", version: "v0.8.0", fetch: "make tools (hack/tools/kwok)"},
+	"K8S":     {module: "k8s.io/kubernetes", version: "v1.35.4", fetch: "make citation-modules"},
+	"KV":      {module: "kubevirt.io/kubevirt", version: "v1.8.4", fetch: "make citation-modules"},
+	"CDI":     {module: "kubevirt.io/containerized-data-importer", version: "v1.64.0", fetch: "make citation-modules"},
+	"CAPK":    {module: "sigs.k8s.io/cluster-api-provider-kubevirt", version: "v0.1.10", fetch: "make citation-modules"},
+	"CAPI136": {module: "sigs.k8s.io/cluster-api", version: "v1.13.6", fetch: "make citation-modules"},
+	"CABPT":   {module: "github.com/siderolabs/cluster-api-bootstrap-provider-talos", version: "v0.6.12", fetch: "make citation-modules"},
+	"COZY161": {module: "github.com/cozystack/cozystack", version: "v1.6.1", fetch: "make citation-modules"},
+	"HCAPI":   {module: "github.com/fluxcd/helm-controller/api", version: "v1.6.2", fetch: "make citation-modules"},
+	"KWOK":    {module: "sigs.k8s.io/kwok", version: "v0.8.0", fetch: "make citation-modules"},
 	"CAPI":    {repo: "kubernetes-sigs/cluster-api", commit: "30be34da2ba56735e128c280370df3135d048015", version: "v1.13.5"},
 	"COZY":    {repo: "cozystack/cozystack", commit: "3c780acd417f086f8f18d040d0d7020ff55d3ba3", version: "main"},
 	"COZY162": {repo: "cozystack/cozystack", commit: "bfde94fd26d35c5f0281a1285f194e7ca3041b6a", version: "v1.6.2"},
@@ -45,7 +45,7 @@ var shortNames = map[string]source{
 	"TALOS":   {repo: "siderolabs/talos", commit: "04318854eb", version: "v1.13.6"},
 	"KAIROS":  {repo: "kairos-io/cluster-api-provider-kairos", commit: "c3002363da", version: "main"},
 	"HC":      {repo: "fluxcd/helm-controller", commit: "c618784259", version: "v1.5.0"},
-	"KIND":    {module: "sigs.k8s.io/kind", version: "v0.33.0", fetch: "go mod download sigs.k8s.io/kind (the harness's go.mod)"},
+	"KIND":    {module: "sigs.k8s.io/kind", version: "v0.33.0", fetch: "make citation-modules"},
 	// Not a tree: cozystack/cozystack#4911 is cited for its description.
 	"#4911": {},
 }
@@ -78,7 +78,7 @@ func moduleSource(mod, version string) *source {
 		}
 	}
 	return &source{id: mod, module: mod, version: version,
-		fetch: "go mod download " + mod + "@" + version + " in the tools module that pins it"}
+		fetch: "make citation-modules" + mod + "@" + version + " in the tools module that pins it"}
 }
 
 // The markers, in no order: the one that starts nearest before a citation names its source.

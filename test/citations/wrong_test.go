@@ -94,7 +94,7 @@ func TestUnsureCitationsAreListedNotFailed(t *testing.T) {
 }
 
 // The same on a real pinned module: kubeadm's discovery message moved ten lines up is caught.
-// Under CI the module must be there (make tools downloads it); locally it may not be yet.
+// Under CI the module must be there (make test downloads it); locally it may not be yet.
 func TestWrongUpstreamCitationIsCaught(t *testing.T) {
 	ts, err := newTrees("../..")
 	if err != nil {
@@ -103,9 +103,9 @@ func TestWrongUpstreamCitationIsCaught(t *testing.T) {
 	k8s := shortNames["K8S"]
 	if _, err := os.Stat(filepath.Join(ts.modcache, escape(k8s.module)+"@"+k8s.version)); err != nil {
 		if os.Getenv("CI") == "true" {
-			t.Fatalf("%s@%s is not in the module cache: make tools downloads it", k8s.module, k8s.version)
+			t.Fatalf("%s@%s is not in the module cache: make citation-modules downloads it", k8s.module, k8s.version)
 		}
-		t.Skipf("%s@%s is not in the module cache yet: run make tools", k8s.module, k8s.version)
+		t.Skipf("%s@%s is not in the module cache yet: run make citation-modules", k8s.module, k8s.version)
 	}
 	holds := map[string][]string{
 		"cmd/kubeadm/app/discovery/discovery.go:44-46": {"couldn't validate the identity of the API Server"},
