@@ -36,7 +36,7 @@ type Record struct {
 	// once its Deployment rolled out at that version (TenantControlPlane
 	// status.kubernetesResources.version.version, which it sets from spec.kubernetes.version
 	// with the images of that tag: clastix/kamaji internal/resources/k8s_deployment_resource.go:104-110,
-	// internal/builders/controlplane/deployment.go:601); the tenant apiserver's gitVersion when
+	// internal/builders/controlplane/deployment.go:598); the tenant apiserver's gitVersion when
 	// no TenantControlPlane reports one. The sim's Kamaji stand-in runs its one built
 	// apiserver whatever version is asked and reports the one asked, as Kamaji does.
 	ControlPlaneVersion string

@@ -218,7 +218,7 @@ func (p *pools) ofNode(cluster string, info *objInfo, depth int) (tenant.PoolNam
 }
 
 // labelVM is CAPK's label on a VirtualMachine naming its KubevirtMachine
-// (cluster-api-provider-kubevirt v0.1.10 pkg/kubevirt/utils.go:96).
+// (cluster-api-provider-kubevirt v0.1.10 pkg/kubevirt/utils.go:97).
 const labelVM = "kubevirt.io/vm"
 
 func shares(a, b []string) bool {

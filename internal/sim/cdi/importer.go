@@ -153,7 +153,7 @@ func (m *importer) key() instanceKey {
 func (m *importer) since() time.Duration {
 	v, loaded := m.r.started.LoadOrStore(m.key(), m.now)
 	if !loaded {
-		m.log("importer.go:106] Starting importer", "importer.go:182] begin import process")
+		m.log("importer.go:107] Starting importer", "importer.go:182] begin import process")
 		m.log(m.sourceLines()...)
 	}
 	return m.now.Sub(v.(time.Time))
@@ -193,11 +193,13 @@ func (m *importer) run(ctx context.Context) (ctrl.Result, error) {
 		})
 		return ctrl.Result{RequeueAfter: time.Duration(steps+1)*tick - elapsed}, nil
 	}
-	m.log("prometheus.go:78] 100.00", "data-processor.go:255] New phase: Resize", "data-processor.go:255] New phase: Complete",
-		"importer.go:212] Import Complete")
 	// The success message is the JSON TerminationMessage (cmd/cdi-importer/importer.go lines
-	// 199-211; pkg/common/common.go lines 375-382, marshalled in field order).
-	return ctrl.Result{}, m.exit(ctx, 0, "Completed", `{"scratchSpaceRequired":false,"preallocationApplied":false,"message":"Import Complete"}`)
+	// 199-211; pkg/common/common.go lines 375-382, marshalled in field order), which the
+	// importer also logs as it writes it (writeTerminationMessage, line 231).
+	done := `{"scratchSpaceRequired":false,"preallocationApplied":false,"message":"Import Complete"}`
+	m.log("prometheus.go:78] 100.00", "data-processor.go:260] New phase: Resize", "data-processor.go:260] New phase: Complete",
+		"importer.go:231] "+done)
+	return ctrl.Result{}, m.exit(ctx, 0, "Completed", done)
 }
 
 // serveProgress is what the importer serves on its metrics port (container port 8443, TLS): its
@@ -223,7 +225,7 @@ func (m *importer) serveProgress(progress float64) {
 // <error>" as its termination message and exits 1 (cmd/cdi-importer/importer.go lines 187-196).
 func (m *importer) refused(ctx context.Context) error {
 	msg := "Unable to process data: " + m.refusal()
-	m.logError("importer.go:190] " + m.refusal())
+	m.logError("importer.go:192] " + m.refusal())
 	if err := m.exit(ctx, 1, "Error", msg); err != nil {
 		return err
 	}
@@ -339,14 +341,14 @@ func (m *importer) env(name string) string {
 }
 
 // sourceLines are what the importer logs as it opens its source
-// (pkg/importer/registry-datasource.go, http-datasource.go).
+// (pkg/importer/registry-datasource.go, transport.go, http-datasource.go, data-processor.go).
 func (m *importer) sourceLines() []string {
 	ep := m.env("IMPORTER_ENDPOINT")
 	if m.env("IMPORTER_SOURCE") == "registry" {
-		return []string{"registry-datasource.go:172] Copying proxy certs", "registry-datasource.go:57] Error creating allowed certs, using empty",
-			"transport.go:193] Downloading image from '" + ep + "', copying file from 'disk' to '/scratch'"}
+		return []string{"registry-datasource.go:191] Copying proxy certs",
+			"transport.go:199] Downloading image from '" + ep + "', copying file from 'disk' to '/scratch'"}
 	}
-	return []string{fmt.Sprintf("http-datasource.go:389] Attempting to get object %q via http client", ep), "http-datasource.go:159] Validating image"}
+	return []string{fmt.Sprintf("http-datasource.go:369] Attempting to get object %q via http client", ep), "data-processor.go:266] Validating image"}
 }
 
 func (m *importer) log(lines ...string)      { m.write("I", lines) }

@@ -21,7 +21,7 @@ const APIServerPort = 6443
 
 // CASecret is Kamaji's Secret of a tenant's cluster CA, <tcp>-ca (clastix/kamaji
 // internal/resources/ca_certificate.go:66-68 and 83, the tenant prefix of
-// internal/utilities/utilities.go:43-45).
+// internal/utilities/utilities.go:41-43).
 func CASecret(tcp string) string { return tcp + "-ca" }
 
 // ensureEndpoint writes what Kamaji publishes for reaching a tenant control plane before its

@@ -75,7 +75,7 @@ func (k *Kamaji) startTenant(ctx context.Context, namespace, name, serviceCIDR s
 		// Kamaji's apiserver certificate holds the TenantControlPlane's Service names
 		// (clastix/kamaji internal/kubeadm/configuration.go:59-66), which is how a Talos worker
 		// reaches it (https://<name>.<namespace>.svc:6443); it authenticates bootstrap tokens
-		// (internal/builders/controlplane/deployment.go:692).
+		// (internal/builders/controlplane/deployment.go:735).
 		SANs:      []string{name, name + "." + namespace + ".svc", name + "." + namespace + ".svc.cluster.local"},
 		ExtraArgs: []string{"--enable-bootstrap-token-auth=true"},
 		Started: func(api *controlplane.APIServer) error {
