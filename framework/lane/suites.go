@@ -38,8 +38,10 @@ type PhaseNeed struct {
 	// a shared phase.
 	Shared bool
 	// Err, set on a need of its own, says the suite cannot tell what it needs of the lane (its
-	// label filter does not parse); CheckSuites names it.
-	Err error
+	// label filter does not parse, its folder has no suite.yaml); CheckSuites names it, at
+	// the field of the suite's entry Field says (path, labelFilter: the default).
+	Err   error
+	Field string
 }
 
 // FixedTimeout is a product timeout the platform runs at a value no spec can set.
@@ -82,7 +84,7 @@ type SuiteCatalog map[string][]PhaseNeed
 // phase a suite runs in must be in the lane's budget, declare the timeouts the suite waits on
 // there, and have a ceiling at least its floor.
 func (l *Lane) CheckSuites(cat SuiteCatalog) Errors {
-	v := &validator{file: l.File, lines: l.lines}
+	v := l.validator()
 	known := make([]string, 0, len(cat))
 	for name := range cat {
 		known = append(known, name)
@@ -96,7 +98,11 @@ func (l *Lane) CheckSuites(cat SuiteCatalog) Errors {
 		}
 		for _, n := range needs {
 			if n.Err != nil {
-				v.fail(fmt.Sprintf("suites[%d].labelFilter", i), "%v", n.Err)
+				field := n.Field
+				if field == "" {
+					field = "labelFilter"
+				}
+				v.fail(fmt.Sprintf("suites[%d].%s", i, field), "%v", n.Err)
 				continue
 			}
 			idx := l.needed(n)
