@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/cozystack/cozy-e2e/framework/lane"
+	"github.com/cozystack/cozy-e2e/internal/registry"
 )
 
 // cmdSubstrate prints the substrate of the lane as loaded (its extends chain merged): what
@@ -54,6 +55,10 @@ func accepted(w io.Writer, root string, l *lane.Lane) {
 		suites = append(suites, fmt.Sprintf("%s in %s", s.Name, suiteDir(root, s)))
 	}
 	a := l.Budget.Arithmetic()
-	fmt.Fprintf(w, "e2e run --check: lane %s ok (%s): substrate %s; suites %s; phases %s + diagnostics %s + artifacts %s + margin %s = %s of jobCap %s\n",
-		l.Name, from, l.Substrate, strings.Join(suites, ", "), a.Phases, a.Diagnostics, a.Artifacts, a.Margin, a.Total, a.Cap)
+	sum := fmt.Sprintf("phases %s + diagnostics %s + artifacts %s + margin %s = %s of jobCap %s", a.Phases, a.Diagnostics, a.Artifacts, a.Margin, a.Total, a.Cap)
+	if line := registry.PerPoolLine(l); line != "" {
+		sum = line
+	}
+	fmt.Fprintf(w, "e2e run --check: lane %s ok (%s): substrate %s; suites %s; %s\n",
+		l.Name, from, l.Substrate, strings.Join(suites, ", "), sum)
 }

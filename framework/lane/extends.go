@@ -77,8 +77,15 @@ func resolveExtends(path string, node *yaml.Node, seen []string, owner map[*yaml
 			mine.Content = append(mine.Content, node.Content[j], node.Content[j+1])
 		}
 	}
+	drops, err := dropped(path, mine)
+	if err != nil {
+		return resolved{}, err
+	}
 	merged := merge(base, mine, "")
 	own(merged, path, owner)
+	if err := drop(path, parent, merged, drops); err != nil {
+		return resolved{}, err
+	}
 	// A lane's description is its own: the parent's would describe another lane.
 	if keyIndex(mine, "description") < 0 {
 		if d := keyIndex(merged, "description"); d >= 0 {

@@ -177,8 +177,22 @@ func (l *Lane) checkNeed(v *validator, suite string, n PhaseNeed, idx int) {
 // once).
 func (l *Lane) checkPerPool(v *validator, cat SuiteCatalog) {
 	a := l.Budget.Arithmetic()
-	if a.Cap <= 0 || len(l.Pools) < 2 {
+	if a.Cap <= 0 {
 		return
+	}
+	more, terms := l.PerPool(cat)
+	if more > 0 && a.Total+more > a.Cap {
+		v.fail("budget", "does not fit the job cap once the per-pool phases count as often as they run: %s + %s (%s) = %s, which is %s over jobCap %s",
+			a.Total, more, strings.Join(terms, "; "), a.Total+more, a.Total+more-a.Cap, a.Cap)
+	}
+}
+
+// PerPool is what the budget holds beyond Arithmetic for the phases the lane's suites enter
+// once per pool (each entry gets the phase's full ceiling, Arithmetic counts it once), and
+// the arithmetic in words; zero for a lane of one pool.
+func (l *Lane) PerPool(cat SuiteCatalog) (time.Duration, []string) {
+	if len(l.Pools) < 2 {
+		return 0, nil
 	}
 	var more time.Duration
 	var terms []string
@@ -195,10 +209,7 @@ func (l *Lane) checkPerPool(v *validator, cat SuiteCatalog) {
 			terms = append(terms, fmt.Sprintf("phase %s of suite %s runs once per pool, %d times, so %s more", n.Name, s.Name, len(l.Pools), d))
 		}
 	}
-	if more > 0 && a.Total+more > a.Cap {
-		v.fail("budget", "does not fit the job cap once the per-pool phases count as often as they run: %s + %s (%s) = %s, which is %s over jobCap %s",
-			a.Total, more, strings.Join(terms, "; "), a.Total+more, a.Total+more-a.Cap, a.Cap)
-	}
+	return more, terms
 }
 
 func floorHint(n PhaseNeed) string {

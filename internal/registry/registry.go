@@ -231,10 +231,26 @@ func WorkersLine(l *lane.Lane) string {
 		peak.Workers, peak.Why, WorkerGiB(), float64(peak.Workers)*WorkerGiB(), l.Runner.MemoryGiB)
 }
 
-// PlanSections are the suites' sections of a lane's plan: the worker VMs and what holds them,
-// the pods on a kind lane's node against the kubelet's maxPods, and the lifecycle phases' timeouts.
+// PerPoolLine says what the budget holds for the phases the lane's suites enter once per pool,
+// beyond the phases' sum counted once: the sum with them against the job cap; "" when none.
+func PerPoolLine(l *lane.Lane) string {
+	more, terms := l.PerPool(Catalog(l))
+	if more == 0 {
+		return ""
+	}
+	a := l.Budget.Arithmetic()
+	return fmt.Sprintf("phases %s + per-pool %s (%s) + diagnostics %s + artifacts %s + margin %s = %s of jobCap %s (headroom %s)",
+		a.Phases, more, strings.Join(terms, "; "), a.Diagnostics, a.Artifacts, a.Margin, a.Total+more, a.Cap, a.Cap-a.Total-more)
+}
+
+// PlanSections are the suites' sections of a lane's plan: the per-pool phases as the budget
+// holds them, the worker VMs and what holds them, the pods on a kind lane's node against the
+// kubelet's maxPods, and the lifecycle phases' timeouts.
 func PlanSections(l *lane.Lane) []lane.PlanSection {
 	var out []lane.PlanSection
+	if line := PerPoolLine(l); line != "" {
+		out = append(out, lane.PlanSection{Title: "per-pool phases", Lines: []string{line}})
+	}
 	if line := WorkersLine(l); line != "" {
 		out = append(out, lane.PlanSection{Title: "workers", Lines: append([]string{line}, NodePodsLine(l)...)})
 	}
