@@ -55,14 +55,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cozystack/cozy-e2e/framework/fixture"
-	"github.com/cozystack/cozy-e2e/framework/join"
 	"github.com/cozystack/cozy-e2e/framework/verdict"
 	"github.com/cozystack/cozy-e2e/specs"
 )
 
 const Phase = "kubelets"
 
-const StageOneVersion join.Stage = "one-version"
+const StageOneVersion specs.Stage = "one-version"
 
 type Input struct {
 	Lifecycle specs.Lifecycle
@@ -76,7 +75,7 @@ func Spec(_ context.Context, inputGetter func() Input) {
 		versions := map[string]bool{}
 		for _, m := range rec.Machines {
 			var node corev1.Node
-			r.Must(in.Pool.Tenant().Client.Get(r.Ctx, client.ObjectKey{Name: m.Machine.Status.NodeRef.Name}, &node))
+			r.Must(in.Pool.Kubernetes().Client.Get(r.Ctx, client.ObjectKey{Name: m.Machine.Status.NodeRef.Name}, &node))
 			versions[node.Status.NodeInfo.KubeletVersion] = true
 		}
 		if len(versions) > 1 {
@@ -102,7 +101,7 @@ func TestMySuite(t *testing.T) {
 		w.JoinSpecs(context.Background())
 		for _, p := range w.Tenant.Pools {
 			Describe("pool "+p.Name(), func() {
-				Spec(context.Background(), func() Input { return Input{Lifecycle: w.Lifecycle(), Pool: p} })
+				Spec(context.Background(), func() Input { return Input{Lifecycle: w.InPhase(), Pool: p} })
 			})
 		}
 	}})
