@@ -54,11 +54,16 @@ func accepted(w io.Writer, root string, l *lane.Lane) {
 	for _, s := range l.Suites {
 		suites = append(suites, fmt.Sprintf("%s in %s", s.Name, suiteDir(root, s)))
 	}
+	// The run's first line names the artifacts folder ("artifacts <dir>"); this line says the
+	// reserve for them in other words, so nothing reading the run takes one for the other.
 	a := l.Budget.Arithmetic()
-	sum := fmt.Sprintf("phases %s + diagnostics %s + artifacts %s + margin %s = %s of jobCap %s", a.Phases, a.Diagnostics, a.Artifacts, a.Margin, a.Total, a.Cap)
-	if line := registry.PerPoolLine(l); line != "" {
-		sum = line
+	more, _ := l.PerPool(registry.Catalog(l))
+	perPool := ""
+	if more > 0 {
+		perPool = fmt.Sprintf(" + per-pool %s", more)
 	}
+	sum := fmt.Sprintf("phases %s%s + diagnostics %s + artifact reserve %s + margin %s = %s of jobCap %s",
+		a.Phases, perPool, a.Diagnostics, a.Artifacts, a.Margin, a.Total+more, a.Cap)
 	fmt.Fprintf(w, "e2e run --check: lane %s ok (%s): substrate %s; suites %s; %s\n",
 		l.Name, from, l.Substrate, strings.Join(suites, ", "), sum)
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -74,9 +75,14 @@ func TestCheckSaysWhatItAccepted(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
 	dir, _ := filepath.Abs(filepath.Join("..", "..", "examples", "nodelabels"))
-	for _, want := range []string{"lane sim-nodelabels ok", "extends ", "substrate sim", "nodelabels in " + dir, "of jobCap 14m"} {
+	for _, want := range []string{"lane sim-nodelabels ok", "extends ", "substrate sim", "nodelabels in " + dir, "phases 9m30s + per-pool 40s", "of jobCap 14m"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("--check said %q; want it to say %q", out.String(), want)
 		}
+	}
+	// The run's first line names its artifacts folder as "artifacts <dir>", which make e2e's
+	// readers look for; the check comes first and must not say it of anything else.
+	if m := regexp.MustCompile(`artifacts \S+`).FindString(out.String()); m != "" {
+		t.Errorf("--check says %q, which reads as the run's artifacts folder", m)
 	}
 }
