@@ -16,6 +16,10 @@ import (
 	"github.com/cozystack/cozy-e2e/framework/osfamily"
 )
 
+// Stage is one stage of a spec, recorded and reported as a join's are (join.Stage): a suite
+// names its own spec's stages with it (const StageLabelled specs.Stage = "labelled").
+type Stage = join.Stage
+
 // Lifecycle is what every lifecycle spec acts with: the fixture's tenant and the pools' joins
 // (a lifecycle spec acts on a pool after its join spec passed), the clock its phase runs on,
 // where failures are noted and who hears its stages.
@@ -121,14 +125,14 @@ func (r *Step) rejoined(ctx context.Context, p fixture.Pool, replicas int) *join
 	t := r.lc.Tenant
 	o := t.Options()
 	hub := t.Consoles()
-	w, err := join.Start(ctx, join.Options{Management: o.Management, Tenant: p.Tenant(), Namespace: p.Names.Namespace,
+	w, err := join.Start(ctx, join.Options{Management: o.Management, Tenant: p.Kubernetes(), Namespace: p.Names.Namespace,
 		OSes: []osfamily.Family{p.OS}, OnProgress: o.OnProgress, Consoles: hub})
 	r.Must(err)
 	defer w.Close()
 	pool := p.JoinPool(replicas, o.Lane.Workload.Ref(), hub != nil)
 	res, err := w.Join(ctx, pool)
 	r.Must(err)
-	rec, err := join.Inspect(ctx, join.InspectOptions{Management: o.Management, Tenant: p.Tenant()}, pool, res)
+	rec, err := join.Inspect(ctx, join.InspectOptions{Management: o.Management, Tenant: p.Kubernetes()}, pool, res)
 	r.Must(err)
 	return rec
 }

@@ -207,7 +207,7 @@ func (r *Step) markedUnhealthy(ctx context.Context, p fixture.Pool, w fixture.Wo
 	refs := []tenant.Ref{machine, mhc}
 	var node tenant.Ref
 	if w.Node != "" {
-		node = tenant.Ref{GVK: fixture.NodeGVK, Name: w.Node, In: p.Tenant()}
+		node = tenant.Ref{GVK: fixture.NodeGVK, Name: w.Node, In: p.Kubernetes()}
 		refs = append(refs, node)
 	}
 	return r.Stages.Wait(ctx, r.lc.Tenant.Options().Management, StageMarkedUnhealthy,

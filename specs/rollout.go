@@ -135,7 +135,7 @@ func (r *Step) rolled(p fixture.Pool, template string, replicas, floor int) int 
 	mgmt := r.lc.Tenant.Options().Management
 	machines := tenant.Ref{GVK: fixture.MachineGVK, Namespace: ns}
 	sets := tenant.Ref{GVK: fixture.MachineSetGVK, Namespace: ns}
-	nodes := tenant.Ref{GVK: fixture.NodeGVK, In: p.Tenant()}
+	nodes := tenant.Ref{GVK: fixture.NodeGVK, In: p.Kubernetes()}
 	low := replicas
 	r.Must(r.Stages.Wait(r.Ctx, mgmt, StageRolled, fmt.Sprintf("pool %s on %s", p.Name(), template),
 		[]tenant.Ref{machines, sets, nodes}, func(objs tenant.Objects) (bool, string, error) {

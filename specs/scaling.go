@@ -146,7 +146,7 @@ func (r *Step) removed(p fixture.Pool, workers []fixture.Worker) error {
 	var refs []tenant.Ref
 	var names []string
 	for _, w := range workers {
-		refs = append(refs, w.Refs(p.Names.Namespace, p.Tenant())...)
+		refs = append(refs, w.Refs(p.Names.Namespace, p.Kubernetes())...)
 		names = append(names, w.Machine)
 	}
 	return r.Stages.Wait(r.Ctx, r.lc.Tenant.Options().Management, StageRemoved,

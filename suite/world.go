@@ -58,18 +58,31 @@ func (w *World) Pools() *fixture.Pools {
 // join specs.
 func (w *World) EndPools(ctx context.Context) { w.Pools().EndWhenJoined(ctx) }
 
-// Lifecycle is what a spec in a phase of its own acts with (specs.Lifecycle): the tenant, the
-// joins, the clock, the failures, the console, and the end of the pools phase before it.
-func (w *World) Lifecycle() specs.Lifecycle {
+// InPhase is what a spec in a lane phase of its own acts with (specs.Lifecycle): the tenant,
+// the joins, the clock, the failures, the console, and the end of the pools phase before it.
+func (w *World) InPhase() specs.Lifecycle {
 	return specs.Lifecycle{Tenant: w.Tenant, Pools: w.Pools(), Clock: w.Clock, Failures: w.Failures,
 		OnProgress: w.JoinProgress(w.replicas()), Log: w.Log, Before: w.EndPools}
 }
 
-// LifecycleIn is Lifecycle for a spec in lane phase phase acting on pool p: when the lane's
+// Lifecycle is InPhase.
+//
+// Deprecated: it reads as remediation, scaling and rollout, while it serves any spec in a
+// phase of its own; use InPhase. Lifecycle goes in the next release.
+func (w *World) Lifecycle() specs.Lifecycle { return w.InPhase() }
+
+// LifecycleIn is InPhaseOn.
+//
+// Deprecated: use InPhaseOn; LifecycleIn goes in the next release.
+func (w *World) LifecycleIn(phase string, p fixture.Pool) specs.Lifecycle {
+	return w.InPhaseOn(phase, p)
+}
+
+// InPhaseOn is InPhase for a spec in lane phase phase acting on pool p: when the lane's
 // budget puts the phase on the timeline of p's cluster, the spec runs on that timeline and
 // ends only its pools phase first, while the other clusters' joins go on (Before).
-func (w *World) LifecycleIn(phase string, p fixture.Pool) specs.Lifecycle {
-	lc := w.Lifecycle()
+func (w *World) InPhaseOn(phase string, p fixture.Pool) specs.Lifecycle {
+	lc := w.InPhase()
 	// The clock takes the cluster's own phase of the name, else the shared one.
 	lc.Timeline = w.Lane.TimelineOf(p.App.Role)
 	lc.Before = w.Before(phase, p.App.Role)

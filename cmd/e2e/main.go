@@ -3,6 +3,7 @@
 //	e2e run --lane <name|file> [--lanes-dir lanes]   bring up, run the lane's suites, judge, tear down
 //	e2e repro --artifacts <dir>                      rerun the lane of a downloaded run with its pins
 //	e2e down --lane <name|file> [--work <dir>]       tear down what a kept run left (kind)
+//	e2e substrate --lane <name|file>                 print the loaded lane's substrate (make e2e)
 //
 // Exit codes: 0 pass, 1 hard failure, 2 configuration or preflight error, 3 soft failure only,
 // 130 interrupted.
@@ -49,7 +50,9 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return cmdRepro(ctx, args[1:], stdout, stderr)
 	case "down":
 		return cmdDown(args[1:], stdout, stderr)
+	case "substrate":
+		return cmdSubstrate(args[1:], stdout, stderr)
 	}
-	fmt.Fprintf(stderr, "e2e: unknown command %q (run, repro, down)\n", args[0])
+	fmt.Fprintf(stderr, "e2e: unknown command %q (run, repro, down, substrate)\n", args[0])
 	return exitConfig
 }

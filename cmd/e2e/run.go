@@ -78,6 +78,9 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitConfig
 	}
 	if opts.CheckOnly {
+		if root, err := projectRoot(); err == nil {
+			accepted(stdout, root, opts.lane)
+		}
 		return exitPass
 	}
 	r, err := newRun(opts, stdout)

@@ -70,7 +70,7 @@ func (r *run) runSuite(ctx context.Context, s lane.Suite, kubeconfig string) {
 		args = append(args, "-ginkgo.label-filter="+s.LabelFilter)
 	}
 	cmd := exec.Command(bin, args...)
-	cmd.Dir = filepath.Join(r.root, filepath.FromSlash(suitePath(s)))
+	cmd.Dir = suiteDir(r.root, s)
 	cmd.Env = append(os.Environ(),
 		"E2E_LANE_FILE="+r.laneCopy(),
 		"E2E_KUBECONFIG="+kubeconfig,
@@ -147,13 +147,14 @@ func (r *run) collectSuite(name, dir string, waitErr error) {
 	}
 }
 
-// suitePath is the suite's package folder, relative to the checkout: its lane entry's path,
-// else suites/<name>.
-func suitePath(s lane.Suite) string {
-	if s.Path != "" {
-		return s.Path
+// suiteDir is the suite's package folder: its lane entry's path as the lane file that names
+// it means it (lane.Suite.Dir, as lanes-check and --check read it), else suites/<name> of the
+// harness at root.
+func suiteDir(root string, s lane.Suite) string {
+	if d := s.Dir(); d != "" {
+		return d
 	}
-	return "suites/" + s.Name
+	return filepath.Join(root, "suites", s.Name)
 }
 
 // suiteBinary builds bin/suites/<name>.test with go test -c (incremental) in the suite's
@@ -170,7 +171,7 @@ func (r *run) suiteBinary(ctx context.Context, s lane.Suite) (string, error) {
 	}
 	start := time.Now()
 	cmd := exec.CommandContext(ctx, "go", "test", "-c", "-o", bin, ".")
-	cmd.Dir = filepath.Join(r.root, filepath.FromSlash(suitePath(s)))
+	cmd.Dir = suiteDir(r.root, s)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err := cmd.Start()
@@ -181,7 +182,7 @@ func (r *run) suiteBinary(ctx context.Context, s lane.Suite) (string, error) {
 		err = cmd.Wait()
 	}
 	if err != nil {
-		return "", fmt.Errorf("suite %s: go test -c in %s failed: %v\n%s", name, suitePath(s), err, out.Bytes())
+		return "", fmt.Errorf("suite %s: go test -c in %s failed: %v\n%s", name, cmd.Dir, err, out.Bytes())
 	}
 	r.detailf("suite %s: built in %s", name, time.Since(start).Round(time.Millisecond))
 	return bin, nil

@@ -84,8 +84,12 @@ func check(dir string, stdout, stderr io.Writer) int {
 			continue
 		}
 		a := l.Budget.Arithmetic()
-		fmt.Fprintf(stdout, "%-22s ok  phases %s + diagnostics %s + artifacts %s + margin %s = %s of jobCap %s (headroom %s)\n",
-			l.Name, a.Phases, a.Diagnostics, a.Artifacts, a.Margin, a.Total, a.Cap, a.Headroom)
+		if line := registry.PerPoolLine(l); line != "" {
+			fmt.Fprintf(stdout, "%-22s ok  %s\n", l.Name, line)
+		} else {
+			fmt.Fprintf(stdout, "%-22s ok  phases %s + diagnostics %s + artifacts %s + margin %s = %s of jobCap %s (headroom %s)\n",
+				l.Name, a.Phases, a.Diagnostics, a.Artifacts, a.Margin, a.Total, a.Cap, a.Headroom)
+		}
 		if line := registry.WorkersLine(l); line != "" {
 			fmt.Fprintf(stdout, "%-22s     workers: %s\n", "", line)
 		}

@@ -147,3 +147,23 @@ func TestCheckRefusesALaneMissingASuitePhase(t *testing.T) {
 		t.Fatalf("message:\n%s", msg)
 	}
 }
+
+// A phase a suite enters once per pool counts once per pool in the check's ok line and in the
+// plan, as the fit check counts it: nodelabels' labels, 20s, on the sim lane's three pools.
+func TestThePerPoolPhasesCountAsOftenAsTheyRun(t *testing.T) {
+	var out, errb bytes.Buffer
+	if code := run([]string{"check", "--dir", "../../examples/nodelabels/lanes"}, &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	want := "per-pool 40s (phase labels of suite nodelabels runs once per pool, 3 times, so 40s more)"
+	if !strings.Contains(out.String(), want) {
+		t.Errorf("lanes check said:\n%s\nwant %q", out.String(), want)
+	}
+	out.Reset()
+	if code := run([]string{"plan", "--lane", "../../examples/nodelabels/lanes/sim-nodelabels.yaml"}, &out, &errb); code != 0 {
+		t.Fatalf("plan: exit %d: %s", code, errb.String())
+	}
+	if !strings.Contains(out.String(), "per-pool phases") || !strings.Contains(out.String(), want) {
+		t.Errorf("lanes plan has no per-pool section saying %q:\n%s", want, out.String())
+	}
+}

@@ -95,11 +95,3 @@ require (
 replace github.com/cozystack/cozy-e2e => ../..
 
 replace k8s.io/kube-openapi => k8s.io/kube-openapi v0.0.0-20250910181357-589584f1c912
-
-replace k8s.io/cloud-provider => k8s.io/cloud-provider v0.35.4
-
-replace k8s.io/cri-client => k8s.io/cri-client v0.35.4
-
-replace k8s.io/kube-proxy => k8s.io/kube-proxy v0.35.4
-
-replace k8s.io/kubelet => k8s.io/kubelet v0.35.4

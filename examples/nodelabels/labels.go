@@ -15,7 +15,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cozystack/cozy-e2e/framework/fixture"
-	"github.com/cozystack/cozy-e2e/framework/join"
 	"github.com/cozystack/cozy-e2e/framework/verdict"
 	"github.com/cozystack/cozy-e2e/specs"
 )
@@ -24,7 +23,7 @@ import (
 const Phase = "labels"
 
 // StageLabelled is the spec's one stage: every worker Node of the pool carries the labels.
-const StageLabelled join.Stage = "labelled"
+const StageLabelled specs.Stage = "labelled"
 
 // WellKnown are the labels the kubelet sets on its Node when it registers (k8s.io/api v0.35.4
 // core/v1/well_known_labels.go:20, 45-46; k8s.io/kubernetes v1.35.4
@@ -49,7 +48,7 @@ func Spec(_ context.Context, inputGetter func() Input) {
 		var wrong []string
 		for _, m := range rec.Machines {
 			var node corev1.Node
-			r.Must(in.Pool.Tenant().Client.Get(r.Ctx, client.ObjectKey{Name: m.Machine.Status.NodeRef.Name}, &node))
+			r.Must(in.Pool.Kubernetes().Client.Get(r.Ctx, client.ObjectKey{Name: m.Machine.Status.NodeRef.Name}, &node))
 			wrong = append(wrong, Missing(&node)...)
 		}
 		if len(wrong) > 0 {

@@ -16,7 +16,7 @@ func TestNodeLabels(t *testing.T) {
 		w.JoinSpecs(context.Background())
 		for _, p := range w.Tenant.Pools {
 			Describe("pool "+p.Name(), func() {
-				Spec(context.Background(), func() Input { return Input{Lifecycle: w.Lifecycle(), Pool: p} })
+				Spec(context.Background(), func() Input { return Input{Lifecycle: w.InPhase(), Pool: p} })
 			})
 		}
 	}})

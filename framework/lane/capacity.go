@@ -6,7 +6,7 @@ package lane
 // workers alone, so a lane it passes may still be short of memory for its management cluster.
 // Other substrates run no worker VM on the runner.
 func (l *Lane) CheckCapacity(workers int, perWorkerGiB float64, why string) Errors {
-	v := &validator{file: l.File, lines: l.lines}
+	v := l.validator()
 	if l.Substrate != SubstrateKind {
 		return nil
 	}
@@ -24,7 +24,7 @@ func (l *Lane) CheckCapacity(workers int, perWorkerGiB float64, why string) Erro
 // Refuse is one problem of the lane at field path, with its file and line: a check made outside
 // this package (the sim's capacity) speaks like lanes-check.
 func (l *Lane) Refuse(path, format string, args ...any) Errors {
-	v := &validator{file: l.File, lines: l.lines}
+	v := l.validator()
 	v.fail(path, format, args...)
 	return v.errs
 }

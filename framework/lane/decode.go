@@ -14,8 +14,10 @@ import (
 type FieldError struct {
 	File  string
 	Path  string // budget.phases[3].ceiling
-	Line  int    // 0 when not known
+	Line  int    // 0 when not known; a line of File, never of a lane it extends
 	Issue string
+	// From is the file and line of the lane File extends that wrote Path, when File does not.
+	From string
 }
 
 func (e *FieldError) Error() string {
@@ -23,10 +25,14 @@ func (e *FieldError) Error() string {
 	if e.Line > 0 {
 		loc = fmt.Sprintf("%s:%d", e.File, e.Line)
 	}
-	if e.Path == "" {
-		return fmt.Sprintf("%s: %s", loc, e.Issue)
+	issue := e.Issue
+	if e.From != "" {
+		issue += fmt.Sprintf(" (%s comes from %s, which this lane extends)", e.Path, e.From)
 	}
-	return fmt.Sprintf("%s: %s: %s", loc, e.Path, e.Issue)
+	if e.Path == "" {
+		return fmt.Sprintf("%s: %s", loc, issue)
+	}
+	return fmt.Sprintf("%s: %s: %s", loc, e.Path, issue)
 }
 
 // Errors is every problem found in one lane file, in file order.
@@ -56,23 +62,46 @@ type decoder struct {
 	file  string
 	errs  Errors
 	lines map[string]int // field path -> line, for validation messages
+	// owner is the file that wrote each node of a lane merged with the lanes it extends (nil:
+	// file wrote every node); inherited the field paths another file wrote, as file:line.
+	owner     map[*yaml.Node]string
+	inherited map[string]string
+}
+
+// mark records where field path was written: its line when the lane's own file wrote n, else
+// the file and line of the lane it extends.
+func (d *decoder) mark(path string, n *yaml.Node, first bool) {
+	if d.lines == nil {
+		return
+	}
+	if f, ok := d.owner[n]; ok && f != d.file {
+		if _, seen := d.inherited[path]; !seen || !first {
+			d.inherited[path] = fmt.Sprintf("%s:%d", f, n.Line)
+		}
+		return
+	}
+	if _, seen := d.lines[path]; !seen || !first {
+		d.lines[path] = n.Line
+	}
 }
 
 func (d *decoder) fail(path string, n *yaml.Node, format string, args ...any) {
 	line := 0
+	from := ""
 	if n != nil {
 		line = n.Line
+		if f, ok := d.owner[n]; ok && f != d.file {
+			line, from = 0, fmt.Sprintf("%s:%d", f, n.Line)
+		}
 	}
-	d.errs = append(d.errs, &FieldError{File: d.file, Path: path, Line: line, Issue: fmt.Sprintf(format, args...)})
+	d.errs = append(d.errs, &FieldError{File: d.file, Path: path, Line: line, From: from, Issue: fmt.Sprintf(format, args...)})
 }
 
 func (d *decoder) decode(path string, n *yaml.Node, v reflect.Value) {
 	if n.Kind == yaml.AliasNode {
 		n = n.Alias
 	}
-	if _, ok := d.lines[path]; !ok && d.lines != nil {
-		d.lines[path] = n.Line
-	}
+	d.mark(path, n, true)
 	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
 		return
 	}
@@ -170,9 +199,7 @@ func (d *decoder) decodeStruct(path string, n *yaml.Node, v reflect.Value) {
 			continue
 		}
 		seen[key.Value] = true
-		if d.lines != nil {
-			d.lines[fp] = key.Line
-		}
+		d.mark(fp, key, false)
 		d.decode(fp, val, v.Field(idx))
 	}
 	t := v.Type()

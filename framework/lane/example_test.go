@@ -19,7 +19,7 @@ func ExampleLoad() {
 	}
 	fmt.Println(l.Name, "extends", filepath.Base(l.Extends), "on", l.Substrate)
 	for _, s := range l.Suites {
-		fmt.Println("suite", s.Name, "in", s.Path)
+		fmt.Println("suite", s.Name, "at path", s.Path, "from", filepath.Base(s.From()), "is folder", filepath.Base(s.Dir()))
 	}
 	var phases []string
 	for _, p := range l.Budget.Phases {
@@ -29,7 +29,7 @@ func ExampleLoad() {
 	fmt.Println("job cap", l.Budget.JobCap)
 	// Output:
 	// sim-nodelabels extends sim.yaml on sim
-	// suite nodelabels in examples/nodelabels
+	// suite nodelabels at path .. from sim-nodelabels.yaml is folder nodelabels
 	// preflight cluster tenant pools refusals labels teardown
 	// job cap 14m0s
 }

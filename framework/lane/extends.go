@@ -19,72 +19,96 @@ import (
 // maxExtends bounds an extends chain (a cycle is named before).
 const maxExtends = 8
 
+// resolved is a lane document with the lane it extends merged under it.
+type resolved struct {
+	doc *yaml.Node
+	// parent is the file it extends ("" when none); suitesFrom the file that wrote its suites
+	// list (its paths are read from that file's folder).
+	parent, suitesFrom string
+}
+
 // resolveExtends is the lane document of file path, node, with the lane it extends merged
-// under it; parent is the file it extends ("" when none).
-func resolveExtends(path string, node *yaml.Node, seen []string) (*yaml.Node, string, error) {
+// under it; owner gets the file that wrote each node of it (a node the merge made is path's).
+func resolveExtends(path string, node *yaml.Node, seen []string, owner map[*yaml.Node]string) (resolved, error) {
 	if node.Kind != yaml.MappingNode {
-		return node, "", nil
+		return resolved{doc: node, suitesFrom: path}, nil
 	}
 	i := keyIndex(node, "extends")
 	if i < 0 {
-		return node, "", nil
+		return resolved{doc: node, suitesFrom: path}, nil
 	}
+	own(node, path, owner)
 	val := node.Content[i+1]
 	fail := func(format string, a ...any) error {
 		return Errors{{File: path, Line: val.Line, Path: "extends", Issue: fmt.Sprintf(format, a...)}}
 	}
 	if val.Kind != yaml.ScalarNode || val.Value == "" {
-		return nil, "", fail("must name a lane (extends: sim) or a lane file")
+		return resolved{}, fail("must name a lane (extends: sim) or a lane file")
 	}
 	parent, err := findParent(path, val.Value)
 	if err != nil {
-		return nil, "", fail("%v", err)
+		return resolved{}, fail("%v", err)
 	}
 	for _, s := range seen {
 		if s == parent {
-			return nil, "", fail("%s extends itself through %s", parent, strings.Join(seen, " -> "))
+			return resolved{}, fail("%s extends itself through %s", parent, strings.Join(seen, " -> "))
 		}
 	}
 	if len(seen) >= maxExtends {
-		return nil, "", fail("extends more than %d lanes deep", maxExtends)
+		return resolved{}, fail("extends more than %d lanes deep", maxExtends)
 	}
 	data, err := os.ReadFile(parent)
 	if err != nil {
-		return nil, "", fail("%v", err)
+		return resolved{}, fail("%v", err)
 	}
 	var proot yaml.Node
 	if err := yaml.Unmarshal(data, &proot); err != nil || len(proot.Content) == 0 {
-		return nil, "", fail("%s is not a lane file (%v)", parent, err)
+		return resolved{}, fail("%s is not a lane file (%v)", parent, err)
 	}
-	base, _, err := resolveExtends(parent, proot.Content[0], append(seen, path))
+	own(proot.Content[0], parent, owner)
+	up, err := resolveExtends(parent, proot.Content[0], append(seen, path), owner)
 	if err != nil {
-		return nil, "", err
+		return resolved{}, err
 	}
-	own := &yaml.Node{Kind: yaml.MappingNode, Tag: node.Tag, Line: node.Line, Column: node.Column}
+	base := up.doc
+	mine := &yaml.Node{Kind: yaml.MappingNode, Tag: node.Tag, Line: node.Line, Column: node.Column}
 	for j := 0; j+1 < len(node.Content); j += 2 {
 		if j != i {
-			own.Content = append(own.Content, node.Content[j], node.Content[j+1])
+			mine.Content = append(mine.Content, node.Content[j], node.Content[j+1])
 		}
 	}
-	merged := merge(base, own, "")
+	drops, err := dropped(path, mine)
+	if err != nil {
+		return resolved{}, err
+	}
+	merged := merge(base, mine, "")
+	own(merged, path, owner)
+	if err := drop(path, parent, merged, drops); err != nil {
+		return resolved{}, err
+	}
 	// A lane's description is its own: the parent's would describe another lane.
-	if keyIndex(own, "description") < 0 {
+	if keyIndex(mine, "description") < 0 {
 		if d := keyIndex(merged, "description"); d >= 0 {
 			merged.Content = append(merged.Content[:d], merged.Content[d+2:]...)
 		}
 	}
-	return merged, parent, nil
+	// A list is replaced whole: the suites are the file's own, or the ones it inherits.
+	from := up.suitesFrom
+	if keyIndex(mine, "suites") >= 0 {
+		from = path
+	}
+	return resolved{doc: merged, parent: parent, suitesFrom: from}, nil
 }
 
 // findParent is the file of the lane named name, for the lane at path: a path (with a slash or
-// .yaml) relative to path's folder, else <name>.yaml beside it, else lanes/<name>.yaml in the
-// nearest folder above it that has one.
+// .yaml), absolute or relative to path's folder (resolvePath), else <name>.yaml beside it,
+// else lanes/<name>.yaml in the nearest folder above it that has one.
 func findParent(path, name string) (string, error) {
 	dir := filepath.Dir(path)
 	if strings.HasSuffix(name, ".yaml") || strings.ContainsRune(name, '/') {
-		p := filepath.Join(dir, filepath.FromSlash(name))
+		p := resolvePath(path, name)
 		if _, err := os.Stat(p); err != nil {
-			return "", fmt.Errorf("no lane file %s", p)
+			return "", fmt.Errorf("no lane file %s (a path is absolute or relative to the folder of %s)", p, path)
 		}
 		return p, nil
 	}
@@ -105,6 +129,17 @@ func findParent(path, name string) (string, error) {
 		d = up
 	}
 	return "", fmt.Errorf("no lane %q (looked at %s); name a lane file by its path to extend one elsewhere", name, strings.Join(tried, ", "))
+}
+
+// own records file as the writer of n and of every node under it that has none yet.
+func own(n *yaml.Node, file string, owner map[*yaml.Node]string) {
+	if _, ok := owner[n]; ok {
+		return
+	}
+	owner[n] = file
+	for _, c := range n.Content {
+		own(c, file, owner)
+	}
 }
 
 // keyIndex is the index of key's key node in mapping m, or -1.

@@ -37,23 +37,27 @@ func Parse(path string, data []byte) (*Lane, error) {
 	if len(root.Content) == 0 {
 		return nil, Errors{{File: path, Issue: "is empty"}}
 	}
-	doc, parent, err := resolveExtends(path, root.Content[0], nil)
+	owner := map[*yaml.Node]string{}
+	r, err := resolveExtends(path, root.Content[0], nil, owner)
 	if err != nil {
 		return nil, err
 	}
+	doc, parent := r.doc, r.parent
 	l := &Lane{File: path}
-	if parent != "" {
-		if l.Resolved, err = yaml.Marshal(doc); err != nil {
-			return nil, Errors{{File: path, Issue: "extends: " + err.Error()}}
-		}
-	}
-	d := &decoder{file: path, lines: map[string]int{}}
+	d := &decoder{file: path, lines: map[string]int{}, owner: owner, inherited: map[string]string{}}
 	d.decode("", doc, reflect.ValueOf(l).Elem())
 	l.Extends = parent
 	if len(d.errs) > 0 {
 		return nil, d.errs
 	}
-	l.lines = d.lines
+	// The lane as one document (its extends chain merged, its paths resolved), for a copy
+	// read elsewhere to mean what this file means.
+	if l.resolveSuites(r.suitesFrom, doc) || parent != "" {
+		if l.Resolved, err = yaml.Marshal(doc); err != nil {
+			return nil, Errors{{File: path, Issue: "extends: " + err.Error()}}
+		}
+	}
+	l.lines, l.inherited = d.lines, d.inherited
 	for i := range l.Pools {
 		l.Pools[i].src = i + 1
 	}

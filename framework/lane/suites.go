@@ -38,8 +38,10 @@ type PhaseNeed struct {
 	// a shared phase.
 	Shared bool
 	// Err, set on a need of its own, says the suite cannot tell what it needs of the lane (its
-	// label filter does not parse); CheckSuites names it.
-	Err error
+	// label filter does not parse, its folder has no suite.yaml); CheckSuites names it, at
+	// the field of the suite's entry Field says (path, labelFilter: the default).
+	Err   error
+	Field string
 }
 
 // FixedTimeout is a product timeout the platform runs at a value no spec can set.
@@ -82,7 +84,7 @@ type SuiteCatalog map[string][]PhaseNeed
 // phase a suite runs in must be in the lane's budget, declare the timeouts the suite waits on
 // there, and have a ceiling at least its floor.
 func (l *Lane) CheckSuites(cat SuiteCatalog) Errors {
-	v := &validator{file: l.File, lines: l.lines}
+	v := l.validator()
 	known := make([]string, 0, len(cat))
 	for name := range cat {
 		known = append(known, name)
@@ -96,7 +98,11 @@ func (l *Lane) CheckSuites(cat SuiteCatalog) Errors {
 		}
 		for _, n := range needs {
 			if n.Err != nil {
-				v.fail(fmt.Sprintf("suites[%d].labelFilter", i), "%v", n.Err)
+				field := n.Field
+				if field == "" {
+					field = "labelFilter"
+				}
+				v.fail(fmt.Sprintf("suites[%d].%s", i, field), "%v", n.Err)
 				continue
 			}
 			idx := l.needed(n)
@@ -171,8 +177,22 @@ func (l *Lane) checkNeed(v *validator, suite string, n PhaseNeed, idx int) {
 // once).
 func (l *Lane) checkPerPool(v *validator, cat SuiteCatalog) {
 	a := l.Budget.Arithmetic()
-	if a.Cap <= 0 || len(l.Pools) < 2 {
+	if a.Cap <= 0 {
 		return
+	}
+	more, terms := l.PerPool(cat)
+	if more > 0 && a.Total+more > a.Cap {
+		v.fail("budget", "does not fit the job cap once the per-pool phases count as often as they run: %s + %s (%s) = %s, which is %s over jobCap %s",
+			a.Total, more, strings.Join(terms, "; "), a.Total+more, a.Total+more-a.Cap, a.Cap)
+	}
+}
+
+// PerPool is what the budget holds beyond Arithmetic for the phases the lane's suites enter
+// once per pool (each entry gets the phase's full ceiling, Arithmetic counts it once), and
+// the arithmetic in words; zero for a lane of one pool.
+func (l *Lane) PerPool(cat SuiteCatalog) (time.Duration, []string) {
+	if len(l.Pools) < 2 {
+		return 0, nil
 	}
 	var more time.Duration
 	var terms []string
@@ -189,10 +209,7 @@ func (l *Lane) checkPerPool(v *validator, cat SuiteCatalog) {
 			terms = append(terms, fmt.Sprintf("phase %s of suite %s runs once per pool, %d times, so %s more", n.Name, s.Name, len(l.Pools), d))
 		}
 	}
-	if more > 0 && a.Total+more > a.Cap {
-		v.fail("budget", "does not fit the job cap once the per-pool phases count as often as they run: %s + %s (%s) = %s, which is %s over jobCap %s",
-			a.Total, more, strings.Join(terms, "; "), a.Total+more, a.Total+more-a.Cap, a.Cap)
-	}
+	return more, terms
 }
 
 func floorHint(n PhaseNeed) string {

@@ -55,14 +55,17 @@ type Lane struct {
 
 	// File is the path the lane was loaded from.
 	File string `json:"-"`
-	// Resolved is the lane as one document, its extends chain merged in (nil for a lane that
-	// extends none): what a run copies into its artifacts and a repro runs.
+	// Resolved is the lane as one document, its extends chain merged in and its suites' paths
+	// resolved (nil for a lane that extends none and names no suite path): what a run copies
+	// into its artifacts and a repro runs.
 	Resolved []byte `json:"-"`
 	// Deprecation, when set, is the line to print before anything else: the lane was asked for
 	// by an old name (Aliases).
 	Deprecation string `json:"-"`
-	// lines maps field paths to their line in File.
-	lines map[string]int
+	// lines maps field paths to their line in File; inherited maps the field paths written in
+	// a lane it extends to that file and line.
+	lines     map[string]int
+	inherited map[string]string
 }
 
 // Kubernetes is the lane's tenant release.
@@ -178,11 +181,14 @@ const DigestUnknown = "unknown"
 // Suite is one Ginkgo suite under suites/.
 type Suite struct {
 	Name string `json:"name" lane:"required"`
-	// Path is the suite's Go package folder, relative to the harness's checkout; empty:
-	// suites/<name>. A suite in a module of its own (examples/nodelabels) is built there.
+	// Path is the suite's Go package folder: relative to the folder of the lane file that
+	// names it, or absolute (Dir); empty: suites/<name> of the harness. A suite in a module of
+	// its own (examples/nodelabels) is built there, against its own go.mod.
 	Path string `json:"path,omitempty"`
 	// LabelFilter is the Ginkgo label filter for this lane.
 	LabelFilter string `json:"labelFilter,omitempty"`
+	// dir is Path resolved (resolvePath), from the lane file that names the suite.
+	dir, from string
 }
 
 // Budget is the lane's time budget: the job cap and every phase ceiling in it.

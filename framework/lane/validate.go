@@ -26,7 +26,7 @@ var (
 // Validate checks everything about the lane that decoding does not: names, references between
 // fields, pins and the budget arithmetic.
 func (l *Lane) Validate() Errors {
-	v := &validator{file: l.File, lines: l.lines}
+	v := l.validator()
 	if want := strings.TrimSuffix(filepath.Base(l.File), ".yaml"); l.File != "" && l.Name != want {
 		v.fail("name", "%q does not match the file name (want %q)", l.Name, want)
 	}
@@ -94,13 +94,20 @@ func (l *Lane) Validate() Errors {
 }
 
 type validator struct {
-	file  string
-	lines map[string]int
-	errs  Errors
+	file      string
+	lines     map[string]int
+	inherited map[string]string
+	errs      Errors
+}
+
+// validator holds l to its rules, its messages naming l's file and lines.
+func (l *Lane) validator() *validator {
+	return &validator{file: l.File, lines: l.lines, inherited: l.inherited}
 }
 
 func (v *validator) fail(path, format string, args ...any) {
-	v.errs = append(v.errs, &FieldError{File: v.file, Path: path, Line: v.line(path), Issue: fmt.Sprintf(format, args...)})
+	line, from := v.locate(path)
+	v.errs = append(v.errs, &FieldError{File: v.file, Path: path, Line: line, From: from, Issue: fmt.Sprintf(format, args...)})
 }
 
 // uniqueName checks the name of a list entry at path: a DNS label (else it "is not" what isNot
@@ -115,11 +122,16 @@ func (v *validator) uniqueName(path, name, isNot string, seen map[string]bool) {
 	seen[name] = true
 }
 
-// line is the line of path, or of its nearest parent that has one.
-func (v *validator) line(path string) int {
+// locate is the line in the lane's own file of path, or of its nearest parent written there;
+// from is the file and line of the lane it extends that wrote path (or the nearest parent of
+// it below that line), "" when the lane's own file wrote it.
+func (v *validator) locate(path string) (line int, from string) {
 	for p := path; p != ""; {
 		if n, ok := v.lines[p]; ok {
-			return n
+			return n, from
+		}
+		if f, ok := v.inherited[p]; ok && from == "" {
+			from = f
 		}
 		i := strings.LastIndexAny(p, ".[")
 		if i < 0 {
@@ -127,7 +139,7 @@ func (v *validator) line(path string) int {
 		}
 		p = p[:i]
 	}
-	return 0
+	return 0, from
 }
 
 func (l *Lane) validateClasses(v *validator) map[string]bool {

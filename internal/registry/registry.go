@@ -33,9 +33,9 @@ func Builtin() []Suite {
 }
 
 // Of is the suite lane entry s names: a built-in one, or one with a path (a suite in a module
-// of its own) that declares its phases in its suite.yaml (suite.NeedsFile), found under the
-// nearest folder above the lane file that holds it; its peak is the lane's pools, every pool
-// at once.
+// of its own) that declares its phases in its suite.yaml (suite.NeedsFile) in its folder
+// (lane.Suite.Dir: the path from the lane file that names it, as the run builds it); its peak
+// is the lane's pools, every pool at once.
 func Of(l *lane.Lane, s lane.Suite) (Suite, error) {
 	if s.Path == "" {
 		for _, b := range Builtin() {
@@ -45,7 +45,7 @@ func Of(l *lane.Lane, s lane.Suite) (Suite, error) {
 		}
 		return Suite{}, fmt.Errorf("%q is not a suite of this harness (suites: %s); a suite elsewhere names its folder (suites[].path)", s.Name, kubernetes.Name)
 	}
-	path, err := needsFile(l.File, s.Path)
+	path, err := needsFile(s)
 	if err != nil {
 		return Suite{}, err
 	}
@@ -60,17 +60,30 @@ func Of(l *lane.Lane, s lane.Suite) (Suite, error) {
 		Peak: func(l *lane.Lane) (kubernetes.Peak, error) { return kubernetes.PoolsAtOnce(l), nil }}, nil
 }
 
-// needsFile is <dir>/<path>/suite.yaml for the nearest folder dir above the lane file that has it.
-func needsFile(laneFile, path string) (string, error) {
-	for d, _ := filepath.Abs(filepath.Dir(laneFile)); ; d = filepath.Dir(d) {
-		p := filepath.Join(d, filepath.FromSlash(path), suite.NeedsFile)
-		if _, err := os.Stat(p); err == nil {
-			return p, nil
+// needsFile is the suite.yaml in suite s's folder. When there is none, it says where it
+// looked, and the path that names the folder the path meant before paths were read from the
+// lane file's folder (a folder of that name above it), if there is one.
+func needsFile(s lane.Suite) (string, error) {
+	p := filepath.Join(s.Dir(), suite.NeedsFile)
+	if _, err := os.Stat(p); err == nil {
+		return p, nil
+	}
+	hint := "; a suite's path is its folder, absolute or relative to the folder of the lane file that names it"
+	if s.From() != "" {
+		hint += " (" + s.From() + ")"
+	}
+	for d := filepath.Dir(filepath.Dir(s.From())); !filepath.IsAbs(s.Path) && s.From() != ""; d = filepath.Dir(d) {
+		if _, err := os.Stat(filepath.Join(d, filepath.FromSlash(s.Path), suite.NeedsFile)); err == nil {
+			if rel, err := filepath.Rel(filepath.Dir(s.From()), filepath.Join(d, filepath.FromSlash(s.Path))); err == nil {
+				hint += fmt.Sprintf(": this suite's folder is path: %s", filepath.ToSlash(rel))
+			}
+			break
 		}
 		if filepath.Dir(d) == d {
-			return "", fmt.Errorf("suite folder %s: no %s in it, looking up from %s", path, suite.NeedsFile, laneFile)
+			break
 		}
 	}
+	return "", fmt.Errorf("path %s is folder %s, which has no %s%s", s.Path, s.Dir(), suite.NeedsFile, hint)
 }
 
 // Catalog is every suite lane l runs by name, with the phases it runs in on l. A suite that
@@ -91,7 +104,7 @@ func Catalog(l *lane.Lane) lane.SuiteCatalog {
 		}
 		reg, err := Of(l, s)
 		if err != nil {
-			out[s.Name] = []lane.PhaseNeed{{Err: err}}
+			out[s.Name] = []lane.PhaseNeed{{Err: err, Field: "path"}}
 			continue
 		}
 		needs, err := reg.Phases(l)
@@ -218,10 +231,26 @@ func WorkersLine(l *lane.Lane) string {
 		peak.Workers, peak.Why, WorkerGiB(), float64(peak.Workers)*WorkerGiB(), l.Runner.MemoryGiB)
 }
 
-// PlanSections are the suites' sections of a lane's plan: the worker VMs and what holds them,
-// the pods on a kind lane's node against the kubelet's maxPods, and the lifecycle phases' timeouts.
+// PerPoolLine says what the budget holds for the phases the lane's suites enter once per pool,
+// beyond the phases' sum counted once: the sum with them against the job cap; "" when none.
+func PerPoolLine(l *lane.Lane) string {
+	more, terms := l.PerPool(Catalog(l))
+	if more == 0 {
+		return ""
+	}
+	a := l.Budget.Arithmetic()
+	return fmt.Sprintf("phases %s + per-pool %s (%s) + diagnostics %s + artifacts %s + margin %s = %s of jobCap %s (headroom %s)",
+		a.Phases, more, strings.Join(terms, "; "), a.Diagnostics, a.Artifacts, a.Margin, a.Total+more, a.Cap, a.Cap-a.Total-more)
+}
+
+// PlanSections are the suites' sections of a lane's plan: the per-pool phases as the budget
+// holds them, the worker VMs and what holds them, the pods on a kind lane's node against the
+// kubelet's maxPods, and the lifecycle phases' timeouts.
 func PlanSections(l *lane.Lane) []lane.PlanSection {
 	var out []lane.PlanSection
+	if line := PerPoolLine(l); line != "" {
+		out = append(out, lane.PlanSection{Title: "per-pool phases", Lines: []string{line}})
+	}
 	if line := WorkersLine(l); line != "" {
 		out = append(out, lane.PlanSection{Title: "workers", Lines: append([]string{line}, NodePodsLine(l)...)})
 	}

@@ -75,7 +75,7 @@ func (r *refusals) describe(w *suite.World) {
 		Describe("lifecycle", Label(LabelLifecycle), func() {
 			Describe("the tenant", Label(specs.PhaseDeletion), func() {
 				specs.DeletionSpec(ctx, func() specs.DeletionSpecInput {
-					return specs.DeletionSpecInput{Lifecycle: w.Lifecycle(), Keep: func() (bool, string) { return w.Keeps(false) },
+					return specs.DeletionSpecInput{Lifecycle: w.InPhase(), Keep: func() (bool, string) { return w.Keeps(false) },
 						BeforeDelete: w.ClusterTrees}
 				})
 			})
@@ -114,15 +114,15 @@ func describeLifecycle(ctx context.Context, w *suite.World, phase string, p fixt
 			switch phase {
 			case specs.PhaseRemediation:
 				specs.RemediationSpec(ctx, func() specs.RemediationSpecInput {
-					return specs.RemediationSpecInput{Lifecycle: w.LifecycleIn(phase, p), Pool: p, MaxUnhealthy: "100%"}
+					return specs.RemediationSpecInput{Lifecycle: w.InPhaseOn(phase, p), Pool: p, MaxUnhealthy: "100%"}
 				})
 			case specs.PhaseScaling:
 				specs.ScalingSpec(ctx, func() specs.ScalingSpecInput {
-					return specs.ScalingSpecInput{Lifecycle: w.LifecycleIn(phase, p), Pool: p, To: specs.ScaleTo(p)}
+					return specs.ScalingSpecInput{Lifecycle: w.InPhaseOn(phase, p), Pool: p, To: specs.ScaleTo(p)}
 				})
 			case specs.PhaseRollout:
 				specs.RolloutSpec(ctx, func() specs.RolloutSpecInput {
-					return specs.RolloutSpecInput{Lifecycle: w.LifecycleIn(phase, p), Pool: p, Change: specs.CPUChange()}
+					return specs.RolloutSpecInput{Lifecycle: w.InPhaseOn(phase, p), Pool: p, Change: specs.CPUChange()}
 				})
 			}
 		})
