@@ -35,9 +35,13 @@ built=0
 echo "make node-tools: $dir"
 
 # The kubelet. Upstream builds it with cgo (k8s.io/kubernetes v1.35.4 hack/lib/golang.sh:319-367:
-# kubelet is not in KUBE_STATIC_BINARIES), so this build needs a C compiler, as pause does.
+# kubelet is not in KUBE_STATIC_BINARIES); here it is static (CGO_ENABLED=0), as hack/tools/build.sh
+# builds the control plane: every package it shares with kube-apiserver then comes from the same
+# build cache, where a cgo build compiles all of them again (measured on 2 loaded cores: more than
+# 45 minutes unfinished, against minutes). The kubelet's cgo is optional: without it the kubelet
+# runs a static Pod through containerd here (infra-here.md, measured). pause is C.
 command -v gcc >/dev/null || {
-	echo "make node-tools: gcc is missing (the kubelet builds with cgo, pause is C); apt-get install -y gcc libc6-dev" >&2
+	echo "make node-tools: gcc is missing (pause is C, static); apt-get install -y gcc libc6-dev" >&2
 	exit 2
 }
 out=$("$dir/kubelet" --version 2>&1 || true)
@@ -53,7 +57,7 @@ else
  -X k8s.io/component-base/version.gitTreeState=clean \
  -X k8s.io/component-base/version.buildDate=2026-04-15T18:01:22Z"
 	log=$(mktemp)
-	if ! (cd "$here/node" && CGO_ENABLED=1 go build -trimpath -ldflags="$ldflags" -o "$dir/kubelet.tmp" k8s.io/kubernetes/cmd/kubelet) >"$log" 2>&1; then
+	if ! (cd "$here/node" && CGO_ENABLED=0 go build -trimpath -ldflags="$ldflags" -o "$dir/kubelet.tmp" k8s.io/kubernetes/cmd/kubelet) >"$log" 2>&1; then
 		echo "make node-tools: building the kubelet (hack/tools/node) failed:" >&2
 		sed 's/^/    /' "$log" >&2
 		rm -f "$log" "$dir/kubelet.tmp"

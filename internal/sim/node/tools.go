@@ -37,7 +37,7 @@ func FindTools() (Tools, error) {
 		}
 	}
 	if len(missing) > 0 {
-		return t, fmt.Errorf("the real node's binaries are missing in %s: %s; run `make node-tools` (hack/tools/build-node.sh; about 5 minutes cold, needs gcc)",
+		return t, fmt.Errorf("the real node's binaries are missing in %s: %s; run `make node-tools` (hack/tools/build-node.sh; needs gcc for pause)",
 			dir, strings.Join(missing, ", "))
 	}
 	return t, nil

@@ -64,7 +64,7 @@ func NodePreflight(h NodeHost) error {
 	}
 	if err := h.NodeTools(); err != nil {
 		if _, gerr := h.LookPath("gcc"); gerr != nil {
-			missing = append(missing, "gcc: the kubelet builds with cgo and pause is C")
+			missing = append(missing, "gcc: pause is C, compiled static")
 			pkgs = append(pkgs, "gcc", "libc6-dev")
 		}
 		missing = append(missing, err.Error())
