@@ -7,6 +7,7 @@
 # make tools          build the local control plane (etcd, kube-apiserver, ...) and the upstream
 #                     controllers (CAPK, the Talos bootstrap provider, helm-controller,
 #                     cdi-controller) from source
+# make node-tools     build the sim's real Node's kubelet and pause (hack/tools/build-node.sh)
 # make lanes-check    validate every lane and its budget (LANES_DIR=<dir> for another folder)
 # make workflows      regenerate .github/workflows/e2e.yaml and e2e-lane.yaml from the lanes
 # make e2e-plan       print a lane's whole plan without a cluster
@@ -27,12 +28,17 @@ BIN         := bin
 E2E_TOOLS_DIR ?= $(shell hack/tools/build.sh --print)
 export E2E_TOOLS_DIR
 
-.PHONY: checks citation-modules examples all scale-bench e2e e2e-down e2e-plan repro perf-doc test unit lanes-check workflows workflows-check tools vet fmt-check lint tidy-check clean
+.PHONY: checks citation-modules examples all scale-bench e2e e2e-down e2e-plan repro perf-doc test unit lanes-check workflows workflows-check tools node-tools vet fmt-check lint tidy-check clean
 
 all: test
 
 tools:
 	@hack/tools/build.sh
+
+# The sim's real Node's own binaries (the kubelet, pause), in a folder of their own so neither
+# build invalidates the other.
+node-tools:
+	@hack/tools/build-node.sh
 
 $(BIN)/e2e: FORCE
 	@$(GO) build -o $@ ./cmd/e2e
@@ -115,7 +121,7 @@ checks: lanes-check workflows-check fmt-check vet tidy-check lint examples
 # packages in the order named, and the sim lane's runs are the longest (the other packages' tests
 # run beside them).
 test:
-	@$(MAKE) --no-print-directory -j2 tools checks
+	@$(MAKE) --no-print-directory -j2 tools node-tools checks
 	@$(MAKE) --no-print-directory citation-modules
 	$(GO) test -count=1 -timeout 50m ./test/simlane ./...
 

@@ -375,6 +375,10 @@ type SimSettings struct {
 	// maxUnhealthy 50%, nodeStartupTimeout 10m); an app the real chart renders (its pools all
 	// run Talos) keeps the chart's values, which a spec may override per node group.
 	MachineHealthCheck *SimMachineHealthCheck `json:"machineHealthCheck,omitempty"`
+	// RealNode asks for the sim's real Node (internal/sim/node): a real kubelet with containerd
+	// and runc on this host beside the kwok Nodes. Its preflight names every Debian package and
+	// binary it lacks; the default sim lane needs none of them.
+	RealNode bool `json:"realNode,omitempty"`
 }
 
 // SimMachineHealthCheck are the chart's nodeHealthCheck values, as an app sets them.

@@ -130,7 +130,8 @@ func (s *Substrate) Canary() string { return s.canary }
 // Name is "sim".
 func (s *Substrate) Name() string { return "sim" }
 
-// Preflight checks the control plane binaries and the upstream controllers are built.
+// Preflight checks the control plane binaries and the upstream controllers are built, and, on a
+// lane with sim.realNode, what the real Node needs (NodePreflight).
 func (s *Substrate) Preflight(ctx context.Context) error {
 	tools, err := controlplane.FindTools()
 	if err == nil {
@@ -138,6 +139,9 @@ func (s *Substrate) Preflight(ctx context.Context) error {
 	}
 	if err != nil {
 		return &substrate.PreflightError{Substrate: "sim", Missing: err.Error(), Hint: "run `make tools` once (about 25 minutes cold)"}
+	}
+	if s.lane.Sim != nil && s.lane.Sim.RealNode {
+		return NodePreflight(ThisHost())
 	}
 	return nil
 }

@@ -1,0 +1,121 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/registry"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+)
+
+// Registry is a real OCI registry served in process on 127.0.0.1 (github.com/google/
+// go-containerregistry v0.20.7 pkg/registry: the distribution API, blobs in memory). It serves
+// the images built here under the names the Pods use: an image pushed as
+// registry.k8s.io/pause:3.10.1 is kept as <Host>/pause:3.10.1, and containerd reaches it through
+// the mirror entry WriteMirrors writes for registry.k8s.io.
+type Registry struct {
+	// Host is 127.0.0.1:<port>.
+	Host string
+	srv  *http.Server
+	done chan struct{}
+
+	mu        sync.Mutex
+	upstreams map[string]bool
+}
+
+// StartRegistry serves a registry on a free loopback port; its request log goes to logw.
+func StartRegistry(logw io.Writer) (*Registry, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("local registry: listening on 127.0.0.1: %w", err)
+	}
+	r := &Registry{Host: ln.Addr().String(), done: make(chan struct{}), upstreams: map[string]bool{}}
+	r.srv = &http.Server{Handler: registry.New(registry.Logger(log.New(logw, "registry ", log.LstdFlags))), ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		defer close(r.done)
+		_ = r.srv.Serve(ln)
+	}()
+	return r, nil
+}
+
+// Stop closes the registry.
+func (r *Registry) Stop() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = r.srv.Shutdown(ctx)
+	<-r.done
+}
+
+// Push stores img under ref (a name as a Pod or a controller writes it, by tag: a digest names
+// content built elsewhere, which this registry cannot hold) and returns the digest it got.
+func (r *Registry) Push(ctx context.Context, ref string, img v1.Image) (v1.Hash, error) {
+	want, err := name.NewTag(ref, name.StrictValidation)
+	if err != nil {
+		return v1.Hash{}, fmt.Errorf("local registry: %q is not an image name with a tag: %w", ref, err)
+	}
+	local, err := name.NewTag(r.Host+"/"+want.RepositoryStr()+":"+want.TagStr(), name.Insecure)
+	if err != nil {
+		return v1.Hash{}, err
+	}
+	if err := remote.Write(local, img, remote.WithContext(ctx)); err != nil {
+		return v1.Hash{}, fmt.Errorf("local registry: pushing %s as %s: %w", ref, local, err)
+	}
+	r.mu.Lock()
+	r.upstreams[want.RegistryStr()] = true
+	r.mu.Unlock()
+	return img.Digest()
+}
+
+// Upstreams are the registry hosts of the names pushed so far ("index.docker.io" for docker.io
+// names, as go-containerregistry spells it).
+func (r *Registry) Upstreams() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for h := range r.upstreams {
+		out = append(out, h)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// WriteMirrors writes one hosts.toml per upstream registry host under configPath (containerd's
+// CRI registry config_path) that sends every pull and resolve of that host to this registry and
+// nothing to the upstream: containerd v1.6.20 docs/hosts.md:28-38 (config_path), :141-147 (a
+// host namespace folder with its hosts.toml), :160-174 (the mirror as the server too, so no other
+// host is asked), :199-204 (server, tried after the hosts); the folder is the host namespace as
+// named (remotes/docker/config/config_unix.go:27-37). docker.io names are looked up under
+// "docker.io", which go-containerregistry calls index.docker.io.
+func (r *Registry) WriteMirrors(configPath string) error {
+	for _, up := range r.Upstreams() {
+		ns := up
+		if ns == name.DefaultRegistry {
+			ns = "docker.io"
+		}
+		dir := filepath.Join(configPath, ns)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+		toml := fmt.Sprintf("# %s is served by this run's local registry; nothing is pulled from outside.\n"+
+			"server = \"http://%s\"\n\n[host.\"http://%s\"]\n  capabilities = [\"pull\", \"resolve\"]\n", ns, r.Host, r.Host)
+		if err := os.WriteFile(filepath.Join(dir, "hosts.toml"), []byte(toml), 0o644); err != nil {
+			return err
+		}
+	}
+	if len(r.Upstreams()) == 0 {
+		return errors.New("local registry: no image pushed yet, so no mirror entry to write")
+	}
+	return nil
+}

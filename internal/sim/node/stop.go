@@ -1,0 +1,159 @@
+package node
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Stop stops the kubelet, every container this node's containerd ran (runc's state is under the
+// run folder), containerd and its shims, unmounts what they left under the run folder (root
+// file systems, shm, network namespaces, volumes) and removes the node's bridge, so the host is
+// as it was. Idempotent.
+func (n *Node) Stop() {
+	if n.kubelet != nil {
+		n.kubelet.stop(10 * time.Second)
+	}
+	n.deleteContainers()
+	if n.containerd != nil {
+		n.containerd.stop(10 * time.Second)
+	}
+	n.killShims()
+	n.unmountAll()
+	n.removeHostLeftovers()
+	if _, err := os.Stat("/sys/class/net/" + n.bridge); err == nil {
+		if out, err := exec.Command("ip", "link", "delete", n.bridge).CombinedOutput(); err != nil {
+			fmt.Fprintf(n.log, "node: removing the bridge %s: %v: %s\n", n.bridge, err, out)
+		}
+	}
+}
+
+// deleteContainers kills and deletes every container in each namespace's runc root.
+func (n *Node) deleteContainers() {
+	roots, _ := filepath.Glob(filepath.Join(n.l.runcRoot(), "*"))
+	for _, root := range roots {
+		out, err := exec.Command("runc", "--root", root, "list", "-q").Output()
+		if err != nil {
+			fmt.Fprintf(n.log, "node: listing the containers of %s: %v\n", root, err)
+			continue
+		}
+		for _, id := range strings.Fields(string(out)) {
+			if out, err := exec.Command("runc", "--root", root, "delete", "--force", id).CombinedOutput(); err != nil {
+				fmt.Fprintf(n.log, "node: deleting container %s: %v: %s\n", id, err, out)
+			}
+		}
+	}
+}
+
+// killShims kills the containerd shims that serve this node's containerd (their command line
+// names its socket).
+func (n *Node) killShims() {
+	for _, pid := range processesWith([]byte(n.l.socket())) {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+}
+
+// processesWith are the processes whose command line contains needle.
+func processesWith(needle []byte) []int {
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	var out []int
+	for _, d := range dirs {
+		pid, err := strconv.Atoi(filepath.Base(d))
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		cmdline, err := os.ReadFile(d + "/cmdline")
+		if err == nil && bytes.Contains(cmdline, needle) {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// unmountAll detaches every mount under the run folder, the deepest first.
+func (n *Node) unmountAll() {
+	data, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return
+	}
+	prefix := filepath.Clean(n.l.dir) + "/"
+	var mounts []string
+	for _, line := range strings.Split(string(data), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 5 {
+			continue
+		}
+		mp := unescapeMount(f[4])
+		if strings.HasPrefix(mp, prefix) {
+			mounts = append(mounts, mp)
+		}
+	}
+	for i := len(mounts) - 1; i >= 0; i-- {
+		if err := unix.Unmount(mounts[i], unix.MNT_DETACH); err != nil && err != unix.EINVAL && err != unix.ENOENT {
+			fmt.Fprintf(n.log, "node: unmounting %s: %v\n", mounts[i], err)
+		}
+	}
+}
+
+// unescapeMount undoes mountinfo's octal escapes (\040 for a space).
+func unescapeMount(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			if v, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(v))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// hostPaths are the folders outside the run folder the kubelet and containerd make: the
+// kubelet's links to container logs (a fixed /var/log/containers) and containerd's parent
+// cgroup of its k8s.io namespace in each hierarchy.
+func hostPaths() []string {
+	paths, _ := filepath.Glob("/sys/fs/cgroup/*/k8s.io")
+	return append(paths, "/var/log/containers")
+}
+
+// existing are those of paths present now.
+func existing(paths []string) map[string]bool {
+	out := map[string]bool{}
+	for _, p := range paths {
+		if _, err := os.Stat(p); err == nil {
+			out[p] = true
+		}
+	}
+	return out
+}
+
+// removeHostLeftovers removes the kubelet's log links into the run folder, then each host
+// folder this node made (not there at Start) once it is empty; one still in use stays.
+func (n *Node) removeHostLeftovers() {
+	links, _ := filepath.Glob("/var/log/containers/*.log")
+	for _, l := range links {
+		if target, err := os.Readlink(l); err == nil && strings.HasPrefix(target, filepath.Clean(n.l.dir)+"/") {
+			_ = os.Remove(l)
+		}
+	}
+	cgroups, _ := filepath.Glob("/sys/fs/cgroup/*/k8s.io")
+	for _, p := range append(cgroups, "/var/log/containers") {
+		if !n.hostBefore[p] {
+			_ = os.Remove(p) // rmdir: fails, and keeps it, when it is not empty
+		}
+	}
+}
