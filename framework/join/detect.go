@@ -222,7 +222,7 @@ func taintFailure(n *corev1.Node) (*terminal, *Suspect) {
 			continue
 		}
 		return &terminal{Class: verdict.NotSchedulable, Stage: StageSchedulable,
-			Detail: fmt.Sprintf("Node %s is Ready but tainted %s=%s:%s, which is not a startup taint; no workload without a toleration lands there",
+			Detail: fmt.Sprintf("Node %s is Ready but tainted %s=%s:%s, which is neither a startup taint nor a pressure taint the node lifecycle controller removes; no workload without a toleration lands there",
 				n.Name, t.Key, t.Value, t.Effect)}, pressure
 	}
 	return nil, pressure
