@@ -16,10 +16,15 @@ type consoleState struct {
 	Lines  int
 	Last   string    // the last line
 	LastAt time.Time // when it was read
-	// Joined says a line said the guest joined; Refused is the first line in which the join
-	// was refused.
-	Joined  bool
-	Refused string
+	// Joined says a line said the guest joined; Refused is the latest line in which a join
+	// attempt failed, RefusedAt when it was read (zero for a line heard before its pool's words
+	// were known) and Refusals how many such lines there were. A failed attempt is no final
+	// state: Kairos's kubeadm provider runs kubeadm join again until it succeeds (suspect.go,
+	// consoleRefusal).
+	Joined    bool
+	Refused   string
+	RefusedAt time.Time
+	Refusals  int
 	// Err is why the console cannot be read right now.
 	Err string
 	// Lost is why the console stopped being read while the VMI runs (another client took it),
@@ -57,19 +62,20 @@ func (c *consoles) judge(uid string, os osfamily.Family) {
 	c.words[uid] = os
 	if st := c.state[uid]; st != nil {
 		for _, text := range c.pending[uid] {
-			st.match(os, text)
+			st.match(os, time.Time{}, text)
 		}
 	}
 	delete(c.pending, uid)
 }
 
-// match judges one line with the words of os.
-func (st *consoleState) match(os osfamily.Family, text string) {
+// match judges one line, read at at, with the words of os.
+func (st *consoleState) match(os osfamily.Family, at time.Time, text string) {
 	if os.ConsoleJoined != nil && os.ConsoleJoined.MatchString(text) {
 		st.Joined = true
 	}
-	if st.Refused == "" && os.ConsoleRefused != nil && os.ConsoleRefused.MatchString(text) {
-		st.Refused = text
+	if os.ConsoleRefused != nil && os.ConsoleRefused.MatchString(text) {
+		st.Refused, st.RefusedAt = text, at
+		st.Refusals++
 	}
 }
 
@@ -91,7 +97,8 @@ func (c *consoles) Started(s console.Stream) {
 	if prev != nil {
 		// A new instance of the launcher's console container: what the guest said before
 		// still stands.
-		st.Joined, st.Refused, st.Lines, st.Last, st.LastAt = prev.Joined, prev.Refused, prev.Lines, prev.Last, prev.LastAt
+		st.Joined, st.Refused, st.RefusedAt, st.Refusals = prev.Joined, prev.Refused, prev.RefusedAt, prev.Refusals
+		st.Lines, st.Last, st.LastAt = prev.Lines, prev.Last, prev.LastAt
 	}
 	c.state[string(s.VMIUID)] = st
 	c.mu.Unlock()
@@ -109,7 +116,7 @@ func (c *consoles) Line(s console.Stream, at time.Time, text string) {
 	st.Last, st.LastAt, st.Err = text, at, ""
 	uid := string(s.VMIUID)
 	if os, ok := c.words[uid]; ok {
-		st.match(os, text)
+		st.match(os, at, text)
 	} else if len(c.pending[uid]) < maxPending {
 		c.pending[uid] = append(c.pending[uid], text)
 	}

@@ -62,6 +62,9 @@ func unschedulable(n *corev1.Node) string {
 		return "cordoned (spec.unschedulable)"
 	}
 	for _, t := range n.Spec.Taints {
+		if _, ok := pressureTaints[t.Key]; ok && t.Effect == corev1.TaintEffectNoSchedule {
+			return fmt.Sprintf("pressure taint %s:%s on until its condition clears", t.Key, t.Effect)
+		}
 		if t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute {
 			return fmt.Sprintf("startup taint %s:%s still on", t.Key, t.Effect)
 		}

@@ -122,22 +122,17 @@ func transitionOf(c map[string]any) time.Time {
 	return t
 }
 
-// diskFailure judges a DataVolume and its importer Pod, ending the wait only on what CDI v1.64.0
-// never leaves or no retry of it changes:
-//   - phase Failed: CDI stops working on a DataVolume once Failed (or Succeeded)
-//     (pkg/controller/datavolume/controller-base.go lines 824-828);
-//   - a claim CDI refuses to render (reason ErrClaimNotValid on the Bound condition: no access
-//     mode in the class's StorageProfile, no such class, an archive on a block volume;
-//     controller-base.go lines 517-523 and 884-890, util.go lines 186-211, 409-424): CDI retries
-//     the same spec against the same profile, and only a person changing either changes it;
-//   - a registry or web server refusing the source (401, 403, 404: registryRefusalPattern), in
-//     the importer's termination message or the Running condition CDI copies it to: CDI restarts
-//     the importer without end (restartPolicy OnFailure, import-controller.go line 958, no retry
-//     limit in pkg/controller/import-controller.go), and the same credentials get the same answer.
+// diskFailure judges a DataVolume and its importer Pod, ending the wait only on what no retry
+// of CDI v1.64.0 changes: a registry or web server refusing the source (401, 403, 404:
+// registryRefusalPattern), in the importer's termination message or the Running condition CDI
+// copies it to. CDI restarts the importer without end (restartPolicy OnFailure,
+// import-controller.go line 958, no retry limit in pkg/controller/import-controller.go), and the
+// same credentials get the same answer.
 //
-// Restarts for any other reason, an OOM-killed importer (CDI deletes it and starts another with
-// direct I/O, import-controller.go lines 393-398, 463-473) and a stalled import are not final:
-// importerSuspect makes a suspect of the importer's last exit, so a deadline failure names it.
+// Everything else is a suspect (diskSuspect, importerSuspect): a phase Failed, a claim CDI
+// does not render yet (ErrClaimNotValid), restarts for any other reason, an OOM-killed importer
+// (CDI deletes it and starts another with direct I/O, import-controller.go lines 393-398,
+// 463-473) and a stalled import; a deadline failure names them.
 func diskFailure(dv *cdiv1.DataVolume, importer *corev1.Pod) *terminal {
 	if dv == nil {
 		return nil
@@ -146,13 +141,7 @@ func diskFailure(dv *cdiv1.DataVolume, importer *corev1.Pod) *terminal {
 		return &terminal{Class: verdict.DiskImport, Stage: StageDiskImport,
 			Detail: fmt.Sprintf("DataVolume %s: ", dv.Name) + fmt.Sprintf(format, a...)}
 	}
-	if dv.Status.Phase == cdiv1.Failed {
-		return say("Failed: %s", orWord(dvMessages(dv), "no condition message"))
-	}
 	for _, c := range dv.Status.Conditions {
-		if c.Type == cdiv1.DataVolumeBound && c.Status != corev1.ConditionTrue && c.Reason == reasonErrClaimNotValid {
-			return say("CDI refuses its claim: %s: %s", c.Reason, c.Message)
-		}
 		if c.Type == cdiv1.DataVolumeRunning && c.Status != corev1.ConditionTrue && registryRefusal.MatchString(c.Message) {
 			return say("importer refused by the registry: %s: %s", c.Reason, c.Message)
 		}
@@ -175,16 +164,83 @@ func diskFailure(dv *cdiv1.DataVolume, importer *corev1.Pod) *terminal {
 	return nil
 }
 
-// taintFailure is a Ready Node's NoSchedule or NoExecute taint that is not a known startup one.
-func taintFailure(n *corev1.Node) *terminal {
-	for _, t := range n.Spec.Taints {
-		if (t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute) && !transientTaints[t.Key] {
-			return &terminal{Class: verdict.NotSchedulable, Stage: StageSchedulable,
-				Detail: fmt.Sprintf("Node %s is Ready but tainted %s=%s:%s, which is not a startup taint; no workload without a toleration lands there",
-					n.Name, t.Key, t.Value, t.Effect)}
+// diskSuspect is a DataVolume state CDI v1.64.0 still moves on from, as a suspect that quotes
+// CDI:
+//   - phase Failed: CDI recomputes the phase from the claim on every reconcile and sets Failed
+//     only while the claim is Lost (pkg/controller/datavolume/controller-base.go:895-983,
+//     :959-963); a claim bound again moves it on, and only progress polling stops (:824-828);
+//   - reason ErrClaimNotValid on the Bound condition: CDI renders no claim from the spec and
+//     the class's StorageProfile yet (:517-529, util.go:180-211, 404-424), and reconciles the
+//     DataVolume again whenever a StorageClass, a StorageProfile or an available
+//     PersistentVolume changes (:314-362). Whether the profile will ever offer an access mode
+//     is decided by its spec, which a person or the platform writes, not by anything the join
+//     reads; the components phase judges the profiles of the harness's own classes
+//     (install.StorageProfilesAccept).
+func diskSuspect(dv *cdiv1.DataVolume) *Suspect {
+	if dv == nil {
+		return nil
+	}
+	s := &Suspect{Class: verdict.DiskImport, Stage: StageDiskImport, Object: "DataVolume/" + dv.Name}
+	for _, c := range dv.Status.Conditions {
+		if c.Type == cdiv1.DataVolumeBound && c.Status != corev1.ConditionTrue && c.Reason == reasonErrClaimNotValid {
+			s.Since = c.LastTransitionTime.Time
+			s.Detail = fmt.Sprintf("DataVolume %s: CDI renders no claim yet: %s: %s (CDI tries again when a StorageClass, a StorageProfile or an available PersistentVolume changes)",
+				dv.Name, c.Reason, c.Message)
+			return s
 		}
 	}
+	if dv.Status.Phase == cdiv1.Failed {
+		s.Detail = fmt.Sprintf("DataVolume %s Failed: %s (CDI recomputes the phase from its claim on every reconcile)", dv.Name, orWord(dvMessages(dv), "no condition message"))
+		return s
+	}
 	return nil
+}
+
+// pressureTaints are the NoSchedule taints Kubernetes' node lifecycle controller puts on a Node
+// while a condition of it holds and takes off when it clears, on every pass over the Node
+// (k8s.io/kubernetes v1.35.4 pkg/controller/nodelifecycle/node_lifecycle_controller.go:87-113,
+// the maps; :540-590, doNoScheduleTaintingPass): a Node under pressure now may be free of it
+// in a minute, so such a taint is a suspect, named with the condition that holds it.
+var pressureTaints = map[string]corev1.NodeConditionType{
+	corev1.TaintNodeMemoryPressure: corev1.NodeMemoryPressure,
+	corev1.TaintNodeDiskPressure:   corev1.NodeDiskPressure,
+	corev1.TaintNodePIDPressure:    corev1.NodePIDPressure,
+}
+
+// taintFailure is a Ready Node's NoSchedule or NoExecute taint that is not a known startup one:
+// final, unless it is a pressure taint, which is a suspect.
+func taintFailure(n *corev1.Node) (*terminal, *Suspect) {
+	var pressure *Suspect
+	for _, t := range n.Spec.Taints {
+		if (t.Effect != corev1.TaintEffectNoSchedule && t.Effect != corev1.TaintEffectNoExecute) || transientTaints[t.Key] {
+			continue
+		}
+		if cond, ok := pressureTaints[t.Key]; ok && t.Effect == corev1.TaintEffectNoSchedule {
+			if pressure == nil {
+				pressure = pressureSuspect(n, t, cond)
+			}
+			continue
+		}
+		return &terminal{Class: verdict.NotSchedulable, Stage: StageSchedulable,
+			Detail: fmt.Sprintf("Node %s is Ready but tainted %s=%s:%s, which is neither a startup taint nor a pressure taint the node lifecycle controller removes; no workload without a toleration lands there",
+				n.Name, t.Key, t.Value, t.Effect)}, pressure
+	}
+	return nil, pressure
+}
+
+// pressureSuspect is Node n's pressure taint t and the condition cond that holds it.
+func pressureSuspect(n *corev1.Node, t corev1.Taint, cond corev1.NodeConditionType) *Suspect {
+	s := &Suspect{Class: verdict.NotSchedulable, Stage: StageSchedulable, Object: "Node/" + n.Name}
+	state := fmt.Sprintf("condition %s not reported", cond)
+	for _, c := range n.Status.Conditions {
+		if c.Type == cond {
+			state = strings.TrimSpace(fmt.Sprintf("%s=%s %s: %s", c.Type, c.Status, c.Reason, c.Message))
+			s.Since = c.LastTransitionTime.Time
+		}
+	}
+	s.Detail = fmt.Sprintf("Node %s is tainted %s:%s (%s); the node lifecycle controller takes the taint off when the condition clears",
+		n.Name, t.Key, t.Effect, state)
+	return s
 }
 
 func dvMessages(dv *cdiv1.DataVolume) string {

@@ -15,7 +15,6 @@ import (
 // ends the join; every suspect is reported beside it.
 func detectMachine(p Pool, v *machineView) (*terminal, []Suspect) {
 	m := v.Machine
-	vm := v.vmName()
 	var found []Suspect
 	suspect := func(s *Suspect) {
 		if s != nil {
@@ -30,6 +29,7 @@ func detectMachine(p Pool, v *machineView) (*terminal, []Suspect) {
 	if t := diskFailure(v.DataVolume, v.Importer); t != nil {
 		return t, found
 	}
+	suspect(diskSuspect(v.DataVolume))
 	suspect(importerSuspect(v.DataVolume, v.Importer))
 	t, vmSuspects := vmState(v)
 	found = append(found, vmSuspects...)
@@ -40,10 +40,7 @@ func detectMachine(p Pool, v *machineView) (*terminal, []Suspect) {
 	suspect(providerFailure(v.KubevirtMachine, verdict.MachineFailed, at,
 		"CAPK never clears it; under runStrategy Always KubeVirt starts the VM again"))
 	suspect(machineFailure(m, at))
-	if v.Console != nil && v.Console.Refused != "" {
-		return &terminal{Class: verdict.JoinRejected, Stage: StageJoin,
-			Detail: fmt.Sprintf("the serial console of VMI %s (launcher %s) shows the join refused: %s", vm, v.Console.Pod, strings.TrimSpace(v.Console.Refused))}, found
-	}
+	suspect(consoleRefusal(v))
 	for _, csr := range v.CSRs {
 		if csr.Spec.SignerName != certificatesv1.KubeAPIServerClientKubeletSignerName {
 			continue // a serving certificate refused does not keep the kubelet out
@@ -62,7 +59,9 @@ func detectMachine(p Pool, v *machineView) (*terminal, []Suspect) {
 			return t, found
 		}
 		if ok, _ := nodeReady(n); ok {
-			if t := taintFailure(n); t != nil {
+			t, s := taintFailure(n)
+			suspect(s)
+			if t != nil {
 				return t, found
 			}
 		}
@@ -72,6 +71,22 @@ func detectMachine(p Pool, v *machineView) (*terminal, []Suspect) {
 		}
 	}
 	return nil, found
+}
+
+// consoleRefusal is a failed kubeadm join on the guest's console, as a suspect: Kairos's kubeadm
+// provider runs kubeadm join in a loop, resetting the node and trying again 10 s after each
+// failure until one succeeds (kairos-io/provider-kubeadm v4.10.0 scripts/kube-join.sh:74-82,
+// the "Run Kubeadm Join" stage of stages/join.go:159-179), so no error line of one attempt is
+// final. It clears once the guest joined (its console says so, or the tenant approved its
+// kubelet's CSR); a deadline failure names the last error line.
+func consoleRefusal(v *machineView) *Suspect {
+	c := v.Console
+	if c == nil || c.Refused == "" || joinedByConsole(v) {
+		return nil
+	}
+	return &Suspect{Class: verdict.JoinRejected, Stage: StageJoin, Object: "VirtualMachineInstance/" + v.vmName(), Since: c.RefusedAt,
+		Detail: fmt.Sprintf("the serial console of VMI %s (launcher %s) shows %d failed join attempt(s), the last: %s (Kairos's kubeadm provider resets and runs kubeadm join again 10 s later)",
+			v.vmName(), c.Pod, c.Refusals, strings.TrimSpace(c.Refused))}
 }
 
 // identityFailure judges the identity of the Node VMI vm registered as. A Node named otherwise

@@ -38,21 +38,12 @@ func vmState(v *machineView) (*terminal, []Suspect) {
 			Detail: fmt.Sprintf("VirtualMachine %s CrashLoopBackOff (%s); KubeVirt starts it again when its backoff ends",
 				name, startFailure(vm.Status.StartFailure))})
 	}
-	if vmi := v.VMI; vmi != nil && vmi.Status.Phase == kubevirtv1.Failed {
-		rs, restarts := runStrategy(v.VM)
-		s := Suspect{Class: verdict.VMFailed, Stage: StageVMIRunning, Object: "VirtualMachineInstance/" + name}
-		switch {
-		case v.VM == nil:
-			// Not seen yet, or being deleted with its VM: nothing says the VMI will not come back.
-			s.Detail = fmt.Sprintf("VMI %s Failed%s; no VirtualMachine %s seen", name, vmiReason(vmi), name)
-		case !restarts:
-			return &terminal{Class: verdict.VMFailed, Stage: StageVMIRunning,
-				Detail: fmt.Sprintf("VMI %s Failed%s, and VirtualMachine %s with runStrategy %s does not start it again (%s)",
-					name, vmiReason(vmi), name, rs, vmStatus(v.VM))}, nil
-		default:
-			s.Detail = fmt.Sprintf("VMI %s Failed%s; VirtualMachine %s (runStrategy %s) replaces it", name, vmiReason(vmi), name, rs)
-		}
-		found = append(found, s)
+	t, s := endedVMI(v)
+	if t != nil {
+		return t, found
+	}
+	if s != nil {
+		found = append(found, *s)
 	}
 	for _, l := range []*corev1.Pod{v.Launcher, v.Temporary} {
 		t, suspect := unplaceable(name, l, v.ManagementNodes)
@@ -64,6 +55,39 @@ func vmState(v *machineView) (*terminal, []Suspect) {
 		}
 	}
 	return nil, found
+}
+
+// endedVMI judges a VMI in a final phase of its own (Failed, Succeeded) by whether its VM starts
+// another: final when its run strategy does not, a suspect while it does or no VM is seen.
+// A Failed VMI is started again under Always and RerunOnFailure; a Succeeded one (its guest
+// shut down) under Always only: RerunOnFailure deletes it without a start request, Halted
+// deletes it, Once and Manual leave it (kubevirt/kubevirt v1.8.4
+// pkg/virt-controller/watch/vm/vm.go:978-1036 Always, :1038-1086 RerunOnFailure, :1087-1112
+// Manual, :1114-1138 Halted, :1139-1149 Once), and CAPK v0.1.10 calls it "a permanent finalized
+// state" under RerunOnFailure, Halted and Once (pkg/kubevirt/machine.go:152-170).
+func endedVMI(v *machineView) (*terminal, *Suspect) {
+	vmi, name := v.VMI, v.vmName()
+	if vmi == nil || (vmi.Status.Phase != kubevirtv1.Failed && vmi.Status.Phase != kubevirtv1.Succeeded) {
+		return nil, nil
+	}
+	phase := string(vmi.Status.Phase)
+	rs, restarts := runStrategy(v.VM)
+	if vmi.Status.Phase == kubevirtv1.Succeeded {
+		restarts = rs == kubevirtv1.RunStrategyAlways
+	}
+	s := &Suspect{Class: verdict.VMFailed, Stage: StageVMIRunning, Object: "VirtualMachineInstance/" + name}
+	switch {
+	case v.VM == nil:
+		// Not seen yet, or being deleted with its VM: nothing says the VMI will not come back.
+		s.Detail = fmt.Sprintf("VMI %s %s%s; no VirtualMachine %s seen", name, phase, vmiReason(vmi), name)
+	case !restarts:
+		return &terminal{Class: verdict.VMFailed, Stage: StageVMIRunning,
+			Detail: fmt.Sprintf("VMI %s %s%s, and VirtualMachine %s with runStrategy %s does not start it again (%s)",
+				name, phase, vmiReason(vmi), name, rs, vmStatus(v.VM))}, nil
+	default:
+		s.Detail = fmt.Sprintf("VMI %s %s%s; VirtualMachine %s (runStrategy %s) replaces it", name, phase, vmiReason(vmi), name, rs)
+	}
+	return nil, s
 }
 
 // crashLoop is a VM whose starts keep failing: KubeVirt's CrashLoopBackOff at crashLoopLimit

@@ -184,9 +184,6 @@ func TestTerminalStatesEndTheJoinWithTheirClassAndStage(t *testing.T) {
 		detail string
 		break_ func(v *machineView, s *snapshot)
 	}{
-		{"data volume failed", verdict.DiskImport, StageDiskImport, "Failed", func(v *machineView, _ *snapshot) {
-			v.DataVolume.Status.Phase = cdiv1.Failed
-		}},
 		{"registry 401 in the Running condition", verdict.DiskImport, StageDiskImport, "refused by the registry", func(v *machineView, _ *snapshot) {
 			v.DataVolume.Status.Phase = cdiv1.ImportInProgress
 			v.DataVolume.Status.Conditions = []cdiv1.DataVolumeCondition{{Type: cdiv1.DataVolumeRunning, Status: corev1.ConditionFalse, Reason: "Error",
@@ -196,11 +193,6 @@ func TestTerminalStatesEndTheJoinWithTheirClassAndStage(t *testing.T) {
 			v.DataVolume.Status.Phase = cdiv1.ImportInProgress
 			v.Importer = &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "importer-x"}, Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{
 				Name: "importer", RestartCount: 1, LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Message: "manifest unknown: no such tag"}}}}}}
-		}},
-		{"claim refused for an empty StorageProfile", verdict.DiskImport, StageDiskImport, "CDI refuses its claim: ErrClaimNotValid: no accessMode specified in StorageProfile local", func(v *machineView, _ *snapshot) {
-			v.DataVolume.Status.Phase = ""
-			v.DataVolume.Status.Conditions = []cdiv1.DataVolumeCondition{{Type: cdiv1.DataVolumeBound, Status: corev1.ConditionFalse,
-				Reason: "ErrClaimNotValid", Message: "no accessMode specified in StorageProfile local"}}
 		}},
 		{"launcher larger than any node", verdict.VMUnschedulable, StageVMIRunning, "Insufficient memory", func(v *machineView, _ *snapshot) {
 			v.VMI.Status.Phase = kubevirtv1.Scheduling
@@ -214,14 +206,14 @@ func TestTerminalStatesEndTheJoinWithTheirClassAndStage(t *testing.T) {
 			v.VMI.Status.Phase = kubevirtv1.Failed
 			v.VM = vmWith(v.vmName(), kubevirtv1.RunStrategyManual)
 		}},
+		{"succeeded VMI that nothing restarts", verdict.VMFailed, StageVMIRunning, "VMI m1 Succeeded, and VirtualMachine m1 with runStrategy Once does not start it again", func(v *machineView, _ *snapshot) {
+			v.VMI.Status.Phase = kubevirtv1.Succeeded
+			v.VM = vmWith(v.vmName(), kubevirtv1.RunStrategyOnce)
+		}},
 		{"temporary launcher of a volume waiting for its consumer larger than any node", verdict.VMUnschedulable, StageVMIRunning, "Insufficient memory", func(v *machineView, _ *snapshot) {
 			v.VMI.Status.Phase = kubevirtv1.Pending
 			v.Temporary, v.Launcher = v.Launcher, nil
 			unplaceableLauncher(v, v.Temporary, "64Gi")
-		}},
-		{"kubeadm refused in the console", verdict.JoinRejected, StageJoin, "error execution phase", func(v *machineView, _ *snapshot) {
-			v.Node = nil
-			v.Console.Joined, v.Console.Refused = false, "error execution phase kubelet-start: Unauthorized"
 		}},
 		{"foreign providerID", verdict.Identity, StageProviderID, "aws://", func(v *machineView, _ *snapshot) {
 			v.Node.Spec.ProviderID = "aws:///i-1"

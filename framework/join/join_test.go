@@ -40,6 +40,7 @@ func TestJoin(t *testing.T) {
 	t.Run("EveryStageInOrderToARunningWorkloadPod", func(t *testing.T) { testEveryStage(t, w) })
 	t.Run("TerminalStatesEndTheJoinAtOnce", func(t *testing.T) { testTerminalStates(t, w) })
 	t.Run("SuspectsAreShownClearedAndNamedAtTheDeadline", func(t *testing.T) { testSuspects(t, w) })
+	t.Run("RetriedStatesEndAtTheDeadlineInUpstreamsWords", func(t *testing.T) { testRetriedStates(t, w) })
 	t.Run("TheDeadlineNamesTheStageAndWhatIsMissing", func(t *testing.T) { testDeadline(t, w) })
 	t.Run("AfterAFallBackTheDeadlineNamesTheStageThePoolCouldNotPass", func(t *testing.T) { testFallBack(t, w) })
 }
@@ -136,8 +137,9 @@ func testTerminalStates(t *testing.T, w *world.World) {
 		setup         func(s *scene) (vm, pod, ip string)
 		fault         func(s *scene, vm, pod, ip string)
 	}{
-		{"DataVolumeFailed", osfamily.Talos, "disk-import", join.StageDiskImport, join.StageDiskImport, "Failed", toDisk, func(s *scene, vm, _, _ string) {
-			s.dataVolume(vm, cdiv1.Failed, "3.0%", cdiv1.DataVolumeCondition{Type: cdiv1.DataVolumeRunning, Status: corev1.ConditionFalse, Reason: "Error", Message: "import failed"})
+		{"DataVolumeFailedWithTheRegistrysRefusal", osfamily.Talos, "disk-import", join.StageDiskImport, join.StageDiskImport, "403 Forbidden", toDisk, func(s *scene, vm, _, _ string) {
+			s.dataVolume(vm, cdiv1.Failed, "3.0%", cdiv1.DataVolumeCondition{Type: cdiv1.DataVolumeRunning, Status: corev1.ConditionFalse, Reason: "Error",
+				Message: "Unable to process data: initializing source: reading manifest: 403 Forbidden"})
 		}},
 		{"RegistryRefusedTheImporter", osfamily.Kairos, "disk-import", join.StageDiskImport, join.StageDiskImport, "401 Unauthorized", toDisk, func(s *scene, vm, _, _ string) {
 			s.dataVolume(vm, cdiv1.ImportInProgress, "N/A", cdiv1.DataVolumeCondition{Type: cdiv1.DataVolumeRunning, Status: corev1.ConditionFalse, Reason: "Error",
@@ -158,9 +160,6 @@ func testTerminalStates(t *testing.T, w *world.World) {
 			s.vmi(vm, kubevirtv1.Scheduling, ip)
 			return vm, "", ip
 		}, func(s *scene, vm, _, _ string) { s.launcher(vm, "512Gi") }},
-		{"KubeadmRefusedInTheConsole", osfamily.Kairos, "join-rejected", join.StageJoin, join.StageJoin, "error execution phase kubelet-start", toBoot, func(s *scene, _, pod, _ string) {
-			s.console(pod, "[   31.000000] kubeadm[812]: error execution phase kubelet-start: a Node with name \"x\" and status \"Ready\" already exists")
-		}},
 		{"TalosNodeUnderAnotherName", osfamily.Talos, "identity", join.StageJoin, join.StageProviderID, "registered as Node talos-", toBoot, func(s *scene, vm, _, ip string) {
 			s.node("talos-"+strings.ToLower(vm[len(vm)-5:]), ip)
 		}},
@@ -277,6 +276,45 @@ func testFallBack(t *testing.T, w *world.World) {
 			}
 			if se.Elapsed < se.Budget/2 {
 				t.Errorf("stuck for %s: the pool stood at disk-import since early in the %s budget", se.Elapsed, se.Budget)
+			}
+		})
+	}
+}
+
+// A state upstream tries again from is a suspect: the join waits it out, and the deadline
+// failure names it in upstream's words. Here: a claim CDI does not render yet (it reconciles
+// the DataVolume again when a StorageClass or a StorageProfile changes), and a kubeadm error on a
+// Kairos console (its kubeadm provider joins again 10 s later).
+func testRetriedStates(t *testing.T, w *world.World) {
+	for _, tc := range []struct {
+		name   string
+		stage  join.Stage
+		words  string
+		setup  func(s *scene) (vm, pod, ip string)
+		change func(s *scene, vm, pod string)
+	}{
+		{"ClaimCDIDoesNotRenderYet", join.StageDiskImport, "ErrClaimNotValid: no accessMode specified in StorageProfile replicated", toDisk, func(s *scene, vm, _ string) {
+			s.dataVolume(vm, "", "", cdiv1.DataVolumeCondition{Type: cdiv1.DataVolumeBound, Status: corev1.ConditionFalse,
+				Reason: "ErrClaimNotValid", Message: "no accessMode specified in StorageProfile replicated"})
+		}},
+		{"KubeadmErrorOnTheConsole", join.StageJoin, "error execution phase preflight: couldn't validate the identity of the API Server", toBoot, func(s *scene, _, pod string) {
+			s.kubeletConfig(withClusterDNS)
+			s.console(pod, "error execution phase preflight: couldn't validate the identity of the API Server: connection refused", "failed to apply kubeadm join, will retry in 10s")
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newScene(t, w, osfamily.Kairos, 1)
+			vm, pod, _ := tc.setup(s)
+			r := s.start(8 * time.Second)
+			s.at(r, tc.stage)
+			tc.change(s, vm, pod)
+			r.wait(t)
+			var se *join.StageError
+			if !errors.As(r.err, &se) || se.Class != "deadline" {
+				t.Fatalf("want the deadline, not a verdict: %v\n%s", r.err, r.log)
+			}
+			if msg := se.Error(); se.Stage != tc.stage || !strings.Contains(msg, tc.words) {
+				t.Errorf("the deadline failure at %s does not say %q in upstream's words: %s", se.Stage, tc.words, msg)
 			}
 		})
 	}

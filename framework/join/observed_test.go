@@ -173,9 +173,11 @@ func placeObserved(t *testing.T, o observed) *snapshot {
 			var c certificatesv1.CertificateSigningRequest
 			into(t, u, &c)
 			v.CSRs = append(v.CSRs, c)
-		case "Event", "VirtualMachine":
-			// Evidence beside the objects (events), or an object no detector of this package
-			// reads yet (the VM: the kubevirt branch's).
+		case "VirtualMachine":
+			v.VM = &kubevirtv1.VirtualMachine{}
+			into(t, u, v.VM)
+		case "Event":
+			// Evidence beside the objects.
 		default:
 			t.Fatalf("no place for a %s", u.GetKind())
 		}

@@ -4,6 +4,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"os"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -200,4 +201,51 @@ func verdictClasses(t *testing.T, root string) map[string]string {
 		}
 	}
 	return out
+}
+
+// beforeTheNode are the Final states rows (by their detector cell) whose detector judges one
+// Machine before its Node is linked: the chart's MachineHealthCheck would replace that Machine
+// after its nodeStartupTimeout, so each ends the wait sooner than upstream gives up.
+var beforeTheNode = []string{
+	"join.detectMachine (a client CSR",
+	"join.identityFailure (a Node named otherwise",
+	"join.identityFailure (a Node with another providerID",
+	"join.diskFailure (a registry refusal",
+	"join.unplaceable",
+	"join.crashLoop",
+	"join.endedVMI (a `Failed` VMI",
+	"join.endedVMI (a `Succeeded` VMI",
+}
+
+// TestFinalsBeforeTheNodeSayTheyAreTheHarnesssLimit: a per-Machine final before the Node stops
+// sooner than Cluster API's MachineHealthCheck would replace the Machine; its row says it is the
+// harness's own limit, and why, and the page says what the health check does.
+func TestFinalsBeforeTheNodeSayTheyAreTheHarnesssLimit(t *testing.T) {
+	root := projectRoot(t)
+	rows := finalRows(t, filepath.Join(root, "docs", "signals.md"))
+	for _, d := range beforeTheNode {
+		found := false
+		for _, r := range rows {
+			if !strings.HasPrefix(strings.TrimSpace(r.detector), d) {
+				continue
+			}
+			found = true
+			_, why, ok := strings.Cut(r.final, "The harness's own limit (MHC, below): ")
+			if !ok || len(strings.TrimSpace(why)) < 20 {
+				t.Errorf("docs/signals.md:%d: %s ends the wait before the MachineHealthCheck would replace the Machine; its \"final because\" does not say \"The harness's own limit (MHC, below): <why>\"", r.line, d)
+			}
+		}
+		if !found {
+			t.Errorf("docs/signals.md's Final states table has no row of %s", d)
+		}
+	}
+	page, err := os.ReadFile(filepath.Join(root, "docs", "signals.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"**MHC: where the harness stops sooner than upstream gives up.**", "nodeStartupTimeout", "machinehealthcheck_targets.go:217-257"} {
+		if !strings.Contains(string(page), want) {
+			t.Errorf("docs/signals.md does not say %q", want)
+		}
+	}
 }
