@@ -284,7 +284,8 @@ func (s *Substrate) attachLabelled(ctx context.Context, nodes int) (*cluster.Clu
 	if err != nil {
 		return c, fmt.Errorf("kind cluster %s: %w", s.lane.Name, err)
 	}
-	fmt.Fprintf(s.opts.Log, "kind: labelled %s %s=%s (the platform's kube-ovn selects it)\n", strings.Join(labelled, ", "), upstream.ControlPlaneLabel, upstream.ControlPlaneLabelValue)
+	fmt.Fprintf(s.opts.Log, "kind: labelled %s %s=%s (the platform's kube-ovn selects it) and removed %s (MetalLB's speaker announces nothing from a node that carries it)\n",
+		strings.Join(labelled, ", "), upstream.ControlPlaneLabel, upstream.ControlPlaneLabelValue, upstream.ExcludeFromExternalLBLabel)
 	return c, nil
 }
 
@@ -312,6 +313,7 @@ func (s *Substrate) attach(ctx context.Context) (*cluster.Cluster, error) {
 		return nil, err
 	}
 	c.TenantConfig = TenantAccess(c, s.opts.Log)
+	c.TenantUnanswered = Unannounced(c.Kube)
 	return c, nil
 }
 
