@@ -146,7 +146,8 @@ func writeMachine(w io.Writer, l *Lane) {
 	if k := l.Kind; k != nil {
 		fmt.Fprintf(w, "kind cluster %s: 1 control-plane node, %d workers", l.Name, k.Workers)
 		if n := k.Networking; n != nil {
-			fmt.Fprintf(w, ", pods %s, services %s, default CNI disabled %t, kube-proxy %q", n.PodSubnet, n.ServiceSubnet, n.DisableDefaultCNI, n.KubeProxyMode)
+			fmt.Fprintf(w, ", pods %s (kube-ovn's POD_CIDR %s, JOIN_CIDR %s: disjoint), services %s, default CNI disabled %t, kube-proxy %q",
+				n.PodSubnet, l.Platform.PodCIDR(), l.Platform.JoinCIDR(), n.ServiceSubnet, n.DisableDefaultCNI, n.KubeProxyMode)
 		}
 		fmt.Fprintln(w)
 		domain := upstream.ClusterDomain
