@@ -35,7 +35,8 @@ type wfJob struct {
 			Lane string `json:"lane"`
 		} `json:"matrix"`
 	} `json:"strategy"`
-	Steps []wfStep `json:"steps"`
+	Steps []wfStep          `json:"steps"`
+	Env   map[string]string `json:"env"`
 }
 
 type wfInput struct {
@@ -307,4 +308,28 @@ func between(t *testing.T, s, from, to string) string {
 		t.Fatalf("%q lacks %q", s, to)
 	}
 	return out
+}
+
+// Every kind job names its cluster and docker network after the run and the lane (one per job,
+// the same across its attempts, so a rerun deletes a cancelled attempt's leftover and two jobs on
+// one host never share a name or, through the network's subnet, MetalLB's range), and removes
+// both in a last step that runs also after a failure, a timeout or a cancellation.
+func TestKindJobsOwnTheirClusterAndCleanUpAlways(t *testing.T) {
+	_, wfs, _ := shippedWorkflows(t)
+	for path, wf := range wfs {
+		job := wf.Jobs["e2e"]
+		laneExpr := "matrix.lane"
+		if strings.HasSuffix(path, "e2e-lane.yaml") {
+			laneExpr = "inputs.lane"
+		}
+		want := "e2e-${{ github.run_id }}-${{ " + laneExpr + " }}"
+		if job.Env["E2E_KIND_CLUSTER"] != want || job.Env["KIND_EXPERIMENTAL_DOCKER_NETWORK"] != want {
+			t.Errorf("%s: cluster %q, network %q, want both %q", path, job.Env["E2E_KIND_CLUSTER"], job.Env["KIND_EXPERIMENTAL_DOCKER_NETWORK"], want)
+		}
+		last := job.Steps[len(job.Steps)-1]
+		if last.If != "always()" || !strings.Contains(last.Run, "bin/e2e down --lane ${{ "+laneExpr+" }}") ||
+			!strings.Contains(last.Run, `docker network rm "$KIND_EXPERIMENTAL_DOCKER_NETWORK"`) {
+			t.Errorf("%s: the last step is %q if %q:\n%s", path, last.Name, last.If, last.Run)
+		}
+	}
 }
