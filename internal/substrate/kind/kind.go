@@ -139,9 +139,7 @@ func (s *Substrate) Preflight(ctx context.Context) error {
 	// the cluster phase.
 	s.report.Findings = append(s.report.Findings, s.checkPlatform(ctx))
 	if a := s.opts.RegistryAuth; a != nil {
-		s.report.Findings = append(s.report.Findings, Finding{Check: "registry", OK: true, Detail: fmt.Sprintf(
-			"a login for %s goes to every node's kubelet (%s, mounted from the run's work folder) and to the operator (Secret %s/%s, %s)",
-			a.Host(), upstream.KubeletDockerConfig, upstream.PlatformSourceSecretNamespace, PlatformSourceSecretName, upstream.PlatformSourceSecretFlag)})
+		s.report.Findings = append(s.report.Findings, registryFinding(s.lane, *a))
 	}
 	s.writeArtifact("preflight.txt", []byte(s.report.Text()))
 	return s.report.Err(s.lane)
