@@ -41,6 +41,8 @@ func TestUnannouncedNamesWhyNoNodeAnnounces(t *testing.T) {
 	}
 	check(kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: upstream.MetalLBNamespace}}, metav1.CreateOptions{}))
 	check(kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tenant-root"}}, metav1.CreateOptions{}))
+	// No controller manager here makes the namespace's default ServiceAccount, which admission wants.
+	check(kube.CoreV1().ServiceAccounts(upstream.MetalLBNamespace).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}))
 	svc := tenantLB("tenant-root", "kubernetes-t1")
 	svc, err = kube.CoreV1().Services("tenant-root").Create(ctx, svc, metav1.CreateOptions{})
 	if err != nil {
