@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"slices"
 	"time"
-
-	"github.com/cozystack/cozy-e2e/internal/install/upstream"
 )
 
 // Substrate names where a lane's management cluster comes from.
@@ -307,30 +305,6 @@ type Platform struct {
 	// values); unset fields keep the platform's defaults (upstream.PlatformPodCIDR,
 	// upstream.PlatformJoinCIDR). A kind lane's kind.networking ranges must be disjoint from them.
 	Networking *PlatformNetworking `json:"networking,omitempty"`
-}
-
-// PlatformNetworking is the platform's networking values a lane may set.
-type PlatformNetworking struct {
-	// PodCIDR is kube-ovn's POD_CIDR, where it hands pods their addresses.
-	PodCIDR string `json:"podCIDR,omitempty"`
-	// JoinCIDR is kube-ovn's JOIN_CIDR, the nodes' addresses on its join network.
-	JoinCIDR string `json:"joinCIDR,omitempty"`
-}
-
-// PodCIDR is the platform's pod range: the lane's, or the platform's default.
-func (p *Platform) PodCIDR() string {
-	if p != nil && p.Networking != nil && p.Networking.PodCIDR != "" {
-		return p.Networking.PodCIDR
-	}
-	return upstream.PlatformPodCIDR
-}
-
-// JoinCIDR is the platform's join range: the lane's, or the platform's default.
-func (p *Platform) JoinCIDR() string {
-	if p != nil && p.Networking != nil && p.Networking.JoinCIDR != "" {
-		return p.Networking.JoinCIDR
-	}
-	return upstream.PlatformJoinCIDR
 }
 
 // DisabledPackage is one platform Package a lane leaves out.

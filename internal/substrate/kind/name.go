@@ -44,3 +44,23 @@ func Network(getenv func(string) string) string {
 	}
 	return defaultNetwork
 }
+
+// Describe says how to reach the kept cluster.
+func (s *Substrate) Describe() []string {
+	return []string{
+		fmt.Sprintf("kind cluster %s kept (E2E_KEEP=1)", s.name),
+		"  kubeconfig: " + s.kubeconfig,
+		"  kubectl --kubeconfig " + s.kubeconfig + " get helmreleases -A",
+		"  tenant apiservers: LoadBalancer Services labelled " + TenantLBLabel + " in the tenant namespaces",
+		fmt.Sprintf("  rerun against it: %sE2E_REUSE=1 make e2e LANE=%s (E2E_FROM_PHASE=tenant to skip the install)", s.envPrefix(), s.lane.Name),
+		fmt.Sprintf("  remove it: %sbin/e2e down --lane %s", s.envPrefix(), s.lane.Name),
+	}
+}
+
+// envPrefix is what a command about this cluster sets first: its name when it is not the lane's.
+func (s *Substrate) envPrefix() string {
+	if s.opts.Cluster == "" {
+		return ""
+	}
+	return ClusterEnv + "=" + s.opts.Cluster + " "
+}
