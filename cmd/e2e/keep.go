@@ -191,15 +191,20 @@ func cmdDown(args []string, stdout, stderr io.Writer) int {
 	}
 	switch l.Substrate {
 	case lane.SubstrateKind:
-		deleted, err := kind.Delete(l)
+		name, err := kind.ClusterName(l, os.Getenv)
+		if err != nil {
+			fmt.Fprintf(stderr, "e2e down: %v\n", err)
+			return exitConfig
+		}
+		deleted, err := kind.Delete(name)
 		if err != nil {
 			fmt.Fprintf(stderr, "e2e down: %v\n", err)
 			return exitFail
 		}
 		if deleted {
-			fmt.Fprintf(stdout, "e2e down: kind cluster %s deleted\n", l.Name)
+			fmt.Fprintf(stdout, "e2e down: kind cluster %s deleted\n", name)
 		} else {
-			fmt.Fprintf(stdout, "e2e down: no kind cluster %s\n", l.Name)
+			fmt.Fprintf(stdout, "e2e down: no kind cluster %s\n", name)
 		}
 	case lane.SubstrateSim:
 		fmt.Fprintln(stdout, "e2e down: a sim lane's clusters live in its run's process; Ctrl-C that run ends them")

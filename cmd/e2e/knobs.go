@@ -69,6 +69,13 @@ var knobs = []knob{
 	{name: kind.NodeImageEnv, rule: "<image>:<tag>@sha256:<64 hex>, the tag a Kubernetes release Cluster API v1.13 supports for a management cluster (v1.32 to v1.36)",
 		example:    "kindest/node:v1.35.0@sha256:452d707d4862f52530247495d180205e029056831160e22870e37e3f6c1ac31f",
 		substrates: []lane.Substrate{lane.SubstrateKind}, check: checkNodeImage},
+	{name: kind.ClusterEnv, rule: "the kind cluster's name, at most 45 of a-z, 0-9, '.' and '-'; a cluster of that name is a leftover of the same job and is deleted before creating (the workflows: e2e-<run id>-<lane>)",
+		example: "e2e-12345678901-kubernetes", substrates: []lane.Substrate{lane.SubstrateKind}, check: func(v string, l *lane.Lane) error {
+			_, err := kind.ClusterName(l, func(string) string { return v })
+			return err
+		}},
+	{name: kind.NetworkEnv, rule: "kind's docker network for the nodes (kind's own, experimental variable); MetalLB's range is taken from its subnet",
+		example: "e2e-12345678901-kubernetes", substrates: []lane.Substrate{lane.SubstrateKind}, check: matches(regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,62}$`))},
 	{name: "KUBECONFIG", rule: "the management cluster's kubeconfig file (existing lanes; other lanes ignore it)",
 		example: "$HOME/.kube/config", check: checkKubeconfig},
 	{name: "GITHUB_STEP_SUMMARY", rule: "a file in an existing folder (GitHub Actions sets it)", example: "/tmp/step-summary.md",

@@ -56,6 +56,12 @@ type Cluster struct {
 	// TenantConfig turns a tenant kubeconfig as the platform writes it into one this machine can
 	// use (the kind substrate reaches tenant apiservers through a LoadBalancer). Nil: use as is.
 	TenantConfig func(ctx context.Context, namespace, name string, cfg *rest.Config) (*rest.Config, error)
+	// TenantUnanswered says what the substrate sees keeping the address of the tenant whose
+	// kubeconfig is secret namespace/name from answering (the kind substrate: nothing announces
+	// its LoadBalancer address); empty when it sees nothing. Nil: the substrate cannot tell.
+	TenantUnanswered func(ctx context.Context, namespace, name string) string
+	// Unanswered is TenantUnanswered bound to this tenant cluster (FromSecret sets it).
+	Unanswered func(ctx context.Context) string
 }
 
 // New builds a Cluster from a REST config; every client it makes retries transient errors.
@@ -118,7 +124,14 @@ func (c *Cluster) FromSecret(ctx context.Context, name, namespace, secretName, k
 			return nil, fmt.Errorf("tenant kubeconfig: secret %s/%s: %w", namespace, secretName, err)
 		}
 	}
-	return New(name, cfg)
+	out, err := New(name, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if why := c.TenantUnanswered; why != nil {
+		out.Unanswered = func(ctx context.Context) string { return why(ctx, namespace, secretName) }
+	}
+	return out, nil
 }
 
 // WriteKubeconfig writes cfg as a kubeconfig file for people and tools, readable by the owner only.

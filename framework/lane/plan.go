@@ -146,7 +146,8 @@ func writeMachine(w io.Writer, l *Lane) {
 	if k := l.Kind; k != nil {
 		fmt.Fprintf(w, "kind cluster %s: 1 control-plane node, %d workers", l.Name, k.Workers)
 		if n := k.Networking; n != nil {
-			fmt.Fprintf(w, ", pods %s, services %s, default CNI disabled %t, kube-proxy %q", n.PodSubnet, n.ServiceSubnet, n.DisableDefaultCNI, n.KubeProxyMode)
+			fmt.Fprintf(w, ", pods %s (kube-ovn's POD_CIDR %s, JOIN_CIDR %s: disjoint), services %s, default CNI disabled %t, kube-proxy %q",
+				n.PodSubnet, l.Platform.PodCIDR(), l.Platform.JoinCIDR(), n.ServiceSubnet, n.DisableDefaultCNI, n.KubeProxyMode)
 		}
 		fmt.Fprintln(w)
 		domain := upstream.ClusterDomain
@@ -160,9 +161,9 @@ func writeMachine(w io.Writer, l *Lane) {
 			upstream.KubeletMaxPods, upstream.KubeletDefaultMaxPods, upstream.KubeletMaxPods, upstream.GenericGuideMaxPods)
 		fmt.Fprintf(w, "  containerd: containerdConfigPatches [%s] %s = true (the CRI plugin of the version 2 config kind's node images ship, which containerd 2.x migrates), so KubeVirt's non-root launcher opens a /dev/kvm that is not world-writable; the preflight says the host's mode\n",
 			upstream.CRIPluginV2, upstream.DeviceOwnershipKey)
-		fmt.Fprintf(w, "  control-plane node labelled %s=%s after create (kube-ovn's MASTER_NODES_LABEL on %s; kubeadm sets it empty)\n",
-			upstream.ControlPlaneLabel, upstream.ControlPlaneLabelValue, upstream.PlatformVariant)
-		fmt.Fprintf(w, "  registry login (E2E_PLATFORM_REGISTRY with _USERNAME and _PASSWORD, none by default): every node's kubelet reads it at %s (a read-only mount from the run's work folder, kind's way), the operator through a dockerconfigjson Secret in %s its %s names; the run scans every artifact for it\n",
+		fmt.Fprintf(w, "  control-plane node labelled %s=%s after create (kube-ovn's MASTER_NODES_LABEL on %s; kubeadm sets it empty), %s removed (MetalLB's speaker announces nothing from a node that carries it)\n",
+			upstream.ControlPlaneLabel, upstream.ControlPlaneLabelValue, upstream.PlatformVariant, upstream.ExcludeFromExternalLBLabel)
+		fmt.Fprintf(w, "  registry login (E2E_PLATFORM_REGISTRY with _USERNAME and _PASSWORD, none by default): every node's kubelet reads it at %s (a read-only mount from the run's work folder, kind's way), the operator through a dockerconfigjson Secret in %s its %s names; the run scans every artifact for it. It does not reach CDI's importer, which pulls a Kairos pool's disk with the DataVolume's own secretRef (the chart sets none), nor tenant workers (the platform-wide registries value no longer reaches them): the preflight refuses a pool whose Kairos disk is on the registry the run logs in to\n",
 			upstream.KubeletDockerConfig, upstream.PlatformSourceSecretNamespace, upstream.PlatformSourceSecretFlag)
 		for _, host := range sortedKeys(k.RegistryMirrors) {
 			fmt.Fprintf(w, "  mirror %s -> %s\n", host, strings.Join(k.RegistryMirrors[host], ", "))

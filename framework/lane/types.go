@@ -307,6 +307,10 @@ type Platform struct {
 	DisabledPackages []DisabledPackage `json:"disabledPackages,omitempty"`
 	// Note says what a reader of the plan must know about the source (an unreleased pin).
 	Note string `json:"note,omitempty"`
+	// Networking is the platform's own address ranges (the platform Package's networking
+	// values); unset fields keep the platform's defaults (upstream.PlatformPodCIDR,
+	// upstream.PlatformJoinCIDR). A kind lane's kind.networking ranges must be disjoint from them.
+	Networking *PlatformNetworking `json:"networking,omitempty"`
 }
 
 // DisabledPackage is one platform Package a lane leaves out.

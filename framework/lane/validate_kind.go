@@ -78,14 +78,7 @@ func (l *Lane) validateKind(v *validator) {
 		if d := n.DNSDomain; d != "" && !dnsSubdomain.MatchString(d) {
 			v.fail("kind.networking.dnsDomain", "%q is not a DNS domain (cozy.local)", d)
 		}
-		for path, cidr := range map[string]string{"kind.networking.podSubnet": n.PodSubnet, "kind.networking.serviceSubnet": n.ServiceSubnet} {
-			if cidr == "" {
-				continue
-			}
-			if _, err := netip.ParsePrefix(cidr); err != nil {
-				v.fail(path, "%q is not a CIDR", cidr)
-			}
-		}
+		l.validateRanges(v, n)
 	}
 	for i, m := range k.PortMappings {
 		path := fmt.Sprintf("kind.portMappings[%d]", i)
@@ -119,6 +112,56 @@ func (l *Lane) validateKind(v *validator) {
 	if r := k.LoadBalancerRange; r != "" {
 		if _, _, err := ParseRange(r); err != nil {
 			v.fail("kind.loadBalancerRange", "%v", err)
+		}
+	}
+}
+
+// cidrRange is one address range of the management cluster, where the lane sets it.
+type cidrRange struct {
+	path, cidr, what string
+	pfx              netip.Prefix
+}
+
+// validateRanges refuses a kind cluster range that overlaps one of the platform's: Cilium takes
+// each node's router and ingress addresses from the Node's podCIDR (cut from
+// kind.networking.podSubnet) while kube-ovn hands pods the lowest free addresses of its own
+// POD_CIDR, so overlapping ranges give a pod an address Cilium holds. Cozystack's e2e keeps them
+// disjoint and guards it (upstream.PlatformPodCIDR).
+func (l *Lane) validateRanges(v *validator, n *KindNetworking) {
+	var kind, platform []cidrRange
+	add := func(to *[]cidrRange, path, cidr, what string) {
+		if cidr == "" {
+			return
+		}
+		pfx, err := netip.ParsePrefix(cidr)
+		if err != nil {
+			v.fail(path, "%q is not a CIDR", cidr)
+			return
+		}
+		*to = append(*to, cidrRange{path: path, cidr: cidr, what: what, pfx: pfx})
+	}
+	add(&kind, "kind.networking.podSubnet", n.PodSubnet, "the kind cluster's pod range, each Node's podCIDR, where Cilium takes its router and ingress addresses")
+	add(&kind, "kind.networking.serviceSubnet", n.ServiceSubnet, "the kind cluster's Service range")
+	var ln PlatformNetworking
+	if p := l.Platform; p != nil && p.Networking != nil {
+		ln = *p.Networking
+	}
+	where := func(field, set string) string {
+		if set != "" {
+			return "platform.networking." + field
+		}
+		return "platform.networking." + field + " (unset: the platform's default)"
+	}
+	podPath, podCIDR := where("podCIDR", ln.PodCIDR), l.Platform.PodCIDR()
+	joinPath, joinCIDR := where("joinCIDR", ln.JoinCIDR), l.Platform.JoinCIDR()
+	add(&platform, podPath, podCIDR, "kube-ovn's POD_CIDR, where it hands pods their addresses")
+	add(&platform, joinPath, joinCIDR, "kube-ovn's JOIN_CIDR")
+	for _, k := range kind {
+		for _, p := range platform {
+			if k.pfx.Overlaps(p.pfx) {
+				v.fail(k.path, "%s (%s) overlaps %s %s (%s): two allocators would hand out the same addresses; make them disjoint (Cozystack's e2e uses 100.65.0.0/16 for the cluster's pod range, hack/sandbox-cidr-disjoint.bats)",
+					k.cidr, k.what, p.path, p.cidr, p.what)
+			}
 		}
 	}
 }

@@ -27,7 +27,7 @@ platform:
   disabledPackages:
     - {name: cozystack.goldpinger, reason: not on the join path}
 kind:
-  networking: {disableDefaultCNI: true, kubeProxyMode: none, podSubnet: 10.244.0.0/16}
+  networking: {disableDefaultCNI: true, kubeProxyMode: none, podSubnet: 100.65.0.0/16, serviceSubnet: 10.96.0.0/16}
   registryMirrors: {docker.io: ["http://mirror:5000"]}
   portMappings: [{containerPort: 30080, hostPort: 8080}]
   loadBalancerRange: 172.18.255.200-172.18.255.250
@@ -41,16 +41,20 @@ func TestKindLaneValidation(t *testing.T) {
 	cases := map[string][2]string{
 		"no node image": {"  - {name: kind-node, version: v1.35.4, image: docker.io/kindest/node, digest: unknown, note: not listed here}\n", `components: a kind lane pins its node image as component "kind-node"`},
 		"ipvs":          {"kubeProxyMode: none", `kind.networking.kubeProxyMode: "ipvs" is not iptables, nftables or none`},
-		"bad cidr":      {"podSubnet: 10.244.0.0/16", `kind.networking.podSubnet: "10.244.0.0/33" is not a CIDR`},
-		"mirror scheme": {`"http://mirror:5000"`, `kind.registryMirrors.docker.io[0]: "mirror:5000" is not an http(s):// endpoint`},
-		"port":          {"containerPort: 30080", "kind.portMappings[0].containerPort: 70000 is not a port"},
-		"range":         {"loadBalancerRange: 172.18.255.200-172.18.255.250", `kind.loadBalancerRange: "172.18.255.250-172.18.255.200" ends before it starts`},
-		"both lists":    {"{name: cozystack.goldpinger,", `platform.disabledPackages[0]: "cozystack.external-dns" is also enabled at platform.packages[0]`},
-		"no reason":     {"{name: cozystack.goldpinger, reason: not on the join path}", `platform.disabledPackages[0].reason: is required`},
-		"orphans":       {"{name: cozystack.goldpinger,", `lanes/x.yaml:20: platform.disabledPackages: at main 3c780acd417f and v1.6.2: disabling cozystack.seaweedfs-application orphans cozystack.tenant-application (needs it, sources/tenant-application.yaml:18) → cozystack.cozystack-basics (needs cozystack.tenant-application, sources/cozystack-basics.yaml:15) → cozystack.kubevirt-cdi (needs cozystack.cozystack-basics, sources/kubevirt-cdi.yaml:23), which the lane's suites need`},
-		"empty release": {"source: release:v1.6.2", `platform.source: release: names no release (release:v1.6.2)`},
-		"bad scheme":    {"source: release:v1.6.2", `platform.source: "relase:v1.6.2" is not a platform source`},
-		"sim with kind": {"substrate: kind", `kind: is only for kind lanes`},
+		"bad cidr":      {"podSubnet: 100.65.0.0/16", `kind.networking.podSubnet: "10.244.0.0/33" is not a CIDR`},
+		// kube-ovn's POD_CIDR is the platform's 10.244.0.0/16 unless the lane moves it.
+		"pods overlap platform default":         {"podSubnet: 100.65.0.0/16", `kind.networking.podSubnet: 10.244.0.0/16 (the kind cluster's pod range, each Node's podCIDR, where Cilium takes its router and ingress addresses) overlaps platform.networking.podCIDR (unset: the platform's default) 10.244.0.0/16 (kube-ovn's POD_CIDR`},
+		"pods overlap join":                     {"podSubnet: 100.65.0.0/16", `kind.networking.podSubnet: 100.64.0.0/15 (the kind cluster's pod range, each Node's podCIDR, where Cilium takes its router and ingress addresses) overlaps platform.networking.joinCIDR (unset: the platform's default) 100.64.0.0/16 (kube-ovn's JOIN_CIDR)`},
+		"services overlap the lane's pod range": {"  packages: [cozystack.external-dns]\n", `kind.networking.serviceSubnet: 10.96.0.0/16 (the kind cluster's Service range) overlaps platform.networking.podCIDR 10.96.0.0/12 (kube-ovn's POD_CIDR`},
+		"mirror scheme":                         {`"http://mirror:5000"`, `kind.registryMirrors.docker.io[0]: "mirror:5000" is not an http(s):// endpoint`},
+		"port":                                  {"containerPort: 30080", "kind.portMappings[0].containerPort: 70000 is not a port"},
+		"range":                                 {"loadBalancerRange: 172.18.255.200-172.18.255.250", `kind.loadBalancerRange: "172.18.255.250-172.18.255.200" ends before it starts`},
+		"both lists":                            {"{name: cozystack.goldpinger,", `platform.disabledPackages[0]: "cozystack.external-dns" is also enabled at platform.packages[0]`},
+		"no reason":                             {"{name: cozystack.goldpinger, reason: not on the join path}", `platform.disabledPackages[0].reason: is required`},
+		"orphans":                               {"{name: cozystack.goldpinger,", `lanes/x.yaml:20: platform.disabledPackages: at main 3c780acd417f and v1.6.2: disabling cozystack.seaweedfs-application orphans cozystack.tenant-application (needs it, sources/tenant-application.yaml:18) → cozystack.cozystack-basics (needs cozystack.tenant-application, sources/cozystack-basics.yaml:15) → cozystack.kubevirt-cdi (needs cozystack.cozystack-basics, sources/kubevirt-cdi.yaml:23), which the lane's suites need`},
+		"empty release":                         {"source: release:v1.6.2", `platform.source: release: names no release (release:v1.6.2)`},
+		"bad scheme":                            {"source: release:v1.6.2", `platform.source: "relase:v1.6.2" is not a platform source`},
+		"sim with kind":                         {"substrate: kind", `kind: is only for kind lanes`},
 		"node too new": {"version: v1.35.4, image: docker.io/kindest/node, digest: unknown, note: not listed here",
 			`components: component "kind-node": it runs Kubernetes v1.37.0, outside the management range: Cluster API v1.13 supports v1.32 to v1.36`},
 		"node not a release": {"version: v1.35.4, image: docker.io/kindest/node, digest: unknown, note: not listed here",
@@ -58,7 +62,9 @@ func TestKindLaneValidation(t *testing.T) {
 	}
 	repl := map[string]string{
 		"no node image": "", "ipvs": "kubeProxyMode: ipvs", "bad cidr": "podSubnet: 10.244.0.0/33",
-		"mirror scheme": `"mirror:5000"`, "port": "containerPort: 70000",
+		"pods overlap platform default": "podSubnet: 10.244.0.0/16", "pods overlap join": "podSubnet: 100.64.0.0/15",
+		"services overlap the lane's pod range": "  packages: [cozystack.external-dns]\n  networking: {podCIDR: 10.96.0.0/12}\n",
+		"mirror scheme":                         `"mirror:5000"`, "port": "containerPort: 70000",
 		"range": "loadBalancerRange: 172.18.255.250-172.18.255.200", "both lists": "{name: cozystack.external-dns,",
 		"no reason": "{name: cozystack.goldpinger}", "orphans": "{name: cozystack.seaweedfs-application,",
 		"empty release": "source: \"release:\"", "sim with kind": "substrate: sim",

@@ -68,17 +68,39 @@ const sharedSteps = `
         run: echo "E2E_JOB_START=$(date -u +%Y-%m-%dT%H:%M:%SZ)" >> "$GITHUB_ENV"
       # A GitHub-hosted larger runner has KVM, but /dev/kvm is not open to the runner user and
       # the inotify limits are below what the Cozystack generic install guide asks. Both are
-      # set before the preflight, which checks them. A self-hosted runner is prepared by its
-      # owner, and the preflight names what it lacks.
+      # set before the preflight, which checks them and names what a runner still lacks.
       - name: Open /dev/kvm to the runner user (GitHub-hosted runners)
         if: runner.environment == 'github-hosted'
         run: |
           echo 'KERNEL=="kvm", GROUP="kvm", MODE="0666", OPTIONS+="static_node=kvm"' | sudo tee /etc/udev/rules.d/99-kvm4all.rules
           sudo udevadm control --reload-rules
           sudo udevadm trigger --name-match=kvm
-      - name: Raise the inotify limits (GitHub-hosted runners)
-        if: runner.environment == 'github-hosted'
-        run: sudo sysctl -w fs.inotify.max_user_watches={{.Watches}} fs.inotify.max_user_instances={{.Instances}} fs.inotify.max_queued_events={{.Queued}}
+      # The inotify limits are the kernel's, so every Linux runner gets them raised where the job
+      # may (passwordless sudo: GitHub-hosted runners, a self-hosted one whose owner allows it),
+      # never lowered; where it may not, the preflight names the lines the runner's owner sets.
+      - name: Raise the inotify limits (where the runner lets the job)
+        if: runner.os == 'Linux'
+        run: |
+          for kv in fs.inotify.max_user_watches={{.Watches}} fs.inotify.max_user_instances={{.Instances}} fs.inotify.max_queued_events={{.Queued}}; do
+            key=${kv%%=*} want=${kv#*=} have=$(sysctl -n "${kv%%=*}")
+            [ "$have" -ge "$want" ] && continue
+            sudo -n sysctl -w "$kv" || echo "::warning::$key is $have, the lane needs $want, and this runner gives the job no passwordless sudo: its owner sets it as root (the preflight names the lines)"
+          done
+{{- end -}}
+{{- define "kindenv"}}
+      # One kind cluster and one docker network per job, the same across its attempts: the run
+      # deletes a leftover of a cancelled attempt before creating, and two jobs on one host never
+      # share a cluster name or, since MetalLB's range comes from the network's subnet, an address.
+      E2E_KIND_CLUSTER: e2e-${{ "{{" }} github.run_id {{ "}}" }}-${{ "{{" }} {{.}} {{ "}}" }}
+      KIND_EXPERIMENTAL_DOCKER_NETWORK: e2e-${{ "{{" }} github.run_id {{ "}}" }}-${{ "{{" }} {{.}} {{ "}}" }}
+{{- end -}}
+{{- define "cleanup"}}
+      # always() runs after a failure, a timeout and a cancellation too.
+      - name: Remove the job's kind cluster and docker network
+        if: always()
+        run: |
+          make bin/e2e && bin/e2e down --lane ${{ "{{" }} {{.}} {{ "}}" }}
+          if docker network inspect "$KIND_EXPERIMENTAL_DOCKER_NETWORK" >/dev/null 2>&1; then docker network rm "$KIND_EXPERIMENTAL_DOCKER_NETWORK"; fi
 {{- end -}}
 `
 
@@ -141,6 +163,7 @@ jobs:
       # The kind lanes install the platform from here when set (a dispatch input, else the
       # repository variable); empty means the lane's own platform.source.
       E2E_PLATFORM_SOURCE: ${{ "{{" }} inputs.platform-source || vars.E2E_PLATFORM_SOURCE {{ "}}" }}
+{{- template "kindenv" "matrix.lane"}}
     steps:
 {{- template "start" .}}
       - uses: {{uses "actions/checkout"}}
@@ -158,6 +181,7 @@ jobs:
           name: e2e-${{ "{{" }} matrix.lane {{ "}}" }}-${{ "{{" }} github.run_attempt {{ "}}" }}
           path: _artifacts/${{ "{{" }} matrix.lane {{ "}}" }}
           if-no-files-found: warn
+{{- template "cleanup" "matrix.lane"}}
 `))
 
 // Workflow renders the e2e workflow: a matrix over the kind lanes (one on dispatch), each

@@ -35,7 +35,8 @@ type wfJob struct {
 			Lane string `json:"lane"`
 		} `json:"matrix"`
 	} `json:"strategy"`
-	Steps []wfStep `json:"steps"`
+	Steps []wfStep          `json:"steps"`
+	Env   map[string]string `json:"env"`
 }
 
 type wfInput struct {
@@ -233,8 +234,9 @@ func TestWorkflowGuardsConcurrencyAndInputs(t *testing.T) {
 	}
 }
 
-// On a GitHub-hosted runner /dev/kvm is opened to the runner user and the inotify limits are
-// raised to the Cozystack generic install guide's, before anything runs the harness.
+// On a GitHub-hosted runner /dev/kvm is opened to the runner user, and on every Linux runner the
+// inotify limits are raised to the Cozystack generic install guide's where the job may, before
+// anything runs the harness.
 func TestHostedRunnerStepsComeBeforeThePreflight(t *testing.T) {
 	_, wfs, _ := shippedWorkflows(t)
 	for path, wf := range wfs {
@@ -246,8 +248,14 @@ func TestHostedRunnerStepsComeBeforeThePreflight(t *testing.T) {
 				if s.If != "runner.environment == 'github-hosted'" {
 					t.Errorf("%s: the /dev/kvm step runs if %q", path, s.If)
 				}
-			case strings.Contains(s.Run, "sysctl -w fs.inotify.max_user_watches=524288 fs.inotify.max_user_instances=8192"):
+			case strings.Contains(s.Run, "fs.inotify.max_user_watches=524288 fs.inotify.max_user_instances=8192 fs.inotify.max_queued_events=65536"):
 				sysctl = i
+				// A self-hosted runner gets the limits raised too where the job may (sudo -n), never
+				// lowered, and a warning naming the owner's part where it may not.
+				if s.If != "runner.os == 'Linux'" || !strings.Contains(s.Run, `sudo -n sysctl -w "$kv"`) || !strings.Contains(s.Run, `[ "$have" -ge "$want" ] && continue`) ||
+					!strings.Contains(s.Run, "::warning::") {
+					t.Errorf("%s: the inotify step runs if %q:\n%s", path, s.If, s.Run)
+				}
 			case harness < 0 && (strings.Contains(s.Run, "make e2e") || strings.Contains(s.Run, "bin/e2e run")):
 				harness = i
 			}
@@ -300,4 +308,28 @@ func between(t *testing.T, s, from, to string) string {
 		t.Fatalf("%q lacks %q", s, to)
 	}
 	return out
+}
+
+// Every kind job names its cluster and docker network after the run and the lane (one per job,
+// the same across its attempts, so a rerun deletes a cancelled attempt's leftover and two jobs on
+// one host never share a name or, through the network's subnet, MetalLB's range), and removes
+// both in a last step that runs also after a failure, a timeout or a cancellation.
+func TestKindJobsOwnTheirClusterAndCleanUpAlways(t *testing.T) {
+	_, wfs, _ := shippedWorkflows(t)
+	for path, wf := range wfs {
+		job := wf.Jobs["e2e"]
+		laneExpr := "matrix.lane"
+		if strings.HasSuffix(path, "e2e-lane.yaml") {
+			laneExpr = "inputs.lane"
+		}
+		want := "e2e-${{ github.run_id }}-${{ " + laneExpr + " }}"
+		if job.Env["E2E_KIND_CLUSTER"] != want || job.Env["KIND_EXPERIMENTAL_DOCKER_NETWORK"] != want {
+			t.Errorf("%s: cluster %q, network %q, want both %q", path, job.Env["E2E_KIND_CLUSTER"], job.Env["KIND_EXPERIMENTAL_DOCKER_NETWORK"], want)
+		}
+		last := job.Steps[len(job.Steps)-1]
+		if last.If != "always()" || !strings.Contains(last.Run, "bin/e2e down --lane ${{ "+laneExpr+" }}") ||
+			!strings.Contains(last.Run, `docker network rm "$KIND_EXPERIMENTAL_DOCKER_NETWORK"`) {
+			t.Errorf("%s: the last step is %q if %q:\n%s", path, last.Name, last.If, last.Run)
+		}
+	}
 }

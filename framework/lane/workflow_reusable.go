@@ -108,6 +108,7 @@ jobs:
     env:
       E2E_ARTIFACTS: _artifacts/${{ "{{" }} inputs.lane {{ "}}" }}
       E2E_PLATFORM_REGISTRY: ${{ "{{" }} inputs.platform-registry {{ "}}" }}
+{{- template "kindenv" "inputs.lane"}}
     steps:
 {{- template "start" .}}
       - name: Check a fork's run (platform-run-id)
@@ -195,4 +196,5 @@ jobs:
           name: e2e-${{ "{{" }} inputs.lane {{ "}}" }}-${{ "{{" }} github.run_attempt {{ "}}" }}
           path: _artifacts/${{ "{{" }} inputs.lane {{ "}}" }}
           if-no-files-found: warn
+{{- template "cleanup" "inputs.lane"}}
 `))

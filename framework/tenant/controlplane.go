@@ -93,11 +93,29 @@ func (p Platform) waitReadyz(ctx context.Context, what string, tc *cluster.Clust
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return &WaitError{Phase: phaseOf(ctx), What: what, Class: verdict.Deadline, Elapsed: time.Since(start), Budget: budget, At: time.Now(),
-				Detail: fmt.Sprintf("the TenantControlPlane is Ready and the kubeconfig in %s written, but the apiserver never answered /readyz (%d tries): %v", sk, tries, last)}
+			class, detail := verdict.Deadline, fmt.Sprintf("the TenantControlPlane is Ready and the kubeconfig in %s written, but the apiserver never answered /readyz (%d tries): %v", sk, tries, last)
+			if why := unanswered(ctx, tc); why != "" {
+				// The substrate names what is missing: the address cannot answer, however long.
+				class, detail = verdict.Install, detail+"; "+why
+			}
+			return &WaitError{Phase: phaseOf(ctx), What: what, Class: class, Elapsed: time.Since(start), Budget: budget, At: time.Now(), Detail: detail}
 		case <-t.C:
 		}
 	}
+}
+
+// unansweredTimeout bounds the substrate's look at why a tenant address does not answer, asked
+// after the wait's own context has ended.
+const unansweredTimeout = 10 * time.Second
+
+// unanswered asks the substrate why tc's address does not answer; empty when it cannot tell.
+func unanswered(ctx context.Context, tc *cluster.Cluster) string {
+	if tc.Unanswered == nil {
+		return ""
+	}
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), unansweredTimeout)
+	defer cancel()
+	return tc.Unanswered(actx)
 }
 
 func nestedString(u *unstructured.Unstructured, fields ...string) string {

@@ -85,14 +85,16 @@ func PlatformPackage(l *lane.Lane, in PlatformInput) (Object, error) {
 		"kubeovn":       map[string]any{"MASTER_NODES": in.ControlPlaneIP},
 		"clusterDomain": ClusterDomain(l),
 	}
-	if k := l.Kind; k != nil && k.Networking != nil {
-		if k.Networking.PodSubnet != "" {
-			networking["podCIDR"] = k.Networking.PodSubnet
-			if pfx, err := netip.ParsePrefix(k.Networking.PodSubnet); err == nil {
-				networking["podGateway"] = pfx.Addr().Next().String()
-			}
+	if k := l.Kind; k != nil {
+		// kube-ovn's ranges are the platform's own (the lane's platform.networking, else the
+		// platform's defaults), disjoint from the kind cluster's pod range (lanes-check refuses
+		// an overlap); the Service range is the cluster's.
+		pod := l.Platform.PodCIDR()
+		networking["podCIDR"], networking["joinCIDR"] = pod, l.Platform.JoinCIDR()
+		if pfx, err := netip.ParsePrefix(pod); err == nil {
+			networking["podGateway"] = pfx.Addr().Next().String()
 		}
-		if k.Networking.ServiceSubnet != "" {
+		if k.Networking != nil && k.Networking.ServiceSubnet != "" {
 			networking["serviceCIDR"] = k.Networking.ServiceSubnet
 		}
 	}

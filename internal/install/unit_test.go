@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cozystack/cozy-e2e/framework/lane"
 	"github.com/cozystack/cozy-e2e/internal/fluxrelease"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
@@ -115,5 +116,30 @@ func TestPlatformPackageCarriesTheClusterDomain(t *testing.T) {
 	pkg, _ = PlatformPackage(l, PlatformInput{ControlPlaneIP: "172.18.0.2"})
 	if d, _, _ := unstructured.NestedString(pkg.Obj.Object, "spec", "components", "platform", "values", "networking", "clusterDomain"); d != "e2e.example" {
 		t.Fatalf("clusterDomain %q, want the lane's", d)
+	}
+}
+
+// kube-ovn's pod range (the platform's networking.podCIDR) is the platform's own, not the kind
+// cluster's pod range: Cilium takes its router and ingress addresses from each Node's podCIDR,
+// cut from the cluster's range, and kube-ovn hands pods the lowest free addresses of its own,
+// so the two must be disjoint (Cozystack's e2e, commit 9ace63b44). The Service range is shared.
+func TestPlatformPackageKeepsKubeOVNOffTheClusterPodRange(t *testing.T) {
+	l := testLane(t)
+	pkg, err := PlatformPackage(l, PlatformInput{ControlPlaneIP: "172.18.0.2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nw, _, _ := unstructured.NestedMap(pkg.Obj.Object, "spec", "components", "platform", "values", "networking")
+	want := map[string]any{"podCIDR": "10.244.0.0/16", "podGateway": "10.244.0.1", "joinCIDR": "100.64.0.0/16", "serviceCIDR": l.Kind.Networking.ServiceSubnet}
+	for k, v := range want {
+		if nw[k] != v {
+			t.Errorf("networking.%s = %v, want %v (kind pod range %s)", k, nw[k], v, l.Kind.Networking.PodSubnet)
+		}
+	}
+	l.Platform.Networking = &lane.PlatformNetworking{PodCIDR: "10.250.0.0/16"}
+	pkg, _ = PlatformPackage(l, PlatformInput{ControlPlaneIP: "172.18.0.2"})
+	nw, _, _ = unstructured.NestedMap(pkg.Obj.Object, "spec", "components", "platform", "values", "networking")
+	if nw["podCIDR"] != "10.250.0.0/16" || nw["podGateway"] != "10.250.0.1" {
+		t.Fatalf("the lane's platform.networking.podCIDR: %v", nw)
 	}
 }

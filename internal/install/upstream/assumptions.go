@@ -25,6 +25,15 @@ const (
 	// ClusterDomain is the platform's networking.clusterDomain default, which the generic
 	// install guide requires of the cluster.
 	ClusterDomain = "cozy.local"
+	// PlatformPodCIDR and PlatformJoinCIDR are the platform's networking.podCIDR (kube-ovn's
+	// POD_CIDR, from which it hands pods their addresses) and networking.joinCIDR defaults
+	// (packages/core/platform/values.yaml:63, 66 at main and v1.6.2; templates/bundles/system.yaml:8,11).
+	// The kind cluster's own pod range (Node.spec.podCIDR, where Cilium takes its router and
+	// ingress addresses) must be disjoint from both: Cozystack's e2e moved its cluster range to
+	// 100.65.0.0/16 for that (commit 9ace63b44, hack/e2e-prepare-cluster.bats:197-208 at main)
+	// and guards it (hack/sandbox-cidr-disjoint.bats).
+	PlatformPodCIDR  = "10.244.0.0/16"
+	PlatformJoinCIDR = "100.64.0.0/16"
 	// InotifyWatches and InotifyInstances are the generic install guide's sysctls.
 	InotifyWatches   = 524288
 	InotifyInstances = 8192
@@ -93,6 +102,9 @@ func Assumptions() []Assumption {
 		{"ControlPlaneLabel", ControlPlaneLabel + "=" + ControlPlaneLabelValue, "packages/core/platform/templates/bundles/system.yaml:107-108"},
 		{"ClusterDomain", ClusterDomain, "packages/core/platform/values.yaml:62"},
 		{"InotifyInstances", "max_user_instances = 8192", "generic.md:79-81"},
+		{"PlatformPodCIDR", "podCIDR: \"" + PlatformPodCIDR + "\"", "packages/core/platform/values.yaml:63"},
+		{"PlatformJoinCIDR", "joinCIDR: \"" + PlatformJoinCIDR + "\"", "packages/core/platform/values.yaml:66"},
+		{"SandboxClusterCIDR", "100.65.0.0/16", "hack/sandbox-cidr-disjoint.bats"},
 		{"PlatformVariant", PlatformVariant, "cmd/cozystack-operator/main.go:685"},
 		{"PlatformPackage", PlatformPackage, "cmd/cozystack-operator/main.go:693-700"},
 		{"OperatorAsset", OperatorAsset, "hack/upload-assets.sh:6-17"},

@@ -30,6 +30,26 @@ const (
 	DeviceOwnershipKey = "device_ownership_from_security_context"
 )
 
+// MetalLB on the kind node: who announces a LoadBalancer address.
+const (
+	// ExcludeFromExternalLBLabel is the label kubeadm puts on every control-plane node
+	// (k8s.io/kubernetes v1.35.4 cmd/kubeadm/app/phases/markcontrolplane/markcontrolplane.go:31-34,
+	// 54-56; constants/constants.go:278). MetalLB's speaker announces nothing from a node that
+	// carries it (v0.16.1 speaker/layer2_controller.go:268-271, internal/k8s/nodes/nodes.go:29-38)
+	// unless started with --ignore-exclude-lb (speaker/main.go:99), which the chart renders from
+	// speaker.ignoreExcludeLB, false in the chart Cozystack vendors
+	// (packages/system/metallb/charts/metallb/values.yaml:270, templates/speaker.yaml:279-281 at
+	// v1.6.2 and main). Cozystack's own e2e deletes the label from its control-plane nodes
+	// (hack/e2e-prepare-cluster.bats:216-218 at main, l.200-202 at v1.6.2); a kind lane's only
+	// node is a control plane, so the harness removes it after create.
+	ExcludeFromExternalLBLabel = "node.kubernetes.io/exclude-from-external-load-balancers"
+	// MetalLBNamespace is where the platform's MetalLB package runs (catalog: cozy-metallb).
+	MetalLBNamespace = "cozy-metallb"
+	// MetalLBSpeakerSelector selects the speaker DaemonSet's pods
+	// (packages/system/metallb/charts/metallb/templates/speaker.yaml:158 at v1.6.2).
+	MetalLBSpeakerSelector = "app.kubernetes.io/component=speaker"
+)
+
 // Credentials of the platform's registry (E2E_PLATFORM_REGISTRY with a login).
 const (
 	// KubeletDockerConfig is where kind's guide mounts a docker config.json to give every node's
@@ -70,6 +90,9 @@ func NodeAssumptions() []Assumption {
 		{"DeviceOwnershipKey", DeviceOwnershipKey + " = true", "hack/e2e-prepare-cluster.bats:170-171"},
 		{"CRIPluginV2", CRIPluginV2, "plugins/cri/runtime/plugin.go:197-247"},
 		{"KubeletDockerConfig", KubeletDockerConfig, "pkg/credentialprovider/config.go:69-101"},
+		{"ExcludeFromExternalLBLabel", ExcludeFromExternalLBLabel, "markcontrolplane.go:31-34"},
+		{"MetalLBIgnoreExcludeLB", "ignoreExcludeLB: false", "packages/system/metallb/charts/metallb/values.yaml:270"},
+		{"MetalLBSpeakerSelector", MetalLBSpeakerSelector, "templates/speaker.yaml:158"},
 		{"PlatformSourceSecretFlag", PlatformSourceSecretFlag, "cmd/cozystack-operator/main.go:143"},
 		{"TenantControlPlaneReplicas", "controlPlane.replicas 2", "values.yaml:247"},
 		{"RootEtcdReplicas", "replicas: 3", "packages/extra/etcd/values.yaml:15"},

@@ -79,6 +79,7 @@ func (s *Substrate) Preflight(ctx context.Context) error {
 			Hint: "is the cluster up (docker ps for a kept kind cluster)?"}
 	}
 	c.TenantConfig = kind.TenantAccess(c, s.opts.Log)
+	c.TenantUnanswered = kind.Unannounced(c.Kube)
 	s.c = c
 	return nil
 }

@@ -25,7 +25,8 @@ import (
 
 // fakeKind creates a "cluster" by writing the kubeconfig of a local apiserver and, a moment
 // later, registering the Nodes as kubeadm leaves them: the control plane labelled
-// node-role.kubernetes.io/control-plane="" (markcontrolplane.go:31-34,54-56 at v1.35.4), no
+// node-role.kubernetes.io/control-plane="" and node.kubernetes.io/exclude-from-external-load-balancers=""
+// (markcontrolplane.go:31-34,54-56 at v1.35.4), no
 // Node Ready (no CNI).
 type fakeKind struct {
 	api   *controlplane.APIServer
@@ -63,6 +64,7 @@ func (f *fakeKind) Create(name string, spec createSpec) error {
 			}
 			if n.Role == "control-plane" {
 				node.Labels[upstream.ControlPlaneLabel] = ""
+				node.Labels[upstream.ExcludeFromExternalLBLabel] = ""
 			}
 			_, _ = f.kube.CoreV1().Nodes().Create(context.Background(), node, metav1.CreateOptions{})
 		}
@@ -126,6 +128,10 @@ func TestClusterPhaseCreatesWithoutWaitingAndLabelsTheControlPlane(t *testing.T)
 		case strings.Contains(n.Name, "worker") && ok:
 			t.Errorf("worker %s labelled %s=%q", n.Name, upstream.ControlPlaneLabel, v)
 		}
+		// MetalLB's speaker announces nothing from a node with kubeadm's exclude label.
+		if _, ok := n.Labels[upstream.ExcludeFromExternalLBLabel]; ok {
+			t.Errorf("%s still carries %s: MetalLB would announce no LoadBalancer address from it", n.Name, upstream.ExcludeFromExternalLBLabel)
+		}
 	}
 	if c == nil || !strings.Contains(log.String(), "kind: labelled kubernetes-control-plane node-role.kubernetes.io/control-plane=true") {
 		t.Fatalf("log:\n%s", log.String())
@@ -140,6 +146,7 @@ func TestClusterPhaseCreatesWithoutWaitingAndLabelsTheControlPlane(t *testing.T)
 		cp = nodes.Items[1]
 	}
 	cp.Labels[upstream.ControlPlaneLabel] = ""
+	cp.Labels[upstream.ExcludeFromExternalLBLabel] = ""
 	if _, err := fake.kube.CoreV1().Nodes().Update(ctx, &cp, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -148,6 +155,9 @@ func TestClusterPhaseCreatesWithoutWaitingAndLabelsTheControlPlane(t *testing.T)
 		t.Fatal(err)
 	}
 	got, _ := fake.kube.CoreV1().Nodes().Get(ctx, cp.Name, metav1.GetOptions{})
+	if _, excluded := got.Labels[upstream.ExcludeFromExternalLBLabel]; excluded {
+		t.Fatalf("reuse: %s still on %s", upstream.ExcludeFromExternalLBLabel, got.Name)
+	}
 	if got.Labels[upstream.ControlPlaneLabel] != "true" || len(fake.specs) != 1 {
 		t.Fatalf("reuse: label %q, creates %d", got.Labels[upstream.ControlPlaneLabel], len(fake.specs))
 	}

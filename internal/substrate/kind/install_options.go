@@ -34,7 +34,7 @@ func (s *Substrate) installOptions(ctx context.Context, c *cluster.Cluster) (ins
 		lb = s.lane.Kind.LoadBalancerRange
 	}
 	if lb == "" {
-		if lb, err = kindNetworkRange(ctx); err != nil {
+		if lb, err = kindNetworkRange(ctx, Network(func(string) string { return s.opts.Network })); err != nil {
 			return install.Options{}, err
 		}
 	}
@@ -65,20 +65,21 @@ func controlPlaneIP(ctx context.Context, c *cluster.Cluster) (string, error) {
 	return "", fmt.Errorf("no control-plane Node with an IPv4 InternalIP")
 }
 
-// kindNetworkRange derives MetalLB's range from the IPv4 subnet of docker network "kind".
-func kindNetworkRange(ctx context.Context) (string, error) {
-	out, err := exec.CommandContext(ctx, "docker", "network", "inspect", "kind", "--format", "{{json .IPAM.Config}}").Output()
+// kindNetworkRange derives MetalLB's range from the IPv4 subnet of the nodes' docker network
+// (NetworkEnv, else kind's "kind").
+func kindNetworkRange(ctx context.Context, network string) (string, error) {
+	out, err := exec.CommandContext(ctx, "docker", "network", "inspect", network, "--format", "{{json .IPAM.Config}}").Output()
 	if err != nil {
-		return "", fmt.Errorf("docker network inspect kind: %w", err)
+		return "", fmt.Errorf("docker network inspect %s: %w", network, err)
 	}
 	var cfgs []struct{ Subnet string }
 	if err := json.Unmarshal(out, &cfgs); err != nil {
-		return "", fmt.Errorf("docker network inspect kind: %w", err)
+		return "", fmt.Errorf("docker network inspect %s: %w", network, err)
 	}
 	for _, c := range cfgs {
 		if !strings.Contains(c.Subnet, ":") {
 			return install.RangeInSubnet(c.Subnet)
 		}
 	}
-	return "", fmt.Errorf("docker network kind has no IPv4 subnet; set kind.loadBalancerRange in the lane")
+	return "", fmt.Errorf("docker network %s has no IPv4 subnet; set kind.loadBalancerRange in the lane", network)
 }

@@ -46,6 +46,11 @@ type Options struct {
 	RegistryAuth *RegistryAuth
 	// Host is how the preflight looks at the machine; zero means this machine.
 	Host Host
+	// Cluster names the kind cluster (ClusterEnv); empty means the lane's name. A cluster of
+	// this name left by an earlier attempt of the same job is deleted before creating.
+	Cluster string
+	// Network is the docker network of the nodes (NetworkEnv); empty means kind's "kind".
+	Network string
 
 	// provider stands in for kind's in tests; nil means kind's own, driving docker.
 	provider clusterProvider
@@ -59,7 +64,8 @@ type Options struct {
 // login) and E2E_KIND_NODE_IMAGE to the common options.
 func OptionsFromEnv(base substrate.Options) Options {
 	return Options{Options: base, FromPhase: os.Getenv("E2E_FROM_PHASE"), PlatformSource: os.Getenv("E2E_PLATFORM_SOURCE"),
-		PlatformRegistry: os.Getenv(RegistryEnv), NodeImage: os.Getenv(NodeImageEnv), RegistryAuth: RegistryAuthFromEnv(os.Getenv)}
+		PlatformRegistry: os.Getenv(RegistryEnv), NodeImage: os.Getenv(NodeImageEnv), RegistryAuth: RegistryAuthFromEnv(os.Getenv),
+		Cluster: os.Getenv(ClusterEnv), Network: os.Getenv(NetworkEnv)}
 }
 
 // Substrate is a kind management cluster with the platform installed.
@@ -68,9 +74,11 @@ type Substrate struct {
 	opts       Options
 	provider   clusterProvider
 	kubeconfig string
-	report     Report
-	created    bool
-	files      []*os.File
+	// name is the kind cluster's name (Options.Cluster, else the lane's).
+	name    string
+	report  Report
+	created bool
+	files   []*os.File
 	// source is the platform source the preflight resolved; manifest the operator manifest it
 	// verified (nil for a checkout, built in the components phase).
 	source   *install.PlatformSource
@@ -105,7 +113,11 @@ func New(l *lane.Lane, o Options) (*Substrate, error) {
 	if o.Log == nil {
 		o.Log = io.Discard
 	}
-	return &Substrate{lane: l, opts: o, kubeconfig: filepath.Join(o.WorkDir, "kind-"+l.Name+".kubeconfig")}, nil
+	name, err := ClusterName(l, func(string) string { return o.Cluster })
+	if err != nil {
+		return nil, err
+	}
+	return &Substrate{lane: l, opts: o, name: name, kubeconfig: filepath.Join(o.WorkDir, "kind-"+name+".kubeconfig")}, nil
 }
 
 // Name is "kind".
@@ -127,9 +139,7 @@ func (s *Substrate) Preflight(ctx context.Context) error {
 	// the cluster phase.
 	s.report.Findings = append(s.report.Findings, s.checkPlatform(ctx))
 	if a := s.opts.RegistryAuth; a != nil {
-		s.report.Findings = append(s.report.Findings, Finding{Check: "registry", OK: true, Detail: fmt.Sprintf(
-			"a login for %s goes to every node's kubelet (%s, mounted from the run's work folder) and to the operator (Secret %s/%s, %s)",
-			a.Host(), upstream.KubeletDockerConfig, upstream.PlatformSourceSecretNamespace, PlatformSourceSecretName, upstream.PlatformSourceSecretFlag)})
+		s.report.Findings = append(s.report.Findings, registryFinding(s.lane, *a))
 	}
 	s.writeArtifact("preflight.txt", []byte(s.report.Text()))
 	return s.report.Err(s.lane)
@@ -208,10 +218,17 @@ func (s *Substrate) bringUp(ctx context.Context) (*cluster.Cluster, error) {
 	}
 	switch {
 	case exists && s.opts.Reuse:
-		fmt.Fprintf(s.opts.Log, "kind: reusing cluster %s (E2E_REUSE=1)\n", s.lane.Name)
+		fmt.Fprintf(s.opts.Log, "kind: reusing cluster %s (E2E_REUSE=1)\n", s.name)
 		return s.attachLabelled(ctx, s.nodeCount())
+	case exists && s.opts.Cluster != "":
+		// The job's own name: what is there is a leftover of an earlier attempt of this job
+		// (cancelled before its cleanup), never another job's cluster.
+		fmt.Fprintf(s.opts.Log, "kind: deleting cluster %s, left by an earlier attempt of this job (%s)\n", s.name, ClusterEnv)
+		if err := s.provider.Delete(s.name, ""); err != nil {
+			return nil, fmt.Errorf("kind delete cluster %s (a leftover of this job): %w", s.name, err)
+		}
 	case exists:
-		return nil, fmt.Errorf("a kind cluster named %s exists already: E2E_REUSE=1 reuses it, or remove it (bin/e2e down --lane %s)", s.lane.Name, s.lane.Name)
+		return nil, fmt.Errorf("a kind cluster named %s exists already: E2E_REUSE=1 reuses it, or remove it (%sbin/e2e down --lane %s)", s.name, s.envPrefix(), s.lane.Name)
 	}
 	hostsDir := filepath.Join(s.opts.WorkDir, "containerd-hosts")
 	co := ConfigOptions{CgroupV1: s.report.CgroupV1, HostsDir: hostsDir}
@@ -244,18 +261,18 @@ func (s *Substrate) bringUp(ctx context.Context) (*cluster.Cluster, error) {
 		// No wait for Ready: the nodes have no CNI until the platform installs kube-ovn and
 		// Cilium, so kind's wait (a busy loop) would spend the whole phase and then return nil.
 		// The Node objects are waited for below; Ready is judged by the platform gates.
-		done <- s.provider.Create(s.lane.Name, createSpec{Config: cfg.Cluster, Kubeconfig: s.kubeconfig, WaitForReady: 0})
+		done <- s.provider.Create(s.name, createSpec{Config: cfg.Cluster, Kubeconfig: s.kubeconfig, WaitForReady: 0})
 	}()
-	fmt.Fprintf(s.opts.Log, "kind: creating cluster %s (%d nodes), up to %s\n", s.lane.Name, len(cfg.Cluster.Nodes), time.Until(dl).Round(time.Second))
+	fmt.Fprintf(s.opts.Log, "kind: creating cluster %s (%d nodes), up to %s\n", s.name, len(cfg.Cluster.Nodes), time.Until(dl).Round(time.Second))
 	select {
 	case err := <-done:
 		s.created = true
 		if err != nil {
-			return nil, fmt.Errorf("kind create cluster %s: %w", s.lane.Name, err)
+			return nil, fmt.Errorf("kind create cluster %s: %w", s.name, err)
 		}
 	case <-ctx.Done():
 		s.created = true
-		return nil, fmt.Errorf("kind create cluster %s: still creating when the cluster phase ran out (%w); Down removes it", s.lane.Name, ctx.Err())
+		return nil, fmt.Errorf("kind create cluster %s: still creating when the cluster phase ran out (%w); Down removes it", s.name, ctx.Err())
 	}
 	return s.attachLabelled(ctx, len(cfg.Cluster.Nodes))
 }
@@ -282,9 +299,10 @@ func (s *Substrate) attachLabelled(ctx context.Context, nodes int) (*cluster.Clu
 	}
 	labelled, err := LabelControlPlane(ctx, dyn, nodes, s.opts.Log)
 	if err != nil {
-		return c, fmt.Errorf("kind cluster %s: %w", s.lane.Name, err)
+		return c, fmt.Errorf("kind cluster %s: %w", s.name, err)
 	}
-	fmt.Fprintf(s.opts.Log, "kind: labelled %s %s=%s (the platform's kube-ovn selects it)\n", strings.Join(labelled, ", "), upstream.ControlPlaneLabel, upstream.ControlPlaneLabelValue)
+	fmt.Fprintf(s.opts.Log, "kind: labelled %s %s=%s (the platform's kube-ovn selects it) and removed %s (MetalLB's speaker announces nothing from a node that carries it)\n",
+		strings.Join(labelled, ", "), upstream.ControlPlaneLabel, upstream.ControlPlaneLabelValue, upstream.ExcludeFromExternalLBLabel)
 	return c, nil
 }
 
@@ -293,7 +311,7 @@ func (s *Substrate) exists() (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("kind: list clusters: %w", err)
 	}
-	return slices.Contains(names, s.lane.Name), nil
+	return slices.Contains(names, s.name), nil
 }
 
 // attach exports the kubeconfig of the lane's cluster and builds the client.
@@ -302,16 +320,17 @@ func (s *Substrate) attach(ctx context.Context) (*cluster.Cluster, error) {
 	if exists, err := s.exists(); err != nil {
 		return nil, err
 	} else if !exists {
-		return nil, fmt.Errorf("no kind cluster named %s to attach to (E2E_REUSE or E2E_FROM_PHASE need one from an earlier run kept with E2E_KEEP=1)", s.lane.Name)
+		return nil, fmt.Errorf("no kind cluster named %s to attach to (E2E_REUSE or E2E_FROM_PHASE need one from an earlier run kept with E2E_KEEP=1)", s.name)
 	}
-	if err := s.provider.ExportKubeConfig(s.lane.Name, s.kubeconfig); err != nil {
-		return nil, fmt.Errorf("kind: export kubeconfig of %s: %w", s.lane.Name, err)
+	if err := s.provider.ExportKubeConfig(s.name, s.kubeconfig); err != nil {
+		return nil, fmt.Errorf("kind: export kubeconfig of %s: %w", s.name, err)
 	}
 	c, err := cluster.FromKubeconfig("management", s.kubeconfig)
 	if err != nil {
 		return nil, err
 	}
 	c.TenantConfig = TenantAccess(c, s.opts.Log)
+	c.TenantUnanswered = Unannounced(c.Kube)
 	return c, nil
 }
 
@@ -332,22 +351,10 @@ func (s *Substrate) Down(ctx context.Context) error {
 	if s.provider == nil || !s.created {
 		return nil
 	}
-	if err := s.provider.Delete(s.lane.Name, s.kubeconfig); err != nil {
-		return fmt.Errorf("kind delete cluster %s: %w", s.lane.Name, err)
+	if err := s.provider.Delete(s.name, s.kubeconfig); err != nil {
+		return fmt.Errorf("kind delete cluster %s: %w", s.name, err)
 	}
 	return nil
-}
-
-// Describe says how to reach the kept cluster.
-func (s *Substrate) Describe() []string {
-	return []string{
-		fmt.Sprintf("kind cluster %s kept (E2E_KEEP=1)", s.lane.Name),
-		"  kubeconfig: " + s.kubeconfig,
-		"  kubectl --kubeconfig " + s.kubeconfig + " get helmreleases -A",
-		"  tenant apiservers: LoadBalancer Services labelled " + TenantLBLabel + " in the tenant namespaces",
-		fmt.Sprintf("  rerun against it: E2E_REUSE=1 make e2e LANE=%s (E2E_FROM_PHASE=tenant to skip the install)", s.lane.Name),
-		fmt.Sprintf("  remove it: bin/e2e down --lane %s", s.lane.Name),
-	}
 }
 
 var _ substrate.Substrate = (*Substrate)(nil)

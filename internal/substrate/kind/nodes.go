@@ -24,7 +24,11 @@ var gvrNode = schema.GroupVersionResource{Version: "v1", Resource: "nodes"}
 // and gives every control-plane node the label the platform's generic variant selects:
 // node-role.kubernetes.io/control-plane=true. kubeadm sets that label with an empty value,
 // and the kubelet refuses node-role labels in --node-labels, so the kind config cannot carry
-// it: it is set here, after create and before the platform is applied.
+// it: it is set here, after create and before the platform is applied. The same patch removes
+// kubeadm's upstream.ExcludeFromExternalLBLabel from them, as Cozystack's own e2e does: MetalLB's
+// speaker announces no address from a node that carries it, and a kind lane's only node is its
+// control plane, so without this the tenant apiservers' LoadBalancer addresses are assigned and
+// never answer.
 func LabelControlPlane(ctx context.Context, dyn dynamic.Interface, want int, log io.Writer) ([]string, error) {
 	var cps []string
 	what := fmt.Sprintf("%d Node objects registered (Ready comes with the platform's CNI)", want)
@@ -48,10 +52,12 @@ func LabelControlPlane(ctx context.Context, dyn dynamic.Interface, want int, log
 	if err != nil {
 		return nil, err
 	}
-	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]string{upstream.ControlPlaneLabel: upstream.ControlPlaneLabelValue}}})
+	// A merge patch's null deletes the key (RFC 7386).
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]any{
+		upstream.ControlPlaneLabel: upstream.ControlPlaneLabelValue, upstream.ExcludeFromExternalLBLabel: nil}}})
 	for _, name := range cps {
 		if _, err := dyn.Resource(gvrNode).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: install.FieldOwner}); err != nil {
-			return nil, fmt.Errorf("label Node %s %s=%s: %w", name, upstream.ControlPlaneLabel, upstream.ControlPlaneLabelValue, err)
+			return nil, fmt.Errorf("label Node %s %s=%s and remove %s: %w", name, upstream.ControlPlaneLabel, upstream.ControlPlaneLabelValue, upstream.ExcludeFromExternalLBLabel, err)
 		}
 	}
 	return append([]string(nil), cps...), nil

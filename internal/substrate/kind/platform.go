@@ -57,7 +57,7 @@ func (s *Substrate) checkoutBuild(src install.PlatformSource) install.CheckoutBu
 	}
 	load := s.opts.loader
 	if load == nil {
-		load = kindImageLoader(s.lane.Name)
+		load = kindImageLoader(s.name)
 	}
 	return install.CheckoutBuild{Dir: src.Checkout, Registry: s.opts.PlatformRegistry, Run: run, Load: load}
 }

@@ -11,6 +11,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/cozystack/cozy-e2e/framework/lane"
+	"github.com/cozystack/cozy-e2e/framework/osfamily"
 	"github.com/cozystack/cozy-e2e/internal/install/upstream"
 )
 
@@ -99,4 +101,35 @@ func (a RegistryAuth) writeKubeletDockerConfig(dir string) (string, error) {
 		return "", fmt.Errorf("registry credentials: %w", err)
 	}
 	return p, os.Chmod(p, 0o600)
+}
+
+// registryFinding says where the login goes and where it does not, and refuses a lane whose
+// pools import their disk from the registry the login is for. The login reaches the kubelets
+// and the operator only: CDI's importer pulls a Kairos pool's disk (a DataVolume registry
+// source) with the credentials of the DataVolume's own spec.source.registry.secretRef (CDI
+// v1.64.0 api pkg/apis/core/v1beta1/types.go:196-212, a Secret of accessKeyId and secretKey,
+// pkg/common/common.go:226-229), which the chart renders no way to set; and the platform-wide
+// registries value no longer reaches tenant workers (packages/apps/kubernetes/README.md:90 at
+// cozystack main).
+func registryFinding(l *lane.Lane, a RegistryAuth) Finding {
+	reaches := fmt.Sprintf("a login for %s goes to every node's kubelet (%s, mounted from the run's work folder) and to the operator (Secret %s/%s, %s); not to CDI's importer, which pulls the Kairos pools' disks with none, nor to tenant workers",
+		a.Host(), upstream.KubeletDockerConfig, upstream.PlatformSourceSecretNamespace, PlatformSourceSecretName, upstream.PlatformSourceSecretFlag)
+	images := map[string]string{}
+	for _, c := range l.Classes {
+		if c.OS == osfamily.Kairos && c.Image != "" {
+			images[c.Name] = c.Image
+		}
+	}
+	var refused []string
+	for i, p := range l.Pools {
+		img, ok := images[p.Class]
+		if host, _, _ := strings.Cut(img, "/"); ok && host == a.Host() {
+			refused = append(refused, fmt.Sprintf("%s: pools[%d] (%s) imports its disk %s", l.File, i, p.Name, img))
+		}
+	}
+	if len(refused) == 0 {
+		return Finding{Check: "registry", OK: true, Detail: reaches}
+	}
+	return Finding{Check: "registry", Detail: reaches + "; " + strings.Join(refused, "; ") +
+		fmt.Sprintf(" from %s, which the run logs in to: the importer would pull it without that login. Put the disk where it pulls anonymously (its class's image), or run without %s", a.Host(), RegistryUsernameEnv)}
 }

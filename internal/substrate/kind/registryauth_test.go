@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/cozystack/cozy-e2e/framework/cluster"
+	"github.com/cozystack/cozy-e2e/framework/lane"
 	"github.com/cozystack/cozy-e2e/internal/diag"
 	"github.com/cozystack/cozy-e2e/internal/install"
 	"github.com/cozystack/cozy-e2e/internal/install/upstream"
@@ -121,5 +123,25 @@ func TestRegistryCredentialsNeedTheirRegistry(t *testing.T) {
 	}
 	if RegistryAuthFromEnv(func(string) string { return "" }) != nil {
 		t.Error("no login in the environment gave one")
+	}
+}
+
+// The login reaches the kubelets and the operator, not CDI's importer nor tenant workers: the
+// preflight says so, and refuses a lane whose Kairos pool imports its disk from the registry the
+// run logs in to, naming the lane file and the pool.
+func TestRegistryLoginDoesNotReachTheImporter(t *testing.T) {
+	l := pinned(t, "kubernetes")
+	a := RegistryAuth{Registry: "registry.example.com/cozy", Username: "u", Password: "p"}
+	f := registryFinding(l, a)
+	if !f.OK || !strings.Contains(f.Detail, "not to CDI's importer, which pulls the Kairos pools' disks with none, nor to tenant workers") {
+		t.Fatalf("shipped lane: %+v", f)
+	}
+	l.Classes = append(l.Classes, lane.Class{Name: "kairos-private", OS: "kairos", Image: "registry.example.com/cozy/kairos-worker-v1.35@sha256:" + strings.Repeat("a", 64), KubernetesVersion: "v1.35.4"})
+	l.Pools = append(l.Pools, lane.Pool{Name: "private", Cluster: l.Pools[0].Cluster, Class: "kairos-private", Replicas: 1})
+	f = registryFinding(l, a)
+	want := "pools[" + strconv.Itoa(len(l.Pools)-1) + "] (private) imports its disk registry.example.com/cozy/kairos-worker-v1.35@sha256:"
+	if f.OK || !strings.Contains(f.Detail, want) || !strings.Contains(f.Detail, "from registry.example.com, which the run logs in to: the importer would pull it without that login") ||
+		!strings.Contains(f.Detail, l.File) {
+		t.Fatalf("want %q refused, got %+v", want, f)
 	}
 }
