@@ -41,9 +41,6 @@ const (
 // faults name them after "@" (where other faults name a pool).
 var components = []string{"capk", "cabpt", "helm-controller", "cdi-controller", "virt-controller"}
 
-// Components lists the controllers a controller fault can name.
-func Components() []string { return append([]string(nil), components...) }
-
 // onComponent reports whether fault n names a controller, not a pool, after "@".
 func onComponent(n Name) bool { return n == ControllerKilled || n == ControllerCrashLoop }
 

@@ -26,10 +26,10 @@ type PlatformPod struct {
 	Container, Image      string
 }
 
-// SimScheduler is the scheduler the sim's platform Pods name: none runs under that name, so
+// simScheduler is the scheduler the sim's platform Pods name: none runs under that name, so
 // kube-scheduler leaves them unbound and kwok, which plays Pods on its Nodes, never sees them;
 // the supervisor writes their status as the kubelet of the harness's machine.
-const SimScheduler = "cozy-e2e-sim-supervisor"
+const simScheduler = "cozy-e2e-sim-supervisor"
 
 // podStatus writes a supervised controller's Pod status.
 type podStatus struct {
@@ -50,7 +50,7 @@ func publishPod(ctx context.Context, c *cluster.Cluster, pod PlatformPod, ctl *C
 	p := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: pod.Deployment + "-sim", Namespace: pod.Namespace, Labels: pod.Labels},
 		Spec: corev1.PodSpec{
-			SchedulerName: SimScheduler,
+			SchedulerName: simScheduler,
 			Containers: []corev1.Container{{Name: pod.Container, Image: pod.Image,
 				TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError}},
 		},

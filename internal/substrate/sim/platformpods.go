@@ -36,9 +36,9 @@ var platformPods = map[string]upstream.PlatformPod{
 		Container: "cdi-deployment", Image: "quay.io/kubevirt/cdi-controller:v1.64.0"},
 }
 
-// PlatformKubeVirtNamespace is where the platform runs KubeVirt (Cozystack v1.6.1
+// platformKubeVirtNamespace is where the platform runs KubeVirt (Cozystack v1.6.1
 // packages/system/kubevirt/templates/kubevirt-cr.yaml lines 3-6).
-const PlatformKubeVirtNamespace = "cozy-kubevirt"
+const platformKubeVirtNamespace = "cozy-kubevirt"
 
 // platformPod is the Pod shape of the controller step name runs; virt-controller's is the
 // Deployment virt-operator's install strategy gives it (labels, container, image), in the
@@ -59,6 +59,6 @@ func (r *realControllers) platformPod(name string) (upstream.PlatformPod, error)
 	}
 	d := kv.Controller
 	c := d.Spec.Template.Spec.Containers[0]
-	return upstream.PlatformPod{Namespace: PlatformKubeVirtNamespace, Deployment: d.Name, Labels: d.Spec.Template.Labels,
+	return upstream.PlatformPod{Namespace: platformKubeVirtNamespace, Deployment: d.Name, Labels: d.Spec.Template.Labels,
 		Container: c.Name, Image: c.Image}, nil
 }
