@@ -48,6 +48,11 @@ func TestWatchNamesARestartAndAnOutageFromThePlatformsObjects(t *testing.T) {
 	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "cozy-kubevirt"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	// The platform's Deployment runs its Pods under an account of its own; here the namespace's
+	// default, which no controller makes on a bare apiserver.
+	if _, err := kube.CoreV1().ServiceAccounts("cozy-kubevirt").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	one := int32(1)
 	lbl := map[string]string{"kubevirt.io": "virt-controller"}
 	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "virt-controller", Namespace: "cozy-kubevirt"},
@@ -105,7 +110,7 @@ func TestWatchNamesARestartAndAnOutageFromThePlatformsObjects(t *testing.T) {
 	setStatus(4, true, running, &corev1.ContainerStateTerminated{ExitCode: 2, Reason: "Error"}, time.Now())
 	waitFor(ctx, t, "the recovery seen", func() bool { return strings.Contains(log.String(), "virt-controller available again") })
 	if out := w.Outages(ctx); len(out) != 0 {
-		t.Fatalf("outages after recovery: %q", out)
+		t.Fatalf("outages after recovery: %q; log:\n%s", out, log.String())
 	}
 	if s := w.Summary(); s != "virt-controller restarted 4 time(s), available again" {
 		t.Fatalf("summary %q; log:\n%s", s, log.String())

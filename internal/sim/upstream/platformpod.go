@@ -24,6 +24,11 @@ type PlatformPod struct {
 	Namespace, Deployment string
 	Labels                map[string]string
 	Container, Image      string
+	// ServiceAccount is the one the Pod runs as; "" is the namespace's default. It is created
+	// when missing: the apiserver's ServiceAccount admission refuses a Pod whose account does
+	// not exist (kubernetes v1.35.4 plugin/pkg/admission/serviceaccount/admission.go lines
+	// 155-162), and a namespace made a moment ago may not have its default account yet.
+	ServiceAccount string
 }
 
 // simScheduler is the scheduler the sim's platform Pods name: none runs under that name, so
@@ -47,10 +52,20 @@ func publishPod(ctx context.Context, c *cluster.Cluster, pod PlatformPod, ctl *C
 	if err := c.Client.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
 		return nil, fmt.Errorf("upstream: namespace %s for %s's Pod: %w", pod.Namespace, ctl.Name, err)
 	}
+	sa := pod.ServiceAccount
+	if sa == "" {
+		sa = "default"
+	}
+	account := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa, Namespace: pod.Namespace}}
+	if err := c.Client.Create(ctx, account); err != nil && !apierrors.IsAlreadyExists(err) {
+		return nil, fmt.Errorf("upstream: service account %s/%s for %s's Pod: %w", pod.Namespace, sa, ctl.Name, err)
+	}
 	p := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: pod.Deployment + "-sim", Namespace: pod.Namespace, Labels: pod.Labels},
 		Spec: corev1.PodSpec{
-			SchedulerName: simScheduler,
+			ServiceAccountName:           sa,
+			AutomountServiceAccountToken: new(bool),
+			SchedulerName:                simScheduler,
 			Containers: []corev1.Container{{Name: pod.Container, Image: pod.Image,
 				TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError}},
 		},

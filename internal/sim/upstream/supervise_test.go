@@ -6,6 +6,7 @@ import (
 	"io"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cozystack/cozy-e2e/framework/cluster"
+	"github.com/cozystack/cozy-e2e/framework/platformwatch"
 	"github.com/cozystack/cozy-e2e/internal/controlplane"
 	"github.com/cozystack/cozy-e2e/internal/controlplane/cptest"
 )
@@ -84,6 +86,14 @@ func TestSupervisorRestartsAsTheKubeletAndShowsThePod(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer sup.Stop(time.Second)
+	// The harness's platform watch reads the sim's Pod as it reads the platform's.
+	var seen syncLog
+	pw, err := platformwatch.Start(ctx, platformwatch.Options{Kube: c.Kube, Log: &seen, Components: []platformwatch.Component{
+		{Name: "virt-controller", Namespace: "cozy-kubevirt", Deployment: "virt-controller", Selector: map[string]string{"kubevirt.io": "virt-controller"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pw.Stop()
 	key := client.ObjectKey{Namespace: "cozy-kubevirt", Name: "virt-controller-sim"}
 	waitPod(ctx, t, c, key, "running and Ready, no restarts", func(p *corev1.Pod) bool {
 		cs := p.Status.ContainerStatuses
@@ -101,6 +111,13 @@ func TestSupervisorRestartsAsTheKubeletAndShowsThePod(t *testing.T) {
 	if term.Signal != 9 || term.ExitCode != 137 || !strings.Contains(term.Message, "starting") {
 		t.Fatalf("last termination = signal %d exit %d message %q, want signal 9, exit 137 and the log's end", term.Signal, term.ExitCode, term.Message)
 	}
+	for !strings.Contains(seen.String(), "platform: virt-controller restarted: ") {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the platform watch did not show the restart; it logged:\n%s", seen.String())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 	if ctl.Pid() == firstPid {
 		t.Fatalf("the controller still runs as pid %d after it was killed", firstPid)
 	}
@@ -116,11 +133,40 @@ func TestSupervisorRestartsAsTheKubeletAndShowsThePod(t *testing.T) {
 	if !strings.Contains(cs.LastTerminationState.Terminated.Message, "unknown flag: "+crashArg) || cs.Ready {
 		t.Fatalf("crash-looping container: ready=%v, last message %q; want not ready and its last log line", cs.Ready, cs.LastTerminationState.Terminated.Message)
 	}
+	for {
+		out := pw.Outages(ctx)
+		if len(out) == 1 && strings.Contains(out[0], "virt-controller unavailable since") &&
+			strings.Contains(out[0], "CrashLoopBackOff") && strings.HasSuffix(out[0], "unknown flag: "+crashArg) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the platform watch's outages %q: want virt-controller, CrashLoopBackOff and its last log line", out)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 	for _, cond := range p.Status.Conditions {
 		if cond.Type == corev1.PodReady && cond.Status != corev1.ConditionFalse {
 			t.Fatalf("Pod Ready is %s while the container crash-loops", cond.Status)
 		}
 	}
+}
+
+type syncLog struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *syncLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *syncLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 func waitPod(ctx context.Context, t *testing.T, c *cluster.Cluster, key client.ObjectKey, what string, ok func(*corev1.Pod) bool) *corev1.Pod {

@@ -60,5 +60,5 @@ func (r *realControllers) platformPod(name string) (upstream.PlatformPod, error)
 	d := kv.Controller
 	c := d.Spec.Template.Spec.Containers[0]
 	return upstream.PlatformPod{Namespace: platformKubeVirtNamespace, Deployment: d.Name, Labels: d.Spec.Template.Labels,
-		Container: c.Name, Image: c.Image}, nil
+		Container: c.Name, Image: c.Image, ServiceAccount: d.Spec.Template.Spec.ServiceAccountName}, nil
 }
