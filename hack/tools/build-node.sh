@@ -40,9 +40,16 @@ echo "make node-tools: $dir"
 # build cache, where a cgo build compiles all of them again (measured on 2 loaded cores: more than
 # 45 minutes unfinished, against minutes). The kubelet's cgo is optional: without it the kubelet
 # runs a static Pod through containerd here (infra-here.md, measured). pause is C.
+# Without gcc a machine outside CI skips the node's tools: the real Node's test skips there too
+# (it needs containerd and runc, which such a machine lacks as well), and make test keeps needing
+# Go alone. Under CI it is an error, as the test's own missing pieces are.
 command -v gcc >/dev/null || {
-	echo "make node-tools: gcc is missing (pause is C, static); apt-get install -y gcc libc6-dev" >&2
-	exit 2
+	if [[ -n ${CI:-} ]]; then
+		echo "make node-tools: gcc is missing (pause is C, static); apt-get install -y gcc libc6-dev" >&2
+		exit 2
+	fi
+	echo "make node-tools: skipped, gcc is missing (pause is C, static; the real Node's test skips without containerd and runc too); apt-get install -y gcc libc6-dev containerd runc containernetworking-plugins to build and run it"
+	exit 0
 }
 out=$("$dir/kubelet" --version 2>&1 || true)
 if [[ $out == "Kubernetes v$K8S_VERSION" ]]; then
