@@ -126,7 +126,7 @@ func (r *Step) rejoined(ctx context.Context, p fixture.Pool, replicas int) *join
 	o := t.Options()
 	hub := t.Consoles()
 	w, err := join.Start(ctx, join.Options{Management: o.Management, Tenant: p.Kubernetes(), Namespace: p.Names.Namespace,
-		OSes: []osfamily.Family{p.OS}, OnProgress: o.OnProgress, Consoles: hub})
+		OSes: []osfamily.Family{p.OS}, OnProgress: o.OnProgress, Consoles: hub, Platform: o.Platform})
 	r.Must(err)
 	defer w.Close()
 	pool := p.JoinPool(replicas, o.Lane.Workload.Ref(), hub != nil)

@@ -157,6 +157,8 @@ var telling = map[verdict.Class][]string{
 	// and in the events; what a deletion left, in the events and the resource dumps.
 	verdict.Remediation: {"machines", "events"},
 	verdict.Leak:        {"events", "machines", "resources"},
+	// A platform component was down: the events hold its Pods' BackOff and restarts.
+	verdict.Platform: {"events"},
 }
 
 // tellingAt lists them per stage, for a deadline (the stage says where it was stuck).

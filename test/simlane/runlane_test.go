@@ -156,13 +156,17 @@ func poolFaults(l *lane.Lane, set *faults.Set) map[string][]judgedFault {
 	for _, p := range l.Pools {
 		for _, n := range set.Names() {
 			e, judged := expect(n, oses[p.Class])
-			if judged && !e.tenant && set.Active(n, p.Name, oses[p.Class] == osfamily.Kairos) {
+			// A platform fault names a controller, not a pool: every pool stands on it.
+			if judged && !e.tenant && (set.Active(n, p.Name, oses[p.Class] == osfamily.Kairos) || platformFault(n)) {
 				out[p.Name] = append(out[p.Name], judgedFault{n, e})
 			}
 		}
 	}
 	return out
 }
+
+// platformFault: a fault of a platform controller under every pool (controller-crashloop).
+func platformFault(n faults.Name) bool { return n == faults.ControllerCrashLoop }
 
 // tenantFaults are the faults of set that fail the tenant's deletion rather than a pool.
 func tenantFaults(set *faults.Set) []judgedFault {
