@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/cozystack/cozy-e2e/framework/budget"
 	"github.com/cozystack/cozy-e2e/framework/platformwatch"
 )
 
@@ -21,7 +22,10 @@ func (w *World) watchPlatform(ctx context.Context) {
 	}
 	lctx, cancel := context.WithTimeout(ctx, platformListBudget)
 	defer cancel()
-	pw, err := platformwatch.Start(lctx, platformwatch.Options{Kube: w.Mgmt.Kube, Components: platformwatch.Components(), Log: w.Log})
+	pw, err := platformwatch.Start(lctx, platformwatch.Options{Kube: w.Mgmt.Kube, Components: platformwatch.Components(), Log: w.Log,
+		OnEvent: func(e platformwatch.Event) {
+			w.Clock.Mark(budget.Mark{At: e.At, Subject: "platform " + e.Component, What: e.Kind, Detail: e.Detail})
+		}})
 	if err != nil {
 		fmt.Fprintf(w.Log, "platform: not watched (%v); a pool stuck while a platform component is down will fail as a deadline\n", err)
 		return

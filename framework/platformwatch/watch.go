@@ -25,10 +25,13 @@ type Options struct {
 	Components []Component
 	// Log hears each restart, outage and recovery as it is seen; nil: none.
 	Log io.Writer
+	// OnEvent, when set, is called with each of them too (the suite keeps them in the run's
+	// timings, so the reports show them); it must not block.
+	OnEvent func(Event)
 }
 
-// event is one thing the watch saw happen to a component.
-type event struct {
+// Event is one thing the watch saw happen to a component.
+type Event struct {
 	At        time.Time
 	Component string
 	// Kind is "restarted", "unavailable" or "available again".
@@ -36,7 +39,7 @@ type event struct {
 	Detail string
 }
 
-func (e event) String() string {
+func (e Event) String() string {
 	return fmt.Sprintf("%s platform: %s %s: %s", e.At.UTC().Format("15:04:05.000"), e.Component, e.Kind, e.Detail)
 }
 
@@ -53,7 +56,7 @@ type Watch struct {
 	restarted map[string]int32 // component: restarts since the watch began
 	order     []string         // components in the order they first restarted
 	down      map[string]bool  // component: unavailable at the last look
-	events    []event
+	events    []Event
 }
 
 // Start builds the informers and waits until they listed once (or ctx ends).
@@ -130,7 +133,7 @@ func (w *Watch) look() {
 						w.order = append(w.order, c.Name)
 					}
 					w.restarted[c.Name] += r.count - prev
-					w.emit(event{At: now, Component: c.Name, Kind: "restarted", Detail: r.detail})
+					w.emit(Event{At: now, Component: c.Name, Kind: "restarted", Detail: r.detail})
 				}
 				w.restarts[r.key] = r.count
 			}
@@ -138,17 +141,20 @@ func (w *Watch) look() {
 		switch {
 		case !st.available && !w.down[c.Name]:
 			w.down[c.Name] = true
-			w.emit(event{At: now, Component: c.Name, Kind: "unavailable", Detail: st.outage().String()})
+			w.emit(Event{At: now, Component: c.Name, Kind: "unavailable", Detail: st.outage().String()})
 		case st.available && w.down[c.Name]:
 			delete(w.down, c.Name)
-			w.emit(event{At: now, Component: c.Name, Kind: "available again", Detail: st.readyPods})
+			w.emit(Event{At: now, Component: c.Name, Kind: "available again", Detail: st.readyPods})
 		}
 	}
 }
 
-func (w *Watch) emit(e event) {
+func (w *Watch) emit(e Event) {
 	w.events = append(w.events, e)
 	fmt.Fprintln(w.o.Log, e.String())
+	if w.o.OnEvent != nil {
+		w.o.OnEvent(e)
+	}
 }
 
 // Outages are the components unavailable now, for a pool whose wait ran out at: each names

@@ -43,7 +43,7 @@ func WriteHTML(w io.Writer, in HTMLInput) error {
 	v := in.Verdict
 	tl := BuildTimeline(in.Timings, v.Failures)
 	page := htmlPage{Verdict: v, Result: strings.ToUpper(string(v.Result)), Timeline: drawTimeline(tl), Trees: in.Trees,
-		Phases: in.Timings.Phases, Commit: short(in.Repro.Commit), Command: in.Repro.Command}
+		Phases: in.Timings.Phases, Marks: markRows(in.Timings, v.Start), Commit: short(in.Repro.Commit), Command: in.Repro.Command}
 	if !v.Start.IsZero() && !v.End.IsZero() {
 		page.When = fmt.Sprintf("%s to %s (%s)", v.Start.UTC().Format(time.RFC3339), v.End.UTC().Format(time.RFC3339), v.End.Sub(v.Start).Round(time.Second))
 	}
@@ -76,6 +76,7 @@ type htmlPage struct {
 	Timeline svgTimeline
 	Failures []htmlFailure
 	Pools    []htmlPool
+	Marks    []markRow
 	Phases   []budget.PhaseTiming
 	Trees    []Tree
 }
@@ -297,6 +298,15 @@ td.failed { color: #cf222e; font-weight: 600; }
 </details>
 {{- end}}
 </div>
+{{- end}}
+
+{{- with .Marks}}
+<h2 id="platform">Platform under the pools</h2>
+<table><tr><th>at</th><th>from run start</th><th>component</th><th>what</th><th>detail</th></tr>
+{{- range .}}
+<tr><td>{{.At}}</td><td>{{.From}}</td><td>{{.Subject}}</td><td{{if .Bad}} class="failed"{{end}}>{{.What}}</td><td>{{.Detail}}</td></tr>
+{{- end}}
+</table>
 {{- end}}
 
 <h2 id="pools">Pools: join stages</h2>

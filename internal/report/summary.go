@@ -82,6 +82,7 @@ func WriteSummary(w io.Writer, in SummaryInput) error {
 		}
 		b.WriteString("\n")
 	}
+	writeMarks(b, in)
 	pools := stageTimeline(in.Timings)
 	if len(pools) > 0 {
 		b.WriteString("### Pools: join stages (seconds from the stage before)\n\n")

@@ -41,8 +41,8 @@ const (
 // faults name them after "@" (where other faults name a pool).
 var components = []string{"capk", "cabpt", "helm-controller", "cdi-controller", "virt-controller"}
 
-// onComponent reports whether fault n names a controller, not a pool, after "@".
-func onComponent(n Name) bool { return n == ControllerKilled || n == ControllerCrashLoop }
+// OnComponent reports whether fault n names a controller, not a pool, after "@".
+func OnComponent(n Name) bool { return n == ControllerKilled || n == ControllerCrashLoop }
 
 // Fault is one catalogue entry. The verdict a correct harness reaches under each fault is not
 // the sim's to say: test/simlane holds those expectations.
@@ -157,7 +157,7 @@ func Parse(s string) (*Set, error) {
 
 // checkComponent refuses a controller fault without a controller it knows.
 func checkComponent(n Name, target string) error {
-	if !onComponent(n) {
+	if !OnComponent(n) {
 		return nil
 	}
 	for _, c := range components {

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cozystack/cozy-e2e/framework/cluster"
@@ -41,6 +42,10 @@ type podStatus struct {
 	c   *cluster.Cluster
 	key client.ObjectKey
 	log io.Writer
+
+	// uid and container name the Pod's Events, as the kubelet's container reference does.
+	uid       string
+	container string
 
 	mu     sync.Mutex
 	status corev1.PodStatus
@@ -74,7 +79,7 @@ func publishPod(ctx context.Context, c *cluster.Cluster, pod PlatformPod, ctl *C
 		return nil, fmt.Errorf("upstream: creating %s's Pod %s/%s: %w", ctl.Name, p.Namespace, p.Name, err)
 	}
 	started := metav1.NewTime(ctl.Started)
-	ps := &podStatus{c: c, key: client.ObjectKeyFromObject(p), log: log, status: corev1.PodStatus{
+	ps := &podStatus{c: c, key: client.ObjectKeyFromObject(p), log: log, uid: string(p.UID), container: pod.Container, status: corev1.PodStatus{
 		Phase: corev1.PodRunning, StartTime: &started, HostIP: "127.0.0.1", PodIP: "127.0.0.1",
 		ContainerStatuses: []corev1.ContainerStatus{{Name: pod.Container, Image: pod.Image,
 			ContainerID: "sim://" + strconv.Itoa(ctl.Pid()),
@@ -106,6 +111,9 @@ func (ps *podStatus) exited(ctx context.Context, t termination, wait time.Durati
 	ps.mu.Unlock()
 	ps.setReady(false, t.finished)
 	ps.report(ctx)
+	if wait > 0 {
+		ps.event(ctx, corev1.EventTypeWarning, "BackOff", fmt.Sprintf("Back-off restarting failed container %s in pod %s_%s(%s)", ps.container, ps.key.Name, ps.key.Namespace, ps.uid))
+	}
 }
 
 // started records a restart: the container runs again, not ready yet.
@@ -116,6 +124,7 @@ func (ps *podStatus) started(ctx context.Context, at time.Time) {
 	cs.State = corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(at)}}
 	ps.mu.Unlock()
 	ps.report(ctx)
+	ps.event(ctx, corev1.EventTypeNormal, "Started", "Container started")
 }
 
 // ready records that the restarted controller answers its readiness check again.
@@ -157,6 +166,27 @@ func (ps *podStatus) setReady(ready bool, at time.Time) {
 func (ps *podStatus) report(ctx context.Context) {
 	if err := ps.write(ctx); err != nil && ctx.Err() == nil {
 		fmt.Fprintf(ps.log, "sim: %v (the Pod shows its previous state until the next change)\n", err)
+	}
+}
+
+// event records what the kubelet records for the container: a Warning BackOff while it waits
+// to restart it, a Normal Started when it started it (kubernetes v1.35.4
+// pkg/kubelet/kuberuntime/kuberuntime_manager.go lines 1841-1844, kuberuntime_container.go line
+// 298; the reasons pkg/kubelet/events/event.go lines 22, 27; format.Pod's name_namespace(uid),
+// pkg/kubelet/util/format/pod.go lines 37-40), on the container's reference
+// (spec.containers{name}, pkg/kubelet/container/ref.go) from the component kubelet
+// (cmd/kubelet/app/server.go line 572). An Event that cannot be written is said in the log.
+func (ps *podStatus) event(ctx context.Context, kind, reason, message string) {
+	now := metav1.NewTime(time.Now())
+	e := &corev1.Event{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: ps.key.Name + ".", Namespace: ps.key.Namespace},
+		InvolvedObject: corev1.ObjectReference{Kind: "Pod", APIVersion: "v1", Namespace: ps.key.Namespace, Name: ps.key.Name,
+			UID: types.UID(ps.uid), FieldPath: "spec.containers{" + ps.container + "}"},
+		Type: kind, Reason: reason, Message: message, Count: 1, FirstTimestamp: now, LastTimestamp: now,
+		Source: corev1.EventSource{Component: "kubelet", Host: "127.0.0.1"},
+	}
+	if err := ps.c.Client.Create(ctx, e); err != nil && ctx.Err() == nil {
+		fmt.Fprintf(ps.log, "sim: the %s Event of Pod %s was not written: %v\n", reason, ps.key, err)
 	}
 }
 

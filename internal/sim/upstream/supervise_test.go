@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -99,9 +101,15 @@ func TestSupervisorRestartsAsTheKubeletAndShowsThePod(t *testing.T) {
 		cs := p.Status.ContainerStatuses
 		return len(cs) == 1 && cs[0].Ready && cs[0].RestartCount == 0 && p.Labels["kubevirt.io"] == "virt-controller"
 	})
+	// From outside, as a person would: the Pod names the process (sim://<pid>), kill -9 ends it.
 	firstPid := ctl.Pid()
-	if err := sup.Kill(); err != nil {
-		t.Fatal(err)
+	running := waitPod(ctx, t, c, key, "naming its process", func(p *corev1.Pod) bool { return len(p.Status.ContainerStatuses) == 1 })
+	pid := strings.TrimPrefix(running.Status.ContainerStatuses[0].ContainerID, "sim://")
+	if pid != strconv.Itoa(firstPid) {
+		t.Fatalf("the Pod's containerID %q does not name the process %d", running.Status.ContainerStatuses[0].ContainerID, firstPid)
+	}
+	if out, err := exec.Command("kill", "-9", pid).CombinedOutput(); err != nil {
+		t.Fatalf("kill -9 %s: %v: %s", pid, err, out)
 	}
 	p := waitPod(ctx, t, c, key, "restarted once after SIGKILL, Ready again", func(p *corev1.Pod) bool {
 		cs := p.Status.ContainerStatuses[0]
@@ -149,6 +157,26 @@ func TestSupervisorRestartsAsTheKubeletAndShowsThePod(t *testing.T) {
 		if cond.Type == corev1.PodReady && cond.Status != corev1.ConditionFalse {
 			t.Fatalf("Pod Ready is %s while the container crash-loops", cond.Status)
 		}
+	}
+	// The Pod's Events are the kubelet's: Started at each restart, BackOff while it waits.
+	var events corev1.EventList
+	if err := c.Client.List(ctx, &events, client.InNamespace(key.Namespace)); err != nil {
+		t.Fatal(err)
+	}
+	reasons := map[string]int{}
+	for _, e := range events.Items {
+		if e.InvolvedObject.Name != key.Name || e.InvolvedObject.UID != p.UID || e.Source.Component != "kubelet" ||
+			e.InvolvedObject.FieldPath != "spec.containers{virt-controller}" {
+			t.Errorf("Event %s/%s %s on %+v from %+v: want the container's reference and the kubelet", e.Namespace, e.Name, e.Reason, e.InvolvedObject, e.Source)
+			continue
+		}
+		reasons[e.Type+"/"+e.Reason]++
+		if e.Reason == "BackOff" && e.Message != "Back-off restarting failed container virt-controller in pod virt-controller-sim_cozy-kubevirt("+string(p.UID)+")" {
+			t.Errorf("BackOff message %q is not the kubelet's", e.Message)
+		}
+	}
+	if reasons["Normal/Started"] < 3 || reasons["Warning/BackOff"] < 1 {
+		t.Errorf("Events by reason %v: want a Normal Started per restart (at least 3) and a Warning BackOff", reasons)
 	}
 }
 
