@@ -44,6 +44,10 @@ func controllerRestarted(t *testing.T, _ *lane.Lane, set *faults.Set, art string
 	if err != nil {
 		t.Errorf("%s: harness.log: %v", faults.ControllerKilled, err)
 	}
+	summary, err := os.ReadFile(filepath.Join(art, "summary.md"))
+	if err != nil {
+		t.Errorf("%s: summary.md: %v", faults.ControllerKilled, err)
+	}
 	for _, name := range set.Targets(faults.ControllerKilled) {
 		killed := false
 		for _, o := range obs {
@@ -57,6 +61,11 @@ func controllerRestarted(t *testing.T, _ *lane.Lane, set *faults.Set, art string
 		recovered := regexp.MustCompile(regexp.QuoteMeta(name) + ` restarted \d+ time\(s\), available again`)
 		if !bytes.Contains(log, []byte("platform: "+name+" restarted: ")) || !recovered.Match(log) {
 			t.Errorf("%s@%s: harness.log does not show the platform watch seeing its restart and, at the end, its recovery", faults.ControllerKilled, name)
+			continue
+		}
+		// The report keeps it: summary.md's platform table (report.html's is the same rows).
+		if !bytes.Contains(summary, []byte("| platform "+name+" | restarted | ")) {
+			t.Errorf("%s@%s: summary.md's \"Platform under the pools\" does not list its restart", faults.ControllerKilled, name)
 			continue
 		}
 		t.Logf("%s@%s: restarted, and the run passed", faults.ControllerKilled, name)
