@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -38,8 +39,16 @@ func TestAPlatformFailuresEvidenceIsThePlatformsPodsAndEvents(t *testing.T) {
 		Type: corev1.EventTypeWarning, Reason: "BackOff", Message: "Back-off restarting failed container virt-controller", FirstTimestamp: now, LastTimestamp: now, Count: 3}))
 
 	res := rec.Collect(ctx, CollectOptions{Budget: Budget{Reserve: 30 * time.Second}, Pools: []tenant.PoolNames{w.pn}, Class: verdict.Platform})
-	if len(res.Evidence) < 2 || res.Evidence[0] != "clusters/management/pods.txt" || res.Evidence[1] != "clusters/management/events.txt" {
-		t.Fatalf("evidence %v: want the platform's Pods, then its Events, first", res.Evidence)
+	// The platform's files come first: its Pods' logs and summary, then its Events.
+	platform := 0
+	for _, p := range res.Evidence {
+		if !strings.HasPrefix(p, "clusters/management/logs/cozy-kubevirt/") && p != "clusters/management/pods.txt" && p != "clusters/management/events.txt" {
+			break
+		}
+		platform++
+	}
+	if !slices.Contains(res.Evidence[:platform], "clusters/management/pods.txt") || !slices.Contains(res.Evidence[:platform], "clusters/management/events.txt") {
+		t.Fatalf("evidence %v: want the platform's Pods and Events before anything of the pool's", res.Evidence)
 	}
 	for file, want := range map[string]string{"pods.txt": "Pod cozy-kubevirt/virt-controller-7d9f", "events.txt": "BackOff"} {
 		data, err := os.ReadFile(filepath.Join(dir, "clusters", "management", file))
