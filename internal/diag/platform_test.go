@@ -12,8 +12,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/cozystack/cozy-e2e/framework/verdict"
 	"github.com/cozystack/cozy-e2e/framework/tenant"
+	"github.com/cozystack/cozy-e2e/framework/verdict"
 )
 
 // A pool that failed because a platform component was down has the platform's Pods and Events
@@ -36,7 +36,7 @@ func TestAPlatformFailuresEvidenceIsThePlatformsPodsAndEvents(t *testing.T) {
 	now := metav1.Now()
 	must(t, c.Create(ctx, &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: "virt-controller-7d9f.1", Namespace: "cozy-kubevirt"},
 		InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: "cozy-kubevirt", Name: pod.Name},
-		Type: corev1.EventTypeWarning, Reason: "BackOff", Message: "Back-off restarting failed container virt-controller", FirstTimestamp: now, LastTimestamp: now, Count: 3}))
+		Type:           corev1.EventTypeWarning, Reason: "BackOff", Message: "Back-off restarting failed container virt-controller", FirstTimestamp: now, LastTimestamp: now, Count: 3}))
 
 	res := rec.Collect(ctx, CollectOptions{Budget: Budget{Reserve: 30 * time.Second}, Pools: []tenant.PoolNames{w.pn}, Class: verdict.Platform})
 	// The platform's files come first: its Pods' logs and summary, then its Events.
