@@ -60,8 +60,9 @@ func expect(f faults.Name, os string) (expectation, bool) {
 	case faults.ControllerCrashLoop:
 		// virt-controller down from the first VirtualMachine on: the disks wait for their first
 		// consumer, the launcher it never makes; at the pools deadline every pool names it and
-		// its last log line, with the platform's class.
-		return expectation{verdict.Platform, join.StageDiskImport, false, nil, false}, true
+		// its last log line, with the platform's class; the evidence holds the kubelet's BackOff
+		// on virt-controller's Pod.
+		return expectation{verdict.Platform, join.StageDiskImport, false, []string{"Back-off restarting failed container virt-controller"}, false}, true
 	case faults.NodeNotReady:
 		return expectation{verdict.Deadline, join.StageReady, false, []string{"KubeletNotReady"}, false}, true
 	case faults.NodeTainted:
