@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"testing"
 	"time"
 
 	"github.com/onsi/ginkgo/v2"
@@ -29,7 +30,13 @@ type World struct {
 
 	mu    sync.Mutex
 	pools *fixture.Pools
+	t     *testing.T
 }
+
+// T is the suite's Go test (the one that called Run): a spec that runs Go subtests, as an
+// e2e-framework feature does (suite/e2eframework), runs them with T().Run from the spec's own
+// goroutine while the suite's specs run. Nil for a World that Run did not make.
+func (w *World) T() *testing.T { return w.t }
 
 func newWorld(s *Suite) *World {
 	t := fixture.New(fixture.Options{Management: s.Mgmt, Lane: s.Lane, Clock: s.Clock, Run: s.Run, Log: s.Log,
