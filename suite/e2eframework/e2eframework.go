@@ -4,8 +4,8 @@
 // spec's.
 //
 // A feature runs only through e2e-framework's Environment.Test(t *testing.T, ...), which runs it
-// as a Go subtest and each of its assessments as a subtest of that (e2e-framework v0.7.0
-// pkg/env/env.go:225-242, 484-548); a Ginkgo node has no *testing.T of its own. So Specs
+// as a Go subtest and each of its assessments as a subtest of that (sigs.k8s.io/e2e-framework
+// v0.7.0 pkg/env/env.go:225-242, 484-548); a Ginkgo node has no *testing.T of its own. So Specs
 // registers one Ginkgo spec per pool for the feature, and that spec runs the feature as a
 // subtest of the suite's own Go test (suite.World.T), from the spec's goroutine, while the
 // suite's Ginkgo specs run: the tenant's bring-up, evidence, keep and teardown stay suite.Run's,
