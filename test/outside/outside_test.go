@@ -208,7 +208,7 @@ func greenRun(t *testing.T, root, e2e, laneFile string) {
 	cmd.Env = append(os.Environ(), "E2E_ARTIFACTS="+art, "E2E_SIM_FAULT=", "E2E_KEEP=", "E2E_REUSE=")
 	start := time.Now()
 	out, err := cmd.CombinedOutput()
-	t.Logf("bin/e2e run --lane %s: %s", laneFile, time.Since(start).Round(time.Second))
+	t.Logf("bin/e2e run --lane %s: %s, and it printed:\n%s", laneFile, time.Since(start).Round(time.Second), out)
 	v, verr := verdict.ReadVerdict(filepath.Join(art, "verdict.json"))
 	if verr != nil {
 		t.Fatalf("no verdict (%v): %v\n%s", err, verr, out)
