@@ -25,6 +25,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 
@@ -49,7 +50,7 @@ func Specs(w *suite.World, phase string, f types.Feature) {
 	name := f.Name()
 	clash := claim(w, phase, name)
 	for _, p := range w.Tenant.Pools {
-		ginkgo.Describe("pool "+p.Name(), ginkgo.Label("pool:"+p.Name(), "feature:"+name), func() {
+		ginkgo.Describe("pool "+p.Name(), ginkgo.Label("pool:"+p.Name(), "feature:"+labelSafe.Replace(name)), func() {
 			ginkgo.It("feature "+name, func(spec ginkgo.SpecContext) {
 				if clash != "" {
 					specs.Must(w.Failures, p.Name(), &fixture.ConfigurationError{File: w.Lane.File, Err: fmt.Errorf(
@@ -60,6 +61,10 @@ func Specs(w *suite.World, phase string, f types.Feature) {
 		})
 	}
 }
+
+// labelSafe replaces, in a feature's name, the characters a Ginkgo label may not hold (those of
+// its filter language, github.com/onsi/ginkgo/v2 v2.34.0 types/label_filter.go:570).
+var labelSafe = strings.NewReplacer("&", "-", "|", "-", "!", "-", ",", "-", "(", "-", ")", "-", "/", "-")
 
 var (
 	claimsMu sync.Mutex
