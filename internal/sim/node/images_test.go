@@ -101,9 +101,9 @@ func mustRun(t *testing.T, imgs node.Images, image string, env []string, script 
 }
 
 // The images' binaries run in their own roots, linked against the Debian libraries there: each
-// answers --help (virt-launcher with the flags of kubevirt.io/kubevirt v1.8.4
-// cmd/virt-launcher/virt-launcher.go:352,361, cdi-importer with klog's flags), and ldd finds every
-// library, libvirt and libnbd among them.
+// answers --help, and ldd finds every library, libvirt and libnbd among them. virt-launcher
+// lists its flags `allow-emulation` and `ovmf-path` (kubevirt.io/kubevirt v1.8.4
+// cmd/virt-launcher/virt-launcher.go:352,361); cdi-importer lists klog's.
 func TestImageBinariesRunInTheirRoots(t *testing.T) {
 	imgs := builtImages(t)
 	for _, c := range []struct {
@@ -166,14 +166,15 @@ func TestImageBinariesRunInTheirRoots(t *testing.T) {
 	}
 }
 
-// virt-handler's init container, as virt-operator v1.8.4 renders it (the launcher image,
-// `/bin/sh -c node-labeller.sh`, PREFERRED_VIRTTYPE and HYPERVISOR_DEVICE:
-// pkg/virt-operator/resource/generate/components/daemonsets.go:144-164), with the virt type
-// qemu, succeeds in the launcher's root: node-labeller.sh starts virtqemud (libvirtd under that
-// name, with a virtqemud-sock) and virsh writes the domain capabilities with a host-model CPU
-// under TCG, the CPU baseline and the host capabilities. As the non-root launcher runs it (uid
-// 107, XDG_RUNTIME_DIR=/var/run: pkg/virt-controller/services/rendercontainer.go:187-203),
-// virtqemud answers on the session URI virt-launcher dials (cmd/virt-launcher/virt-launcher.go:125).
+// virt-handler's init container, with the virt type qemu, succeeds in the launcher's root.
+// virt-operator renders it from the launcher image, running `node-labeller.sh` with
+// `PREFERRED_VIRTTYPE` and `HYPERVISOR_DEVICE` set (kubevirt.io/kubevirt v1.8.4
+// pkg/virt-operator/resource/generate/components/daemonsets.go:144-167). The script starts
+// virtqemud (libvirtd under that name, with a virtqemud-sock), and virsh writes the domain
+// capabilities with a host-model CPU under TCG, the CPU baseline and the host capabilities. Run
+// as the non-root launcher runs it, uid 107 with `XDG_RUNTIME_DIR` at /var/run
+// (pkg/virt-controller/services/rendercontainer.go:18-20,187-203), virtqemud answers on the
+// `virtqemud-sock` URI virt-launcher dials (cmd/virt-launcher/virt-launcher.go:125).
 func TestLauncherImageRunsTheNodeLabeller(t *testing.T) {
 	imgs := builtImages(t)
 	out := mustRun(t, imgs, node.VirtLauncher, []string{"PREFERRED_VIRTTYPE=qemu", "HYPERVISOR_DEVICE=kvm"},
@@ -198,21 +199,24 @@ q virsh -c 'qemu+unix:///session?socket=/var/run/libvirt/virtqemud-sock' domcapa
 		"daemon: qemu virtqemud", "<domain>qemu</domain>")
 }
 
-// standaloneVMI is the smallest VMI virt-launcher starts by itself (pkg/virt-launcher/
-// standalone/standalone.go:34-50 reads STANDALONE_VMI): what virt-api's defaults would add
-// written out (a firmware UUID, ACPI, which UEFI needs), EFI without secure boot, no disk.
+// standaloneVMI is the smallest VMI virt-launcher starts by itself, from `STANDALONE_VMI`
+// (kubevirt.io/kubevirt v1.8.4 pkg/virt-launcher/standalone/standalone.go:34-50): what
+// virt-api's defaults would add written out (a firmware UUID, ACPI, which UEFI needs), EFI
+// without secure boot, no disk.
 const standaloneVMI = `{"apiVersion":"kubevirt.io/v1","kind":"VirtualMachineInstance",
 "metadata":{"name":"probe","namespace":"default","uid":"6a1f3e52-7c1b-4d8e-9f00-000000000001"},
 "spec":{"domain":{"features":{"acpi":{}},"machine":{"type":"q35"},"devices":{},
 "firmware":{"uuid":"5d307ca9-b3ef-428c-8861-06e72d69f223","bootloader":{"efi":{"secureBoot":false}}},
 "memory":{"guest":"128Mi"},"resources":{"requests":{"memory":"128Mi"}}}}}`
 
-// virt-launcher runs a VM in its root: with --allow-emulation and no /dev/kvm it starts
-// virtqemud and virtlogd, turns the VMI into a domain (kvm-domain-configurator: "kvm not
-// present. Using software emulation."), and libvirt runs QEMU under TCG with OVMF from the
-// names KubeVirt looks for (pkg/virt-launcher/virtwrap/efi/efi.go:28-33); the firmware's boot
-// manager lines reach the serial log KubeVirt keeps (/var/run/kubevirt-private/<uid>/
-// virt-serial0-log). Without virt-handler its notify socket is absent, which it only logs.
+// virt-launcher runs a VM in its root. With --allow-emulation and no /dev/kvm it starts
+// virtqemud and virtlogd and turns the VMI into a domain under software emulation, logging
+// `kvm not present` (kubevirt.io/kubevirt v1.8.4
+// pkg/hypervisor/kvm/kvm-domain-configurator.go:49). libvirt runs QEMU under TCG with OVMF from
+// the names KubeVirt looks for, `OVMF_CODE.fd` and `OVMF_VARS.fd`
+// (pkg/virt-launcher/virtwrap/efi/efi.go:28-33), and the firmware's boot manager lines reach the
+// serial log KubeVirt keeps, virt-serial0-log under /var/run/kubevirt-private/<uid>. Without
+// virt-handler its notify socket is absent, which it only logs.
 func TestLauncherImageBootsAVMUnderTCG(t *testing.T) {
 	imgs := builtImages(t)
 	mustRun(t, imgs, node.VirtLauncher, []string{"STANDALONE_VMI=" + standaloneVMI},
@@ -228,10 +232,11 @@ virsh list; pgrep -a qemu-system | grep -o -- '-accel tcg'; grep -o 'kvm not pre
 
 // On the real Node the launcher image is what virt-handler's init container runs: served by
 // the local registry under upstream's name, pulled by containerd through its mirror entry, and
-// run by the kubelet as virt-operator v1.8.4 renders the container (`/bin/sh -c
-// node-labeller.sh`, privileged, the node-labeller volume at /var/lib/kubevirt-node-labeller:
-// pkg/virt-operator/resource/generate/components/daemonsets.go:144-172), with the virt type
-// qemu. The Pod succeeds and the files it wrote are on the host.
+// run by the kubelet as virt-operator renders the container: `node-labeller.sh` under /bin/sh,
+// `Privileged`, the `node-labeller` volume mounted (kubevirt.io/kubevirt v1.8.4
+// pkg/virt-operator/resource/generate/components/daemonsets.go:144-172), here at
+// /var/lib/kubevirt-node-labeller, with the virt type qemu. The Pod succeeds and the files it
+// wrote are on the host.
 func TestRealNodeRunsTheNodeLabellerFromTheLauncherImage(t *testing.T) {
 	tools := nodeHost(t)
 	imgs := builtImages(t)
