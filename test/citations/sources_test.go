@@ -14,7 +14,8 @@ import (
 
 // source is one pinned upstream tree a citation can name: a Go module at a version (found in the
 // module cache, where the tools modules and build.sh put it), or a git commit of a repository
-// the proxy does not serve (found only when E2E_CITATIONS_GIT names a folder of bare clones).
+// the proxy does not serve (read from a clone when E2E_CITATIONS_GIT names a folder of bare
+// clones, else from its record, record_test.go).
 type source struct {
 	id      string // the docs' short name, or module@version
 	module  string // Go module path, when it is one
@@ -36,16 +37,24 @@ var shortNames = map[string]source{
 	"COZY161": {module: "github.com/cozystack/cozystack", version: "v1.6.1", fetch: "make citation-modules"},
 	"HCAPI":   {module: "github.com/fluxcd/helm-controller/api", version: "v1.6.2", fetch: "make citation-modules"},
 	"KWOK":    {module: "sigs.k8s.io/kwok", version: "v0.8.0", fetch: "make citation-modules"},
-	"CAPI":    {repo: "kubernetes-sigs/cluster-api", commit: "30be34da2ba56735e128c280370df3135d048015", version: "v1.13.5"},
+	// v1.13.5 is the tag at 30be34da2ba56735e128c280370df3135d048015 (docs/upstream.md, "Revisions read").
+	"CAPI":    {module: "sigs.k8s.io/cluster-api", version: "v1.13.5", fetch: "make citation-modules"},
 	"COZY":    {repo: "cozystack/cozystack", commit: "3c780acd417f086f8f18d040d0d7020ff55d3ba3", version: "main"},
 	"COZY162": {repo: "cozystack/cozystack", commit: "bfde94fd26d35c5f0281a1285f194e7ca3041b6a", version: "v1.6.2"},
 	"KJ":      {repo: "clastix/kamaji", commit: "e51909fae3f5221b14c83413aaa5df07b64d3336", version: "26.3.6-edge"},
 	"KJ26":    {repo: "clastix/kamaji", commit: "ddbabd87ed0e8d7c319414383e153c46f21733a9", version: "26.8.2-edge"},
 	"KCP":     {repo: "clastix/cluster-api-control-plane-provider-kamaji", commit: "c476f8579a", version: "v0.19.0"},
-	"TALOS":   {repo: "siderolabs/talos", commit: "04318854eb", version: "v1.13.6"},
-	"KAIROS":  {repo: "kairos-io/cluster-api-provider-kairos", commit: "c3002363da", version: "main"},
-	"HC":      {repo: "fluxcd/helm-controller", commit: "c618784259", version: "v1.5.0"},
-	"KIND":    {module: "sigs.k8s.io/kind", version: "v0.33.0", fetch: "make citation-modules"},
+	// v1.13.6 is the tag at 04318854eb.
+	"TALOS":  {module: "github.com/siderolabs/talos", version: "v1.13.6", fetch: "make citation-modules"},
+	"KAIROS": {repo: "kairos-io/cluster-api-provider-kairos", commit: "c3002363da", version: "main"},
+	"HC":     {repo: "fluxcd/helm-controller", commit: "c618784259", version: "v1.5.0"},
+	"KIND":   {module: "sigs.k8s.io/kind", version: "v0.33.0", fetch: "make citation-modules"},
+	// kind's site (its own Go module, which the proxy does not serve) at the snapshot
+	// docs/upstream.md read.
+	"KINDGIT": {repo: "kubernetes-sigs/kind", commit: "fed268827e21ca48a74c38215c316dd343364ef5", version: "fed268827e21"},
+	// MetalLB as Cozystack v1.6.1 ships it (the vendored chart's appVersion, its images built
+	// FROM quay.io/metallb/speaker at that version).
+	"METALLB": {module: "go.universe.tf/metallb", version: "v0.16.1", fetch: "make citation-modules"},
 	// Not a tree: cozystack/cozystack#4911 is cited for its description.
 	"#4911": {},
 }
@@ -102,15 +111,18 @@ var markers = []marker{
 	{regexp.MustCompile(`\b[Cc]ozystack v1\.6\.2\b`), short("COZY162")},
 	{regexp.MustCompile(`\bcozystack/cozystack\b`), short("COZY")},
 	{regexp.MustCompile(`\bkind v0\.33\.0\b`), short("KIND")},
+	{regexp.MustCompile(`\bkind snapshot(?: HEAD)?\b`), short("KINDGIT")},
+	{regexp.MustCompile(`\b(?:metallb/metallb|go\.universe\.tf/metallb|MetalLB) v0\.16\.1\b`), short("METALLB")},
 	{regexp.MustCompile(`\b(?:siderolabs/)?[Tt]alos v1\.13\.6\b`), short("TALOS")},
 	{regexp.MustCompile(`\b(?:kubernetes-sigs/)?cluster-api v1\.13\.5\b`), short("CAPI")},
 	{regexp.MustCompile(`\b(?:fluxcd/)?helm-controller v1\.5\.0\b`), short("HC")},
 	{regexp.MustCompile(`\b(?:fluxcd/)?helm-controller v1\.6\.2\b`), func([]string) *source { return moduleSource("github.com/fluxcd/helm-controller", "v1.6.2") }},
 }
 
-// after is a ref written after a citation ("markcontrolplane.go:31-34 at v1.35.4"): it names
-// the citation's source when no marker precedes it in the same clause.
-var after = regexp.MustCompile(`^[),]?\s*(?:at|in) (v1\.35\.4|v0\.33\.0|v1\.6\.1|v1\.6\.2|main)\b`)
+// after is a ref written after a citation ("markcontrolplane.go:31-34 at v1.35.4", the path in
+// backticks or not): it names the citation's source when no marker precedes it in the same
+// clause.
+var after = regexp.MustCompile("^`?[),]?\\s*(?:at|in) (v1\\.35\\.4|v0\\.33\\.0|v1\\.6\\.1|v1\\.6\\.2|main)\\b")
 
 var afterSource = map[string]string{"v1.35.4": "K8S", "v0.33.0": "KIND", "v1.6.1": "COZY161", "v1.6.2": "COZY162", "main": "COZY"}
 
@@ -121,9 +133,12 @@ type tree struct {
 	read  func(path string) ([]byte, error)
 	// bySuffix lists the files whose path ends in a key ("/cluster.yaml" → its paths).
 	names []string
+	// rec is the record a git-only source is read from where no clone is; nil for a tree.
+	rec *record
 }
 
-// trees finds sources in the module cache, or in E2E_CITATIONS_GIT for git-only ones.
+// trees finds sources in the module cache; git-only ones in E2E_CITATIONS_GIT, else in their
+// records.
 type trees struct {
 	modcache string
 	gitDir   string
@@ -177,9 +192,6 @@ func escape(p string) string {
 // errNotATree is a source that is no tree (a pull request's description).
 var errNotATree = errors.New("a pull request's description, no file to read")
 
-// errNoGit is a git-only source read without E2E_CITATIONS_GIT.
-var errNoGit = errors.New("not a Go module the proxy serves; read only with E2E_CITATIONS_GIT (a folder of clones named owner+name)")
-
 // errNotPinned is a module no go.sum of the repository pins, so nothing downloads it.
 var errNotPinned = errors.New("pinned by no go.sum of the harness or its tools modules, so nothing downloads it")
 
@@ -225,12 +237,17 @@ func (ts *trees) open(s source) (*tree, error) {
 		})
 		return t, err
 	case s.repo != "":
-		if ts.gitDir == "" {
-			return nil, errNoGit
-		}
 		dir := filepath.Join(ts.gitDir, strings.ReplaceAll(s.repo, "/", "+"))
 		if st, err := os.Stat(filepath.Join(dir, "repo")); err == nil && st.IsDir() {
 			dir = filepath.Join(dir, "repo")
+		}
+		if _, err := os.Stat(dir); ts.gitDir == "" || err != nil {
+			// No clone: the record of what the check needs of it.
+			r, err := readRecord(s)
+			if err != nil {
+				return nil, err
+			}
+			return r.tree(s), nil
 		}
 		out, err := exec.Command("git", "--git-dir", dir, "ls-tree", "-r", "--name-only", s.commit).Output()
 		if err != nil {
