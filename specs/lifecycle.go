@@ -92,6 +92,13 @@ func (lc Lifecycle) Start(spec context.Context, phase, pool, row string) *Step {
 // deadline is a deadline at the phase.
 func (r *Step) Must(err error) { MustIn(r.lc.Failures, r.phase, r.pool, err) }
 
+// SkipCheck records that one check of the spec, on the step's pool, could not be judged and is
+// skipped for reason (SkipCheck); the spec goes on with its other checks, and a line says so.
+func (r *Step) SkipCheck(check, reason string) {
+	SkipCheck(r.pool, check, reason)
+	r.Logf("pool %s: check %s skipped: %s", r.pool, check, reason)
+}
+
 // Logf writes a line for people (Lifecycle.Log).
 func (r *Step) Logf(format string, a ...any) {
 	if r.lc.Log != nil {

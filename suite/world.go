@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"testing"
 	"time"
 
 	"github.com/onsi/ginkgo/v2"
@@ -32,7 +33,13 @@ type World struct {
 	pools *fixture.Pools
 	// platform watches the platform under the pools and the lifecycle specs (platform.go).
 	platform *platformwatch.Watch
+	t        *testing.T
 }
+
+// T is the suite's Go test (the one that called Run): a spec that runs Go subtests, as an
+// e2e-framework feature does (suite/e2eframework), runs them with T().Run from the spec's own
+// goroutine while the suite's specs run. Nil for a World that Run did not make.
+func (w *World) T() *testing.T { return w.t }
 
 func newWorld(s *Suite) *World {
 	w := &World{Suite: s}

@@ -59,6 +59,9 @@ func WriteSummary(w io.Writer, in SummaryInput) error {
 	if v.Reason != "" {
 		fmt.Fprintf(b, "**%s**\n\n", cell(v.Reason))
 	}
+	if n := len(v.Skipped); n > 0 {
+		fmt.Fprintf(b, "%d check(s) skipped, each with its reason ([below](#skipped-checks)).\n\n", n)
+	}
 	if len(v.Clusters) > 0 {
 		b.WriteString("### Conformance clusters\n\n| cluster | Kubernetes | pools | result |\n| --- | --- | --- | --- |\n")
 		for _, c := range v.Clusters {
@@ -83,6 +86,13 @@ func WriteSummary(w io.Writer, in SummaryInput) error {
 		b.WriteString("\n")
 	}
 	writeMarks(b, in)
+	if len(v.Skipped) > 0 {
+		b.WriteString("### Skipped checks\n\n| pool | spec | check | reason |\n| --- | --- | --- | --- |\n")
+		for _, s := range v.Skipped {
+			fmt.Fprintf(b, "| %s | %s | %s | %s |\n", cell(firstNonEmpty(s.Pool, "-")), cell(s.Spec), cell(s.Check), cell(clip(s.Reason, 300)))
+		}
+		b.WriteString("\n")
+	}
 	pools := stageTimeline(in.Timings)
 	if len(pools) > 0 {
 		b.WriteString("### Pools: join stages (seconds from the stage before)\n\n")
