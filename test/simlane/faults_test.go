@@ -19,9 +19,14 @@ const (
 	maxTimeToVerdict = 10 * time.Second
 	maxDiagnostics   = 60 * time.Second
 	maxArtifacts     = 20 << 20
-	// runTimeout bounds one whole run of the sim lane (its job cap is 10m).
-	runTimeout = 12 * time.Minute
+	// interruptTimeout bounds a sim lane run that is to be interrupted before its end.
+	interruptTimeout = 12 * time.Minute
 )
+
+// runTimeout bounds one whole run of lane l: its CI job's timeout-minutes (budget.jobCap), before
+// which the harness promises to end with a verdict; a run still going then would be cancelled by
+// the CI runner without one.
+func runTimeout(l *lane.Lane) time.Duration { return l.Budget.JobCap.D() }
 
 // scenarios are the runs, each an E2E_SIM_FAULT value: green (on the sim lane with its longest
 // names: a run id of lane.MaxRunID characters and the longest second cluster name its pools

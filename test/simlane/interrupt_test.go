@@ -85,9 +85,9 @@ func TestSignalEndsTheRunCleanly(t *testing.T) {
 			case <-seen:
 			case err := <-done:
 				t.Fatalf("the run ended (%v) before printing %q:\n%s", err, c.marker, tail(log.String(), 40))
-			case <-time.After(runTimeout):
+			case <-time.After(interruptTimeout):
 				_ = cmd.Process.Kill()
-				t.Fatalf("no %q in the run's output after %s:\n%s", c.marker, runTimeout, tail(log.String(), 40))
+				t.Fatalf("no %q in the run's output after %s:\n%s", c.marker, interruptTimeout, tail(log.String(), 40))
 			}
 
 			// The detector must see the run's processes before it may vouch for their absence.

@@ -77,10 +77,10 @@ func runLane(t *testing.T, root, bin string, l *lane.Lane, laneArg, spec string,
 			t.Errorf("a kept run did not end within %s of SIGINT", maxInterrupted)
 		}
 		checkKeptRemoved(t, log.String())
-	case <-time.After(runTimeout):
+	case <-time.After(runTimeout(l)):
 		_ = cmd.Process.Kill()
 		werr = <-done
-		t.Errorf("the run took more than %s", runTimeout)
+		t.Errorf("the run took more than lane %s's budget.jobCap %s: a CI runner would have cancelled it without a verdict", l.Name, runTimeout(l))
 	}
 	out.wall = time.Since(start)
 	red := set != nil && (len(poolFaults(l, set)) > 0 || len(tenantFaults(set)) > 0)
