@@ -47,8 +47,7 @@ func (p *Platform) refuse(ctx context.Context, hr *unstructured.Unstructured, r 
 // once per generation of the release.
 func (p *Platform) released(ctx context.Context, hr *unstructured.Unstructured, chart, version string) error {
 	history, _, _ := unstructured.NestedSlice(hr.Object, "status", "history")
-	attempted, _, _ := unstructured.NestedInt64(hr.Object, "status", "lastAttemptedGeneration")
-	if conditionStatus(hr, "Ready") == "True" && attempted == hr.GetGeneration() && len(history) > 0 {
+	if inSync(hr) {
 		return nil
 	}
 	action, reason := "install", "InstallSucceeded"
@@ -82,6 +81,20 @@ func (p *Platform) released(ctx context.Context, hr *unstructured.Unstructured, 
 	setCondition(hr, "Ready", "True", reason, msg)
 	setCondition(hr, "Released", "True", reason, msg)
 	return p.c.Status().Patch(ctx, hr, patch)
+}
+
+// inSync is whether the release of hr's generation is installed: Ready, attempted at this
+// generation, with a history entry. Helm then leaves the release's objects alone until the next
+// generation: helm-controller compares the cluster with the release only under drift detection
+// (github.com/fluxcd/helm-controller v1.6.2 internal/reconcile/state.go:191-206, MustDetectChanges),
+// which is off unless spec.driftDetection.mode says otherwise (github.com/fluxcd/helm-controller/api
+// v1.6.2 v2/helmrelease_types.go:334-341, DriftDetectionDisabled), and Cozystack's
+// API sets no driftDetection on an app's HelmRelease (cozystack/cozystack v1.6.1
+// pkg/registry/apps/application/rest.go:1591-1619).
+func inSync(hr *unstructured.Unstructured) bool {
+	history, _, _ := unstructured.NestedSlice(hr.Object, "status", "history")
+	attempted, _, _ := unstructured.NestedInt64(hr.Object, "status", "lastAttemptedGeneration")
+	return conditionStatus(hr, "Ready") == "True" && attempted == hr.GetGeneration() && len(history) > 0
 }
 
 // setCondition sets condition typ on u's status.conditions, keeping its transition time when

@@ -40,9 +40,19 @@ func (p *Platform) reconcileKubernetes(ctx context.Context, req reconcile.Reques
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	for _, o := range rendered.Objects {
-		if err := p.apply(ctx, o, hr); err != nil {
-			return reconcile.Result{}, err
+	// The chart's objects are applied once per generation, as Helm installs or upgrades a
+	// release (inSync): rewriting them on every pass of this loop, while the reconcile Jobs wait
+	// for the control plane, would give Cluster API a MachineDeployment event each time, and its
+	// controller counts each failed pass against a bootstrap template that is not there yet
+	// ("cannot create a MachineSet when templates do not exist", sigs.k8s.io/cluster-api v1.13.6
+	// internal/controllers/machinedeployment/machinedeployment_rollout_planner.go:146-147; its
+	// watches name no template, machinedeployment_controller.go:104-119), backing the pool off
+	// for minutes.
+	if !inSync(hr) {
+		for _, o := range rendered.Objects {
+			if err := p.apply(ctx, o, hr); err != nil {
+				return reconcile.Result{}, err
+			}
 		}
 	}
 	// The chart's Talos secrets and the Talos CA cert-manager issues from its Certificate.
