@@ -3,9 +3,11 @@ package join
 import (
 	"fmt"
 	"sort"
+	"strings"
 
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
@@ -173,7 +175,18 @@ func mdDetail(md *clusterv1.MachineDeployment, p Pool) string {
 	if md.Spec.Replicas != nil {
 		want = fmt.Sprint(*md.Spec.Replicas)
 	}
-	return fmt.Sprintf("MachineDeployment %s wants %s", md.Name, want)
+	d := fmt.Sprintf("MachineDeployment %s wants %s", md.Name, want)
+	// Cluster API says why it creates no MachineSet: a bootstrap or infrastructure template it
+	// did not find ("Scaling up from 0 to 1 replicas is blocked because KairosConfigTemplate does
+	// not exist", sigs.k8s.io/cluster-api v1.13.6 internal/controllers/machinedeployment/
+	// machinedeployment_status.go:276-279, missingReferencesMessage). Its word is from its
+	// last pass: it watches no template and retries with its back-off once one appears.
+	for _, c := range md.Status.Conditions {
+		if c.Type == clusterv1.MachineDeploymentScalingUpCondition && c.Status == metav1.ConditionTrue && strings.Contains(c.Message, " is blocked ") {
+			d += fmt.Sprintf("; %s: %s (at its pass of generation %d)", c.Type, c.Message, c.ObservedGeneration)
+		}
+	}
+	return d
 }
 
 // evaluateMachine is where one Machine is. The detectors run first: a terminal state wins
