@@ -74,30 +74,7 @@ func StorageProfiles() []Object {
 // pool disk on that class, so the phase fails at once with CDI's own words.
 func StorageProfilesAccept(ctx context.Context, dyn dynamic.Interface, o GateOptions) error {
 	what := "CDI StorageProfiles of " + strings.Join(PoolStorageClasses, ", ") + " offering an access mode"
-	err := Wait(ctx, dyn, Watch{GVR: StorageProfileGVR}, what, o.Log, func(objs []*unstructured.Unstructured) (bool, string, error) {
-		have := index(objs)
-		var waiting []string
-		for _, name := range PoolStorageClasses {
-			sp := have[name]
-			if sp == nil {
-				waiting = append(waiting, "StorageProfile "+name+" not created by CDI yet")
-				continue
-			}
-			sets := ProfileClaims(sp)
-			if len(sets) > 0 && len(sets[0].AccessModes) > 0 {
-				continue
-			}
-			if sc, _, _ := unstructured.NestedString(sp.Object, "status", "storageClass"); sc == "" {
-				waiting = append(waiting, "StorageProfile "+name+" not reconciled by CDI yet")
-				continue
-			}
-			prov, _, _ := unstructured.NestedString(sp.Object, "status", "provisioner")
-			return false, "", fmt.Errorf("CDI's StorageProfile %s (provisioner %s) has no access mode in status.claimPropertySets: CDI refuses the claim of every pool disk on class %s "+
-				"(\"no accessMode specified in StorageProfile %s\"); give the profile spec.claimPropertySets (internal/install/storage.go StorageProfiles)", name, prov, name, name)
-		}
-		sort.Strings(waiting)
-		return len(waiting) == 0, strings.Join(waiting, "; "), nil
-	})
+	err := Wait(ctx, dyn, Watch{GVR: StorageProfileGVR}, what, o.Log, judgeProfiles)
 	if err != nil {
 		return err
 	}
@@ -105,6 +82,42 @@ func StorageProfilesAccept(ctx context.Context, dyn dynamic.Interface, o GateOpt
 		fmt.Fprintf(o.Record, "ok     %-24s %s\n", "storage-profiles", strings.Join(PoolStorageClasses, ", ")+": "+LocalPathClaims[0].String())
 	}
 	return nil
+}
+
+// judgeProfiles is the StorageProfile gate's judge: done when every pool class's profile offers
+// an access mode, an error when CDI reconciled one to none.
+func judgeProfiles(objs []*unstructured.Unstructured) (bool, string, error) {
+	have := index(objs)
+	var waiting []string
+	for _, name := range PoolStorageClasses {
+		sp := have[name]
+		if sp == nil {
+			waiting = append(waiting, "StorageProfile "+name+" not created by CDI yet")
+			continue
+		}
+		sets := ProfileClaims(sp)
+		if len(sets) > 0 && len(sets[0].AccessModes) > 0 {
+			continue
+		}
+		if sc, _, _ := unstructured.NestedString(sp.Object, "status", "storageClass"); sc == "" {
+			waiting = append(waiting, "StorageProfile "+name+" not reconciled by CDI yet")
+			continue
+		}
+		// CDI copies spec.claimPropertySets into the status when it reconciles the profile
+		// (kubevirt.io/containerized-data-importer v1.64.0
+		// pkg/controller/storageprofile-controller.go:109-122, Status.ClaimPropertySets), and the
+		// profile records no generation it reconciled: given sets not in the status yet are
+		// a profile CDI has not reconciled since they were written, not a refusal.
+		if given, _, _ := unstructured.NestedSlice(sp.Object, "spec", "claimPropertySets"); len(given) > 0 {
+			waiting = append(waiting, "StorageProfile "+name+": CDI has not reconciled its spec.claimPropertySets yet")
+			continue
+		}
+		prov, _, _ := unstructured.NestedString(sp.Object, "status", "provisioner")
+		return false, "", fmt.Errorf("CDI's StorageProfile %s (provisioner %s) has no access mode in status.claimPropertySets: CDI refuses the claim of every pool disk on class %s "+
+			"(\"no accessMode specified in StorageProfile %s\"); give the profile spec.claimPropertySets (internal/install/storage.go StorageProfiles)", name, prov, name, name)
+	}
+	sort.Strings(waiting)
+	return len(waiting) == 0, strings.Join(waiting, "; "), nil
 }
 
 // ProfileClaims are a StorageProfile's status.claimPropertySets.

@@ -46,3 +46,31 @@ func TestEveryPoolClassHasAStorageProfileCDIAccepts(t *testing.T) {
 		}
 	}
 }
+
+// A profile CDI reconciled before the harness gave it claim property sets is waited for, not
+// refused: CDI copies the sets into the status on its next pass; one reconciled with none given
+// and none in the status is refused at once with CDI's words.
+func TestAProfileCDIHasNotReconciledSinceItsSetsWereGivenIsWaitedFor(t *testing.T) {
+	profile := func(name string, given bool) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{Object: map[string]any{
+			"status": map[string]any{"storageClass": name, "provisioner": "rancher.io/local-path"},
+		}}
+		u.SetName(name)
+		if given {
+			u.Object["spec"] = map[string]any{"claimPropertySets": []any{map[string]any{"accessModes": []any{"ReadWriteOnce"}, "volumeMode": "Filesystem"}}}
+		}
+		return u
+	}
+	var objs []*unstructured.Unstructured
+	for _, c := range PoolStorageClasses {
+		objs = append(objs, profile(c, true))
+	}
+	done, waiting, err := judgeProfiles(objs)
+	if err != nil || done || !strings.Contains(waiting, "CDI has not reconciled its spec.claimPropertySets yet") {
+		t.Errorf("sets given, status not caught up: done %v, waiting %q, err %v; want a wait naming the profile's unreconciled sets", done, waiting, err)
+	}
+	objs[0] = profile(PoolStorageClasses[0], false)
+	if _, _, err := judgeProfiles(objs); err == nil || !strings.Contains(err.Error(), "has no access mode") {
+		t.Errorf("no sets given, none in the status: %v, want the refusal", err)
+	}
+}
