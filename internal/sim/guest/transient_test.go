@@ -2,6 +2,7 @@ package guest_test
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"os"
 	"strings"
@@ -51,23 +52,31 @@ func TestTransientKairosFaultsClearAsUpstreamDoes(t *testing.T) {
 	if !strings.HasPrefix(node.Name, "metal-") {
 		t.Errorf("the late worker registered as Node %s, not under the provider's default prefix metal-", node.Name)
 	}
+	// The guest writes its observation after its patch succeeded: the Node may show the
+	// providerID a moment before the line is in the file.
 	var set, cleared, reg, patched simenv.Observation
-	f, err := os.Open(w.env.ObservationsPath())
-	must(t, err)
-	defer f.Close()
-	for sc := bufio.NewScanner(f); sc.Scan(); {
-		var o simenv.Observation
-		must(t, json.Unmarshal(sc.Bytes(), &o))
-		switch {
-		case o.Fault == faults.BootstrapTransient && strings.Contains(o.Detail, " set: "):
-			set = o
-		case o.Fault == faults.BootstrapTransient && strings.Contains(o.Detail, "cleared"):
-			cleared = o
-		case o.Fault == faults.ProviderIDLate && strings.Contains(o.Detail, "registered"):
-			reg = o
-		case o.Fault == faults.ProviderIDLate && strings.Contains(o.Detail, "patched"):
-			patched = o
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		data, err := os.ReadFile(w.env.ObservationsPath())
+		must(t, err)
+		for sc := bufio.NewScanner(bytes.NewReader(data)); sc.Scan(); {
+			var o simenv.Observation
+			must(t, json.Unmarshal(sc.Bytes(), &o))
+			switch {
+			case o.Fault == faults.BootstrapTransient && strings.Contains(o.Detail, " set: "):
+				set = o
+			case o.Fault == faults.BootstrapTransient && strings.Contains(o.Detail, "cleared"):
+				cleared = o
+			case o.Fault == faults.ProviderIDLate && strings.Contains(o.Detail, "registered"):
+				reg = o
+			case o.Fault == faults.ProviderIDLate && strings.Contains(o.Detail, "patched"):
+				patched = o
+			}
 		}
+		if !patched.At.IsZero() || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 	if !strings.Contains(set.Detail, "get user password secret "+ns+"/pw: ") || !strings.Contains(set.Detail, "not found") {
 		t.Errorf("bootstrap-transient: the failureReason set says %q, not the provider's words", set.Detail)
