@@ -36,7 +36,8 @@ var shortNames = map[string]source{
 	"COZY161": {module: "github.com/cozystack/cozystack", version: "v1.6.1", fetch: "make citation-modules"},
 	"HCAPI":   {module: "github.com/fluxcd/helm-controller/api", version: "v1.6.2", fetch: "make citation-modules"},
 	"KWOK":    {module: "sigs.k8s.io/kwok", version: "v0.8.0", fetch: "make citation-modules"},
-	"CAPI":    {repo: "kubernetes-sigs/cluster-api", commit: "30be34da2ba56735e128c280370df3135d048015", version: "v1.13.5"},
+	// v1.13.5 is the tag at 30be34da2ba56735e128c280370df3135d048015 (docs/upstream.md, "Revisions read").
+	"CAPI":    {module: "sigs.k8s.io/cluster-api", version: "v1.13.5", fetch: "make citation-modules"},
 	"COZY":    {repo: "cozystack/cozystack", commit: "3c780acd417f086f8f18d040d0d7020ff55d3ba3", version: "main"},
 	"COZY162": {repo: "cozystack/cozystack", commit: "bfde94fd26d35c5f0281a1285f194e7ca3041b6a", version: "v1.6.2"},
 	"KJ":      {repo: "clastix/kamaji", commit: "e51909fae3f5221b14c83413aaa5df07b64d3336", version: "26.3.6-edge"},
@@ -46,6 +47,9 @@ var shortNames = map[string]source{
 	"KAIROS":  {repo: "kairos-io/cluster-api-provider-kairos", commit: "c3002363da", version: "main"},
 	"HC":      {repo: "fluxcd/helm-controller", commit: "c618784259", version: "v1.5.0"},
 	"KIND":    {module: "sigs.k8s.io/kind", version: "v0.33.0", fetch: "make citation-modules"},
+	// MetalLB as Cozystack v1.6.1 ships it (the vendored chart's appVersion, its images built
+	// FROM quay.io/metallb/speaker at that version).
+	"METALLB": {module: "go.universe.tf/metallb", version: "v0.16.1", fetch: "make citation-modules"},
 	// Not a tree: cozystack/cozystack#4911 is cited for its description.
 	"#4911": {},
 }
@@ -102,15 +106,17 @@ var markers = []marker{
 	{regexp.MustCompile(`\b[Cc]ozystack v1\.6\.2\b`), short("COZY162")},
 	{regexp.MustCompile(`\bcozystack/cozystack\b`), short("COZY")},
 	{regexp.MustCompile(`\bkind v0\.33\.0\b`), short("KIND")},
+	{regexp.MustCompile(`\b(?:metallb/metallb|go\.universe\.tf/metallb|MetalLB) v0\.16\.1\b`), short("METALLB")},
 	{regexp.MustCompile(`\b(?:siderolabs/)?[Tt]alos v1\.13\.6\b`), short("TALOS")},
 	{regexp.MustCompile(`\b(?:kubernetes-sigs/)?cluster-api v1\.13\.5\b`), short("CAPI")},
 	{regexp.MustCompile(`\b(?:fluxcd/)?helm-controller v1\.5\.0\b`), short("HC")},
 	{regexp.MustCompile(`\b(?:fluxcd/)?helm-controller v1\.6\.2\b`), func([]string) *source { return moduleSource("github.com/fluxcd/helm-controller", "v1.6.2") }},
 }
 
-// after is a ref written after a citation ("markcontrolplane.go:31-34 at v1.35.4"): it names
-// the citation's source when no marker precedes it in the same clause.
-var after = regexp.MustCompile(`^[),]?\s*(?:at|in) (v1\.35\.4|v0\.33\.0|v1\.6\.1|v1\.6\.2|main)\b`)
+// after is a ref written after a citation ("markcontrolplane.go:31-34 at v1.35.4", the path in
+// backticks or not): it names the citation's source when no marker precedes it in the same
+// clause.
+var after = regexp.MustCompile("^`?[),]?\\s*(?:at|in) (v1\\.35\\.4|v0\\.33\\.0|v1\\.6\\.1|v1\\.6\\.2|main)\\b")
 
 var afterSource = map[string]string{"v1.35.4": "K8S", "v0.33.0": "KIND", "v1.6.1": "COZY161", "v1.6.2": "COZY162", "main": "COZY"}
 

@@ -35,11 +35,13 @@ const (
 	// ExcludeFromExternalLBLabel is the label kubeadm puts on every control-plane node
 	// (k8s.io/kubernetes v1.35.4 cmd/kubeadm/app/phases/markcontrolplane/markcontrolplane.go:31-34,
 	// 54-56; constants/constants.go:278). MetalLB's speaker announces nothing from a node that
-	// carries it (v0.16.1 speaker/layer2_controller.go:268-271, internal/k8s/nodes/nodes.go:29-38)
-	// unless started with --ignore-exclude-lb (speaker/main.go:99), which the chart renders from
-	// speaker.ignoreExcludeLB, false in the chart Cozystack vendors
-	// (packages/system/metallb/charts/metallb/values.yaml:270, templates/speaker.yaml:279-281 at
-	// v1.6.2 and main). Cozystack's own e2e deletes the label from its control-plane nodes
+	// carries it (MetalLB v0.16.1 speaker/layer2_controller.go:268-271,
+	// internal/k8s/nodes/nodes.go:29-38 (IsNodeExcludedFromBalancers)) unless started with
+	// --ignore-exclude-lb (speaker/main.go:99 (ignoreLBExclude)), which the chart renders from
+	// speaker.ignoreExcludeLB, false in the chart Cozystack v1.6.1 vendors
+	// (packages/system/metallb/charts/metallb/values.yaml:270 (ignoreExcludeLB),
+	// templates/speaker.yaml:279-281 (ignoreExcludeLB); the same at v1.6.2 and main). Cozystack's
+	// own e2e deletes the label from its control-plane nodes
 	// (hack/e2e-prepare-cluster.bats:216-218 at main, l.200-202 at v1.6.2); a kind lane's only
 	// node is a control plane, so the harness removes it after create.
 	ExcludeFromExternalLBLabel = "node.kubernetes.io/exclude-from-external-load-balancers"
