@@ -42,8 +42,10 @@ const (
 	// (packages/system/metallb/charts/metallb/values.yaml:270 (ignoreExcludeLB),
 	// templates/speaker.yaml:279-281 (ignoreExcludeLB); the same at v1.6.2 and main). Cozystack's
 	// own e2e deletes the label from its control-plane nodes
-	// (hack/e2e-prepare-cluster.bats:216-218 at main, l.200-202 at v1.6.2); a kind lane's only
-	// node is a control plane, so the harness removes it after create.
+	// (hack/e2e-prepare-cluster.bats:216-218 at main, l.200-202 at v1.6.2). kind v0.33.0 removes
+	// it itself only from a cluster of one node
+	// (pkg/cluster/internal/create/actions/kubeadminit/init.go:159-168 (exclude-from-external-load-balancers));
+	// the harness removes it from every control-plane node after create, whatever the count.
 	ExcludeFromExternalLBLabel = "node.kubernetes.io/exclude-from-external-load-balancers"
 	// MetalLBNamespace is where the platform's MetalLB package runs (catalog: cozy-metallb).
 	MetalLBNamespace = "cozy-metallb"

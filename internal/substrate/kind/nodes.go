@@ -26,9 +26,10 @@ var gvrNode = schema.GroupVersionResource{Version: "v1", Resource: "nodes"}
 // and the kubelet refuses node-role labels in --node-labels, so the kind config cannot carry
 // it: it is set here, after create and before the platform is applied. The same patch removes
 // kubeadm's upstream.ExcludeFromExternalLBLabel from them, as Cozystack's own e2e does: MetalLB's
-// speaker announces no address from a node that carries it, and a kind lane's only node is its
-// control plane, so without this the tenant apiservers' LoadBalancer addresses are assigned and
-// never answer.
+// speaker announces no address from a node that carries it, so on a cluster whose only nodes
+// with a speaker are control planes the tenant apiservers' LoadBalancer addresses would be
+// assigned and never answer. kind v0.33.0 removes the label itself only from a one-node cluster
+// (pkg/cluster/internal/create/actions/kubeadminit/init.go:159-168); this holds for any count.
 func LabelControlPlane(ctx context.Context, dyn dynamic.Interface, want int, log io.Writer) ([]string, error) {
 	var cps []string
 	what := fmt.Sprintf("%d Node objects registered (Ready comes with the platform's CNI)", want)
