@@ -35,10 +35,12 @@ type Record struct {
 	// ControlPlaneVersion is the version the tenant control plane runs at, as Kamaji reports it
 	// once its Deployment rolled out at that version (TenantControlPlane
 	// status.kubernetesResources.version.version, which it sets from spec.kubernetes.version
-	// with the images of that tag: clastix/kamaji internal/resources/k8s_deployment_resource.go:104-110,
-	// internal/builders/controlplane/deployment.go:598); the tenant apiserver's gitVersion when
-	// no TenantControlPlane reports one. The sim's Kamaji stand-in runs its one built
-	// apiserver whatever version is asked and reports the one asked, as Kamaji does.
+	// with the images of that tag: clastix/kamaji
+	// internal/resources/k8s_deployment_resource.go:104-110 (UpdateTenantControlPlaneStatus),
+	// internal/builders/controlplane/deployment.go:598 (KubeAPIServerImage)); the tenant
+	// apiserver's gitVersion when no TenantControlPlane reports one. The sim's Kamaji stand-in
+	// runs its one built apiserver whatever version is asked and reports the one asked, as
+	// Kamaji does.
 	ControlPlaneVersion string
 	// KubeletConfig and ClusterDNSService are read for kubeadm-joined pools only.
 	KubeletConfig     *corev1.ConfigMap

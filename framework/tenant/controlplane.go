@@ -19,8 +19,8 @@ import (
 // nothing, since Kamaji writes it before that Deployment exists (controllers/resources.go:65,69).
 // Then /readyz is asked until it answers, inside the phase. The wait ends at once on a refusal
 // (HelmRelease Ready=False with a failure) and on the chart's <release>-awaiting-etcd ConfigMap
-// (packages/apps/kubernetes/templates/cluster.yaml:226-244): a tenant without a DataStore is a
-// configuration failure of the platform install, not a slow control plane.
+// (cozystack/cozystack packages/apps/kubernetes/templates/cluster.yaml:226-244): a tenant without
+// a DataStore is a configuration failure of the platform install, not a slow control plane.
 func (p Platform) WaitControlPlane(ctx context.Context, names Names) (*cluster.Cluster, error) {
 	hr := Ref{GVK: HelmReleaseGVK, Namespace: names.Namespace, Name: names.HelmRelease()}
 	tcp := Ref{GVK: TenantControlPlaneGVK, Namespace: names.Namespace, Name: names.ControlPlane()}

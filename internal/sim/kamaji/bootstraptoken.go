@@ -16,8 +16,9 @@ import (
 const NodeBootstrapTokenAuthGroup = "system:bootstrappers:kubeadm:default-node-token"
 
 // EnsureBootstrapTokenRBAC writes into the tenant what Kamaji's bootstrap-token phase writes
-// (clastix/kamaji internal/kubeadm/bootstraptoken.go:27-45, through kubeadm's
-// cmd/kubeadm/app/phases/bootstraptoken/node/tlsbootstrap.go:31-134): bootstrap tokens may get
+// (clastix/kamaji internal/kubeadm/bootstraptoken.go:27-45, through kubeadm's, k8s.io/kubernetes
+// v1.35.4 cmd/kubeadm/app/phases/bootstraptoken/node/tlsbootstrap.go:31-132
+// (AllowBootstrapTokensToPostCSRs)): bootstrap tokens may get
 // Nodes and post CSRs, their node-client CSRs and the nodes' own renewals are approved by
 // kube-controller-manager's csrapprover. With it, a worker's kubelet TLS bootstrap against the
 // tenant apiserver works as on the platform: the token authenticates, the CSR is approved and

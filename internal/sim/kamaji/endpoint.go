@@ -20,15 +20,16 @@ import (
 const APIServerPort = 6443
 
 // CASecret is Kamaji's Secret of a tenant's cluster CA, <tcp>-ca (clastix/kamaji
-// internal/resources/ca_certificate.go:66-68 and 83, the tenant prefix of
-// internal/utilities/utilities.go:41-43).
+// internal/resources/ca_certificate.go:66-68 (AddTenantPrefix), :82-83 (GetName), the tenant
+// prefix of internal/utilities/utilities.go:41-43 (AddTenantPrefix)).
 func CASecret(tcp string) string { return tcp + "-ca" }
 
 // ensureEndpoint writes what Kamaji publishes for reaching a tenant control plane before its
 // Deployment runs: the CA Secret <tcp>-ca with the keys kubeadm names it by and the TLS keys
-// Cluster API reads (internal/resources/ca_certificate.go:146-153), and the Service <tcp>
-// (ClusterIP, port kube-apiserver 6443, selecting kamaji.clastix.io/name: <tcp>;
-// internal/resources/k8s_service_resource.go:64-130). The sim's apiserver listens on loopback,
+// Cluster API reads (clastix/kamaji internal/resources/ca_certificate.go:146-153 (CACertName)),
+// and the Service <tcp> (ClusterIP, port kube-apiserver 6443, selecting kamaji.clastix.io/name:
+// <tcp>; clastix/kamaji internal/resources/k8s_service_resource.go:64-130
+// (KubernetesServiceResource)). The sim's apiserver listens on loopback,
 // not behind the Service: the Service carries simenv.LoopbackAnnotation with its address, for
 // the guest stand-in's network.
 func (k *Kamaji) ensureEndpoint(ctx context.Context, tcp *unstructured.Unstructured, api *controlplane.APIServer) error {
@@ -64,7 +65,8 @@ func (k *Kamaji) ensureEndpoint(ctx context.Context, tcp *unstructured.Unstructu
 }
 
 // kamajiLabels are the labels Kamaji puts on what it makes for a tenant control plane
-// (internal/utilities/utilities.go:23-29, internal/constants/labels.go:7-11).
+// (clastix/kamaji internal/utilities/utilities.go:23-29 (ControlPlaneLabelKey),
+// internal/constants/labels.go:7-11 (ControlPlaneLabelKey)).
 func kamajiLabels(tcp, component string) map[string]string {
 	return map[string]string{"kamaji.clastix.io/project": "kamaji", "kamaji.clastix.io/name": tcp, "kamaji.clastix.io/component": component}
 }

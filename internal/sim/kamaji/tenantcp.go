@@ -73,9 +73,10 @@ func (k *Kamaji) startTenant(ctx context.Context, namespace, name, serviceCIDR s
 		Name: "tenant " + key, Dir: dir, EtcdURL: k.opts.EtcdURL,
 		EtcdPrefix: "/tenants/" + namespace + "/" + name, ServiceCIDR: serviceCIDR,
 		// Kamaji's apiserver certificate holds the TenantControlPlane's Service names
-		// (clastix/kamaji internal/kubeadm/configuration.go:59-66), which is how a Talos worker
-		// reaches it (https://<name>.<namespace>.svc:6443); it authenticates bootstrap tokens
-		// (internal/builders/controlplane/deployment.go:735).
+		// (clastix/kamaji internal/kubeadm/configuration.go:59-66 (CertSANs)), which is how a
+		// Talos worker reaches it (https://<name>.<namespace>.svc:6443); it authenticates
+		// bootstrap tokens (clastix/kamaji internal/builders/controlplane/deployment.go:735
+		// (--enable-bootstrap-token-auth)).
 		SANs:      []string{name, name + "." + namespace + ".svc", name + "." + namespace + ".svc.cluster.local"},
 		ExtraArgs: []string{"--enable-bootstrap-token-auth=true"},
 		Started: func(api *controlplane.APIServer) error {

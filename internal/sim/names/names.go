@@ -31,7 +31,7 @@ const (
 	KubeconfigKey = "value"
 
 	// KubeletConfigNamespace/Name/Key: Kamaji's kubelet configuration in the tenant
-	// (clastix/kamaji internal/kubeadm/uploadconfig.go:33-72).
+	// (clastix/kamaji internal/kubeadm/uploadconfig.go:33-72 (UploadKubeletConfig)).
 	KubeletConfigNamespace = "kube-system"
 	KubeletConfigName      = "kubelet-config"
 	KubeletConfigKey       = "kubelet"
