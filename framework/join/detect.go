@@ -198,9 +198,10 @@ func diskSuspect(dv *cdiv1.DataVolume) *Suspect {
 
 // pressureTaints are the NoSchedule taints Kubernetes' node lifecycle controller puts on a Node
 // while a condition of it holds and takes off when it clears, on every pass over the Node
-// (k8s.io/kubernetes v1.35.4 pkg/controller/nodelifecycle/node_lifecycle_controller.go:87-113,
-// the maps; :540-590, doNoScheduleTaintingPass): a Node under pressure now may be free of it
-// in a minute, so such a taint is a suspect, named with the condition that holds it.
+// (k8s.io/kubernetes v1.35.4 pkg/controller/nodelifecycle/node_lifecycle_controller.go:87-113
+// (nodeConditionToTaintKeyStatusMap), the maps; :540-590 (doNoScheduleTaintingPass)): a Node
+// under pressure now may be free of it in a minute, so such a taint is a suspect, named with
+// the condition that holds it.
 var pressureTaints = map[string]corev1.NodeConditionType{
 	corev1.TaintNodeMemoryPressure: corev1.NodeMemoryPressure,
 	corev1.TaintNodeDiskPressure:   corev1.NodeDiskPressure,
