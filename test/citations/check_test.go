@@ -177,6 +177,22 @@ func check(ts *trees, holds map[string][]string, c citation, near string) result
 	// A path guessed from its neighbour, or a source named further back than right before
 	// it, is not sure enough to fail on.
 	weak = !explicit && (weak || guessed || !c.named)
+	if t.rec != nil {
+		// A record knows the names its citations gave when it was written. One a citation
+		// is held to must be there (under CI a missing one fails); of the names its prose
+		// gives, those the record knows are enough to be unsure with.
+		miss := t.rec.unknown(file, want)
+		switch {
+		case len(miss) > 0 && !weak:
+			r.unres = fmt.Errorf("%s: %w: %s does not say where %s stand in %s: write it again from a clone", src.id, errNotRecorded, recordFile(src.id), quoteAll(miss), file)
+			return r
+		case len(miss) == len(want):
+			r.unres = fmt.Errorf("%s: %s records none of %s for %s: write it again from a clone to check it", src.id, recordFile(src.id), quoteAll(want), file)
+			return r
+		case len(miss) > 0:
+			want = t.rec.known(file, want)
+		}
+	}
 	heldOnce := false
 	for _, rg := range c.ranges {
 		if rg.from < 1 || rg.to < rg.from || rg.to > len(lines) {
@@ -287,7 +303,7 @@ func checkKlog(ts *trees, c citation) result {
 	r := result{c: c, file: c.path}
 	var t *tree
 	for _, s := range c.alts {
-		if tt, err := ts.get(*s); err == nil && tt.has(c.path) {
+		if tt, err := ts.get(*s); err == nil && tt.rec == nil && tt.has(c.path) {
 			t = tt
 			break
 		}

@@ -14,7 +14,8 @@ import (
 
 // source is one pinned upstream tree a citation can name: a Go module at a version (found in the
 // module cache, where the tools modules and build.sh put it), or a git commit of a repository
-// the proxy does not serve (found only when E2E_CITATIONS_GIT names a folder of bare clones).
+// the proxy does not serve (read from a clone when E2E_CITATIONS_GIT names a folder of bare
+// clones, else from its record, record_test.go).
 type source struct {
 	id      string // the docs' short name, or module@version
 	module  string // Go module path, when it is one
@@ -127,9 +128,12 @@ type tree struct {
 	read  func(path string) ([]byte, error)
 	// bySuffix lists the files whose path ends in a key ("/cluster.yaml" → its paths).
 	names []string
+	// rec is the record a git-only source is read from where no clone is; nil for a tree.
+	rec *record
 }
 
-// trees finds sources in the module cache, or in E2E_CITATIONS_GIT for git-only ones.
+// trees finds sources in the module cache; git-only ones in E2E_CITATIONS_GIT, else in their
+// records.
 type trees struct {
 	modcache string
 	gitDir   string
@@ -183,9 +187,6 @@ func escape(p string) string {
 // errNotATree is a source that is no tree (a pull request's description).
 var errNotATree = errors.New("a pull request's description, no file to read")
 
-// errNoGit is a git-only source read without E2E_CITATIONS_GIT.
-var errNoGit = errors.New("not a Go module the proxy serves; read only with E2E_CITATIONS_GIT (a folder of clones named owner+name)")
-
 // errNotPinned is a module no go.sum of the repository pins, so nothing downloads it.
 var errNotPinned = errors.New("pinned by no go.sum of the harness or its tools modules, so nothing downloads it")
 
@@ -231,12 +232,17 @@ func (ts *trees) open(s source) (*tree, error) {
 		})
 		return t, err
 	case s.repo != "":
-		if ts.gitDir == "" {
-			return nil, errNoGit
-		}
 		dir := filepath.Join(ts.gitDir, strings.ReplaceAll(s.repo, "/", "+"))
 		if st, err := os.Stat(filepath.Join(dir, "repo")); err == nil && st.IsDir() {
 			dir = filepath.Join(dir, "repo")
+		}
+		if _, err := os.Stat(dir); ts.gitDir == "" || err != nil {
+			// No clone: the record of what the check needs of it.
+			r, err := readRecord(s)
+			if err != nil {
+				return nil, err
+			}
+			return r.tree(s), nil
 		}
 		out, err := exec.Command("git", "--git-dir", dir, "ls-tree", "-r", "--name-only", s.commit).Output()
 		if err != nil {

@@ -120,3 +120,49 @@ func TestWrongUpstreamCitationIsCaught(t *testing.T) {
 		t.Errorf("lines ten up: err %v, unresolved %v; want a failure saying the text is at 46", wrong[0].err, wrong[0].unres)
 	}
 }
+
+// A Kamaji citation moved to the line the same code has at a later Kamaji release (deployment.go's
+// KubeAPIServerImage is at 598 at 26.3.6-edge, at 601 at 26.8.2-edge) fails without a clone,
+// read from the record as make test reads it; a name the record does not hold is said to need
+// the record written again, not passed.
+func TestMovedKamajiCitationIsCaughtFromItsRecord(t *testing.T) {
+	ts, err := newTrees("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts.gitDir = "" // as make test: no clones
+	cases := []struct {
+		name, file, text string
+		want             string // "" holds; else the failure says it
+		notRecorded      bool
+	}{
+		{"right line", "x.md", "| x | KJ `internal/builders/controlplane/deployment.go:598` (`KubeAPIServerImage`) |", "", false},
+		{"the later release's line", "x.md", "| x | KJ `internal/builders/controlplane/deployment.go:601` (`KubeAPIServerImage`) |", `"KubeAPIServerImage" is at 598`, false},
+		{"the later release's line, read at it", "x.md", "| x | KJ26 `internal/builders/controlplane/deployment.go:601` (`KubeAPIServerImage`) |", "", false},
+		{"a comment's range moved", "x.go", "package x\n\n// It authenticates bootstrap tokens (clastix/kamaji\n// internal/builders/controlplane/deployment.go:692 (--enable-bootstrap-token-auth)).\nvar x = 1\n", `"--enable-bootstrap-token-auth" is at 735`, false},
+		{"past the file's end", "x.md", "| x | KJ `internal/builders/controlplane/deployment.go:1598` (`KubeAPIServerImage`) |", "has 1187 lines", false},
+		{"a name the record lacks", "x.md", "| x | KJ `internal/builders/controlplane/deployment.go:598` (`NoSuchNameRecorded`) |", "", true},
+		// Prose names the record has not seen do not make a citation unresolved when the
+		// record knows another name of the sentence: an edit of a page's prose needs no clone.
+		{"prose the record has not seen", "x.md", "| x | its KubeAPIServerImage and NewProseName: KJ `internal/builders/controlplane/deployment.go:598` |", "", false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := checkOne(t, ts, nil, c.file, c.text)[0]
+			switch {
+			case c.notRecorded:
+				if !errors.Is(r.unres, errNotRecorded) {
+					t.Errorf("%s: err %v, unresolved %v; want it unresolved as %v", r.c.text, r.err, r.unres, errNotRecorded)
+				}
+			case r.unres != nil:
+				t.Errorf("%s: unresolved (%v), want it checked from record/%s.txt", r.c.text, r.unres, srcID(r.c))
+			case c.want == "" && r.err != nil:
+				t.Errorf("%s: %v, want it to hold", r.c.text, r.err)
+			case c.want != "" && r.err == nil:
+				t.Errorf("%s holds, want a failure saying %q", r.c.text, c.want)
+			case c.want != "" && !strings.Contains(r.err.Error(), c.want):
+				t.Errorf("%s: %v, want it to say %q", r.c.text, r.err, c.want)
+			}
+		})
+	}
+}
