@@ -44,10 +44,11 @@ var shortNames = map[string]source{
 	"KJ":      {repo: "clastix/kamaji", commit: "e51909fae3f5221b14c83413aaa5df07b64d3336", version: "26.3.6-edge"},
 	"KJ26":    {repo: "clastix/kamaji", commit: "ddbabd87ed0e8d7c319414383e153c46f21733a9", version: "26.8.2-edge"},
 	"KCP":     {repo: "clastix/cluster-api-control-plane-provider-kamaji", commit: "c476f8579a", version: "v0.19.0"},
-	"TALOS":   {repo: "siderolabs/talos", commit: "04318854eb", version: "v1.13.6"},
-	"KAIROS":  {repo: "kairos-io/cluster-api-provider-kairos", commit: "c3002363da", version: "main"},
-	"HC":      {repo: "fluxcd/helm-controller", commit: "c618784259", version: "v1.5.0"},
-	"KIND":    {module: "sigs.k8s.io/kind", version: "v0.33.0", fetch: "make citation-modules"},
+	// v1.13.6 is the tag at 04318854eb.
+	"TALOS":  {module: "github.com/siderolabs/talos", version: "v1.13.6", fetch: "make citation-modules"},
+	"KAIROS": {repo: "kairos-io/cluster-api-provider-kairos", commit: "c3002363da", version: "main"},
+	"HC":     {repo: "fluxcd/helm-controller", commit: "c618784259", version: "v1.5.0"},
+	"KIND":   {module: "sigs.k8s.io/kind", version: "v0.33.0", fetch: "make citation-modules"},
 	// MetalLB as Cozystack v1.6.1 ships it (the vendored chart's appVersion, its images built
 	// FROM quay.io/metallb/speaker at that version).
 	"METALLB": {module: "go.universe.tf/metallb", version: "v0.16.1", fetch: "make citation-modules"},
