@@ -49,6 +49,9 @@ var shortNames = map[string]source{
 	"KAIROS": {repo: "kairos-io/cluster-api-provider-kairos", commit: "c3002363da", version: "main"},
 	"HC":     {repo: "fluxcd/helm-controller", commit: "c618784259", version: "v1.5.0"},
 	"KIND":   {module: "sigs.k8s.io/kind", version: "v0.33.0", fetch: "make citation-modules"},
+	// kind's site (its own Go module, which the proxy does not serve) at the snapshot
+	// docs/upstream.md read.
+	"KINDGIT": {repo: "kubernetes-sigs/kind", commit: "fed268827e21ca48a74c38215c316dd343364ef5", version: "fed268827e21"},
 	// MetalLB as Cozystack v1.6.1 ships it (the vendored chart's appVersion, its images built
 	// FROM quay.io/metallb/speaker at that version).
 	"METALLB": {module: "go.universe.tf/metallb", version: "v0.16.1", fetch: "make citation-modules"},
@@ -108,6 +111,7 @@ var markers = []marker{
 	{regexp.MustCompile(`\b[Cc]ozystack v1\.6\.2\b`), short("COZY162")},
 	{regexp.MustCompile(`\bcozystack/cozystack\b`), short("COZY")},
 	{regexp.MustCompile(`\bkind v0\.33\.0\b`), short("KIND")},
+	{regexp.MustCompile(`\bkind snapshot(?: HEAD)?\b`), short("KINDGIT")},
 	{regexp.MustCompile(`\b(?:metallb/metallb|go\.universe\.tf/metallb|MetalLB) v0\.16\.1\b`), short("METALLB")},
 	{regexp.MustCompile(`\b(?:siderolabs/)?[Tt]alos v1\.13\.6\b`), short("TALOS")},
 	{regexp.MustCompile(`\b(?:kubernetes-sigs/)?cluster-api v1\.13\.5\b`), short("CAPI")},
