@@ -44,20 +44,21 @@ func TestTimelinesAreBudgetedSideBySide(t *testing.T) {
 	}
 	m := time.Minute
 	a := b.Arithmetic()
-	// preflight 10s, cluster 2m, tenant 2m; lifecycle 3+5+5m30s+4; deletion 3m, teardown 1m.
+	// preflight 10s, cluster 2m, tenant 2m; lifecycle 3+5+5m30s+4; deletion 3m30s, teardown 1m.
+	after := 4*m + 30*time.Second
 	life := 17*m + 30*time.Second
-	if want := 10*time.Second + 4*m + life + 4*m; a.Phases != want || a.Longest != "lifecycle" || a.Timelines != life || a.Beside != 4*m {
+	if want := 10*time.Second + 4*m + life + after; a.Phases != want || a.Longest != "lifecycle" || a.Timelines != life || a.Beside != 4*m {
 		t.Errorf("arithmetic: phases %s, longest %s %s, beside %s; want %s, lifecycle 17m30s, 4m (join 3m + refusals 1m)", a.Phases, a.Longest, a.Timelines, a.Beside, want)
 	}
 	for _, c := range []struct {
 		cluster, name string
 		want          time.Duration
 	}{
-		{"", "tenant", life + 4*m},
-		{"join", "pools", 4 * m},
-		{"refusals", "refusals", 4 * m},
-		{"lifecycle", "pools", life - 3*m + 4*m},
-		{"lifecycle", "remediation", life - 8*m + 4*m},
+		{"", "tenant", life + after},
+		{"join", "pools", after},
+		{"refusals", "refusals", after},
+		{"lifecycle", "pools", life - 3*m + after},
+		{"lifecycle", "remediation", life - 8*m + after},
 		{"", "deletion", 1 * m},
 	} {
 		if got := b.ReserveAfter(idx(c.cluster, c.name)); got != c.want {
