@@ -70,8 +70,9 @@ func StorageProfiles() []Object {
 
 // StorageProfilesAccept waits until CDI's StorageProfile of each pool class offers an access
 // mode (status.claimPropertySets[0].accessModes, what CDI reads, util.go lines 417-421). A
-// profile CDI reconciled (status.storageClass set) without one is final: CDI would refuse every
-// pool disk on that class, so the phase fails at once with CDI's own words.
+// profile CDI reconciled (status.storageClass set) without one, and whose spec gives no claim
+// property sets for CDI's next pass to copy, is final: CDI would refuse every pool disk on that
+// class, so the phase fails at once with CDI's own words.
 func StorageProfilesAccept(ctx context.Context, dyn dynamic.Interface, o GateOptions) error {
 	what := "CDI StorageProfiles of " + strings.Join(PoolStorageClasses, ", ") + " offering an access mode"
 	err := Wait(ctx, dyn, Watch{GVR: StorageProfileGVR}, what, o.Log, judgeProfiles)
