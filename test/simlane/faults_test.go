@@ -85,11 +85,11 @@ type lifecycleScenario struct{ faults, filter string }
 // lifecyclePrefix marks a lifecycle scenario in E2E_FAULTS ("lifecycle:leak").
 const lifecyclePrefix = "lifecycle:"
 
-// maxGreenLifecycleLines bounds what a green run of the lifecycle lane prints: the three
-// lifecycle pools' joins, then each lifecycle spec's stages and its heartbeats (80 lines when
-// the lane ran them alone), and beside them the join cluster's pool (a line per join stage,
-// 10) and a phase line each for the join cluster's pools and the refusals.
-const maxGreenLifecycleLines = 80 + 10 + 2
+// maxGreenLifecycleLines bounds what a green run of the lifecycle lane prints besides its
+// heartbeats: a line per stage each of the lifecycle pools passes and a line per phase (69 in a
+// green run under make test's load, 26 heartbeats beside them in its 15 minutes), with room for
+// the lines a suite's build or a slow phase adds.
+const maxGreenLifecycleLines = 80
 
 // deadlineScenario holds the faults that end at a phase's ceiling, not within seconds of
 // showing: a Node that never turns Ready, a stalled import, and a Kairos guest whose kubeadm

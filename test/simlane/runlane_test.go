@@ -87,19 +87,19 @@ func runLane(t *testing.T, root, bin string, l *lane.Lane, laneArg, spec string,
 	if kept != red {
 		t.Errorf("E2E_KEEP=on-failure: kept %v, want it kept only when the run fails", kept)
 	}
-	maxLines := maxGreenLines
+	bound := consoleBound{lines: maxGreenLines}
 	if l.Name != "sim" {
-		maxLines = maxGreenLifecycleLines
+		bound = consoleBound{lines: maxGreenLifecycleLines, heartbeatsFree: true}
 	}
 	// A pool whose first Machine the MachineHealthCheck replaces waits out mhcStartupTimeout
 	// before its replacement exists, and the console repeats its state every heartbeat meanwhile.
 	oses := osOf(l)
 	for _, p := range l.Pools {
 		if set.Active(faults.MHCReplacement, p.Name, oses[p.Class] == osfamily.Kairos) {
-			maxLines += int(mhcStartupTimeout / progress.DefaultHeartbeat)
+			bound.lines += int(mhcStartupTimeout / progress.DefaultHeartbeat)
 		}
 	}
-	checkConsole(t, log.String(), spec, red, maxLines)
+	checkConsole(t, log.String(), spec, red, bound)
 	checkReports(t, l, art)
 	code := exitCode(werr)
 	v, err := verdict.ReadVerdict(filepath.Join(art, "verdict.json"))
