@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	. "github.com/onsi/ginkgo/v2"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cozystack/cozy-e2e/framework/fixture"
 	"github.com/cozystack/cozy-e2e/framework/join"
@@ -43,4 +45,32 @@ func ExampleLanePoolFor() {
 	// remediation md2
 	// scaling md1
 	// rollout md2
+}
+
+// A spec with two checks, one of which cannot always be judged: when a Node carries no
+// node.kubernetes.io/instance-type label (no cloud provider set one), that check is skipped with
+// its reason and the spec goes on to judge the kubelet versions. The run stays green and its
+// verdict.json, junit.xml, summary.md and report.html show the check as skipped, with the reason.
+func ExampleStep_SkipCheck() {
+	const phase, stage = "kubelets", specs.Stage("one-version")
+	kubeletsSpec := func(_ context.Context, input func() (specs.Lifecycle, fixture.Pool)) {
+		It("every worker Node of the pool runs one kubelet version", func(spec SpecContext) {
+			lc, p := input()
+			rec, r := lc.OnPool(spec, phase, p)
+			versions := map[string]bool{}
+			for _, m := range rec.Machines {
+				var node corev1.Node
+				r.Must(p.Kubernetes().Client.Get(r.Ctx, client.ObjectKey{Name: m.Machine.Status.NodeRef.Name}, &node))
+				if _, ok := node.Labels[corev1.LabelInstanceTypeStable]; !ok {
+					r.SkipCheck("instance-type label", "Node "+node.Name+" has no "+corev1.LabelInstanceTypeStable+" label: no cloud provider set it")
+				}
+				versions[node.Status.NodeInfo.KubeletVersion] = true
+			}
+			if len(versions) > 1 {
+				r.Must(r.Stages.Fail(stage, verdict.ProductAssertion, fmt.Sprintf("kubelets at %v", versions)))
+			}
+			r.Stages.Pass(r.Ctx, stage, fmt.Sprintf("%d Nodes, one kubelet version", len(rec.Machines)))
+		})
+	}
+	_ = kubeletsSpec
 }

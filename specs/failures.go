@@ -6,6 +6,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 
 	"github.com/cozystack/cozy-e2e/framework/fixture"
+	"github.com/cozystack/cozy-e2e/framework/verdict"
 )
 
 // PoolEntry is the report entry naming the pool a spec is about.
@@ -45,4 +46,13 @@ func Within(f Failures, phase string, ctx context.Context) {
 	if f != nil {
 		f.Within(CurrentSpecReport().FullText(), phase, ctx)
 	}
+}
+
+// SkipCheck records that one check of the current spec, about pool ("" for none), could not be
+// judged and is skipped for reason; the spec goes on with its other checks and its result is
+// theirs. The check shows as skipped, with its reason, in the run's verdict.json, junit.xml (a
+// skipped testcase beside the spec's), summary.md and report.html (verdict.Skip). A spec that
+// can judge nothing at all skips itself instead (Ginkgo's Skip).
+func SkipCheck(pool, check, reason string) {
+	AddReportEntry(verdict.SkipEntry, verdict.Skip{Spec: CurrentSpecReport().FullText(), Pool: pool, Check: check, Reason: reason})
 }

@@ -92,6 +92,13 @@ func (lc Lifecycle) Start(spec context.Context, phase, pool, row string) *Step {
 // deadline is a deadline at the phase.
 func (r *Step) Must(err error) { MustIn(r.lc.Failures, r.phase, r.pool, err) }
 
+// SkipCheck records that one check of the spec, on the step's pool, could not be judged and is
+// skipped for reason (SkipCheck); the spec goes on with its other checks, and a line says so.
+func (r *Step) SkipCheck(check, reason string) {
+	SkipCheck(r.pool, check, reason)
+	r.Logf("pool %s: check %s skipped: %s", r.pool, check, reason)
+}
+
 // Logf writes a line for people (Lifecycle.Log).
 func (r *Step) Logf(format string, a ...any) {
 	if r.lc.Log != nil {
@@ -126,7 +133,7 @@ func (r *Step) rejoined(ctx context.Context, p fixture.Pool, replicas int) *join
 	o := t.Options()
 	hub := t.Consoles()
 	w, err := join.Start(ctx, join.Options{Management: o.Management, Tenant: p.Kubernetes(), Namespace: p.Names.Namespace,
-		OSes: []osfamily.Family{p.OS}, OnProgress: o.OnProgress, Consoles: hub})
+		OSes: []osfamily.Family{p.OS}, OnProgress: o.OnProgress, Consoles: hub, Platform: o.Platform})
 	r.Must(err)
 	defer w.Close()
 	pool := p.JoinPool(replicas, o.Lane.Workload.Ref(), hub != nil)

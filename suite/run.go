@@ -68,6 +68,7 @@ func Run(t *testing.T, c Config) {
 	}
 	gomega.RegisterFailHandler(ginkgo.Fail)
 	w := newWorld(s)
+	w.t = t
 	ginkgo.ReportAfterEach(func(r ginkgo.SpecReport) { s.Failures.Spec(r) })
 	ginkgo.ReportAfterSuite("failures, timings and manifest", func(ginkgo.Report) {
 		if err := s.Finish(); err != nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"testing"
 	"time"
 
 	"github.com/onsi/ginkgo/v2"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/cozystack/cozy-e2e/framework/capitree"
 	"github.com/cozystack/cozy-e2e/framework/fixture"
+	"github.com/cozystack/cozy-e2e/framework/platformwatch"
 	"github.com/cozystack/cozy-e2e/framework/tenant"
 	"github.com/cozystack/cozy-e2e/framework/verdict"
 	"github.com/cozystack/cozy-e2e/specs"
@@ -29,12 +31,21 @@ type World struct {
 
 	mu    sync.Mutex
 	pools *fixture.Pools
+	// platform watches the platform under the pools and the lifecycle specs (platform.go).
+	platform *platformwatch.Watch
+	t        *testing.T
 }
 
+// T is the suite's Go test (the one that called Run): a spec that runs Go subtests, as an
+// e2e-framework feature does (suite/e2eframework), runs them with T().Run from the spec's own
+// goroutine while the suite's specs run. Nil for a World that Run did not make.
+func (w *World) T() *testing.T { return w.t }
+
 func newWorld(s *Suite) *World {
-	t := fixture.New(fixture.Options{Management: s.Mgmt, Lane: s.Lane, Clock: s.Clock, Run: s.Run, Log: s.Log,
-		Diagnostics: s, JoinLog: s.JoinLog(), OnProgress: s.JoinProgress(s.replicas())})
-	return &World{Suite: s, Tenant: t}
+	w := &World{Suite: s}
+	w.Tenant = fixture.New(fixture.Options{Management: s.Mgmt, Lane: s.Lane, Clock: s.Clock, Run: s.Run, Log: s.Log,
+		Diagnostics: s, JoinLog: s.JoinLog(), OnProgress: s.JoinProgress(s.replicas()), Platform: w.platformOutages})
+	return w
 }
 
 // replicas is each lane pool's size, by name.
@@ -130,6 +141,7 @@ func (w *World) JoinSpecsOf(ctx context.Context, is func(fixture.Pool) bool) {
 // pool's join in the background, each from its cluster's coming up); whileJoining runs in the
 // pools phase's context once it started.
 func (w *World) bringUp(spec context.Context, whileJoining func(context.Context, *World)) {
+	w.watchPlatform(spec)
 	ps, err := w.Tenant.Up(spec)
 	w.mu.Lock()
 	w.pools = ps
@@ -175,6 +187,7 @@ func (w *World) evidence(ctx context.Context) {
 // kept for inspection (E2E_KEEP) deletes nothing and writes kept.json.
 func (w *World) teardown(spec context.Context) {
 	w.Pools().End()
+	w.endPlatformWatch()
 	if tenantApp, _ := w.Tenant.Created(tenant.Names{}); !tenantApp && len(w.Tenant.Clusters()) == 0 && len(w.Tenant.Classes) == 0 {
 		return
 	}

@@ -232,7 +232,8 @@ func checkFaults(v string, l *lane.Lane) error {
 		names = append(names, p.Name)
 	}
 	for _, item := range strings.Split(v, ",") {
-		if _, pool, ok := strings.Cut(strings.TrimSpace(item), "@"); ok && !pools[pool] {
+		name, pool, ok := strings.Cut(strings.TrimSpace(item), "@")
+		if ok && !pools[pool] && !faults.OnComponent(faults.Name(name)) {
 			return fmt.Errorf("%q targets pool %q, which lane %s does not have (pools: %s)", item, pool, l.Name, strings.Join(names, ", "))
 		}
 	}

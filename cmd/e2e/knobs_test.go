@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cozystack/cozy-e2e/framework/lane"
 )
 
 // Every knob the harness reads is refused, when bad, before anything starts: exit 2 within a
@@ -51,6 +53,7 @@ func TestEveryKnobIsCheckedBeforeAnythingStarts(t *testing.T) {
 		{"E2E_FROM_PHASE on sim", nil, map[string]string{"E2E_FROM_PHASE": "tenant"}, []string{"applies to kind and existing lanes only"}},
 		{"E2E_SIM_FAULT", nil, map[string]string{"E2E_SIM_FAULT": "meteor"}, []string{`"meteor" is not a sim fault (catalogue:`, "example: E2E_SIM_FAULT=guest-join-rejected@md0"}},
 		{"E2E_SIM_FAULT pool", nil, map[string]string{"E2E_SIM_FAULT": "node-tainted@md9"}, []string{`targets pool "md9", which lane sim does not have (pools: md0, kairos, acme)`}},
+		{"E2E_SIM_FAULT controller", nil, map[string]string{"E2E_SIM_FAULT": "controller-killed@md0"}, []string{`controller-killed names the controller after @ (one of capk,`, `not "md0"`}},
 		{"E2E_SIM_FAULT on kind", []string{"--lane", kind}, map[string]string{"E2E_SIM_FAULT": "node-tainted"}, []string{"applies to sim lanes only"}},
 		{"E2E_SIM_CANARY", nil, map[string]string{"E2E_SIM_CANARY": "abc"}, []string{"8 to 128 letters"}},
 		{"E2E_BASELINE missing", nil, map[string]string{"E2E_BASELINE": "no/such/baseline.json"}, []string{"no such file"}},
@@ -118,6 +121,20 @@ func TestEveryKnobIsCheckedBeforeAnythingStarts(t *testing.T) {
 				t.Errorf("the non-empty artifacts folder changed: %d entries", len(entries))
 			}
 		})
+	}
+}
+
+// A controller fault names an upstream controller after "@" where the others name a pool: the
+// lane's pools do not refuse it.
+func TestFaultKnobTakesAControllerWhereOthersTakeAPool(t *testing.T) {
+	l := &lane.Lane{Name: "sim", Pools: []lane.Pool{{Name: "md0"}}}
+	for _, v := range []string{"controller-killed@virt-controller", "controller-crashloop@cdi-controller", "node-tainted@md0,controller-killed@capk"} {
+		if err := checkFaults(v, l); err != nil {
+			t.Errorf("E2E_SIM_FAULT=%s refused: %v", v, err)
+		}
+	}
+	if err := checkFaults("node-tainted@virt-controller", l); err == nil || !strings.Contains(err.Error(), `targets pool "virt-controller"`) {
+		t.Errorf("a pool fault aimed at a controller: %v, want it refused as a pool the lane lacks", err)
 	}
 }
 

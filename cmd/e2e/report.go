@@ -99,6 +99,9 @@ func (r *run) finish(interrupted bool) int {
 	// The live lines end here: the failures, last before the verdict, and the verdict are the
 	// end of what a person reads.
 	r.con.Close()
+	for _, s := range v.Skipped {
+		r.con.Line("SKIP " + clip(s.Line(), 400))
+	}
 	for _, f := range v.Failures {
 		r.con.Line("FAIL " + clip(f.Line(), 400))
 	}

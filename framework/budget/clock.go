@@ -48,6 +48,7 @@ type Clock struct {
 	phases   []PhaseTiming
 	stages   []StageTiming
 	declined []Declined
+	marks    []Mark
 }
 
 // New starts a clock for budget b. The root deadline is job start + job cap - artifact reserve:
@@ -211,6 +212,16 @@ func (c *Clock) Decline(what, reason string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.declined = append(c.declined, Declined{What: what, Reason: reason, At: c.now()})
+}
+
+// Mark records something that happened under the run (Mark); its At is now when zero.
+func (c *Clock) Mark(m Mark) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if m.At.IsZero() {
+		m.At = c.now()
+	}
+	c.marks = append(c.marks, m)
 }
 
 // Skip records that phase name was not run, and why (E2E_FROM_PHASE started the run later in

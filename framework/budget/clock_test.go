@@ -168,6 +168,8 @@ func TestTimingsMergeAndRoundTrip(t *testing.T) {
 	f.Advance(time.Minute)
 	s2.End(nil)
 	harness.Decline("collector tenant-dump", "30s left, needs 60s")
+	suite.Mark(Mark{Subject: "platform virt-controller", What: "available again", Detail: "1/1 ready"})
+	suite.Mark(Mark{At: t0.Add(30 * time.Second), Subject: "platform virt-controller", What: "restarted", Detail: "signal 9, exit 137"})
 	merged := harness.Timings().Merge(suite.Timings())
 	path := filepath.Join(t.TempDir(), "timings.json")
 	if err := merged.Write(path); err != nil {
@@ -182,6 +184,10 @@ func TestTimingsMergeAndRoundTrip(t *testing.T) {
 	}
 	if len(back.Stages) != 1 || back.Stages[0].Spent.D() != 3*time.Second || len(back.Declined) != 1 {
 		t.Fatalf("stages/declined %+v %+v", back.Stages, back.Declined)
+	}
+	// Marks keep their order in time, a zero At being the clock's now.
+	if len(back.Marks) != 2 || back.Marks[0].What != "restarted" || !back.Marks[1].At.Equal(f.Now()) || back.Marks[1].Detail != "1/1 ready" {
+		t.Fatalf("marks %+v", back.Marks)
 	}
 }
 

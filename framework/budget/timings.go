@@ -80,6 +80,17 @@ type Declined struct {
 	At     time.Time `json:"at"`
 }
 
+// Mark is something that happened under the run at one moment, neither a phase nor a stage: a
+// platform component restarting under the pools, going unavailable, coming back.
+type Mark struct {
+	At time.Time `json:"at"`
+	// Subject is what it happened to ("platform virt-controller"), What what happened
+	// ("restarted"), Detail the evidence ("signal 9, exit 137: <its last log line>").
+	Subject string `json:"subject"`
+	What    string `json:"what"`
+	Detail  string `json:"detail,omitempty"`
+}
+
 // Timings is timings.json.
 type Timings struct {
 	Lane         string        `json:"lane"`
@@ -88,6 +99,7 @@ type Timings struct {
 	Phases       []PhaseTiming `json:"phases"`
 	Stages       []StageTiming `json:"stages"`
 	Declined     []Declined    `json:"declined"`
+	Marks        []Mark        `json:"marks,omitempty"`
 }
 
 // Timings is a snapshot of everything the clock recorded.
@@ -101,6 +113,7 @@ func (c *Clock) Timings() Timings {
 		Phases:       append([]PhaseTiming{}, c.phases...),
 		Stages:       append([]StageTiming{}, c.stages...),
 		Declined:     append([]Declined{}, c.declined...),
+		Marks:        append([]Mark(nil), c.marks...),
 	}
 }
 
@@ -109,6 +122,8 @@ func (t Timings) Merge(o Timings) Timings {
 	t.Phases = append(t.Phases, o.Phases...)
 	t.Stages = append(t.Stages, o.Stages...)
 	t.Declined = append(t.Declined, o.Declined...)
+	t.Marks = append(t.Marks, o.Marks...)
+	sort.SliceStable(t.Marks, func(i, j int) bool { return t.Marks[i].At.Before(t.Marks[j].At) })
 	sort.SliceStable(t.Phases, func(i, j int) bool { return t.Phases[i].Start.Before(t.Phases[j].Start) })
 	sort.SliceStable(t.Stages, func(i, j int) bool { return t.Stages[i].End.Before(t.Stages[j].End) })
 	sort.SliceStable(t.Declined, func(i, j int) bool { return t.Declined[i].At.Before(t.Declined[j].At) })

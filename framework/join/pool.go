@@ -11,6 +11,7 @@ import (
 
 	"github.com/cozystack/cozy-e2e/framework/osfamily"
 	"github.com/cozystack/cozy-e2e/framework/tenant"
+	"github.com/cozystack/cozy-e2e/framework/verdict"
 )
 
 // Pool is one worker pool to follow.
@@ -124,10 +125,22 @@ func (w *Watcher) Join(ctx context.Context, p Pool) (*Result, error) {
 		}
 		select {
 		case <-ctx.Done():
-			return nil, c.deadline(budget, time.Now())
+			return nil, w.platformDown(ctx, c.deadline(budget, time.Now()))
 		case <-events:
 		}
 	}
+}
+
+// platformDown makes a deadline failure the platform's when a platform component is
+// unavailable as the pool's wait runs out: the pool stood still because what moves it was down.
+func (w *Watcher) platformDown(ctx context.Context, e *StageError) *StageError {
+	if w.o.Platform == nil {
+		return e
+	}
+	if down := w.o.Platform(context.WithoutCancel(ctx)); len(down) > 0 {
+		e.Class, e.Platform = verdict.Platform, down
+	}
+	return e
 }
 
 func (w *Watcher) record(pool string, st Stage, from, to time.Time) {

@@ -17,6 +17,7 @@ package join
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/cozystack/cozy-e2e/framework/verdict"
@@ -85,11 +86,18 @@ type StageError struct {
 	// Suspects are the suspects the pool still had when it failed: for a deadline, what most
 	// likely held it.
 	Suspects []Suspect
+	// Platform names the platform components that were unavailable when the wait ran out
+	// (Class verdict.Platform).
+	Platform []string
 }
 
 func (e *StageError) Error() string {
 	if e.Class == verdict.Deadline && e.Budget <= 0 {
 		return fmt.Sprintf("pool %s: the phase's time had run out before its join was followed (last seen at %s: %s)", e.Pool, e.Stage, e.Detail)
+	}
+	if e.Class == verdict.Platform {
+		return fmt.Sprintf("pool %s: stuck at %s for %s of %s: %s (the pool stood at: %s)", e.Pool, e.Stage,
+			e.Elapsed.Round(time.Second), e.Budget.Round(time.Second), strings.Join(e.Platform, "; "), e.Detail)
 	}
 	if e.Class == verdict.Deadline {
 		s := fmt.Sprintf("pool %s: stuck at %s for %s of %s: %s", e.Pool, e.Stage,

@@ -49,6 +49,10 @@ type Options struct {
 	// Consoles is the run's console hub for Namespace (the one the diagnostics read too, so
 	// each VMI's console is held once); required when a pool's Console is set.
 	Consoles *console.Hub
+	// Platform, when set, names the platform components unavailable now (the run's platform
+	// watch, platformwatch.Watch.Outages): a pool whose wait runs out while one is fails with
+	// class platform, naming them.
+	Platform func(context.Context) []string
 }
 
 // Watcher holds informers on the management namespace and the tenant cluster, shared by the

@@ -56,6 +56,10 @@ const (
 	// Leak: something a removed worker or a deleted tenant was made of stays on the management
 	// cluster (held by a finalizer no controller removes, or never deleted).
 	Leak Class = "leak"
+	// Platform: a platform component the join depends on (KubeVirt, CDI, a Cluster API
+	// provider, Kamaji, Flux) was unavailable when a pool's wait ran out: the platform under the
+	// pools failed, not the pool; the failure names the component and its last words.
+	Platform Class = "platform"
 	// Harness: the harness itself failed (a bug here, not in the product).
 	Harness Class = "harness"
 )
@@ -81,6 +85,7 @@ var known = map[Class]string{
 	Teardown:               "the run could not remove what it created",
 	Remediation:            "an unhealthy worker was not replaced by its MachineHealthCheck",
 	Leak:                   "a removed worker or a deleted tenant left objects behind",
+	Platform:               "a platform component the pools depend on was unavailable while they were stuck",
 	Harness:                "the harness itself failed",
 }
 

@@ -34,3 +34,18 @@ func ExampleReadVerdict() {
 	// sim-nodelabels fail 1
 	// md0 product-assertion labelled
 }
+
+// A check a spec could not judge is skipped with its reason (specs.SkipCheck): the run still
+// passes, and the verdict lists the check with why it was skipped.
+func ExampleSkip() {
+	v := verdict.Decide(verdict.Input{Lane: "sim-mysuite", Skipped: []verdict.Skip{
+		{Spec: "mysuite pool md0 every Node runs its cluster's kubelet minor", Pool: "md0", Check: "instance-type label",
+			Reason: "Node w1 has no node.kubernetes.io/instance-type label: no cloud provider set it"}}})
+	fmt.Println(v.Result, v.ExitCode, v.Counts.Skipped)
+	for _, s := range v.Skipped {
+		fmt.Println(s.Line())
+	}
+	// Output:
+	// pass 0 1
+	// pool md0: check instance-type label skipped: Node w1 has no node.kubernetes.io/instance-type label: no cloud provider set it
+}

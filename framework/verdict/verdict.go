@@ -74,6 +74,8 @@ type Counts struct {
 	Failures int `json:"failures"`
 	Hard     int `json:"hard"`
 	Soft     int `json:"soft"`
+	// Skipped counts the checks specs skipped (Verdict.Skipped); they fail nothing.
+	Skipped int `json:"skipped,omitempty"`
 	// ByClass counts failures per class.
 	ByClass map[Class]int `json:"byClass,omitempty"`
 }
@@ -91,6 +93,8 @@ type Verdict struct {
 	Reason   string    `json:"reason,omitempty"`
 	Counts   Counts    `json:"counts"`
 	Failures []Failure `json:"failures"`
+	// Skipped are the checks inside specs that could not be judged, each with its reason.
+	Skipped []Skip `json:"skipped,omitempty"`
 	// Clusters are the lane's conformance clusters, each with its release and the verdict of its
 	// own pools.
 	Clusters []Cluster `json:"clusters,omitempty"`
@@ -105,6 +109,8 @@ type Input struct {
 	Policy Policy
 	// Failures of the harness and every suite.
 	Failures []Failure
+	// Skipped are the checks the suites' specs skipped (specs.SkipCheck).
+	Skipped []Skip
 	// Interrupted is set when the run was stopped by a signal; Signal names it.
 	Interrupted bool
 	Signal      string
@@ -144,6 +150,7 @@ func Decide(in Input) Verdict {
 		return fs[i].At.Before(fs[j].At)
 	})
 	v.Failures, v.Counts.Failures = fs, len(fs)
+	v.Skipped, v.Counts.Skipped = append([]Skip(nil), in.Skipped...), len(in.Skipped)
 	v.Clusters = judgeClusters(in.Clusters, fs, in.Interrupted)
 	switch {
 	case in.Interrupted:

@@ -65,6 +65,30 @@ func (p *Process) Exited() (bool, error) {
 	}
 }
 
+// Done is closed when the process started last ends; nil before Start.
+func (p *Process) Done() <-chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.done
+}
+
+// Tail is the last lines of the process log (at most max bytes of them), for a person.
+func (p *Process) Tail(lines, max int) string {
+	data, err := os.ReadFile(p.LogPath)
+	if err != nil {
+		return ""
+	}
+	all := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	if len(all) > lines {
+		all = all[len(all)-lines:]
+	}
+	out := strings.Join(all, "\n")
+	if len(out) > max {
+		out = out[len(out)-max:]
+	}
+	return out
+}
+
 // Pid is the process id, 0 before Start.
 func (p *Process) Pid() int {
 	p.mu.Lock()

@@ -81,6 +81,9 @@ func (r *Recorder) Collect(ctx context.Context, o CollectOptions) Result {
 	}
 	perPool(sc.identity)
 	perPool(sc.consoles)
+	if o.Class == verdict.Platform {
+		cs = append(cs, sc.platformCollectors()...)
+	}
 	cs = append(cs, sc.previousLogs(), sc.resources(sc.mgmt, r.opts.Namespace))
 	for _, t := range sc.tenants {
 		cs = append(cs, sc.resources(t, ""))
@@ -157,6 +160,9 @@ var telling = map[verdict.Class][]string{
 	// and in the events; what a deletion left, in the events and the resource dumps.
 	verdict.Remediation: {"machines", "events"},
 	verdict.Leak:        {"events", "machines", "resources"},
+	// A platform component was down: its Pods (their last exit and logs) and the platform's
+	// Events (the kubelet's BackOff and restarts) first.
+	verdict.Platform: {"platform-pods", "platform-events", "events"},
 }
 
 // tellingAt lists them per stage, for a deadline (the stage says where it was stuck).

@@ -43,7 +43,7 @@ func WriteHTML(w io.Writer, in HTMLInput) error {
 	v := in.Verdict
 	tl := BuildTimeline(in.Timings, v.Failures)
 	page := htmlPage{Verdict: v, Result: strings.ToUpper(string(v.Result)), Timeline: drawTimeline(tl), Trees: in.Trees,
-		Phases: in.Timings.Phases, Commit: short(in.Repro.Commit), Command: in.Repro.Command}
+		Phases: in.Timings.Phases, Marks: markRows(in.Timings, v.Start), Commit: short(in.Repro.Commit), Command: in.Repro.Command}
 	if !v.Start.IsZero() && !v.End.IsZero() {
 		page.When = fmt.Sprintf("%s to %s (%s)", v.Start.UTC().Format(time.RFC3339), v.End.UTC().Format(time.RFC3339), v.End.Sub(v.Start).Round(time.Second))
 	}
@@ -76,6 +76,7 @@ type htmlPage struct {
 	Timeline svgTimeline
 	Failures []htmlFailure
 	Pools    []htmlPool
+	Marks    []markRow
 	Phases   []budget.PhaseTiming
 	Trees    []Tree
 }
@@ -264,6 +265,7 @@ td.failed { color: #cf222e; font-weight: 600; }
 <h1>Lane {{.Verdict.Lane}}: <span class="{{.Verdict.Result}}">{{.Result}}</span> (exit {{.Verdict.ExitCode}})</h1>
 <p class="facts">{{with .Verdict.RunID}}run <code>{{.}}</code> · {{end}}{{with .Commit}}commit <code>{{.}}</code> · {{end}}{{.When}}</p>
 {{with .Verdict.Reason}}<p><strong>{{.}}</strong></p>{{end}}
+{{with .Verdict.Skipped}}<p>{{len .}} check(s) skipped, each with its reason (<a href="#skipped-checks">below</a>).</p>{{end}}
 
 <h2 id="timeline">Timeline</h2>
 <svg id="timeline-chart" xmlns="http://www.w3.org/2000/svg" width="{{.Timeline.Width}}" height="{{.Timeline.Height}}" viewBox="0 0 {{.Timeline.Width}} {{.Timeline.Height}}" role="img" aria-label="phases and each pool's stages in time">
@@ -297,6 +299,24 @@ td.failed { color: #cf222e; font-weight: 600; }
 </details>
 {{- end}}
 </div>
+{{- end}}
+
+{{- with .Marks}}
+<h2 id="platform">Platform under the pools</h2>
+<table><tr><th>at</th><th>from run start</th><th>component</th><th>what</th><th>detail</th></tr>
+{{- range .}}
+<tr><td>{{.At}}</td><td>{{.From}}</td><td>{{.Subject}}</td><td{{if .Bad}} class="failed"{{end}}>{{.What}}</td><td>{{.Detail}}</td></tr>
+{{- end}}
+</table>
+{{- end}}
+
+{{- with .Verdict.Skipped}}
+<h2 id="skipped-checks">Skipped checks</h2>
+<table><tr><th>pool</th><th>spec</th><th>check</th><th>reason</th></tr>
+{{- range .}}
+<tr class="skipped-check"{{with .Pool}} data-pool="{{.}}"{{end}}><td>{{or .Pool "-"}}</td><td>{{.Spec}}</td><td>{{.Check}}</td><td>{{.Reason}}</td></tr>
+{{- end}}
+</table>
 {{- end}}
 
 <h2 id="pools">Pools: join stages</h2>

@@ -48,6 +48,7 @@ func TestReportHTMLIsSelfContained(t *testing.T) {
 		"registry answered 401 &lt;Unauthorized&gt; &amp; gave up", // the failed VMI's console, inline and escaped
 		"serial console of VMI kubernetes-pools-abc12-kairos-x-aaaaa",
 		`<a href="pools/kairos/cluster-tree.txt">`,
+		`<td>platform virt-controller</td><td class="failed">restarted</td><td>signal 9, exit 137: &lt;killed&gt;</td>`,
 	} {
 		if !strings.Contains(page, want) {
 			t.Errorf("report.html lacks %q", want)

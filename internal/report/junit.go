@@ -119,16 +119,19 @@ func MergeJUnit(in JUnitInput) Suites {
 			continue
 		}
 		for _, ts := range s.Suites {
+			var cases []Case
 			for i := range ts.Cases {
 				c := &ts.Cases[i]
-				if c.Failure == nil && c.Error == nil {
-					continue
+				if c.Failure != nil || c.Error != nil {
+					if fi := matchFailure(c.Name, in.Verdict.Failures, used); fi >= 0 {
+						used[fi] = true
+						annotate(c, in.Verdict.Failures[fi])
+					}
 				}
-				if fi := matchFailure(c.Name, in.Verdict.Failures, used); fi >= 0 {
-					used[fi] = true
-					annotate(c, in.Verdict.Failures[fi])
-				}
+				cases = append(cases, *c)
+				cases = append(cases, skippedChecks(*c)...)
 			}
+			ts.Cases = cases
 			ts.Name = firstNonEmpty(ts.Name, n)
 			out.Suites = append(out.Suites, ts)
 		}
@@ -169,15 +172,65 @@ func MergeJUnit(in JUnitInput) Suites {
 	return out
 }
 
+// skippedChecks are a testcase's skipped checks (its verdict.SkipEntry properties), each a
+// skipped testcase of its own beside it: "<the spec's case> / check <check>", with the reason
+// as the skipped message and the pool and check as properties. A property that is no skipped
+// check is left alone (it stays a property of the spec's case).
+func skippedChecks(c Case) []Case {
+	var out []Case
+	for _, s := range caseSkips(c) {
+		out = append(out, Case{Name: c.Name + " / check " + s.Check, Classname: c.Classname, Status: "skipped",
+			Skipped:    &Message{Message: s.Reason},
+			Properties: &Properties{Items: []Property{{"check", s.Check}, {"pool", s.Pool}}}})
+	}
+	return out
+}
+
+// caseSkips reads a testcase's skipped checks.
+func caseSkips(c Case) []verdict.Skip {
+	if c.Properties == nil {
+		return nil
+	}
+	var out []verdict.Skip
+	for _, p := range c.Properties.Items {
+		if p.Name != verdict.SkipEntry {
+			continue
+		}
+		if s, err := verdict.ParseSkip(p.Value, specText(c.Name)); err == nil {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// Skips are the checks the specs of a suite's report skipped (specs.SkipCheck), in order.
+func Skips(s *Suites) []verdict.Skip {
+	if s == nil {
+		return nil
+	}
+	var out []verdict.Skip
+	for _, ts := range s.Suites {
+		for _, c := range ts.Cases {
+			out = append(out, caseSkips(c)...)
+		}
+	}
+	return out
+}
+
+// specText is a Ginkgo testcase's spec text: its name without the "[It] " before it.
+func specText(caseName string) string {
+	if strings.HasPrefix(caseName, "[") {
+		if i := strings.Index(caseName, "] "); i > 0 {
+			return caseName[i+2:]
+		}
+	}
+	return caseName
+}
+
 // matchFailure finds the unused failure a testcase is about: Ginkgo names a testcase
 // "[It] <full spec text> [labels]" and a suite names its failure by the full spec text.
 func matchFailure(caseName string, fs []verdict.Failure, used []bool) int {
-	text := caseName
-	if strings.HasPrefix(text, "[") {
-		if i := strings.Index(text, "] "); i > 0 {
-			text = text[i+2:]
-		}
-	}
+	text := specText(caseName)
 	for i, f := range fs {
 		if used[i] || f.Spec == "" {
 			continue

@@ -59,6 +59,9 @@ func WriteSummary(w io.Writer, in SummaryInput) error {
 	if v.Reason != "" {
 		fmt.Fprintf(b, "**%s**\n\n", cell(v.Reason))
 	}
+	if n := len(v.Skipped); n > 0 {
+		fmt.Fprintf(b, "%d check(s) skipped, each with its reason ([below](#skipped-checks)).\n\n", n)
+	}
 	if len(v.Clusters) > 0 {
 		b.WriteString("### Conformance clusters\n\n| cluster | Kubernetes | pools | result |\n| --- | --- | --- | --- |\n")
 		for _, c := range v.Clusters {
@@ -79,6 +82,14 @@ func WriteSummary(w io.Writer, in SummaryInput) error {
 			}
 			fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s |\n", cell(firstNonEmpty(f.Pool, "-")), code(string(f.Class)), cell(firstNonEmpty(f.Stage, "-")),
 				hs, cell(clip(f.Message, 300)), links(in.LinkBase, f.Evidence, 4))
+		}
+		b.WriteString("\n")
+	}
+	writeMarks(b, in)
+	if len(v.Skipped) > 0 {
+		b.WriteString("### Skipped checks\n\n| pool | spec | check | reason |\n| --- | --- | --- | --- |\n")
+		for _, s := range v.Skipped {
+			fmt.Fprintf(b, "| %s | %s | %s | %s |\n", cell(firstNonEmpty(s.Pool, "-")), cell(s.Spec), cell(s.Check), cell(clip(s.Reason, 300)))
 		}
 		b.WriteString("\n")
 	}

@@ -70,6 +70,7 @@ func Write(o Options) (verdict.Verdict, error) {
 		manifest.Merge(o.Manifest.Entries())
 	}
 	suites := map[string]*Suites{}
+	var skipped []verdict.Skip
 	for _, s := range o.Suites {
 		dir := filepath.Join(o.Dir, "suites", s)
 		rel := "suites/" + s + "/"
@@ -92,6 +93,7 @@ func Write(o Options) (verdict.Verdict, error) {
 		}
 		if j, err := ReadJUnit(filepath.Join(dir, "junit.xml")); err == nil {
 			suites[s] = &j
+			skipped = append(skipped, Skips(&j)...)
 		} else {
 			suites[s] = nil
 			if !errors.Is(err, os.ErrNotExist) {
@@ -122,7 +124,7 @@ func Write(o Options) (verdict.Verdict, error) {
 			errs = append(errs, fmt.Errorf("baseline: %w", err))
 		}
 	}
-	in := verdict.Input{Lane: o.Lane, RunID: o.RunID, Policy: policy, Failures: failures, Interrupted: o.Interrupted,
+	in := verdict.Input{Lane: o.Lane, RunID: o.RunID, Policy: policy, Failures: failures, Skipped: skipped, Interrupted: o.Interrupted,
 		Signal: o.Signal, Start: o.Start, End: o.End, Clusters: o.Clusters}
 	v, err := writeAll(o, in, timings, manifest, suites, repro, base)
 	if err != nil {

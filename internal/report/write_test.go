@@ -61,7 +61,9 @@ func fakeRun(t *testing.T, failing bool) (string, Options) {
 		{Pool: "md0", Stage: "bootstrap-template", Start: t0, End: t0.Add(time.Second), Spent: budget.Seconds(time.Second)},
 		{Pool: "md0", Stage: "disk-import", Start: t0.Add(time.Second), End: t0.Add(3 * time.Second), Spent: budget.Seconds(2 * time.Second)},
 	}, Phases: []budget.PhaseTiming{{Name: "pools", Planned: budget.Seconds(2 * time.Minute), Spent: budget.Seconds(40 * time.Second),
-		Start: t0.Add(10 * time.Second), End: t0.Add(50 * time.Second), Outcome: budget.OutcomeOK}}}
+		Start: t0.Add(10 * time.Second), End: t0.Add(50 * time.Second), Outcome: budget.OutcomeOK}},
+		Marks: []budget.Mark{{At: t0.Add(20 * time.Second), Subject: "platform virt-controller", What: "restarted", Detail: "signal 9, exit 137: <killed>"},
+			{At: t0.Add(32 * time.Second), Subject: "platform virt-controller", What: "available again", Detail: "1/1 Pods ready"}}}
 	if failing {
 		suite.Phases[0].Outcome, suite.Phases[0].Error = budget.OutcomeFailed, "pool kairos failed"
 	}
@@ -309,6 +311,10 @@ func TestSummaryOpensWithATimeline(t *testing.T) {
 		"    section pool md0",
 		fmt.Sprintf("    bootstrap-template 1.0s :t4, %d, %d", ms(0), ms(time.Second)),
 		fmt.Sprintf("    disk-import 2.0s :t5, %d, %d", ms(time.Second), ms(3*time.Second)),
+		// What the platform did under the pools, from the suite's timings.
+		"### Platform under the pools",
+		"| 12:00:20 | +20.0s | platform virt-controller | restarted | signal 9, exit 137: <killed> |",
+		"| 12:00:32 | +32.0s | platform virt-controller | available again | 1/1 Pods ready |",
 	} {
 		if !strings.Contains(sum, want+"\n") {
 			t.Errorf("the gantt lacks %q:\n%s", want, sum[:min(len(sum), 1200)])

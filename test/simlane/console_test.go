@@ -3,6 +3,7 @@ package simlane
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,6 +22,7 @@ import (
 	"github.com/cozystack/cozy-e2e/framework/lane"
 	"github.com/cozystack/cozy-e2e/framework/verdict"
 	"github.com/cozystack/cozy-e2e/internal/controlplane"
+	"github.com/cozystack/cozy-e2e/internal/progress"
 	"github.com/cozystack/cozy-e2e/internal/report"
 )
 
@@ -58,10 +60,31 @@ func (w *watchedLog) String() string {
 
 var verdictLine = regexp.MustCompile(`^\d\d:\d\d:\d\d e2e: verdict: `)
 
-// checkConsole holds what a person reads to the console's contract: a green run in under
-// maxLines lines, a red run's failure the last thing printed before the verdict.
-func checkConsole(t *testing.T, out, spec string, red bool, maxLines int) {
+// heartbeatLine is a waiting subject's state, repeated at most every progress.DefaultHeartbeat
+// (internal/progress/console.go): a pool at a stage ("pool md0: at disk-import 30.1s, ...") or
+// a phase's time of its ceiling ("phase rollout (cluster lifecycle) 1m0s of 4m0s: ...").
+var heartbeatLine = regexp.MustCompile(`^(\d\d:\d\d:\d\d) (?:(pool \S+): at |(phase .*?) [0-9hms.]+ of [0-9hms.]+)`)
+
+// consoleBound is what a green run may print: under lines lines in all, or, when heartbeats
+// are left out, under lines lines besides its heartbeats. A lane whose phases wait for minutes
+// (the lifecycle lane's Helm upgrades) repeats its state for as long as it waits, by design; its
+// heartbeats are held to their pace instead of a count.
+type consoleBound struct {
+	lines          int
+	heartbeatsFree bool
+}
+
+// checkConsole holds what a person reads to the console's contract (consoleProblems).
+func checkConsole(t *testing.T, out, spec string, red bool, bound consoleBound) {
 	t.Helper()
+	for _, p := range consoleProblems(out, spec, red, bound, t.Logf) {
+		t.Error(p)
+	}
+}
+
+// consoleProblems: a green run within its bound, each waiting subject's heartbeats at least a
+// heartbeat apart, a red run's failure the last thing printed before the verdict.
+func consoleProblems(out, spec string, red bool, bound consoleBound, logf func(string, ...any)) []string {
 	var lines []string
 	for _, l := range strings.Split(strings.TrimRight(out, "\n"), "\n") {
 		if strings.TrimSpace(l) != "" {
@@ -75,25 +98,30 @@ func checkConsole(t *testing.T, out, spec string, red bool, maxLines int) {
 		}
 	}
 	if at < 0 {
-		t.Errorf("no verdict line among the %d lines printed", len(lines))
-		return
+		return []string{fmt.Sprintf("no verdict line among the %d lines printed", len(lines))}
 	}
-	t.Logf("%s: %d lines printed, the verdict on line %d", spec, len(lines), at+1)
+	beats, problems := heartbeatPace(lines)
+	logf("%s: %d lines printed, %d of them heartbeats, the verdict on line %d", spec, len(lines), beats, at+1)
 	if !red {
 		if !strings.Contains(lines[at], "verdict: pass") {
 			// The bound is a green run's: a run that failed prints its failures and how to reach
 			// what it kept, and the verdict check says why it failed.
-			t.Logf("%s: not bounding the lines of a run that did not pass: %s", spec, lines[at])
-			return
+			logf("%s: not bounding the lines of a run that did not pass: %s", spec, lines[at])
+			return problems
 		}
-		if len(lines) >= maxLines {
-			t.Errorf("a green run printed %d lines, want under %d:\n%s", len(lines), maxLines, out)
+		n, what := len(lines), "lines"
+		if bound.heartbeatsFree {
+			n, what = len(lines)-beats, "lines besides its heartbeats"
 		}
-		return
+		if n >= bound.lines {
+			problems = append(problems, fmt.Sprintf("a green run printed %d %s, want under %d:\n%s", n, what, bound.lines, out))
+		}
+		return problems
 	}
 	if at == 0 || !strings.Contains(lines[at-1], " FAIL ") {
-		t.Errorf("the line before the verdict is not a failure: %q", lines[max(at-1, 0)])
+		problems = append(problems, fmt.Sprintf("the line before the verdict is not a failure: %q", lines[max(at-1, 0)]))
 	}
+	return problems
 }
 
 // checkReports: summary.md opens with the timeline, report.html draws every pool's row, and the
@@ -249,4 +277,30 @@ func tearLine(out string) string {
 		}
 	}
 	return ""
+}
+
+// heartbeatPace counts the heartbeats among lines and names each that came closer to its
+// subject's last than progress.DefaultHeartbeat, less the second the stamps round away.
+func heartbeatPace(lines []string) (int, []string) {
+	last := map[string]time.Time{}
+	n := 0
+	var problems []string
+	for _, l := range lines {
+		m := heartbeatLine.FindStringSubmatch(l)
+		if m == nil {
+			continue
+		}
+		n++
+		at, err := time.Parse("15:04:05", m[1])
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("heartbeat %q: its stamp: %v", l, err))
+			continue
+		}
+		subject := m[2] + m[3]
+		if prev, ok := last[subject]; ok && at.After(prev) && at.Sub(prev) < progress.DefaultHeartbeat-time.Second {
+			problems = append(problems, fmt.Sprintf("%s repeated its state %s after the last time, want at most every %s: %q", subject, at.Sub(prev), progress.DefaultHeartbeat, l))
+		}
+		last[subject] = at
+	}
+	return n, problems
 }

@@ -57,6 +57,12 @@ func expect(f faults.Name, os string) (expectation, bool) {
 			return expectation{verdict.Deadline, join.StageProviderID, false, []string{"MISMATCH"}, false}, true
 		}
 		return expectation{verdict.Identity, join.StageProviderID, true, []string{"MISMATCH"}, false}, true
+	case faults.ControllerCrashLoop:
+		// virt-controller down from the first VirtualMachine on: the disks wait for their first
+		// consumer, the launcher it never makes; at the pools deadline every pool names it and
+		// its last log line, with the platform's class; the evidence holds the kubelet's BackOff
+		// on virt-controller's Pod.
+		return expectation{verdict.Platform, join.StageDiskImport, false, []string{"Back-off restarting failed container virt-controller"}, false}, true
 	case faults.NodeNotReady:
 		return expectation{verdict.Deadline, join.StageReady, false, []string{"KubeletNotReady"}, false}, true
 	case faults.NodeTainted:

@@ -15,18 +15,30 @@ import (
 	"github.com/cozystack/cozy-e2e/framework/verdict"
 	"github.com/cozystack/cozy-e2e/internal/report"
 	"github.com/cozystack/cozy-e2e/internal/sim/faults"
+	"github.com/cozystack/cozy-e2e/internal/sim/simenv"
 )
 
 // A suite of its own says, as data beside it (examples/*/faults.yaml), what a fault must make
 // of its specs: the lane it runs on, the faults, and per targeted pool the class, stage and a
 // text its evidence shows. Each scenario runs once, under its faults: the suite's cases of the
 // pools no fault targets must pass in that run (the suite's junit.xml, a case per pool named
-// "pool <name> ..."), which is what a green run of the lane would show of them.
+// "pool <name> ..."), which is what a green run of the lane would show of them. A scenario
+// with green: true (no faults, no expect) is a run without a fault: it passes, every pool's
+// cases passed.
 type suiteScenario struct {
 	Lane   string         `yaml:"lane"` // a lane file, from the checkout
 	Suite  string         `yaml:"suite"`
+	Green  bool           `yaml:"green"`
 	Faults string         `yaml:"faults"` // an E2E_SIM_FAULT value
 	Expect []suiteOutcome `yaml:"expect"`
+}
+
+// name is the scenario's E2E_FAULTS value after suite:<lane name>: its faults, or green.
+func (s suiteScenario) name() string {
+	if s.Green {
+		return "green"
+	}
+	return s.Faults
 }
 
 type suiteOutcome struct {
@@ -38,6 +50,8 @@ type suiteOutcome struct {
 	// file that must be among its evidence (what shows a label missing is the Node without it).
 	Explains string `yaml:"explains"`
 	Evidence string `yaml:"evidence"`
+	// Spec is a text the failure's spec must hold (an e2e-framework feature's name).
+	Spec string `yaml:"spec"`
 }
 
 // suitePrefix marks a suite scenario in E2E_FAULTS: suite:<lane name>:<faults>.
@@ -58,6 +72,12 @@ func suiteScenarios(t *testing.T, root string) []suiteScenario {
 			t.Fatalf("%s: %v", p, err)
 		}
 		for i, s := range list {
+			if s.Green {
+				if s.Lane == "" || s.Suite == "" || s.Faults != "" || len(s.Expect) > 0 {
+					t.Fatalf("%s: [%d]: a green scenario has a lane and a suite, and no faults or expect", p, i)
+				}
+				continue
+			}
 			if _, err := faults.Parse(s.Faults); err != nil || s.Lane == "" || s.Suite == "" || len(s.Expect) == 0 {
 				t.Fatalf("%s: [%d]: lane, suite, faults and expect are each required (%v)", p, i, err)
 			}
@@ -76,7 +96,7 @@ func suiteScenarios(t *testing.T, root string) []suiteScenario {
 func suiteRuns(t *testing.T, root string) []string {
 	var runs []string
 	for _, s := range suiteScenarios(t, root) {
-		runs = append(runs, suitePrefix+laneName(s.Lane)+":"+s.Faults)
+		runs = append(runs, suitePrefix+laneName(s.Lane)+":"+s.name())
 	}
 	return runs
 }
@@ -91,7 +111,7 @@ func runSuiteScenario(t *testing.T, root, bin, run string) outcome {
 	name, spec, _ := strings.Cut(strings.TrimPrefix(run, suitePrefix), ":")
 	var sc *suiteScenario
 	for _, s := range suiteScenarios(t, root) {
-		if laneName(s.Lane) == name && s.Faults == spec {
+		if laneName(s.Lane) == name && s.name() == spec {
 			sc = &s
 			break
 		}
@@ -104,7 +124,11 @@ func runSuiteScenario(t *testing.T, root, bin, run string) outcome {
 		t.Fatal(err)
 	}
 	out := outcome{name: run, art: filepath.Join(t.TempDir(), "artifacts")}
-	cmd := laneCommand(root, bin, sc.Lane, "E2E_ARTIFACTS="+out.art, "E2E_SIM_FAULT="+spec)
+	fault := spec
+	if sc.Green {
+		fault = ""
+	}
+	cmd := laneCommand(root, bin, sc.Lane, "E2E_ARTIFACTS="+out.art, "E2E_SIM_FAULT="+fault)
 	start := time.Now()
 	log, err := cmd.CombinedOutput()
 	out.wall = time.Since(start)
@@ -116,10 +140,16 @@ func runSuiteScenario(t *testing.T, root, bin, run string) outcome {
 	if _, err := os.Stat(filepath.Join(out.art, "suites", sc.Suite, "failures.json")); err != nil {
 		t.Errorf("suite %s wrote no failures.json: %v", sc.Suite, err)
 	}
-	if v.Result != verdict.Fail {
+	switch {
+	case sc.Green && v.Result != verdict.Pass:
+		t.Errorf("%s green: result %s, want pass: %s", name, v.Result, v.Reason)
+	case !sc.Green && v.Result != verdict.Fail:
 		t.Errorf("%s under %s: result %s, want fail: %s", name, spec, v.Result, v.Reason)
 	}
-	obs := observations(t, out.art)
+	var obs []simenv.Observation
+	if !sc.Green {
+		obs = observations(t, out.art)
+	}
 	want := map[string]suiteOutcome{}
 	for _, e := range sc.Expect {
 		want[e.Pool] = e
@@ -148,6 +178,9 @@ func runSuiteScenario(t *testing.T, root, bin, run string) outcome {
 		}
 		if got.Class != e.Class || got.Stage != e.Stage {
 			t.Errorf("pool %s: %s at %s, want %s at %s for %s (%s)", p.Name, got.Class, got.Stage, e.Class, e.Stage, e.Fault, got.Message)
+		}
+		if !strings.Contains(got.Spec, e.Spec) {
+			t.Errorf("pool %s: the failure's spec %q does not name %q", p.Name, got.Spec, e.Spec)
 		}
 		if at, ok := firstObservation(obs, e.Fault, p.Name); !ok {
 			t.Errorf("pool %s: the sim recorded no observation of %s", p.Name, e.Fault)
@@ -203,7 +236,7 @@ func TestSuiteScenariosAreSound(t *testing.T) {
 			runs = runs || x.Name == s.Suite
 		}
 		if !runs {
-			t.Errorf("%s: lane %s does not run suite %s", s.Faults, s.Lane, s.Suite)
+			t.Errorf("%s: lane %s does not run suite %s", s.name(), s.Lane, s.Suite)
 		}
 		set, _ := faults.Parse(s.Faults)
 		for _, e := range s.Expect {

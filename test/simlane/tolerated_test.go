@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -32,6 +33,55 @@ var fired = map[faults.Name]func(t *testing.T, l *lane.Lane, set *faults.Set, ar
 	faults.ProviderIDLate:      suspectCleared(faults.ProviderIDLate, verdict.Identity, "registered", "patched", guest.ProviderIDLateDelay),
 	faults.DiskImportOOM:       importerReplaced,
 	faults.VMICrashOnce:        crashedOnce,
+	faults.ControllerKilled:    controllerRestarted,
+}
+
+// controllerRestarted: every controller the fault names was killed (the sim recorded it), and
+// the harness's platform watch showed its restart and its recovery in harness.log.
+func controllerRestarted(t *testing.T, _ *lane.Lane, set *faults.Set, art string, obs []simenv.Observation) {
+	t.Helper()
+	log, err := os.ReadFile(filepath.Join(art, "harness.log"))
+	if err != nil {
+		t.Errorf("%s: harness.log: %v", faults.ControllerKilled, err)
+	}
+	summary, err := os.ReadFile(filepath.Join(art, "summary.md"))
+	if err != nil {
+		t.Errorf("%s: summary.md: %v", faults.ControllerKilled, err)
+	}
+	for _, name := range set.Targets(faults.ControllerKilled) {
+		killed := false
+		for _, o := range obs {
+			killed = killed || (o.Fault == faults.ControllerKilled && o.Object == "process "+processName(name))
+		}
+		if !killed {
+			t.Errorf("%s@%s: the sim recorded no kill; the run proves nothing", faults.ControllerKilled, name)
+			continue
+		}
+		// The live line of the restart, and the run's end saying it recovered.
+		recovered := regexp.MustCompile(regexp.QuoteMeta(name) + ` restarted \d+ time\(s\), available again`)
+		if !bytes.Contains(log, []byte("platform: "+name+" restarted: ")) || !recovered.Match(log) {
+			t.Errorf("%s@%s: harness.log does not show the platform watch seeing its restart and, at the end, its recovery", faults.ControllerKilled, name)
+			continue
+		}
+		// The report keeps it: summary.md's platform table (report.html's is the same rows).
+		if !bytes.Contains(summary, []byte("| platform "+name+" | restarted | ")) {
+			t.Errorf("%s@%s: summary.md's \"Platform under the pools\" does not list its restart", faults.ControllerKilled, name)
+			continue
+		}
+		t.Logf("%s@%s: restarted, and the run passed", faults.ControllerKilled, name)
+	}
+}
+
+// processName is the controller process a fault's controller name runs as (CAPK's is
+// capk-manager, internal/sim/upstream/capk.go).
+func processName(name string) string {
+	if name == "capk" {
+		return "capk-manager"
+	}
+	if name == "cabpt" {
+		return "cabpt-manager"
+	}
+	return name
 }
 
 // suspectCleared proves fault f, one upstream retries or repairs: in every pool it targets, the

@@ -33,7 +33,16 @@ const (
 	MachineSetTransient Name = "machineset-transient"
 	ProviderIDLate      Name = "providerid-late"
 	NodeLabelRemoved    Name = "node-label-removed"
+	ControllerKilled    Name = "controller-killed"
+	ControllerCrashLoop Name = "controller-crashloop"
 )
+
+// Components are the upstream controllers a sim world runs as processes, as the controller
+// faults name them after "@" (where other faults name a pool).
+var components = []string{"capk", "cabpt", "helm-controller", "cdi-controller", "virt-controller"}
+
+// OnComponent reports whether fault n names a controller, not a pool, after "@".
+func OnComponent(n Name) bool { return n == ControllerKilled || n == ControllerCrashLoop }
 
 // Fault is one catalogue entry. The verdict a correct harness reaches under each fault is not
 // the sim's to say: test/simlane holds those expectations.
@@ -93,6 +102,10 @@ var catalogue = []Fault{
 		"kairos-io/cluster-api-provider-kairos main c300236 internal/bootstrap/templates/k0s_kairos_cloud_config_capk.yaml.tmpl:527-567 (waits for the Node, then kubectl patch node $(hostname) spec.providerID, 30 tries 5 s apart); cluster-api-provider-kubevirt v0.1.10 controllers/kubevirtmachine_controller.go:389-434", true, true},
 	{NodeLabelRemoved, "right after the Node registers, a labeller in the tenant cluster removes its kubernetes.io/hostname label; the join is unaffected",
 		"the kubelet sets kubernetes.io/hostname, os and arch when it registers (kubernetes v1.35.4 pkg/kubelet/kubelet_node_status.go:301-308) and puts os and arch back at every status update (:560-575), but hostname only when it registers again (updateDefaultLabels, :129, :230-240); the labeller is sim only", false, false},
+	{ControllerKilled, "the named controller's process is killed (SIGKILL) once, when the first VirtualMachine of the run exists: its supervisor starts it again at once, as a kubelet restarts a first exit, and it takes its work (virt-controller: its lease) back; the run passes and shows the restart",
+		"kubernetes v1.35.4 pkg/kubelet/kubelet.go:162-170,1007-1012 (the kubelet's restart back-off) and pkg/kubelet/kuberuntime/kuberuntime_manager.go:1837-1853; the kill is sim only", true, false},
+	{ControllerCrashLoop, "from the moment the first VirtualMachine of the run exists, the named controller exits at every start (it is given a flag it refuses: exit 2, its last log line says so): its Pod shows CrashLoopBackOff with restarts backing off 10 s, 20 s, ...; the pools it serves stay where it left them",
+		"kubernetes v1.35.4 pkg/kubelet/kuberuntime/kuberuntime_manager.go:1841-1849 (CrashLoopBackOff while the back-off runs); the refused flag is sim only", false, false},
 }
 
 // Catalogue lists every fault, in documentation order.
@@ -123,6 +136,9 @@ func Parse(s string) (*Set, error) {
 			continue
 		}
 		name, pool, _ := strings.Cut(item, "@")
+		if err := checkComponent(Name(name), pool); err != nil {
+			return nil, err
+		}
 		if _, ok := Lookup(Name(name)); !ok {
 			names := make([]string, 0, len(catalogue))
 			for _, f := range catalogue {
@@ -137,6 +153,27 @@ func Parse(s string) (*Set, error) {
 		set.selected[Name(name)] = targets
 	}
 	return set, nil
+}
+
+// checkComponent refuses a controller fault without a controller it knows.
+func checkComponent(n Name, target string) error {
+	if !OnComponent(n) {
+		return nil
+	}
+	for _, c := range components {
+		if c == target {
+			return nil
+		}
+	}
+	return fmt.Errorf("E2E_SIM_FAULT: %s names the controller after @ (one of %s), not %q", n, strings.Join(components, ", "), target)
+}
+
+// Targets are the pools (or, for a controller fault, the controllers) fault n was selected for.
+func (s *Set) Targets(n Name) []string {
+	if s == nil {
+		return nil
+	}
+	return append([]string(nil), s.selected[n]...)
 }
 
 // Active reports whether fault n applies to pool (a pool on a Kairos class when kairos is true).

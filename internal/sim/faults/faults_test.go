@@ -47,3 +47,20 @@ func TestCatalogueSaysWhatEachFaultImitates(t *testing.T) {
 		}
 	}
 }
+
+// A controller fault names a controller the sim runs, where other faults name a pool.
+func TestControllerFaultsNameAController(t *testing.T) {
+	s, err := Parse("controller-killed@virt-controller,controller-killed@cdi-controller,controller-crashloop@capk")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(s.Targets(ControllerKilled), ","); got != "virt-controller,cdi-controller" {
+		t.Fatalf("controller-killed targets %q", got)
+	}
+	for _, bad := range []string{"controller-killed", "controller-crashloop@md0"} {
+		_, err := Parse(bad)
+		if err == nil || !strings.Contains(err.Error(), "names the controller after @") || !strings.Contains(err.Error(), "virt-controller") {
+			t.Errorf("Parse(%q) = %v, want the controllers listed", bad, err)
+		}
+	}
+}

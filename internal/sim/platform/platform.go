@@ -40,13 +40,7 @@ type Platform struct {
 // are served from (internal/sim/cozyapi, as cozystack-api keeps them): a Tenant's release makes
 // its namespace, a Kubernetes app's release is rendered as the chart would render it.
 func Add(mgr ctrl.Manager, o Options) (*Platform, error) {
-	if o.Log == nil {
-		o.Log = io.Discard
-	}
-	if o.Health == (HealthTimers{}) {
-		o.Health = ChartHealthTimers()
-	}
-	p := &Platform{o: o, c: mgr.GetClient(), r: mgr.GetAPIReader(), tokensDone: map[string]bool{}}
+	p := newPlatform(o, mgr.GetClient(), mgr.GetAPIReader())
 	// A release is reconciled when its spec changes (its status is the platform's own write).
 	// A Kubernetes app the real chart renders (simenv.RendererLabel) is helm-controller's.
 	of := func(kind string) predicate.Predicate {
@@ -113,6 +107,18 @@ func InstallBuiltins(ctx context.Context, c client.Client) error {
 		}
 	}
 	return nil
+}
+
+// newPlatform is the stand-in writing through c and reading live through r, with o's defaults
+// filled in.
+func newPlatform(o Options, c client.Client, r client.Reader) *Platform {
+	if o.Log == nil {
+		o.Log = io.Discard
+	}
+	if o.Health == (HealthTimers{}) {
+		o.Health = ChartHealthTimers()
+	}
+	return &Platform{o: o, c: c, r: r, tokensDone: map[string]bool{}}
 }
 
 // reconcileTenant turns Tenant <t>'s release (tenant-<t> in tenant-root) into namespace

@@ -169,9 +169,13 @@ func StartCDIController(ctx context.Context, b *Build, c *cluster.Cluster, o Opt
 	if ctl.Args, err = iso.wrap(ctl, cdiEnv(), args); err != nil {
 		return nil, err
 	}
-	if err := iso.start(ctx, ctl, func(ctx context.Context) error { return cdiConfigured(ctx, c) }); err != nil {
+	ready := func(ctx context.Context) error { return cdiConfigured(ctx, c) }
+	if err := iso.start(ctx, ctl, ready); err != nil {
 		return nil, err
 	}
+	// A restart runs in namespaces of its own again; CDI's leader election lease
+	// (controller.go lines 196-200) is taken back by the new process.
+	ctl.restart = func(ctx context.Context) error { return iso.restart(ctx, ctl, ready) }
 	return ctl, nil
 }
 

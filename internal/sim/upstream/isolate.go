@@ -49,6 +49,8 @@ type isolation struct {
 	PodMetricsDir string
 
 	pods *podNetwork
+	// stopHooked: the controller's Stop closes the relay (set on the first start).
+	stopHooked bool
 
 	apiserver string // host:port of the apiserver, the same inside and out
 	mu        sync.Mutex
@@ -118,7 +120,10 @@ func (i *isolation) wrap(c *Controller, vars, args []string) ([]string, error) {
 // is stopped.
 func (i *isolation) start(ctx context.Context, c *Controller, ready func(context.Context) error) error {
 	c.Started = time.Now()
-	c.onStop = append(c.onStop, i.close)
+	if !i.stopHooked {
+		c.onStop = append(c.onStop, i.close)
+		i.stopHooked = true
+	}
 	if err := c.Start(); err != nil {
 		return err
 	}
@@ -149,6 +154,18 @@ func (i *isolation) start(ctx context.Context, c *Controller, ready func(context
 	}
 	c.Ready = time.Since(c.Started)
 	return nil
+}
+
+// restart starts c again after it exited: the relay and pod network of its old namespaces are
+// closed, the markers removed, and the new process gets namespaces of its own as at first.
+func (i *isolation) restart(ctx context.Context, c *Controller, ready func(context.Context) error) error {
+	i.close()
+	for _, m := range []string{markerNamespaces, markerNetwork} {
+		if err := os.Remove(filepath.Join(i.Dir, m)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+	}
+	return i.start(ctx, c, ready)
 }
 
 // network joins pid's network namespace on a thread of its own, brings its loopback up with

@@ -54,6 +54,9 @@ type Controller struct {
 	Ready   time.Duration
 	// onStop runs after the process stopped (an isolated controller's relay).
 	onStop []func()
+	// restart starts the process again after it exited, with what its Start function set up
+	// (ports, certificates, webhook configurations, namespaces), and waits until it is ready.
+	restart func(context.Context) error
 }
 
 // Stop stops the process (SIGTERM, then SIGKILL after grace) and what served it. Idempotent.
@@ -143,13 +146,15 @@ func newController(name, path string, o Options) (*Controller, error) {
 		return nil, err
 	}
 	health, metrics := ports[0], ports[1]
-	return &Controller{
+	ctl := &Controller{
 		Process: controlplane.Process{
 			Name: name, Path: path, LogPath: filepath.Join(o.Dir, name+".log"),
 		},
 		HealthURL:  fmt.Sprintf("http://127.0.0.1:%d", health),
 		MetricsURL: fmt.Sprintf("http://127.0.0.1:%d", metrics),
-	}, nil
+	}
+	ctl.restart = ctl.start
+	return ctl, nil
 }
 
 // newWebhookController prepares a controller process as newController does, with a webhook

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -56,6 +58,10 @@ type realControllers struct {
 	charts     *upstream.ChartServer
 	mu         sync.Mutex
 	running    []*upstream.Controller
+	// supervisors keep the running controllers alive as a kubelet keeps the platform's Pods,
+	// by step name; backoff is their restart back-off (the kubelet's).
+	supervisors map[string]*upstream.Supervisor
+	backoff     upstream.Backoff
 	// kubevirt is what virt-operator installs, set by installCRDs; kubevirtLater are the CRDs of
 	// it installed once the world runs (see installKubeVirtCRDs).
 	kubevirt      *upstream.KubeVirt
@@ -79,7 +85,7 @@ func newRealControllers(tools controlplane.Tools, dir string, log io.Writer) (*r
 	if err != nil {
 		return nil, err
 	}
-	r := &realControllers{b: b, dir: dir, log: log}
+	r := &realControllers{b: b, dir: dir, log: log, backoff: upstream.KubeletBackoff(), supervisors: map[string]*upstream.Supervisor{}}
 	if r.capkCRDs, err = b.CAPKCRDs(); err != nil {
 		return nil, err
 	}
@@ -207,10 +213,13 @@ func (r *realControllers) start(ctx context.Context, w *world.World) error {
 				errs[i] = fmt.Errorf("sim: %w", err)
 				return
 			}
-			r.mu.Lock()
-			r.running = append(r.running, ctl)
-			r.mu.Unlock()
-			w.OnStop(func() { ctl.Stop(world.StopGrace) })
+			sup, err := r.supervise(ctx, w, s.name, ctl)
+			if err != nil {
+				ctl.Stop(world.StopGrace)
+				errs[i] = err
+				return
+			}
+			w.OnStop(func() { sup.Stop(world.StopGrace) })
 		}()
 	}
 	// The chart, served as source-controller would serve its artifact.
@@ -221,6 +230,39 @@ func (r *realControllers) start(ctx context.Context, w *world.World) error {
 	}()
 	wg.Wait()
 	return errors.Join(errs...)
+}
+
+// supervise keeps ctl running (upstream.Supervise) as the Pod the platform runs it in.
+func (r *realControllers) supervise(ctx context.Context, w *world.World, name string, ctl *upstream.Controller) (*upstream.Supervisor, error) {
+	pod, err := r.platformPod(name)
+	if err != nil {
+		return nil, err
+	}
+	sup, err := upstream.Supervise(ctx, w.Cluster, ctl, pod, r.backoff, r.log)
+	if err != nil {
+		return nil, fmt.Errorf("sim: %w", err)
+	}
+	r.mu.Lock()
+	r.running = append(r.running, ctl)
+	r.supervisors[name] = sup
+	r.mu.Unlock()
+	return sup, nil
+}
+
+// supervisor is the supervisor of the controller step name ("virt-controller", "capk", ...).
+func (r *realControllers) supervisor(name string) (*upstream.Supervisor, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	sup, ok := r.supervisors[name]
+	if !ok {
+		names := make([]string, 0, len(r.supervisors))
+		for n := range r.supervisors {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		return nil, fmt.Errorf("sim: no controller %q runs (running: %s)", name, strings.Join(names, ", "))
+	}
+	return sup, nil
 }
 
 // startHelmController runs helm-controller on the releases the real chart renders.
