@@ -54,6 +54,10 @@ type APIServer struct {
 	// URL is https://127.0.0.1:<port>.
 	URL string
 	CA  *CA
+	// FrontProxyCA signed the client certificate this apiserver calls extension apiservers
+	// with; they trust it through the extension-apiserver-authentication ConfigMap in
+	// kube-system, which the apiserver publishes.
+	FrontProxyCA *CA
 	// CAKeyPath and CACertPath let kube-controller-manager sign CSRs with the cluster CA.
 	CACertPath, CAKeyPath string
 	// ServiceAccountKeyPath is the token signing key, for kube-controller-manager.
@@ -116,8 +120,12 @@ func StartAPIServer(ctx context.Context, tools Tools, o APIServerOptions) (*APIS
 	if err := serving.Write(p("apiserver.crt"), p("apiserver.key")); err != nil {
 		return nil, err
 	}
+	frontProxyCA, aggregation, err := frontProxy(o.Dir, o.Name)
+	if err != nil {
+		return nil, err
+	}
 	a := &APIServer{
-		Name: o.Name, URL: fmt.Sprintf("https://127.0.0.1:%d", port), CA: ca,
+		Name: o.Name, URL: fmt.Sprintf("https://127.0.0.1:%d", port), CA: ca, FrontProxyCA: frontProxyCA,
 		CACertPath: p("ca.crt"), CAKeyPath: p("ca.key"), ServiceAccountKeyPath: p("sa.key"),
 		AdminKubeconfig: p("admin.kubeconfig"), users: users,
 	}
@@ -140,6 +148,7 @@ func StartAPIServer(ctx context.Context, tools Tools, o APIServerOptions) (*APIS
 		"--enable-priority-and-fairness=false",
 		"--profiling=false", "--v=1",
 	}
+	args = append(args, aggregation...)
 	a.Process = Process{Name: "kube-apiserver " + o.Name, Path: tools.Path("kube-apiserver"), LogPath: p("kube-apiserver.log"),
 		Args: append(args, o.ExtraArgs...)}
 	if err := a.Start(); err != nil {
