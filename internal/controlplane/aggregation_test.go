@@ -42,10 +42,10 @@ func TestAnAPIServiceIsReachedThroughTheAggregator(t *testing.T) {
 
 	// What the apiserver tells extensions to trust.
 	var auth corev1.ConfigMap
-	if err := waitFor(ctx, func() error {
+	if err := api.WaitFor(ctx, "publishing kube-system/extension-apiserver-authentication", func(ctx context.Context) error {
 		return c.Client.Get(ctx, client.ObjectKey{Namespace: "kube-system", Name: "extension-apiserver-authentication"}, &auth)
 	}); err != nil {
-		t.Fatalf("kube-system/extension-apiserver-authentication: %v", err)
+		t.Fatal(err)
 	}
 	if got := auth.Data["requestheader-client-ca-file"]; got != string(api.FrontProxyCA.CertPEM) {
 		t.Errorf("extension-apiserver-authentication requestheader-client-ca-file is not the front-proxy CA:\n%s", got)
@@ -76,7 +76,6 @@ func TestAnAPIServiceIsReachedThroughTheAggregator(t *testing.T) {
 		t.Fatal(err)
 	}
 	port := ln.Addr().(*net.TCPAddr).Port
-	seen := make(chan string, 16)
 	srv := &http.Server{
 		TLSConfig: &tls.Config{Certificates: []tls.Certificate{cert}, ClientCAs: callers, ClientAuth: tls.RequireAndVerifyClientCert},
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -91,10 +90,6 @@ func TestAnAPIServiceIsReachedThroughTheAggregator(t *testing.T) {
 				return
 			}
 			line := fmt.Sprintf("%s %s as %s: user %s groups %s", r.Method, r.URL.Path, cn, r.Header.Get("X-Remote-User"), strings.Join(r.Header.Values("X-Remote-Group"), ","))
-			select {
-			case seen <- line:
-			default:
-			}
 			_ = json.NewEncoder(w).Encode(map[string]string{"kind": "Status", "apiVersion": "v1", "status": "Success", "message": line})
 		}),
 	}
@@ -120,8 +115,10 @@ func TestAnAPIServiceIsReachedThroughTheAggregator(t *testing.T) {
 		}
 	}
 	start := time.Now()
-	if err := waitFor(ctx, func() error { return available(ctx, c.Client, "v1.e2e.test.example") }); err != nil {
-		t.Fatalf("APIService v1.e2e.test.example: %v", err)
+	if err := api.WaitFor(ctx, "APIService v1.e2e.test.example Available", func(ctx context.Context) error {
+		return available(ctx, c.Client, "v1.e2e.test.example")
+	}); err != nil {
+		t.Fatal(err)
 	}
 	t.Logf("APIService Available in %s", time.Since(start).Round(time.Millisecond))
 
@@ -136,7 +133,7 @@ func TestAnAPIServiceIsReachedThroughTheAggregator(t *testing.T) {
 }
 
 func apiService(name, group, version, ns, svc string, caBundle []byte) *unstructured.Unstructured {
-	u := &unstructured.Unstructured{Object: map[string]any{
+	return &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
 		"metadata": map[string]any{"name": name},
 		"spec": map[string]any{
@@ -145,7 +142,6 @@ func apiService(name, group, version, ns, svc string, caBundle []byte) *unstruct
 			"caBundle": caBundle,
 		},
 	}}
-	return u
 }
 
 // available is nil once the APIService is Available=True, else its condition.
@@ -167,21 +163,6 @@ func available(ctx context.Context, c client.Client, name string) error {
 		}
 	}
 	return fmt.Errorf("no Available condition yet")
-}
-
-// waitFor polls check every 200 ms until it returns nil or ctx ends, then returns its last error.
-func waitFor(ctx context.Context, check func() error) error {
-	for {
-		err := check()
-		if err == nil {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%w (waited until %v)", err, ctx.Err())
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
 }
 
 // hostAddress is an IPv4 address of this host that is not loopback: the address an
