@@ -28,6 +28,13 @@ func TestConsoleContractHoldsASlowGreenLifecycleRun(t *testing.T) {
 		t.Errorf("a bound of 69 lines besides heartbeats must fail the run's 69; got %q", p)
 	}
 
+	// Heartbeats in words the check does not know: the lines besides them cannot be counted.
+	reworded := strings.NewReplacer(": at ", ": waiting at ", " of 2m0s", " (of 2m0s)", " of 3m0s", " (of 3m0s)", " of 4m0s", " (of 4m0s)",
+		" of 5m0s", " (of 5m0s)", " of 5m30s", " (of 5m30s)", " of 1m0s", " (of 1m0s)").Replace(out)
+	if p := consoleProblems(reworded, "green", false, consoleBound{lines: 1000, heartbeatsFree: true}, t.Logf); len(p) != 1 || !strings.Contains(p[0], "no heartbeat recognised") {
+		t.Errorf("heartbeats the check cannot recognise must fail the lifecycle bound; got %q", p)
+	}
+
 	// The rollout phase's second heartbeat 10 s after its first.
 	fast := strings.Replace(out, "16:47:09 phase rollout (cluster lifecycle) 1m0s of 4m0s", "16:46:49 phase rollout (cluster lifecycle) 40.1s of 4m0s", 1)
 	if fast == out {

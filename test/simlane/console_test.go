@@ -112,6 +112,13 @@ func consoleProblems(out, spec string, red bool, bound consoleBound, logf func(s
 		n, what := len(lines), "lines"
 		if bound.heartbeatsFree {
 			n, what = len(lines)-beats, "lines besides its heartbeats"
+			// A lane bounded besides its heartbeats waits minutes in its phases: a run of it with
+			// none recognised means heartbeatLine no longer matches the console's wording, and
+			// neither the bound nor the pace would hold anything.
+			if beats == 0 {
+				problems = append(problems, "no heartbeat recognised among the lines of a lane that waits for minutes: "+
+					"heartbeatLine must follow the console's status words (internal/progress/heartbeat.go)")
+			}
 		}
 		if n >= bound.lines {
 			problems = append(problems, fmt.Sprintf("a green run printed %d %s, want under %d:\n%s", n, what, bound.lines, out))
