@@ -104,15 +104,21 @@ func TestFaultsShowTheirEffectThroughTheAPI(t *testing.T) {
 	})
 	// guest-join-rejected on a Talos guest: the kubelet never registers, and the console, which
 	// carries no kubelet output on Talos, says nothing of it.
-	vmi := &kubevirtv1.VirtualMachineInstance{}
-	must(t, w.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: m("rejected")}, vmi))
-	pod, err := kubevirt.Launcher(ctx, w.c, vmi)
-	if err != nil || pod == nil {
-		t.Fatalf("launcher of %s: %v", vmi.Name, err)
-	}
+	// The VMI and its launcher come when the scheduler places them; under load that can be after
+	// every other fault above has shown, so both are waited for, not read once.
 	w.until(t, "the join refused", func(context.Context) (bool, error) {
 		data, _ := os.ReadFile(w.env.ObservationsPath())
 		return strings.Contains(string(data), `"fault":"guest-join-rejected"`), nil
+	})
+	var pod *corev1.Pod
+	w.until(t, "the rejected guest's launcher Pod", func(ctx context.Context) (bool, error) {
+		vmi := &kubevirtv1.VirtualMachineInstance{}
+		if err := w.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: m("rejected")}, vmi); err != nil {
+			return false, client.IgnoreNotFound(err)
+		}
+		var err error
+		pod, err = kubevirt.Launcher(ctx, w.c, vmi)
+		return pod != nil, err
 	})
 	path, _ := w.env.Logs.ContainerLog(ns, pod.Name, kubevirt.ConsoleContainer)
 	if data, _ := os.ReadFile(path); strings.Contains(string(data), "register") || !strings.Contains(string(data), "[talos]") {
