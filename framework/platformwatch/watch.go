@@ -73,6 +73,7 @@ func Start(ctx context.Context, o Options) (*Watch, error) {
 	w := &Watch{o: o, stop: make(chan struct{}), pods: map[string]toolscache.Indexer{}, deploy: map[string]toolscache.Indexer{},
 		restarts: map[string]int32{}, restarted: map[string]int32{}, down: map[string]bool{}}
 	var synced []toolscache.InformerSynced
+	var factories []informers.SharedInformerFactory
 	for _, ns := range w.namespaces() {
 		f := informers.NewSharedInformerFactoryWithOptions(o.Kube, 0, informers.WithNamespace(ns))
 		pi, di := f.Core().V1().Pods().Informer(), f.Apps().V1().Deployments().Informer()
@@ -87,6 +88,11 @@ func Start(ctx context.Context, o Options) (*Watch, error) {
 		}
 		w.pods[ns], w.deploy[ns] = pi.GetIndexer(), di.GetIndexer()
 		synced = append(synced, pi.HasSynced, di.HasSynced)
+		factories = append(factories, f)
+	}
+	// Every namespace's indexers are in place before any informer starts: a handler's look reads
+	// them all, and one started early would read the maps while this loop still wrote them.
+	for _, f := range factories {
 		f.Start(w.stop)
 	}
 	cctx, cancel := context.WithCancel(ctx)
