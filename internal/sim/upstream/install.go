@@ -28,8 +28,10 @@ type Conversion struct {
 }
 
 // InstallCRDs creates each CRD, or replaces an existing one of that name (the sim's fixtures
-// hold stand-in versions of some), and waits until all are Established. A CRD serving more than
-// one version gets conv as its conversion webhook when conv is set.
+// hold stand-in versions of some), and waits until all are Established and discovery serves
+// each version they serve: Established comes first, and a client built in between (its REST
+// mapper reads discovery) maps no kind to them ("no matches for kind", seen under load). A CRD
+// serving more than one version gets conv as its conversion webhook when conv is set.
 func InstallCRDs(ctx context.Context, c *cluster.Cluster, crds []CRD, conv *Conversion) error {
 	for _, in := range crds {
 		crd := in.CRD.DeepCopy()
@@ -63,13 +65,15 @@ func createOrReplace(ctx context.Context, c *cluster.Cluster, crd *apiextensions
 }
 
 func waitEstablished(ctx context.Context, c *cluster.Cluster, crds []CRD) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
 	var pending []string
-	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
 		pending = pending[:0]
 		for _, in := range crds {
 			var got apiextensionsv1.CustomResourceDefinition
 			if err := c.Client.Get(ctx, client.ObjectKey{Name: in.CRD.Name}, &got); err != nil {
-				pending = append(pending, in.CRD.Name)
+				pending = append(pending, in.CRD.Name+" (not read: "+err.Error()+")")
 				continue
 			}
 			established := false
@@ -79,16 +83,43 @@ func waitEstablished(ctx context.Context, c *cluster.Cluster, crds []CRD) error 
 				}
 			}
 			if !established {
-				pending = append(pending, in.CRD.Name)
+				pending = append(pending, in.CRD.Name+" (not Established)")
 			}
 		}
 		return len(pending) == 0, nil
 	})
+	if err == nil {
+		err = wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+			pending = pending[:0]
+			for _, in := range crds {
+				for _, v := range in.CRD.Spec.Versions {
+					if v.Served && !discovered(c, in.CRD.Spec.Group+"/"+v.Name, in.CRD.Spec.Names.Plural) {
+						pending = append(pending, in.CRD.Name+" (discovery does not serve "+in.CRD.Spec.Group+"/"+v.Name+")")
+					}
+				}
+			}
+			return len(pending) == 0, nil
+		})
+	}
 	if err != nil {
 		sort.Strings(pending)
-		return fmt.Errorf("upstream: CRDs not Established (%w): %s", err, strings.Join(pending, ", "))
+		return fmt.Errorf("upstream: CRDs not ready after a minute (%w): %s", err, strings.Join(pending, ", "))
 	}
 	return nil
+}
+
+// discovered reports whether discovery serves resource in group version gv.
+func discovered(c *cluster.Cluster, gv, resource string) bool {
+	res, err := c.Kube.Discovery().ServerResourcesForGroupVersion(gv)
+	if err != nil {
+		return false
+	}
+	for _, r := range res.APIResources {
+		if r.Name == resource {
+			return true
+		}
+	}
+	return false
 }
 
 // InstanceTypes are the VirtualMachineClusterInstancetypes the platform installs (Cozystack
