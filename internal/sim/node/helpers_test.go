@@ -170,7 +170,7 @@ func leftover(dir string, before map[string]bool) string {
 			left = append(left, "log link "+l)
 		}
 	}
-	for _, p := range []string{"/sys/fs/cgroup/memory/k8s.io", "/var/log/containers"} {
+	for _, p := range nodeMade {
 		if _, err := os.Stat(p); err == nil && !before[p] {
 			left = append(left, p+" (not there before the node)")
 		}
@@ -184,10 +184,14 @@ func leftover(dir string, before map[string]bool) string {
 	return strings.Join(left, "; ")
 }
 
+// nodeMade are host folders a node makes: containerd's cgroup, the kubelet's log links and
+// device plugin folder (fixed paths whatever the kubelet's root).
+var nodeMade = []string{"/sys/fs/cgroup/memory/k8s.io", "/var/log/containers", "/var/lib/kubelet/device-plugins", "/var/lib/kubelet"}
+
 // hostState says which host folders the node may make are there now.
 func hostState() map[string]bool {
 	out := map[string]bool{}
-	for _, p := range []string{"/sys/fs/cgroup/memory/k8s.io", "/var/log/containers"} {
+	for _, p := range nodeMade {
 		if _, err := os.Stat(p); err == nil {
 			out[p] = true
 		}

@@ -123,12 +123,17 @@ func unescapeMount(s string) string {
 }
 
 // hostPaths are the folders outside the run folder the kubelet and containerd make: the
-// kubelet's links to container logs (a fixed /var/log/containers) and containerd's parent
-// cgroup of its k8s.io namespace in each hierarchy.
+// kubelet's links to container logs (a fixed /var/log/containers), the folder of its device
+// plugin registration socket (fixed whatever its root: k8s.io/kubelet v0.35.4
+// pkg/apis/deviceplugin/v1beta1/constants.go:30-32) and its parent, and containerd's parent
+// cgroup of its k8s.io namespace in each hierarchy. Children come before their parents.
 func hostPaths() []string {
 	paths, _ := filepath.Glob("/sys/fs/cgroup/*/k8s.io")
-	return append(paths, "/var/log/containers")
+	return append(paths, "/var/log/containers", devicePluginDir, filepath.Dir(devicePluginDir))
 }
+
+// devicePluginDir is where the kubelet serves its device plugin registration socket.
+const devicePluginDir = "/var/lib/kubelet/device-plugins"
 
 // existing are those of paths present now.
 func existing(paths []string) map[string]bool {
@@ -141,8 +146,9 @@ func existing(paths []string) map[string]bool {
 	return out
 }
 
-// removeHostLeftovers removes the kubelet's log links into the run folder, then each host
-// folder this node made (not there at Start) once it is empty; one still in use stays.
+// removeHostLeftovers removes the kubelet's log links into the run folder and its registration
+// socket in a device plugin folder it made, then each host folder this node made (not there at
+// Start) once it is empty; one still in use stays.
 func (n *Node) removeHostLeftovers() {
 	links, _ := filepath.Glob("/var/log/containers/*.log")
 	for _, l := range links {
@@ -150,8 +156,10 @@ func (n *Node) removeHostLeftovers() {
 			_ = os.Remove(l)
 		}
 	}
-	cgroups, _ := filepath.Glob("/sys/fs/cgroup/*/k8s.io")
-	for _, p := range append(cgroups, "/var/log/containers") {
+	if !n.hostBefore[devicePluginDir] {
+		_ = os.Remove(filepath.Join(devicePluginDir, "kubelet.sock"))
+	}
+	for _, p := range hostPaths() {
 		if !n.hostBefore[p] {
 			_ = os.Remove(p) // rmdir: fails, and keeps it, when it is not empty
 		}
