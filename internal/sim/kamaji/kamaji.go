@@ -236,7 +236,15 @@ func (k *Kamaji) ensureTCP(ctx context.Context, kcp *unstructured.Unstructured, 
 	tcp.SetGroupVersionKind(TenantControlPlaneGVK)
 	tcp.SetNamespace(kcp.GetNamespace())
 	tcp.SetName(kcp.GetName())
+	// CreateOrPatch takes an unstructured object's status out of the object itself
+	// (sigs.k8s.io/controller-runtime v0.23.3 pkg/controller/controllerutil/controllerutil.go:430-444
+	// removes it from what ToUnstructured returns, which for an Unstructured is its own map:
+	// k8s.io/apimachinery v0.35.4 pkg/runtime/converter.go:584-585). Keep the status the Get read:
+	// without it every reconcile found none, wrote Provisioning over Ready, and was woken by its
+	// own write, a loop of tens of writes a second for as long as the world ran.
+	var read map[string]any
 	_, err := controllerutil.CreateOrPatch(ctx, k.client, tcp, func() error {
+		read, _, _ = unstructured.NestedMap(tcp.Object, "status")
 		tcp.SetLabels(merge(tcp.GetLabels(), map[string]string{"kamaji.clastix.io/name": kcp.GetName(), clusterv1.ClusterNameLabel: kcp.GetName()}))
 		ips := make([]any, 0, len(dnsIPs))
 		for _, ip := range dnsIPs {
@@ -250,6 +258,9 @@ func (k *Kamaji) ensureTCP(ctx context.Context, kcp *unstructured.Unstructured, 
 	})
 	if err != nil {
 		return nil, fmt.Errorf("TenantControlPlane %s/%s: %w", kcp.GetNamespace(), kcp.GetName(), err)
+	}
+	if _, ok := tcp.Object["status"]; !ok && read != nil {
+		tcp.Object["status"] = read
 	}
 	if v, _, _ := unstructured.NestedString(tcp.Object, "status", "kubernetesResources", "version", "status"); v == "" {
 		// Kamaji's version status while the control-plane Deployment is not ready

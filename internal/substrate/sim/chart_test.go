@@ -19,6 +19,7 @@ import (
 	"github.com/cozystack/cozy-e2e/internal/sim/bootstrap"
 	"github.com/cozystack/cozy-e2e/internal/sim/cdi"
 	"github.com/cozystack/cozy-e2e/internal/sim/guest"
+	"github.com/cozystack/cozy-e2e/internal/sim/kamaji"
 	"github.com/cozystack/cozy-e2e/internal/sim/kubevirt"
 	"github.com/cozystack/cozy-e2e/internal/sim/platform"
 	"github.com/cozystack/cozy-e2e/internal/sim/simenv"
@@ -129,4 +130,22 @@ func TestATalosAppJoinsThroughTheRealChart(t *testing.T) {
 		t.Errorf("%d bootstrap tokens in the tenant; the bootstrap-token-tenant Job writes one", len(tokens.Items))
 	}
 	t.Logf("the worker joined %s after the app", time.Since(start).Round(time.Millisecond))
+
+	// The control plane stand-in at rest writes nothing: a reconcile that rewrites what it
+	// reads is woken by its own write and loops for as long as the world runs.
+	tcp := u(kamaji.TenantControlPlaneGVK, ns, R)
+	kcp := u(kamaji.KamajiControlPlaneGVK, ns, R)
+	rv := func() string {
+		must(t, c.Get(ctx, client.ObjectKeyFromObject(tcp), tcp))
+		must(t, c.Get(ctx, client.ObjectKeyFromObject(kcp), kcp))
+		return tcp.GetResourceVersion() + "/" + kcp.GetResourceVersion()
+	}
+	before := rv()
+	time.Sleep(3 * time.Second)
+	if after := rv(); after != before {
+		t.Errorf("TenantControlPlane/KamajiControlPlane %s written while nothing changed: resourceVersions %s, 3 s later %s", R, before, after)
+	}
+	if s, _, _ := unstructured.NestedString(tcp.Object, "status", "kubernetesResources", "version", "status"); s != "Ready" {
+		t.Errorf("TenantControlPlane %s: version status %q, want Ready", R, s)
+	}
 }
