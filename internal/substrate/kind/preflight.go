@@ -59,6 +59,9 @@ type Host struct {
 	// CgroupV2 reports whether /sys/fs/cgroup is the unified hierarchy.
 	CgroupV2 func() (bool, error)
 	NumCPU   func() int
+	// DummyLink creates a link of type dummy where nothing of the host changes; errNoDummyLink
+	// when the kernel has no such link type.
+	DummyLink func(ctx context.Context) error
 }
 
 // RealHost looks at this machine.
@@ -94,7 +97,8 @@ func RealHost() Host {
 			}
 			return st.Type == unix.CGROUP2_SUPER_MAGIC, nil
 		},
-		NumCPU: runtime.NumCPU,
+		NumCPU:    runtime.NumCPU,
+		DummyLink: probeDummyLink,
 	}
 }
 
@@ -128,7 +132,7 @@ func dockerInfo(ctx context.Context) (DockerInfo, error) {
 
 // Finding is one thing the preflight checked.
 type Finding struct {
-	Check  string // "docker", "/dev/kvm", "cpu", "memory", "disk", "inotify", "cgroup", "node image"
+	Check  string // "docker", "/dev/kvm", "cpu", "memory", "disk", "inotify", "cgroup", "node image", "dummy link"
 	OK     bool
 	Detail string
 }
@@ -211,6 +215,7 @@ func Check(ctx context.Context, l *lane.Lane, h Host) Report {
 	add(checkCPU(l, h))
 	add(checkMemory(l, h))
 	add(checkInotify(l, h))
+	add(checkDummyLink(ctx, h))
 	v2, err := h.CgroupV2()
 	switch {
 	case err != nil:
@@ -228,7 +233,7 @@ func Check(ctx context.Context, l *lane.Lane, h Host) Report {
 		add(Finding{Check: "docker", OK: true, Detail: fmt.Sprintf("server %s, cgroup %s, root %s", dinfo.ServerVersion, dinfo.CgroupVersion, dinfo.DockerRootDir)})
 	}
 	add(checkDisk(l, h, dinfo.DockerRootDir))
-	order := map[string]int{"node image": 0, "docker": 1, "/dev/kvm": 2, "cpu": 3, "memory": 4, "disk": 5, "inotify": 6, "cgroup": 7}
+	order := map[string]int{"node image": 0, "docker": 1, "/dev/kvm": 2, "cpu": 3, "memory": 4, "disk": 5, "inotify": 6, "cgroup": 7, "dummy link": 8}
 	sortFindings(r.Findings, order)
 	return r
 }

@@ -40,6 +40,7 @@ func fakeHost() Host {
 		FreeBytes: func(string) (uint64, error) { return 500 << 30, nil },
 		CgroupV2:  func() (bool, error) { return true, nil },
 		NumCPU:    func() int { return 32 },
+		DummyLink: func(context.Context) error { return nil },
 	}
 }
 
@@ -99,6 +100,12 @@ func TestPreflightNamesEachMissingPiece(t *testing.T) {
 				return rf(n)
 			}
 		}, []string{"inotify: max_user_watches 1048576 (need 524288), max_user_instances 128 (need 8192); raise them: sudo sysctl -w"}, false},
+		// these machines' kernel: CONFIG_DUMMY unset, no modules
+		{"no dummy link type", func(h *Host) {
+			h.DummyLink = func(context.Context) error {
+				return dummyLinkAnswer(errors.New("exit status 2"), "RTNETLINK answers: Operation not supported\n")
+			}
+		}, []string{"dummy link: this kernel cannot create a link of type dummy (CONFIG_DUMMY unset and no dummy module): RTNETLINK answers: Operation not supported; KubeVirt's bridge binding, which the chart's workers use, needs one"}, false},
 		// kind's known issues ask 512; the Cozystack generic install guide asks 8192.
 		{"inotify instances at kind's 512", func(h *Host) {
 			rf := h.ReadFile
