@@ -42,8 +42,8 @@ node-tools:
 
 # The tools, then the node's tools (make test: see there).
 tools-then-node-tools:
-	@hack/tools/build.sh
-	@hack/tools/build-node.sh
+	@$(MAKE) --no-print-directory tools
+	@$(MAKE) --no-print-directory node-tools
 
 $(BIN)/e2e: FORCE
 	@$(GO) build -o $@ ./cmd/e2e
