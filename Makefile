@@ -8,6 +8,8 @@
 #                     controllers (CAPK, the Talos bootstrap provider, helm-controller,
 #                     cdi-controller) from source
 # make node-tools     build the sim's real Node's kubelet and pause (hack/tools/build-node.sh)
+# make node-images    build the real Node's KubeVirt and CDI images: virt-launcher, virt-handler,
+#                     virt-api, cdi-importer (hack/tools/build-images.sh; root and mmdebstrap)
 # make lanes-check    validate every lane and its budget (LANES_DIR=<dir> for another folder)
 # make workflows      regenerate .github/workflows/e2e.yaml and e2e-lane.yaml from the lanes
 # make e2e-plan       print a lane's whole plan without a cluster
@@ -28,7 +30,7 @@ BIN         := bin
 E2E_TOOLS_DIR ?= $(shell hack/tools/build.sh --print)
 export E2E_TOOLS_DIR
 
-.PHONY: checks citation-modules examples all scale-bench e2e e2e-down e2e-plan repro perf-doc test unit lanes-check workflows workflows-check tools node-tools tools-then-node-tools vet fmt-check lint tidy-check clean
+.PHONY: checks citation-modules examples all scale-bench e2e e2e-down e2e-plan repro perf-doc test unit lanes-check workflows workflows-check tools node-tools node-images vet fmt-check lint tidy-check clean
 
 all: test
 
@@ -40,10 +42,10 @@ tools:
 node-tools:
 	@hack/tools/build-node.sh
 
-# The tools, then the node's tools (make test: see there).
-tools-then-node-tools:
-	@$(MAKE) --no-print-directory tools
-	@$(MAKE) --no-print-directory node-tools
+# The real Node's KubeVirt and CDI images (Debian trixie roots with the binaries built from the
+# pinned modules), in a folder of their own keyed by their pins.
+node-images:
+	@hack/tools/build-images.sh
 
 $(BIN)/e2e: FORCE
 	@$(GO) build -o $@ ./cmd/e2e
@@ -128,7 +130,7 @@ checks: lanes-check workflows-check fmt-check vet tidy-check lint examples
 # after kube-apiserver 222 s). Then the tests, test/simlane first: go test starts packages in the
 # order named, and the sim lane's runs are the longest (the other packages' tests run beside them).
 test:
-	@$(MAKE) --no-print-directory -j2 tools-then-node-tools checks
+	@$(MAKE) --no-print-directory -j2 tools node-tools node-images checks
 	@$(MAKE) --no-print-directory citation-modules
 	$(GO) test -count=1 -timeout 50m ./test/simlane ./...
 

@@ -21,7 +21,8 @@ import (
 )
 
 // Registry is a real OCI registry served in process on 127.0.0.1 (github.com/google/
-// go-containerregistry v0.20.7 pkg/registry: the distribution API, blobs in memory). It serves
+// go-containerregistry v0.20.7 pkg/registry: the distribution API; blobs in memory, or read in
+// place from the image layouts PushLayout was given, so a large image is not copied). It serves
 // the images built here under the names the Pods use: an image pushed as
 // registry.k8s.io/pause:3.10.1 is kept as <Host>/pause:3.10.1, and containerd reaches it through
 // the mirror entry WriteMirrors writes for registry.k8s.io.
@@ -30,6 +31,8 @@ type Registry struct {
 	Host string
 	srv  *http.Server
 	done chan struct{}
+
+	blobs *blobStore
 
 	mu        sync.Mutex
 	upstreams map[string]bool
@@ -41,8 +44,9 @@ func StartRegistry(logw io.Writer) (*Registry, error) {
 	if err != nil {
 		return nil, fmt.Errorf("local registry: listening on 127.0.0.1: %w", err)
 	}
-	r := &Registry{Host: ln.Addr().String(), done: make(chan struct{}), upstreams: map[string]bool{}}
-	r.srv = &http.Server{Handler: registry.New(registry.Logger(log.New(logw, "registry ", log.LstdFlags))), ReadHeaderTimeout: 10 * time.Second}
+	r := &Registry{Host: ln.Addr().String(), done: make(chan struct{}), upstreams: map[string]bool{}, blobs: newBlobStore()}
+	h := registry.New(registry.Logger(log.New(logw, "registry ", log.LstdFlags)), registry.WithBlobHandler(r.blobs))
+	r.srv = &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		defer close(r.done)
 		_ = r.srv.Serve(ln)
@@ -76,6 +80,17 @@ func (r *Registry) Push(ctx context.Context, ref string, img v1.Image) (v1.Hash,
 	r.upstreams[want.RegistryStr()] = true
 	r.mu.Unlock()
 	return img.Digest()
+}
+
+// PushLayout stores the image of the OCI image layout dir (as PackRootfs writes it) under ref.
+// Its blobs are served from the layout's files, not copied: only its manifest is pushed.
+func (r *Registry) PushLayout(ctx context.Context, ref, dir string) (v1.Hash, error) {
+	img, err := LayoutImage(dir)
+	if err != nil {
+		return v1.Hash{}, err
+	}
+	r.blobs.addLayout(dir)
+	return r.Push(ctx, ref, img)
 }
 
 // Upstreams are the registry hosts of the names pushed so far ("index.docker.io" for docker.io

@@ -1,0 +1,301 @@
+# Functions of hack/tools/build-images.sh (sourced; it sets dir, here, repo and the pins).
+
+# stage <name> <recipe> <fn> [args...]: runs fn unless stamps/<name> holds recipe, then writes it.
+# A recipe is what the stage is made from (package lists, pins, content hashes): the same recipe
+# is not built again.
+stage() {
+	local name=$1 recipe=$2 fn=$3 start
+	shift 3
+	if [[ -f $dir/stamps/$name && $(<"$dir/stamps/$name") == "$recipe" ]]; then
+		printf '  %-30s up to date\n' "$name"
+		return
+	fi
+	rm -f "$dir/stamps/$name"
+	start=$(date +%s.%N)
+	printf '  %-30s building ...\n' "$name"
+	"$fn" "$@"
+	printf '%s' "$recipe" >"$dir/stamps/$name"
+	printf '  %-30s built in %ss\n' "$name" "$(since "$start")"
+	built=$((built + 1))
+}
+
+# debian_root <target> <variant> <packages>: a Debian root from deb.debian.org with the packages
+# (no recommends; no manuals, translations or documentation but the copyright files).
+debian_root() {
+	local target=$1 variant=$2 pkgs=$3 log rc
+	rm -rf "$target"
+	mkdir -p "$dir/logs"
+	# Its log, each line stamped with the seconds since the start: where a root's time goes.
+	log=$dir/logs/mmdebstrap-${target##*/}.log
+	# The system's PATH: mmdebstrap runs its helper mmtarfilter through `env python3` once per
+	# package, and a python3 shim ahead in PATH (pyenv's) costs seconds each time.
+	set +e
+	PATH=/usr/sbin:/usr/bin:/sbin:/bin nice -n 15 mmdebstrap --variant="$variant" --include="${pkgs// /,}" \
+		--aptopt='APT::Install-Recommends "false"' \
+		--dpkgopt='path-exclude=/usr/share/man/*' --dpkgopt='path-exclude=/usr/share/locale/*' \
+		--dpkgopt='path-exclude=/usr/share/doc/*' --dpkgopt='path-include=/usr/share/doc/*/copyright' \
+		"$DEBIAN_SUITE" "$target" "${DEBIAN_SOURCES[@]}" 2>&1 |
+		awk -v s="$(date +%s.%N)" '{ "date +%s.%N" | getline t; close("date +%s.%N"); printf "%7.1f %s\n", t - s, $0; fflush() }' >"$log"
+	rc=${PIPESTATUS[0]}
+	set -e
+	if ((rc != 0)); then
+		echo "make node-images: mmdebstrap $DEBIAN_SUITE into $target ($pkgs) failed (log: $log):" >&2
+		tail -40 "$log" | sed 's/^/    /' >&2
+		exit 1
+	fi
+}
+
+make_build_root() { debian_root "$dir/build-root" apt "$BUILD_PACKAGES"; }
+
+# inroot <workdir> <command...>: runs the command in the build root, in a mount namespace of its
+# own (the binds go with it), with this machine's Go, module cache, build cache, this checkout
+# and the images folder bound at their own paths.
+inroot() {
+	local wd=$1
+	shift
+	cp /etc/resolv.conf "$dir/build-root/etc/resolv.conf"
+	local binds
+	binds=$(printf '%s\n' "$(go env GOROOT)" "$(go env GOMODCACHE)" "$(go env GOCACHE)" "$repo" "$dir" | sort -u)
+	unshare -m bash -c '
+		set -e
+		root=$1 binds=$2 wd=$3
+		shift 3
+		mount --make-rprivate /
+		while read -r d; do mkdir -p "$root$d"; mount --bind "$d" "$root$d"; done <<<"$binds"
+		mount -t proc proc "$root/proc"
+		exec chroot "$root" env -C "$wd" "$@"
+	' _ "$dir/build-root" "$binds" "$wd" \
+		PATH="$(go env GOROOT)/bin:/usr/sbin:/usr/bin:/sbin:/bin" HOME=/root \
+		GOCACHE="$(go env GOCACHE)" GOMODCACHE="$(go env GOMODCACHE)" GOPROXY="$(go env GOPROXY)" \
+		GONOSUMDB="$GONOSUMDB" GOFLAGS="$(go env GOFLAGS)" GOTOOLCHAIN=local "$@"
+}
+
+# libnbd's Go bindings: golang/ of the upstream tarball of the libnbd source package whose
+# libnbd-dev the build root has (module libguestfs.org/libnbd; Debian's patches do not touch it).
+unpack_libnbd() {
+	local src=$dir/build-root/usr/src/libnbd ver
+	ver=$(chroot "$dir/build-root" dpkg-query -W -f '${source:Version}' libnbd-dev)
+	rm -rf "$src" "$dir/src/libnbd-$nbd_version"
+	mkdir -p "$src"
+	cp /etc/resolv.conf "$dir/build-root/etc/resolv.conf"
+	chroot "$dir/build-root" sh -c "cd /usr/src/libnbd && apt-get update -qq && apt-get source --download-only -qq libnbd=$ver" >/dev/null 2>&1 || {
+		echo "make node-images: apt-get source --download-only libnbd=$ver (deb-src $DEBIAN_SUITE) failed in $dir/build-root" >&2
+		exit 1
+	}
+	mkdir -p "$dir/src/libnbd-$nbd_version"
+	tar -xzf "$src/libnbd_$nbd_version.orig.tar.gz" -C "$dir/src/libnbd-$nbd_version" --strip-components=1 "libnbd-$nbd_version/golang"
+	grep -q '^module libguestfs.org/libnbd$' "$nbd/go.mod" || {
+		echo "make node-images: $nbd/go.mod is not module libguestfs.org/libnbd" >&2
+		exit 1
+	}
+	# One rename, the one KubeVirt's binding carries: 1.22's bindings export the C symbol
+	# freeCallbackId, as libvirt.org/go/libvirt v1.11005.0 does (its callbacks.go), so a binary with
+	# both fails to link ("multiple definition of `freeCallbackId'"); the binding KubeVirt v1.8.4
+	# pins exports it as nbd_internal_freeCallbackId (vendor/libguestfs.org/libnbd/callbacks.go:75,
+	# wrappers.go:2801).
+	sed -i 's/\bfreeCallbackId\b/nbd_internal_freeCallbackId/g' $(find "$nbd" -maxdepth 1 -name '*.go' ! -name '*_test.go')
+	[[ $(grep -c '^//export nbd_internal_freeCallbackId$' "$nbd/callbacks.go") == 1 ]] || {
+		echo "make node-images: renaming freeCallbackId in $nbd/callbacks.go did not take" >&2
+		exit 1
+	}
+	cp "$src/libnbd_$ver.dsc" "$dir/src/libnbd-$nbd_version/"
+}
+
+# built_from <binary> <module> <version> <sum>: its build information says its main package came
+# from the module at the version and sum go.sum pins.
+built_from() {
+	local out
+	out=$(go version -m "$1" 2>/dev/null) || return 1
+	[[ $out == *$'\tmod\t'"$2"$'\t'"$3"$'\t'"$4"* ]]
+}
+
+# gobins <stage> <tools module> cgo|static <ldflags> <module> <version> <sum> <package...>: the
+# packages' binaries, named as their last path element, in one `go build` (cgo: in the build root).
+gobins() {
+	local name=$1 tmod=$2 kind=$3 flags=$4 mod=$5 ver=$6 sum=$7 recipe p
+	shift 7
+	recipe="$* $kind $flags $mod $ver $sum"
+	[[ $kind == cgo ]] && recipe+=" $(<"$dir/stamps/build-root") $(<"$dir/stamps/libnbd-source")"
+	for p in "$@"; do [[ -x $dir/bin/${p##*/} ]] || rm -f "$dir/stamps/go-$name"; done
+	stage "go-$name" "$recipe" build_go "$tmod" "$kind" "$flags" "$mod" "$ver" "$sum" "$@"
+}
+
+build_go() {
+	local tmod=$1 kind=$2 flags=$3 mod=$4 ver=$5 sum=$6 log out p b
+	shift 6
+	log=$(mktemp)
+	out=$dir/bin/.build
+	rm -rf "$out" && mkdir -p "$out"
+	local cmd=(nice -n 15 go build -trimpath -ldflags="$flags" -o "$out/" "$@")
+	if [[ $kind == cgo ]]; then
+		inroot "$here/$tmod" CGO_ENABLED=1 "${cmd[@]}" >"$log" 2>&1 || build_failed "$*" "$tmod" "$log"
+	else
+		(cd "$here/$tmod" && CGO_ENABLED=0 "${cmd[@]}") >"$log" 2>&1 || build_failed "$*" "$tmod" "$log"
+	fi
+	rm -f "$log"
+	for p in "$@"; do
+		b=${p##*/}
+		built_from "$out/$b" "$mod" "$ver" "$sum" || {
+			echo "make node-images: $b was built but its build information does not say $mod $ver $sum" >&2
+			exit 1
+		}
+		mv "$out/$b" "$dir/bin/$b"
+	done
+	rmdir "$out"
+}
+
+build_failed() {
+	echo "make node-images: building $1 (hack/tools/$2) failed:" >&2
+	sed 's/^/    /' "$3" >&2
+	rm -rf "$3" "$dir/bin/.build"
+	exit 1
+}
+
+build_container_disk() {
+	cp "$kvdir/cmd/container-disk-v2alpha/main.c" "$dir/build-root/usr/src/container-disk.c"
+	chroot "$dir/build-root" nice -n 15 gcc -O2 -static -o /usr/src/container-disk /usr/src/container-disk.c
+	mv "$dir/build-root/usr/src/container-disk" "$dir/bin/container-disk"
+}
+
+# image <name> <packages> <customize fn> <binaries...>: the root filesystem rootfs/<name> (a
+# Debian root with the packages, or an empty one) customized by the function, packed into the
+# image layout oci/<name>. Its recipe holds the packages, the binaries' and added files' hashes
+# and the functions that make it, so a change to any of them builds it again.
+image() {
+	local name=$1 pkgs=$2 fn=$3 recipe
+	shift 3
+	recipe=$({
+		echo "$pkgs"
+		(cd "$dir/bin" && sha256sum "$@")
+		sha256sum "$here/images/virtqemud" "$repo/internal/sim/node/rootfs.go" "$repo/hack/packimage/main.go"
+		declare -f debian_root "$fn" common_files pack
+	} | sha256sum | cut -c1-16)
+	[[ -f $dir/oci/$name/index.json ]] || rm -f "$dir/stamps/image-$name"
+	stage "image-$name" "$recipe" build_image "$name" "$pkgs" "$fn" "$@"
+}
+
+build_image() {
+	local name=$1 pkgs=$2 fn=$3 root=$dir/rootfs/$1 t
+	shift 3
+	t=$(date +%s.%N)
+	if [[ -n $pkgs ]]; then
+		debian_root "$root" essential "$pkgs"
+		printf '  %-30s its Debian root in %ss\n' "image-$name" "$(since "$t")"
+	else
+		rm -rf "$root" && mkdir -p "$root"
+	fi
+	local b
+	mkdir -p "$root/usr/bin"
+	for b in "$@"; do install -m 0755 "$dir/bin/$b" "$root/usr/bin/$b"; done
+	"$fn" "$root"
+	if [[ -f $root/var/lib/dpkg/status ]]; then
+		chroot "$root" dpkg-query -W -f '${Package}=${Version}\n' >"$dir/rootfs/$name.packages"
+	else
+		: >"$dir/rootfs/$name.packages"
+	fi
+	t=$(date +%s.%N)
+	pack "$name" "$root"
+	printf '  %-30s packed in %ss\n' "image-$name" "$(since "$t")"
+}
+
+# pack <name> <root>: the image layout, with the configuration customize set (entrypoint, user).
+pack() {
+	local args=(-root "$2" -out "$dir/oci/$1") e
+	for e in "${IMG_ENTRYPOINT[@]}"; do args+=(-entrypoint "$e"); done
+	[[ -n ${IMG_USER:-} ]] && args+=(-user "$IMG_USER")
+	args+=(-env "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
+	(cd "$repo" && nice -n 15 go run ./hack/packimage "${args[@]}") >"$dir/oci/$1.digest"
+}
+
+# common_files <root> <qemu home>: what every KubeVirt image has on top of Debian: the qemu user
+# and group 107 (cmd/virt-launcher/BUILD.bazel:80-125, cmd/virt-handler/BUILD.bazel:74-119;
+# NonRootUID pkg/util/util.go:30-32), upstream's nsswitch.conf, and /var/run as a relative link
+# to ../run: virt-handler reaches a launcher's files through /proc/<pid>/root/var/run, where an
+# absolute link would resolve in virt-handler's own root (cmd/virt-launcher/BUILD.bazel:166-178).
+common_files() {
+	local root=$1 home=$2
+	if grep -q '^[^:]*:[^:]*:107:' "$root/etc/passwd" || grep -q '^[^:]*:[^:]*:107:' "$root/etc/group"; then
+		echo "make node-images: uid or gid 107 is taken in $root: $(grep ':107:' "$root/etc/passwd" "$root/etc/group")" >&2
+		exit 1
+	fi
+	echo "qemu:x:107:107::$home:/bin/bash" >>"$root/etc/passwd"
+	echo "qemu:x:107:" >>"$root/etc/group"
+	install -m 0644 "$kvdir/cmd/virt-launcher/nsswitch.conf" "$root/etc/nsswitch.conf"
+	rm -rf "$root/var/run"
+	ln -s ../run "$root/var/run"
+}
+
+customize_launcher() {
+	local root=$1 cfg=$kvdir/cmd/virt-launcher
+	common_files "$root" /home/qemu
+	install -m 0755 "$cfg/node-labeller/node-labeller.sh" "$root/usr/bin/node-labeller.sh"
+	install -m 0644 "$cfg/qemu.conf" "$cfg/virtqemud.conf" "$root/etc/libvirt/"
+	install -D -m 0755 -o 107 -g 107 "$cfg/qemu" "$root/etc/libvirt/hooks/qemu"
+	setcap cap_net_bind_service+ep "$root/usr/bin/virt-launcher-monitor"
+	mkdir -p "$root/usr/lib64/qemu-kvm" "$root/home/qemu"
+	chown 107:107 "$root/home/qemu"
+	# virtqemud: Debian builds it but does not ship it; the shim runs libvirtd under its name.
+	install -m 0755 "$here/images/virtqemud" "$root/usr/sbin/virtqemud"
+	mkdir -p "$root/usr/libexec/virtqemud"
+	ln -s /usr/sbin/libvirtd "$root/usr/libexec/virtqemud/virtqemud"
+	# The names KubeVirt looks for under /usr/share/OVMF (pkg/virt-launcher/virtwrap/efi/efi.go:28-33);
+	# Debian's ovmf ships the 4 MiB builds under other names.
+	ln -s OVMF_CODE_4M.fd "$root/usr/share/OVMF/OVMF_CODE.fd"
+	ln -s OVMF_VARS_4M.fd "$root/usr/share/OVMF/OVMF_VARS.fd"
+	ln -s OVMF_CODE_4M.secboot.fd "$root/usr/share/OVMF/OVMF_CODE.secboot.fd"
+	ln -s OVMF_VARS_4M.ms.fd "$root/usr/share/OVMF/OVMF_VARS.secboot.fd"
+	IMG_ENTRYPOINT=(/usr/bin/virt-launcher) IMG_USER=
+}
+
+customize_handler() {
+	common_files "$1" ""
+	IMG_ENTRYPOINT=(/usr/bin/virt-handler) IMG_USER=
+}
+
+# virt-api: the static binary on upstream's passwd-image, distroless base with the nonroot-user
+# 1001 (BUILD.bazel:181-213; cmd/virt-api/BUILD.bazel:38-55), and the CA bundle distroless has.
+customize_api() {
+	local root=$1
+	mkdir -p "$root/etc/ssl/certs" "$root/tmp" "$root/home/nonroot-user"
+	chmod 1777 "$root/tmp"
+	printf 'root:x:0:0:root:/root:/sbin/nologin\nnonroot-user:x:1001:1001::/home/nonroot-user:/bin/bash\n' >"$root/etc/passwd"
+	printf 'root:x:0:\nnonroot-user:x:1001:\n' >"$root/etc/group"
+	install -m 0644 "$dir/build-root/etc/ssl/certs/ca-certificates.crt" "$root/etc/ssl/certs/"
+	IMG_ENTRYPOINT=(/usr/bin/virt-api) IMG_USER=1001
+}
+
+# cdi-importer: entrypoint and user of CDI v1.64.0 cmd/cdi-importer/BUILD.bazel:34-57.
+customize_importer() {
+	IMG_ENTRYPOINT=(/usr/bin/cdi-importer -alsologtostderr) IMG_USER=1001
+}
+
+# versions.env: the modules with their sums, the Debian packages that matter with their versions
+# (each image's full list is rootfs/<name>.packages), the image digests.
+write_versions() {
+	pkgver() { awk -F= -v p="$2" '$1 == p { print $2 }' "$dir/rootfs/$1.packages"; }
+	cat >"$dir/versions.env.tmp" <<VERSIONS
+KUBEVIRT_MODULE=$KUBEVIRT_MODULE
+KUBEVIRT_VERSION=v$KUBEVIRT_VERSION
+KUBEVIRT_SUM=$kv_sum
+CDI_MODULE=$CDI_MODULE
+CDI_VERSION=v$CDI_VERSION
+CDI_SUM=$cdi_sum
+LIBNBD_GO_BINDINGS=libnbd $(chroot "$dir/build-root" dpkg-query -W -f '${source:Version}' libnbd-dev) (Debian source, golang/)
+DEBIAN_SUITE=$DEBIAN_SUITE
+BUILD_LIBVIRT_DEV=$(chroot "$dir/build-root" dpkg-query -W -f '${Version}' libvirt-dev)
+BUILD_LIBNBD_DEV=$(chroot "$dir/build-root" dpkg-query -W -f '${Version}' libnbd-dev)
+LIBVIRT=$(pkgver virt-launcher libvirt-daemon-driver-qemu)
+QEMU=$(pkgver virt-launcher qemu-system-x86)
+QEMU_UTILS=$(pkgver virt-launcher qemu-utils)
+OVMF=$(pkgver virt-launcher ovmf)
+LIBNBD=$(pkgver virt-launcher libnbd0)
+IMPORTER_QEMU_UTILS=$(pkgver cdi-importer qemu-utils)
+IMPORTER_NBDKIT=$(pkgver cdi-importer nbdkit)
+VIRT_LAUNCHER_IMAGE=$(<"$dir/oci/virt-launcher.digest")
+VIRT_HANDLER_IMAGE=$(<"$dir/oci/virt-handler.digest")
+VIRT_API_IMAGE=$(<"$dir/oci/virt-api.digest")
+CDI_IMPORTER_IMAGE=$(<"$dir/oci/cdi-importer.digest")
+NODE_IMAGES_KEY=$key
+VERSIONS
+	mv "$dir/versions.env.tmp" "$dir/versions.env"
+}
