@@ -79,7 +79,7 @@ if ((${#missing[@]})); then
 	exit 0
 fi
 
-mkdir -p "$dir"/{bin,stamps,rootfs,oci,src}
+mkdir -p "$dir"/{bin,stamps,rootfs,oci,src,logs}
 # One build at a time per folder (make test builds it beside the other tools).
 exec 9>"$dir/.lock"
 flock 9

@@ -22,23 +22,17 @@ stage() {
 # debian_root <target> <variant> <packages>: a Debian root from deb.debian.org with the packages
 # (no recommends; no manuals, translations or documentation but the copyright files).
 debian_root() {
-	local target=$1 variant=$2 pkgs=$3 log rc
+	local target=$1 variant=$2 pkgs=$3 log
 	rm -rf "$target"
 	mkdir -p "$dir/logs"
-	# Its log, each line stamped with the seconds since the start: where a root's time goes.
 	log=$dir/logs/mmdebstrap-${target##*/}.log
 	# The system's PATH: mmdebstrap runs its helper mmtarfilter through `env python3` once per
 	# package, and a python3 shim ahead in PATH (pyenv's) costs seconds each time.
-	set +e
-	PATH=/usr/sbin:/usr/bin:/sbin:/bin nice -n 15 mmdebstrap --variant="$variant" --include="${pkgs// /,}" \
+	if ! PATH=/usr/sbin:/usr/bin:/sbin:/bin nice -n 15 mmdebstrap --variant="$variant" --include="${pkgs// /,}" \
 		--aptopt='APT::Install-Recommends "false"' \
 		--dpkgopt='path-exclude=/usr/share/man/*' --dpkgopt='path-exclude=/usr/share/locale/*' \
 		--dpkgopt='path-exclude=/usr/share/doc/*' --dpkgopt='path-include=/usr/share/doc/*/copyright' \
-		"$DEBIAN_SUITE" "$target" "${DEBIAN_SOURCES[@]}" 2>&1 |
-		awk -v s="$(date +%s.%N)" '{ "date +%s.%N" | getline t; close("date +%s.%N"); printf "%7.1f %s\n", t - s, $0; fflush() }' >"$log"
-	rc=${PIPESTATUS[0]}
-	set -e
-	if ((rc != 0)); then
+		"$DEBIAN_SUITE" "$target" "${DEBIAN_SOURCES[@]}" >"$log" 2>&1; then
 		echo "make node-images: mmdebstrap $DEBIAN_SUITE into $target ($pkgs) failed (log: $log):" >&2
 		tail -40 "$log" | sed 's/^/    /' >&2
 		exit 1
@@ -56,6 +50,8 @@ inroot() {
 	cp /etc/resolv.conf "$dir/build-root/etc/resolv.conf"
 	local binds
 	binds=$(printf '%s\n' "$(go env GOROOT)" "$(go env GOMODCACHE)" "$(go env GOCACHE)" "$repo" "$dir" | sort -u)
+	# A cold machine has neither cache yet; a bind needs its source.
+	mkdir -p "$(go env GOMODCACHE)" "$(go env GOCACHE)"
 	unshare -m bash -c '
 		set -e
 		root=$1 binds=$2 wd=$3
@@ -128,7 +124,10 @@ build_go() {
 	rm -rf "$out" && mkdir -p "$out"
 	local cmd=(nice -n 15 go build -trimpath -ldflags="$flags" -o "$out/" "$@")
 	if [[ $kind == cgo ]]; then
-		inroot "$here/$tmod" CGO_ENABLED=1 "${cmd[@]}" >"$log" 2>&1 || build_failed "$*" "$tmod" "$log"
+		# The modules come down on this machine, with its proxy, its trust and its Go settings;
+		# the build root then reads them from the module cache bound in.
+		(cd "$here/$tmod" && CGO_ENABLED=1 go list -deps "$@" >/dev/null) >"$log" 2>&1 || build_failed "$*" "$tmod" "$log"
+		inroot "$here/$tmod" CGO_ENABLED=1 GOPROXY=off "${cmd[@]}" >"$log" 2>&1 || build_failed "$*" "$tmod" "$log"
 	else
 		(cd "$here/$tmod" && CGO_ENABLED=0 "${cmd[@]}") >"$log" 2>&1 || build_failed "$*" "$tmod" "$log"
 	fi
@@ -204,7 +203,11 @@ pack() {
 	for e in "${IMG_ENTRYPOINT[@]}"; do args+=(-entrypoint "$e"); done
 	[[ -n ${IMG_USER:-} ]] && args+=(-user "$IMG_USER")
 	args+=(-env "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
-	(cd "$repo" && nice -n 15 go run ./hack/packimage "${args[@]}") >"$dir/oci/$1.digest"
+	(cd "$repo" && nice -n 15 go run ./hack/packimage "${args[@]}") >"$dir/oci/$1.digest" 2>"$dir/logs/pack-$1.log" || {
+		echo "make node-images: packing $2 into $dir/oci/$1 failed:" >&2
+		sed 's/^/    /' "$dir/logs/pack-$1.log" >&2
+		exit 1
+	}
 }
 
 # common_files <root> <qemu home>: what every KubeVirt image has on top of Debian: the qemu user
