@@ -51,12 +51,21 @@ command -v gcc >/dev/null || {
 	echo "make node-tools: skipped, gcc is missing (pause is C, static; the real Node's test skips without containerd and runc too); apt-get install -y gcc libc6-dev containerd runc containernetworking-plugins to build and run it"
 	exit 0
 }
-out=$("$dir/kubelet" --version 2>&1 || true)
-if [[ $out == "Kubernetes v$K8S_VERSION" ]]; then
-	printf '  %-10s up to date (v%s)\n' kubelet "$K8S_VERSION"
-else
+# The kubelet and kube-proxy (a kubeadm node runs kube-proxy beside its kubelet; here it carries
+# the Service addresses of the apiserver to the Pods that dial it in cluster), in one go build so
+# their shared packages compile once.
+stale=()
+for b in kubelet kube-proxy; do
+	out=$("$dir/$b" --version 2>&1 || true)
+	if [[ $out == "Kubernetes v$K8S_VERSION" ]]; then
+		printf '  %-10s up to date (v%s)\n' "$b" "$K8S_VERSION"
+	else
+		stale+=("$b")
+	fi
+done
+if ((${#stale[@]})); then
 	start=$(date +%s.%N)
-	printf '  %-10s building k8s.io/kubernetes/cmd/kubelet ...\n' kubelet
+	printf '  %-10s building from k8s.io/kubernetes v%s ...\n' "${stale[*]}" "$K8S_VERSION"
 	ldflags="-s -w \
  -X k8s.io/component-base/version.gitVersion=v$K8S_VERSION \
  -X k8s.io/component-base/version.gitMajor=1 \
@@ -64,16 +73,20 @@ else
  -X k8s.io/component-base/version.gitTreeState=clean \
  -X k8s.io/component-base/version.buildDate=2026-04-15T18:01:22Z"
 	log=$(mktemp)
-	if ! (cd "$here/node" && CGO_ENABLED=0 go build -trimpath -ldflags="$ldflags" -o "$dir/kubelet.tmp" k8s.io/kubernetes/cmd/kubelet) >"$log" 2>&1; then
-		echo "make node-tools: building the kubelet (hack/tools/node) failed:" >&2
+	tmp=$(mktemp -d "$dir/.build.XXXXXX")
+	pkgs=()
+	for b in "${stale[@]}"; do pkgs+=("k8s.io/kubernetes/cmd/$b"); done
+	if ! (cd "$here/node" && CGO_ENABLED=0 go build -trimpath -ldflags="$ldflags" -o "$tmp/" "${pkgs[@]}") >"$log" 2>&1; then
+		echo "make node-tools: building ${stale[*]} (hack/tools/node) failed:" >&2
 		sed 's/^/    /' "$log" >&2
-		rm -f "$log" "$dir/kubelet.tmp"
+		rm -rf "$log" "$tmp"
 		exit 1
 	fi
 	rm -f "$log"
-	mv "$dir/kubelet.tmp" "$dir/kubelet"
-	printf '  %-10s built in %ss\n' kubelet "$(since "$start")"
-	built=$((built + 1))
+	for b in "${stale[@]}"; do mv "$tmp/$b" "$dir/$b"; done
+	rmdir "$tmp"
+	printf '  %-10s built in %ss\n' "${stale[*]}" "$(since "$start")"
+	built=$((built + ${#stale[@]}))
 fi
 
 # pause, as build/pause/Makefile:49 compiles it (CFLAGS = -Os -Wall -Werror -static

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/x509"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -41,6 +42,10 @@ type APIServerOptions struct {
 	// SANs are names and addresses the serving certificate holds besides loopback and the
 	// in-cluster kubernetes names (a tenant apiserver's Service names, as Kamaji's has).
 	SANs []string
+	// AdvertiseAddress, when set, is an address of this host the apiserver also listens on and
+	// publishes as the endpoint of the default namespace's kubernetes Service, so Pods that dial
+	// the Service (through kube-proxy) reach it; without it the apiserver stays on loopback.
+	AdvertiseAddress string
 	// Started, when set, is called once the process started with its address and credentials
 	// known, before it answers: a caller that publishes the credentials early (as Kamaji writes
 	// a tenant's admin kubeconfig before its control plane runs) does it there.
@@ -85,7 +90,20 @@ func StartAPIServer(ctx context.Context, tools Tools, o APIServerOptions) (*APIS
 		return nil, err
 	}
 	p := func(name string) string { return filepath.Join(o.Dir, name) }
-	serving, err := ca.Serving("kube-apiserver", append([]string{"127.0.0.1", "localhost", "kubernetes", "kubernetes.default.svc"}, o.SANs...)...)
+	// A Pod dials the kubernetes Service's ClusterIP, the first address of the range
+	// (k8s.io/kubernetes v1.35.4 pkg/controlplane/apiserver/options/options.go:366-385,
+	// ServiceIPRange: GetIndexedIP(range, 1)), so the certificate holds it.
+	serviceIP, err := firstServiceIP(o.ServiceCIDR)
+	if err != nil {
+		return nil, fmt.Errorf("apiserver %s: ServiceCIDR %q: %w", o.Name, o.ServiceCIDR, err)
+	}
+	bind, advertise := "127.0.0.1", "127.0.0.1"
+	sans := append([]string{"127.0.0.1", "localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc", serviceIP}, o.SANs...)
+	if o.AdvertiseAddress != "" {
+		bind, advertise = "0.0.0.0", o.AdvertiseAddress
+		sans = append(sans, o.AdvertiseAddress)
+	}
+	serving, err := ca.Serving("kube-apiserver", sans...)
 	if err != nil {
 		return nil, err
 	}
@@ -138,7 +156,7 @@ func StartAPIServer(ctx context.Context, tools Tools, o APIServerOptions) (*APIS
 	}
 	args := []string{
 		"--etcd-servers=" + o.EtcdURL, "--etcd-prefix=" + o.EtcdPrefix,
-		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", fmt.Sprintf("--secure-port=%d", port),
+		"--bind-address=" + bind, "--advertise-address=" + advertise, fmt.Sprintf("--secure-port=%d", port),
 		"--cert-dir=" + o.Dir, "--tls-cert-file=" + p("apiserver.crt"), "--tls-private-key-file=" + p("apiserver.key"),
 		"--client-ca-file=" + p("ca.crt"), "--token-auth-file=" + p("tokens.csv"),
 		"--service-account-issuer=https://kubernetes.default.svc", "--service-account-key-file=" + p("sa.key"),
@@ -194,4 +212,20 @@ func keyPEMOf(ca *CA) ([]byte, error) {
 		return nil, err
 	}
 	return pemBlock("PRIVATE KEY", der), nil
+}
+
+// firstServiceIP is the first address of an IPv4 Service range, the kubernetes Service's.
+func firstServiceIP(cidr string) (string, error) {
+	_, n, err := net.ParseCIDR(cidr)
+	if err != nil {
+		return "", err
+	}
+	ip := n.IP.To4()
+	if ip == nil {
+		return "", fmt.Errorf("not an IPv4 range")
+	}
+	next := make(net.IP, 4)
+	copy(next, ip)
+	next[3]++
+	return next.String(), nil
 }

@@ -102,9 +102,10 @@ func cniConfig(bridge, subnet, ipamDir string) string {
 // config/v1beta1/types.go) for this host, as measured here (infra-here.md): cgroup v1 needs
 // failCgroupV1: false (:917-923; it defaults to true in v1.35, pkg/kubelet/apis/config/
 // v1beta1/defaults.go:292-293), with the cgroupfs driver (:393) and no QoS cgroups (:388), so
-// no node allocatable is enforced (:736-743: only with cgroupsPerQOS). It serves on loopback
-// ports of its own with client certificates of the apiserver's CA, and registers with Taint.
-func kubeletConfig(l layout, caFile string, port, healthzPort int) string {
+// no node allocatable is enforced (:736-743: only with cgroupsPerQOS). It serves on the host's
+// address (the Node's) on ports of its own with client certificates of the apiserver's CA, and
+// registers with Taint.
+func kubeletConfig(l layout, caFile, address string, port, healthzPort int) string {
 	return fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 failCgroupV1: false
@@ -112,7 +113,7 @@ cgroupDriver: cgroupfs
 cgroupsPerQOS: false
 enforceNodeAllocatable: []
 containerRuntimeEndpoint: unix://%s
-address: 127.0.0.1
+address: %s
 port: %d
 readOnlyPort: 0
 healthzBindAddress: 127.0.0.1
@@ -140,5 +141,5 @@ evictionHard:
   imagefs.available: 1%%
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
-`, l.socket(), port, healthzPort, l.path("kubelet", "pod-logs"), caFile, Taint)
+`, l.socket(), address, port, healthzPort, l.path("kubelet", "pod-logs"), caFile, Taint)
 }

@@ -46,7 +46,11 @@ type Node struct {
 	Subnet     string
 	containerd *supervised
 	kubelet    *supervised
+	kubeProxy  *supervised
 	log        io.Writer
+	tools      Tools
+	// lock is the host's node lock, held from Start to Stop (host.go).
+	lock *os.File
 	// hostBefore are the host folders outside the run folder that were there before Start
 	// (hostPaths); Stop removes the others once empty.
 	hostBefore map[string]bool
@@ -60,7 +64,7 @@ func Start(ctx context.Context, o Options) (*Node, error) {
 	}
 	l := layout{dir: o.Dir}
 	h := sha256.Sum256([]byte(o.Dir))
-	n := &Node{Name: o.Name, l: l, log: o.Log,
+	n := &Node{Name: o.Name, l: l, log: o.Log, tools: o.Tools,
 		// a bridge and a /24 of its own per run folder, so two nodes on one host do not meet;
 		// 10.89.0.0/16 is outside the sim's Pod (10.244.0.0/16) and Service (10.96.0.0/16) ranges
 		bridge: "cze" + hex.EncodeToString(h[:4]), Subnet: fmt.Sprintf("10.89.%d.0/24", h[4]),
@@ -71,6 +75,10 @@ func Start(ctx context.Context, o Options) (*Node, error) {
 		}
 	}
 	if err := n.writeConfig(o); err != nil {
+		return nil, err
+	}
+	if err := n.takeHost(ctx); err != nil {
+		n.Stop()
 		return nil, err
 	}
 	n.containerd = &supervised{name: "containerd", path: "containerd", args: []string{"--config", l.path("containerd", "config.toml")},
@@ -89,6 +97,10 @@ func Start(ctx context.Context, o Options) (*Node, error) {
 	}
 	n.kubelet = &supervised{name: "kubelet", path: o.Tools.Path("kubelet"), args: args, logPath: l.path("logs", "kubelet.log"), log: o.Log}
 	if err := n.kubelet.start(); err != nil {
+		n.Stop()
+		return nil, err
+	}
+	if err := n.startKubeProxy(o); err != nil {
 		n.Stop()
 		return nil, err
 	}
@@ -127,12 +139,19 @@ func (n *Node) kubeletArgs(o Options) ([]string, error) {
 		return nil, err
 	}
 	config := n.l.path("kubelet", "config.yaml")
-	if err := os.WriteFile(config, []byte(kubeletConfig(n.l, o.APIServer.CACertPath, ports[0], ports[1])), 0o644); err != nil {
+	// The Node's address is the host's: a loopback one is refused ("nodeIP can't be loopback
+	// address", k8s.io/kubernetes v1.35.4 pkg/kubelet/kubelet_node_status.go:712), and kube-proxy
+	// waits for the Node's address before it writes a rule.
+	addr, err := HostAddress()
+	if err != nil {
+		return nil, fmt.Errorf("node %s: %w", n.Name, err)
+	}
+	if err := os.WriteFile(config, []byte(kubeletConfig(n.l, o.APIServer.CACertPath, addr, ports[0], ports[1])), 0o644); err != nil {
 		return nil, err
 	}
 	return []string{
-		"--config=" + config, "--kubeconfig=" + kubeconfig, "--root-dir=" + n.l.path("kubelet", "root"),
-		"--cert-dir=" + n.l.path("kubelet", "pki"), "--hostname-override=" + n.Name, "--node-ip=127.0.0.1",
+		"--config=" + config, "--kubeconfig=" + kubeconfig, "--root-dir=" + KubeletRoot,
+		"--cert-dir=" + n.l.path("kubelet", "pki"), "--hostname-override=" + n.Name, "--node-ip=" + addr,
 		"--node-labels=" + Label + "=true", "--v=2",
 	}, nil
 }
@@ -206,9 +225,9 @@ func (n *Node) Restarts() (containerd, kubelet int) {
 	return n.containerd.restartCount(), n.kubelet.restartCount()
 }
 
-// Logs are containerd's and the kubelet's log files.
+// Logs are containerd's, the kubelet's and kube-proxy's log files.
 func (n *Node) Logs() []string {
-	return []string{n.l.path("logs", "containerd.log"), n.l.path("logs", "kubelet.log")}
+	return []string{n.l.path("logs", "containerd.log"), n.l.path("logs", "kubelet.log"), n.l.path("logs", "kube-proxy.log")}
 }
 
 // Dir is the node's run folder.

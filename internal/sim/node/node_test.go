@@ -148,19 +148,23 @@ func randomHex() string {
 }
 
 // payloadImage builds testdata/payload as a static binary and wraps it in a one-layer image.
-func payloadImage(t *testing.T) v1.Image {
+func payloadImage(t *testing.T) v1.Image { return programImage(t, "payload") }
+
+// programImage builds testdata/<name> as a static binary and wraps it in a one-layer image whose
+// entrypoint it is, /bin/<name>.
+func programImage(t *testing.T, name string) v1.Image {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "payload")
-	cmd := exec.Command("go", "build", "-o", bin, "./testdata/payload")
+	bin := filepath.Join(t.TempDir(), name)
+	cmd := exec.Command("go", "build", "-o", bin, "./testdata/"+name)
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("building testdata/payload: %v\n%s", err, out)
+		t.Fatalf("building testdata/%s: %v\n%s", name, err, out)
 	}
 	data, err := os.ReadFile(bin)
 	if err != nil {
 		t.Fatal(err)
 	}
-	img, err := node.FileImage([]node.File{{Path: "bin/payload", Mode: 0o755, Content: data}}, v1.Config{Entrypoint: []string{"/bin/payload"}})
+	img, err := node.FileImage([]node.File{{Path: "bin/" + name, Mode: 0o755, Content: data}}, v1.Config{Entrypoint: []string{"/bin/" + name}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package node
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,12 +23,16 @@ func (n *Node) Stop() {
 	if n.kubelet != nil {
 		n.kubelet.stop(10 * time.Second)
 	}
+	if n.kubeProxy != nil {
+		n.kubeProxy.stop(10 * time.Second)
+	}
 	n.deleteContainers()
 	if n.containerd != nil {
 		n.containerd.stop(10 * time.Second)
 	}
 	n.killShims()
 	n.unmountAll()
+	n.releaseHost(n.tools)
 	n.removeHostLeftovers()
 	if _, err := os.Stat("/sys/class/net/" + n.bridge); err == nil {
 		if out, err := exec.Command("ip", "link", "delete", n.bridge).CombinedOutput(); err != nil {
@@ -79,12 +84,14 @@ func processesWith(needle []byte) []int {
 }
 
 // unmountAll detaches every mount under the run folder, the deepest first.
-func (n *Node) unmountAll() {
+func (n *Node) unmountAll() { unmountUnder(filepath.Clean(n.l.dir)+"/", n.log) }
+
+// unmountUnder detaches every mount whose mount point starts with prefix, the deepest first.
+func unmountUnder(prefix string, log io.Writer) {
 	data, err := os.ReadFile("/proc/self/mountinfo")
 	if err != nil {
 		return
 	}
-	prefix := filepath.Clean(n.l.dir) + "/"
 	var mounts []string
 	for _, line := range strings.Split(string(data), "\n") {
 		f := strings.Fields(line)
@@ -98,7 +105,7 @@ func (n *Node) unmountAll() {
 	}
 	for i := len(mounts) - 1; i >= 0; i-- {
 		if err := unix.Unmount(mounts[i], unix.MNT_DETACH); err != nil && err != unix.EINVAL && err != unix.ENOENT {
-			fmt.Fprintf(n.log, "node: unmounting %s: %v\n", mounts[i], err)
+			fmt.Fprintf(log, "node: unmounting %s: %v\n", mounts[i], err)
 		}
 	}
 }

@@ -1,0 +1,175 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"time"
+
+	"golang.org/x/sys/unix"
+	"k8s.io/client-go/rest"
+
+	"github.com/cozystack/cozy-e2e/framework/cluster"
+)
+
+// The node is laid out as a kubeadm node is, where KubeVirt's node pieces look for it:
+//   - the kubelet's root is /var/lib/kubelet: virt-handler mounts it and its pods folder from the
+//     host by those paths (kubevirt.io/kubevirt v1.8.4 pkg/util/util.go:25-26,
+//     pkg/virt-operator/resource/generate/components/daemonsets.go:313-336) and reaches the
+//     launcher's sockets and the device-plugin registration socket through them;
+//   - kube-proxy runs beside the kubelet (iptables mode, kube-proxy's default on Linux), so a Pod
+//     that dials the kubernetes Service's ClusterIP, as every in-cluster client does, reaches
+//     the apiserver at its advertised address;
+//   - the host's root mount is shared (`mount --make-rshared /`, as systemd leaves it), because
+//     containerd refuses a Bidirectional mount from a private one (containerd v1.6.20
+//     pkg/cri/opts/spec_linux.go:184-189,229-243) and virt-handler asks for two
+//     (daemonsets.go:315,318).
+//
+// Those are the host's, not a run folder's (the kubelet's device-plugin folder is
+// /var/lib/kubelet/device-plugins whatever its root: k8s.io/kubelet v0.35.4
+// pkg/apis/deviceplugin/v1beta1/constants.go:30-32), so one node runs on a host at a time, holding
+// hostLock from Start to Stop; another Start waits for it, saying so.
+const (
+	// KubeletRoot is the node's kubelet root folder.
+	KubeletRoot = "/var/lib/kubelet"
+	hostLock    = "/run/cozy-e2e-node.lock"
+	// rootMarker marks KubeletRoot as a node's of this package, so Start never takes over a
+	// folder a kubelet of this host's own left.
+	rootMarker = ".cozy-e2e-node"
+)
+
+// takeHost waits for the host's node lock (saying so once if another node holds it),
+// makes / shared and claims KubeletRoot.
+func (n *Node) takeHost(ctx context.Context) error {
+	f, err := os.OpenFile(hostLock, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return fmt.Errorf("node %s: the host's node lock: %w", n.Name, err)
+	}
+	start, said := time.Now(), false
+	for {
+		err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, unix.EWOULDBLOCK) {
+			f.Close()
+			return fmt.Errorf("node %s: locking %s: %w", n.Name, hostLock, err)
+		}
+		if !said {
+			holder, _ := os.ReadFile(hostLock)
+			fmt.Fprintf(n.log, "node: %s waits for the host's node slot (%s, held by %s)\n", n.Name, hostLock, holder)
+			said = true
+		}
+		select {
+		case <-ctx.Done():
+			f.Close()
+			return fmt.Errorf("node %s: the host's node slot (%s) still taken after %s: %w", n.Name, hostLock, time.Since(start).Round(time.Second), ctx.Err())
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+	_ = f.Truncate(0)
+	_, _ = f.WriteAt([]byte(fmt.Sprintf("pid %d, node %s, run folder %s", os.Getpid(), n.Name, n.l.dir)), 0)
+	n.lock = f
+	if out, err := exec.Command("mount", "--make-rshared", "/").CombinedOutput(); err != nil {
+		return fmt.Errorf("node %s: mount --make-rshared /: %v: %s", n.Name, err, out)
+	}
+	if _, err := os.Stat(KubeletRoot); err == nil {
+		if _, err := os.Stat(filepath.Join(KubeletRoot, rootMarker)); err != nil {
+			return fmt.Errorf("node %s: %s is there and is not this package's nodes' (no %s): a kubelet of this host may own it; move it away to run a real node here", n.Name, KubeletRoot, rootMarker)
+		}
+		// a node that died without Stop left it: unmount what it left, then start afresh
+		unmountUnder(KubeletRoot+"/", n.log)
+		if err := os.RemoveAll(KubeletRoot); err != nil {
+			return fmt.Errorf("node %s: clearing the %s a node that died without Stop left: %w", n.Name, KubeletRoot, err)
+		}
+	}
+	if err := os.MkdirAll(KubeletRoot, 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(KubeletRoot, rootMarker), []byte(n.l.dir+"\n"), 0o644)
+}
+
+// releaseHost removes kube-proxy's rules, KubeletRoot (after unmounting what is left under it)
+// and lets the next node start.
+func (n *Node) releaseHost(tools Tools) {
+	if n.lock == nil {
+		return
+	}
+	if out, err := exec.Command(tools.Path("kube-proxy"), "--cleanup", "--v=0").CombinedOutput(); err != nil {
+		fmt.Fprintf(n.log, "node: kube-proxy --cleanup: %v: %s\n", err, out)
+	}
+	unmountUnder(KubeletRoot+"/", n.log)
+	if err := os.RemoveAll(KubeletRoot); err != nil {
+		fmt.Fprintf(n.log, "node: removing %s: %v\n", KubeletRoot, err)
+	}
+	_ = unix.Flock(int(n.lock.Fd()), unix.LOCK_UN)
+	n.lock.Close()
+	n.lock = nil
+}
+
+// startKubeProxy writes kube-proxy's credentials (system:kube-proxy, which the apiserver's
+// bootstrap ClusterRoleBinding system:node-proxier serves: k8s.io/kubernetes v1.35.4
+// plugin/pkg/auth/authorizer/rbac/bootstrappolicy/policy.go) and configuration, and starts it.
+func (n *Node) startKubeProxy(o Options) error {
+	kp, err := o.APIServer.CA.Client("system:kube-proxy")
+	if err != nil {
+		return err
+	}
+	kubeconfig := n.l.path("kube-proxy", "kubeconfig")
+	if err := os.MkdirAll(filepath.Dir(kubeconfig), 0o755); err != nil {
+		return err
+	}
+	cfg := &rest.Config{Host: o.APIServer.URL, TLSClientConfig: rest.TLSClientConfig{CAData: o.APIServer.CA.CertPEM, CertData: kp.CertPEM, KeyData: kp.KeyPEM}}
+	if err := cluster.WriteKubeconfig(kubeconfig, "kube-proxy-"+n.Name, cfg); err != nil {
+		return err
+	}
+	ports, err := freePorts(2)
+	if err != nil {
+		return err
+	}
+	config := n.l.path("kube-proxy", "config.yaml")
+	if err := os.WriteFile(config, []byte(kubeProxyConfig(kubeconfig, n.Name, ports[0], ports[1])), 0o644); err != nil {
+		return err
+	}
+	n.kubeProxy = &supervised{name: "kube-proxy", path: o.Tools.Path("kube-proxy"), args: []string{"--config=" + config, "--v=2"},
+		logPath: n.l.path("logs", "kube-proxy.log"), log: n.log}
+	return n.kubeProxy.start()
+}
+
+// kubeProxyConfig is kube-proxy's KubeProxyConfiguration (k8s.io/kube-proxy v0.35.4
+// config/v1alpha1/types.go): iptables mode, its health and metrics servers on loopback ports of
+// their own, and the conntrack settings left as the host has them (a zero maxPerCore and zero
+// timeouts are "leave it": k8s.io/kubernetes v1.35.4 cmd/kube-proxy/app/server_linux.go:299-365),
+// since a test host need not let it write them.
+func kubeProxyConfig(kubeconfig, node string, healthzPort, metricsPort int) string {
+	return fmt.Sprintf(`apiVersion: kubeproxy.config.k8s.io/v1alpha1
+kind: KubeProxyConfiguration
+clientConnection:
+  kubeconfig: %s
+hostnameOverride: %s
+mode: iptables
+healthzBindAddress: 127.0.0.1:%d
+metricsBindAddress: 127.0.0.1:%d
+conntrack:
+  maxPerCore: 0
+  tcpEstablishedTimeout: 0s
+  tcpCloseWaitTimeout: 0s
+`, kubeconfig, node, healthzPort, metricsPort)
+}
+
+// HostAddress is this host's address on the interface of its default route: what a real
+// node's world advertises its apiserver at (controlplane.APIServerOptions.AdvertiseAddress),
+// since a Pod cannot reach the host's loopback. A UDP "connection" only picks the route; nothing
+// is sent.
+func HostAddress() (string, error) {
+	c, err := net.Dial("udp4", "198.51.100.1:9")
+	if err != nil {
+		return "", fmt.Errorf("this host's address on its default route: %w", err)
+	}
+	defer c.Close()
+	return c.LocalAddr().(*net.UDPAddr).IP.String(), nil
+}
