@@ -30,14 +30,18 @@ func (w *logWriter) Write(p []byte) (int, error) {
 func waitFor(ctx context.Context, t *testing.T, what string, f func() error) {
 	t.Helper()
 	start := time.Now()
+	var last error
 	for {
 		err := f()
 		if err == nil {
 			return
 		}
+		if ctx.Err() == nil || last == nil {
+			last = err // what it saw before the deadline, not the deadline's own error
+		}
 		select {
 		case <-ctx.Done():
-			t.Fatalf("waiting for %s: not after %s: %v", what, time.Since(start).Round(time.Second), err)
+			t.Fatalf("waiting for %s: not after %s: %v", what, time.Since(start).Round(time.Second), last)
 		case <-time.After(250 * time.Millisecond):
 		}
 	}

@@ -8,6 +8,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -17,17 +19,29 @@ import (
 )
 
 // The node is laid out as a kubeadm node is, where KubeVirt's node pieces look for it:
+//
 //   - the kubelet's root is /var/lib/kubelet: virt-handler mounts it and its pods folder from the
 //     host by those paths (kubevirt.io/kubevirt v1.8.4 pkg/util/util.go:25-26,
 //     pkg/virt-operator/resource/generate/components/daemonsets.go:313-336) and reaches the
 //     launcher's sockets and the device-plugin registration socket through them;
+//
 //   - kube-proxy runs beside the kubelet (iptables mode, kube-proxy's default on Linux), so a Pod
 //     that dials the kubernetes Service's ClusterIP, as every in-cluster client does, reaches
 //     the apiserver at its advertised address;
+//
 //   - the host's root mount is shared (`mount --make-rshared /`, as systemd leaves it), because
 //     containerd refuses a Bidirectional mount from a private one (containerd v1.6.20
 //     pkg/cri/opts/spec_linux.go:184-189,229-243) and virt-handler asks for two
 //     (daemonsets.go:315,318).
+//
+//   - its processes run in a PID namespace of their own whose PID 1 is pause, as a kind node's
+//     run in the node container's (where PID 1 is systemd): a hostPID Pod such as virt-handler
+//     sees that namespace, and KubeVirt reaches the node through its PID 1, /proc/1/root and
+//     /proc/1/ns/mnt (kubevirt.io/kubevirt v1.8.4 pkg/util/util.go:27,
+//     pkg/virt-handler/virt-chroot/virt-chroot.go:33-34, the device plugins' health:
+//     pkg/virt-handler/device-manager/generic_device.go:83). These machines' own PID 1 refuses
+//     that to a root without CAP_SYS_RESOURCE ("open /proc/1/ns/mnt: permission denied",
+//     measured); this namespace's PID 1 is this process's child, with its capabilities.
 //
 // Those are the host's, not a run folder's (the kubelet's device-plugin folder is
 // /var/lib/kubelet/device-plugins whatever its root: k8s.io/kubelet v0.35.4
@@ -136,7 +150,7 @@ func (n *Node) startKubeProxy(o Options) error {
 		return err
 	}
 	n.kubeProxy = &supervised{name: "kube-proxy", path: o.Tools.Path("kube-proxy"), args: []string{"--config=" + config, "--v=2"},
-		logPath: n.l.path("logs", "kube-proxy.log"), log: n.log}
+		logPath: n.l.path("logs", "kube-proxy.log"), log: n.log, pidns: n.pidns(), mntns: n.mntns()}
 	return n.kubeProxy.start()
 }
 
@@ -172,4 +186,58 @@ func HostAddress() (string, error) {
 	}
 	defer c.Close()
 	return c.LocalAddr().(*net.UDPAddr).IP.String(), nil
+}
+
+// startInit starts the node's init, pause, as PID 1 of a new PID namespace and a mount
+// namespace of its own: a copy of the host's (whose mounts stay shared with it, / being shared)
+// with a /proc of the new PID namespace over a private /proc, as a container's. The node's
+// processes are born in both (spawn): a process that names itself by its own pid in /proc, as
+// containerd does for a new network namespace (/proc/<pid>/task/<tid>/ns/net), finds itself
+// there, which the host's /proc would not show under that pid.
+func (n *Node) startInit(tools Tools) error {
+	cmd := exec.Command("/bin/sh", "-c", `mount --make-rprivate /proc && mount -t proc proc /proc && exec "$0"`, tools.Path("pause"))
+	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWPID | syscall.CLONE_NEWNS, Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("node %s: starting its PID namespace's init (%s): %w", n.Name, tools.Path("pause"), err)
+	}
+	n.init, n.initDone = cmd, make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		close(n.initDone)
+	}()
+	// ready when PID 1 is pause, its /proc mounted
+	for start := time.Now(); ; {
+		exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", cmd.Process.Pid))
+		if exe == tools.Path("pause") {
+			return nil
+		}
+		select {
+		case <-n.initDone:
+			return fmt.Errorf("node %s: its init ended before it ran pause: %v: %s", n.Name, cmd.ProcessState, out.String())
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Since(start) > 10*time.Second {
+			return fmt.Errorf("node %s: its init did not run pause within 10 s: %s", n.Name, out.String())
+		}
+	}
+}
+
+// pidns and mntns are the paths of the node's PID and mount namespaces.
+func (n *Node) pidns() string { return fmt.Sprintf("/proc/%d/ns/pid", n.init.Process.Pid) }
+func (n *Node) mntns() string { return fmt.Sprintf("/proc/%d/ns/mnt", n.init.Process.Pid) }
+
+// stopInit ends the node's PID namespace and with it every process left in it.
+func (n *Node) stopInit() {
+	if n.init == nil {
+		return
+	}
+	_ = n.init.Process.Kill()
+	select {
+	case <-n.initDone:
+	case <-time.After(10 * time.Second):
+		fmt.Fprintf(n.log, "node: the init of %s (pid %d) did not end 10 s after SIGKILL\n", n.Name, n.init.Process.Pid)
+	}
+	n.init = nil
 }

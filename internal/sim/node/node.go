@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"time"
 
@@ -51,6 +52,9 @@ type Node struct {
 	tools      Tools
 	// lock is the host's node lock, held from Start to Stop (host.go).
 	lock *os.File
+	// init is PID 1 of the node's PID namespace (host.go), initDone closed when it ended.
+	init     *exec.Cmd
+	initDone chan struct{}
 	// hostBefore are the host folders outside the run folder that were there before Start
 	// (hostPaths); Stop removes the others once empty.
 	hostBefore map[string]bool
@@ -81,8 +85,12 @@ func Start(ctx context.Context, o Options) (*Node, error) {
 		n.Stop()
 		return nil, err
 	}
+	if err := n.startInit(o.Tools); err != nil {
+		n.Stop()
+		return nil, err
+	}
 	n.containerd = &supervised{name: "containerd", path: "containerd", args: []string{"--config", l.path("containerd", "config.toml")},
-		logPath: l.path("logs", "containerd.log"), log: o.Log}
+		logPath: l.path("logs", "containerd.log"), log: o.Log, pidns: n.pidns(), mntns: n.mntns()}
 	if err := n.containerd.start(); err != nil {
 		return nil, err
 	}
@@ -95,7 +103,7 @@ func Start(ctx context.Context, o Options) (*Node, error) {
 		n.Stop()
 		return nil, err
 	}
-	n.kubelet = &supervised{name: "kubelet", path: o.Tools.Path("kubelet"), args: args, logPath: l.path("logs", "kubelet.log"), log: o.Log}
+	n.kubelet = &supervised{name: "kubelet", path: o.Tools.Path("kubelet"), args: args, logPath: l.path("logs", "kubelet.log"), log: o.Log, pidns: n.pidns(), mntns: n.mntns()}
 	if err := n.kubelet.start(); err != nil {
 		n.Stop()
 		return nil, err

@@ -15,10 +15,11 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Stop stops the kubelet, every container this node's containerd ran (runc's state is under the
-// run folder), containerd and its shims, unmounts what they left under the run folder (root
-// file systems, shm, network namespaces, volumes) and removes the node's bridge, so the host is
-// as it was. Idempotent.
+// Stop stops the kubelet and kube-proxy, every container this node's containerd ran (runc's
+// state is under the run folder), containerd and its shims, the node's PID namespace (with what
+// is left in it), unmounts what they left under the run folder and the kubelet's root (root file
+// systems, shm, network namespaces, volumes), removes kube-proxy's rules and the node's bridge,
+// so the host is as it was. Idempotent.
 func (n *Node) Stop() {
 	if n.kubelet != nil {
 		n.kubelet.stop(10 * time.Second)
@@ -31,6 +32,7 @@ func (n *Node) Stop() {
 		n.containerd.stop(10 * time.Second)
 	}
 	n.killShims()
+	n.stopInit()
 	n.unmountAll()
 	n.releaseHost(n.tools)
 	n.removeHostLeftovers()
@@ -41,17 +43,18 @@ func (n *Node) Stop() {
 	}
 }
 
-// deleteContainers kills and deletes every container in each namespace's runc root.
+// deleteContainers kills and deletes every container in each namespace's runc root. runc runs
+// in the node's namespaces: its state names each container's process by its pid there.
 func (n *Node) deleteContainers() {
 	roots, _ := filepath.Glob(filepath.Join(n.l.runcRoot(), "*"))
 	for _, root := range roots {
-		out, err := exec.Command("runc", "--root", root, "list", "-q").Output()
+		out, err := n.inNode("runc", "--root", root, "list", "-q")
 		if err != nil {
-			fmt.Fprintf(n.log, "node: listing the containers of %s: %v\n", root, err)
+			fmt.Fprintf(n.log, "node: listing the containers of %s: %v: %s\n", root, err, out)
 			continue
 		}
 		for _, id := range strings.Fields(string(out)) {
-			if out, err := exec.Command("runc", "--root", root, "delete", "--force", id).CombinedOutput(); err != nil {
+			if out, err := n.inNode("runc", "--root", root, "delete", "--force", id); err != nil {
 				fmt.Fprintf(n.log, "node: deleting container %s: %v: %s\n", id, err, out)
 			}
 		}
@@ -171,4 +174,20 @@ func (n *Node) removeHostLeftovers() {
 			_ = os.Remove(p) // rmdir: fails, and keeps it, when it is not empty
 		}
 	}
+}
+
+// inNode runs a command in the node's PID and mount namespaces (on the host when its init is
+// gone) and returns its combined output.
+func (n *Node) inNode(name string, args ...string) ([]byte, error) {
+	if n.init == nil {
+		return exec.Command(name, args...).CombinedOutput()
+	}
+	var out bytes.Buffer
+	cmd := exec.Command("nsenter", append([]string{"--mount=" + n.mntns(), "--", name}, args...)...)
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := startIn(cmd, n.pidns()); err != nil {
+		return nil, err
+	}
+	err := cmd.Wait()
+	return out.Bytes(), err
 }

@@ -5,9 +5,12 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"runtime"
 	"sync"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // supervised is one process of the node (containerd, the kubelet), started again whenever it
@@ -18,6 +21,9 @@ type supervised struct {
 	args    []string
 	logPath string
 	log     io.Writer // the node's own log: each restart is said there
+	// pidns and mntns are the PID and mount namespaces the process is started in (the node's:
+	// host.go), or "" for this process's own.
+	pidns, mntns string
 
 	mu       sync.Mutex
 	cmd      *exec.Cmd
@@ -46,9 +52,14 @@ func (s *supervised) spawn() error {
 		return fmt.Errorf("%s: log file: %w", s.name, err)
 	}
 	cmd := exec.Command(s.path, s.args...)
+	if s.mntns != "" {
+		// Go cannot enter a mount namespace (setns refuses a threaded process); nsenter, one
+		// thread, enters it and execs the program, whose pid stays nsenter's
+		cmd = exec.Command("nsenter", append([]string{"--mount=" + s.mntns, "--", s.path}, s.args...)...)
+	}
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
+	if err := startIn(cmd, s.pidns); err != nil {
 		logf.Close()
 		return fmt.Errorf("%s: start %s: %w", s.name, s.path, err)
 	}
@@ -145,4 +156,53 @@ func (s *supervised) stop(grace time.Duration) {
 		}
 	}
 	<-s.stopped
+}
+
+// startIn starts cmd in the PID namespace at nsPath ("" for this process's own). The forking
+// thread enters it for its children only (setns with CLONE_NEWPID changes the namespace a
+// thread's later children are born in, never its own) and goes back to its own before it serves
+// any other goroutine. Such a child has no Pdeathsig: Go's child kills itself at once when
+// getppid differs from its parent's pid (Go 1.26 syscall/exec_linux.go:549-566), and in a
+// namespace of its own its parent's pid reads 0. It needs none: the namespace's init has one
+// (its own self-kill is ignored, as a namespace's init ignores signals it has no handler for),
+// and when the init ends the kernel ends every process of its namespace.
+func startIn(cmd *exec.Cmd, nsPath string) error {
+	if nsPath == "" {
+		return cmd.Start()
+	}
+	if cmd.SysProcAttr != nil {
+		cmd.SysProcAttr.Pdeathsig = 0
+	}
+	errc := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		own, err := os.Open("/proc/thread-self/ns/pid")
+		if err != nil {
+			runtime.UnlockOSThread()
+			errc <- err
+			return
+		}
+		defer own.Close()
+		target, err := os.Open(nsPath)
+		if err != nil {
+			runtime.UnlockOSThread()
+			errc <- fmt.Errorf("the node's PID namespace: %w", err)
+			return
+		}
+		defer target.Close()
+		if err := unix.Setns(int(target.Fd()), unix.CLONE_NEWPID); err != nil {
+			runtime.UnlockOSThread()
+			errc <- fmt.Errorf("entering the node's PID namespace %s: %w", nsPath, err)
+			return
+		}
+		err = cmd.Start()
+		if back := unix.Setns(int(own.Fd()), unix.CLONE_NEWPID); back != nil {
+			// the thread stays locked and ends with this goroutine, never forking for another
+			errc <- fmt.Errorf("leaving the node's PID namespace: %w (start: %v)", back, err)
+			return
+		}
+		runtime.UnlockOSThread()
+		errc <- err
+	}()
+	return <-errc
 }
