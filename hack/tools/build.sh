@@ -71,7 +71,7 @@ downloads=(
 # chart.
 key=$({
 	for m in "${modules[@]}"; do cat "$here/$m/go.sum"; done
-	cat "$here/virt-controller/install-strategy/main.go"
+	cat "$here"/virt-controller/install-strategy/*.go
 	printf '%s\n' "${downloads[@]}"
 } | sha256sum | cut -c1-12)
 name=k8s-v$K8S_VERSION-etcd-v$ETCD_VERSION-kwok-v$KWOK_VERSION

@@ -41,6 +41,12 @@ type KubeVirt struct {
 	// Webhooks and APIServices are the rest of what install-strategy printed (admission webhook
 	// configurations, APIServices), by kind.
 	Webhooks, APIServices []*unstructured.Unstructured
+	// Handler is the virt-handler DaemonSet as virt-operator creates it for the CR.
+	Handler *appsv1.DaemonSet
+	// NodeSide is what virt-operator installs before its workloads start: service accounts,
+	// RBAC, Services, the certificate Secrets it issued and the CA ConfigMaps (install-strategy's
+	// node.go), and the PriorityClass of its manifests (operatorManifest). A lane with a real Node applies them (ApplyVirtHandler); the stand-ins need none.
+	NodeSide []*unstructured.Unstructured
 }
 
 // KubeVirtCR is the KubeVirt CR the platform installs: Cozystack v1.6.1's kubevirt package
@@ -172,6 +178,12 @@ func (b *Build) KubeVirtInstall(ctx context.Context) (*KubeVirt, error) {
 	if err != nil {
 		return nil, err
 	}
+	return b.KubeVirtInstallFor(ctx, cr)
+}
+
+// KubeVirtInstallFor is KubeVirtInstall for a KubeVirt CR of the caller's (the platform's with a
+// lane's changes).
+func (b *Build) KubeVirtInstallFor(ctx context.Context, cr *kubevirtv1.KubeVirt) (*KubeVirt, error) {
 	env, err := b.operatorEnv()
 	if err != nil {
 		return nil, err
@@ -193,7 +205,46 @@ func (b *Build) KubeVirtInstall(ctx context.Context) (*KubeVirt, error) {
 		return nil, err
 	}
 	kv.CR = cr
+	pcs, err := b.operatorManifest("PriorityClass")
+	if err != nil {
+		return nil, err
+	}
+	kv.NodeSide = append(pcs, kv.NodeSide...)
 	return kv, nil
+}
+
+// operatorManifest are the objects of kind in the manifest the platform installs virt-operator
+// from (Cozystack v1.6.1 packages/system/kubevirt-operator/templates/kubevirt-operator.yaml):
+// the PriorityClass kubevirt-cluster-critical its components run at (lines 6911-6918, KubeVirt's
+// tools/resource-generator --type=priorityclass) is there, not in the install strategy, and the
+// DaemonSet controller refuses virt-handler's Pod without it.
+func (b *Build) operatorManifest(kind string) ([]*unstructured.Unstructured, error) {
+	const rel = "packages/system/kubevirt-operator/templates/kubevirt-operator.yaml"
+	data, err := os.ReadFile(b.Src("cozystack", filepath.FromSlash(rel)))
+	if err != nil {
+		return nil, fmt.Errorf("upstream: %w; run `make tools`", err)
+	}
+	docs, err := yamldoc.Split(data)
+	if err != nil {
+		return nil, fmt.Errorf("upstream: %s: %w", rel, err)
+	}
+	var out []*unstructured.Unstructured
+	for _, doc := range docs {
+		if !bytes.Contains(doc, []byte("kind: "+kind)) {
+			continue
+		}
+		u := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal(doc, &u.Object); err != nil {
+			return nil, fmt.Errorf("upstream: %s: %w", rel, err)
+		}
+		if u.GetKind() == kind {
+			out = append(out, u)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("upstream: %s holds no %s", rel, kind)
+	}
+	return out, nil
 }
 
 // decodeInstall sorts install-strategy's List by kind.
@@ -231,6 +282,16 @@ func decodeInstall(data []byte, comp Component) (*KubeVirt, error) {
 			case "virt-api":
 				kv.API = d
 			}
+		case "DaemonSet":
+			ds := &appsv1.DaemonSet{}
+			err = json.Unmarshal(raw, ds)
+			if ds.Name == "virt-handler" {
+				kv.Handler = ds
+			}
+		case "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "Service", "Secret", "ConfigMap":
+			u := &unstructured.Unstructured{}
+			err = json.Unmarshal(raw, &u.Object)
+			kv.NodeSide = append(kv.NodeSide, u)
 		case "ValidatingWebhookConfiguration", "MutatingWebhookConfiguration", "APIService":
 			u := &unstructured.Unstructured{}
 			err = json.Unmarshal(raw, &u.Object)

@@ -1,7 +1,9 @@
 // Command install-strategy prints what KubeVirt's virt-operator installs for a KubeVirt CR: its
 // CustomResourceDefinitions (KubeVirt's own, which the operator's manifests carry, and those the
 // operator creates), the virt-controller and virt-api Deployments (their arguments), the virt-api
-// admission webhook configurations and the subresource APIServices, as one JSON List. It calls virt-operator's own code (kubevirt.io/kubevirt v1.8.4
+// admission webhook configurations and the subresource APIServices, and what a real Node needs
+// besides (node.go: the virt-handler DaemonSet, the service accounts, RBAC and Services, the
+// certificate Secrets and CA ConfigMaps, issued as the operator issues them), as one JSON List. It calls virt-operator's own code (kubevirt.io/kubevirt v1.8.4
 // pkg/virt-operator/resource/generate/install/strategy.go GenerateCurrentInstallStrategy, with the
 // deployment configuration pkg/virt-operator/util/config.go GetTargetConfigFromKV derives from the
 // CR and from virt-operator's environment), so the sim installs and runs exactly that.
@@ -78,6 +80,11 @@ func run(in io.Reader, out io.Writer) error {
 	for _, o := range strategy.APIServices() {
 		objs = append(objs, o)
 	}
+	node, err := nodeObjects(kv, strategy)
+	if err != nil {
+		return err
+	}
+	objs = append(objs, node...)
 	list := map[string]any{"apiVersion": "v1", "kind": "List", "items": objs}
 	w := bufio.NewWriter(out)
 	if err := json.NewEncoder(w).Encode(list); err != nil {
