@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/cozystack/cozy-e2e/internal/controlplane"
 	"github.com/cozystack/cozy-e2e/internal/sim/node"
 	"github.com/cozystack/cozy-e2e/internal/sim/world"
 )
@@ -216,4 +218,44 @@ func dumpLogs(t *testing.T, n *node.Node) {
 		}
 		t.Logf("end of %s:\n%s", p, strings.Join(lines, "\n"))
 	}
+}
+
+// registry starts the local registry with the pause image every Pod's sandbox needs, stopped
+// when t ends.
+func registry(ctx context.Context, t *testing.T, tools node.Tools, log io.Writer) *node.Registry {
+	t.Helper()
+	reg, err := node.StartRegistry(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(reg.Stop)
+	pause, err := node.PauseImage(tools)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := reg.Push(ctx, node.PauseRef, pause); err != nil {
+		t.Fatal(err)
+	}
+	return reg
+}
+
+// startNode starts a real Node in a run folder of its own and waits until it is Ready; when t
+// ends the node's logs are printed if t failed, then it is stopped and its folder removed.
+func startNode(ctx context.Context, t *testing.T, tools node.Tools, api *controlplane.APIServer, reg *node.Registry) *node.Node {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "node-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	n, err := node.Start(ctx, node.Options{Name: "real-node-0", Dir: dir, Tools: tools, APIServer: api, Registry: reg, Log: &logWriter{t}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(n.Stop)
+	t.Cleanup(func() { dumpLogs(t, n) })
+	if err := n.WaitReady(ctx, kubernetes.NewForConfigOrDie(api.Admin())); err != nil {
+		t.Fatal(err)
+	}
+	return n
 }

@@ -245,36 +245,12 @@ func TestRealNodeRunsTheNodeLabellerFromTheLauncherImage(t *testing.T) {
 	defer cancel()
 	c := kubernetes.NewForConfigOrDie(api.Admin())
 
-	reg, err := node.StartRegistry(io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(reg.Stop)
-	pause, err := node.PauseImage(tools)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := reg.Push(ctx, node.PauseRef, pause); err != nil {
-		t.Fatal(err)
-	}
+	reg := registry(ctx, t, tools, io.Discard)
 	digests, err := imgs.Push(ctx, reg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir, err := os.MkdirTemp("", "node-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	n, err := node.Start(ctx, node.Options{Name: "real-node-0", Dir: dir, Tools: tools, APIServer: api, Registry: reg, Log: &logWriter{t}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(n.Stop)
-	t.Cleanup(func() { dumpLogs(t, n) })
-	if err := n.WaitReady(ctx, c); err != nil {
-		t.Fatal(err)
-	}
+	n := startNode(ctx, t, tools, api, reg)
 
 	labels := t.TempDir()
 	ref := node.UpstreamRefs[node.VirtLauncher]

@@ -76,35 +76,12 @@ func TestRealNodeRunsVirtHandlerAsVirtOperatorInstallsIt(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	reg, err := node.StartRegistry(&logWriter{t})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(reg.Stop)
-	pause, err := node.PauseImage(tools)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := reg.Push(ctx, node.PauseRef, pause); err != nil {
-		t.Fatal(err)
-	}
+	reg := registry(ctx, t, tools, &logWriter{t})
 	if _, err := imgs.Push(ctx, reg, nil); err != nil {
 		t.Fatal(err)
 	}
-	ndir, err := os.MkdirTemp("", "node-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(ndir) })
-	n, err := node.Start(ctx, node.Options{Name: "real-node-0", Dir: ndir, Tools: tools, APIServer: api, Registry: reg, Log: &logWriter{t}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(n.Stop)
-	t.Cleanup(func() { dumpLogs(t, n) })
-	if err := n.WaitReady(ctx, cs); err != nil {
-		t.Fatal(err)
-	}
+	n := startNode(ctx, t, tools, api, reg)
+	ndir := n.Dir()
 
 	start := time.Now()
 	if err := upstream.ApplyVirtHandler(ctx, c, kv); err != nil {

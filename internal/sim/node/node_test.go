@@ -55,18 +55,7 @@ func TestRealNodeRunsAPod(t *testing.T) {
 	defer cancel()
 	c := kubernetes.NewForConfigOrDie(api.Admin())
 
-	reg, err := node.StartRegistry(&logWriter{t})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(reg.Stop)
-	pause, err := node.PauseImage(tools)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := reg.Push(ctx, node.PauseRef, pause); err != nil {
-		t.Fatal(err)
-	}
+	reg := registry(ctx, t, tools, &logWriter{t})
 	const payloadRef = "docker.io/library/payload:test"
 	if _, err := reg.Push(ctx, payloadRef, payloadImage(t)); err != nil {
 		t.Fatal(err)

@@ -37,18 +37,7 @@ func TestRealNodeCarriesTheKubernetesServiceToAPod(t *testing.T) {
 	defer cancel()
 	c := kubernetes.NewForConfigOrDie(api.Admin())
 
-	reg, err := node.StartRegistry(&logWriter{t})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(reg.Stop)
-	pause, err := node.PauseImage(tools)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := reg.Push(ctx, node.PauseRef, pause); err != nil {
-		t.Fatal(err)
-	}
+	reg := registry(ctx, t, tools, &logWriter{t})
 	const ref = "docker.io/library/incluster:test"
 	if _, err := reg.Push(ctx, ref, programImage(t, "incluster")); err != nil {
 		t.Fatal(err)
