@@ -127,7 +127,7 @@ func (n *Node) releaseHost(tools Tools) {
 
 // startKubeProxy writes kube-proxy's credentials (system:kube-proxy, which the apiserver's
 // bootstrap ClusterRoleBinding system:node-proxier serves: k8s.io/kubernetes v1.35.4
-// plugin/pkg/auth/authorizer/rbac/bootstrappolicy/policy.go) and configuration, and starts it.
+// plugin/pkg/auth/authorizer/rbac/bootstrappolicy/policy.go:686) and configuration, and starts it.
 func (n *Node) startKubeProxy(o Options) error {
 	kp, err := o.APIServer.CA.Client("system:kube-proxy")
 	if err != nil {

@@ -27,8 +27,10 @@ import (
 // kubelet: its init container (the launcher image's node labeller) writes the node's
 // capabilities, virt-handler reaches the apiserver through the kubernetes Service, goes Ready,
 // and marks the Node schedulable for VMIs with its device plugins registered: the Node carries
-// kubevirt.io/schedulable=true (pkg/virt-handler/heartbeat/heartbeat.go:139-165) and
-// allocatable devices.kubevirt.io/tun (pkg/virt-handler/device-manager/device_controller.go:106-118).
+// kubevirt.io/schedulable=true (kubevirt.io/kubevirt v1.8.4
+// pkg/virt-handler/heartbeat/heartbeat.go:139-165) and allocatable devices.kubevirt.io/tun
+// (pkg/virt-handler/device-manager/device_controller.go:106-118), and the node labeller's
+// machine-type.node.kubevirt.io/ labels (pkg/virt-handler/node-labeller/node_labeller.go).
 func TestRealNodeRunsVirtHandlerAsVirtOperatorInstallsIt(t *testing.T) {
 	tools := nodeHost(t)
 	imgs := builtImages(t)

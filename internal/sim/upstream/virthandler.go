@@ -17,7 +17,8 @@ import (
 //   - developerConfiguration.useEmulation: true, since KVM cannot run guests on these machines
 //     (KubeVirt's own lanes without nested virtualization do the same; virt-controller then
 //     requests no /dev/kvm for the launcher and passes --allow-emulation, kubevirt.io/kubevirt
-//     v1.8.4 pkg/virt-controller/services/renderresources.go:433-452, template.go:424-426);
+//     v1.8.4 pkg/virt-controller/services/renderresources.go:433-452,
+//     pkg/virt-controller/services/template.go:424-426);
 //   - workloads.nodePlacement: virt-handler only on the Nodes labelled label=true, tolerating
 //     their taint (the real Node's), so no kwok Node gets one (virt-operator injects it into the
 //     DaemonSet: pkg/virt-operator/resource/apply/apps.go:382).
