@@ -34,8 +34,8 @@ import (
 //     pkg/cri/opts/spec_linux.go:184-189,229-243) and virt-handler asks for two
 //     (daemonsets.go:315,318).
 //
-//   - its processes run in a PID namespace of their own whose PID 1 is pause, as a kind node's
-//     run in the node container's (where PID 1 is systemd): a hostPID Pod such as virt-handler
+//   - its processes run in PID and mount namespaces of their own whose PID 1 is pause
+//     (startInit), as a kind node's run in the node container's (where PID 1 is systemd): a hostPID Pod such as virt-handler
 //     sees that namespace, and KubeVirt reaches the node through its PID 1, /proc/1/root and
 //     /proc/1/ns/mnt (kubevirt.io/kubevirt v1.8.4 pkg/util/util.go:27,
 //     pkg/virt-handler/virt-chroot/virt-chroot.go:33-34, the device plugins' health:
@@ -109,11 +109,11 @@ func (n *Node) takeHost(ctx context.Context) error {
 
 // releaseHost removes kube-proxy's rules, KubeletRoot (after unmounting what is left under it)
 // and lets the next node start.
-func (n *Node) releaseHost(tools Tools) {
+func (n *Node) releaseHost() {
 	if n.lock == nil {
 		return
 	}
-	if out, err := exec.Command(tools.Path("kube-proxy"), "--cleanup", "--v=0").CombinedOutput(); err != nil {
+	if out, err := exec.Command(n.tools.Path("kube-proxy"), "--cleanup", "--v=0").CombinedOutput(); err != nil {
 		fmt.Fprintf(n.log, "node: kube-proxy --cleanup: %v: %s\n", err, out)
 	}
 	unmountUnder(KubeletRoot+"/", n.log)

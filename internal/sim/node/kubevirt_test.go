@@ -83,13 +83,12 @@ func TestRealNodeRunsVirtHandlerAsVirtOperatorInstallsIt(t *testing.T) {
 		t.Fatal(err)
 	}
 	n := startNode(ctx, t, tools, api, reg)
-	ndir := n.Dir()
 
 	start := time.Now()
 	if err := upstream.ApplyVirtHandler(ctx, c, kv); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { dumpPodLogs(t, filepath.Join(ndir, "kubelet", "pod-logs")) })
+	t.Cleanup(func() { dumpPodLogs(t, filepath.Join(n.Dir(), "kubelet", "pod-logs")) })
 	var handler *corev1.Pod
 	waitFor(ctx, t, "the virt-handler Pod Ready on the real Node", func() error {
 		pods, err := cs.CoreV1().Pods(upstream.KubeVirtNamespace).List(ctx, metav1.ListOptions{LabelSelector: "kubevirt.io=virt-handler"})

@@ -42,17 +42,8 @@ func TestRealNodeCarriesTheKubernetesServiceToAPod(t *testing.T) {
 	if _, err := reg.Push(ctx, ref, programImage(t, "incluster")); err != nil {
 		t.Fatal(err)
 	}
-	dir, err := os.MkdirTemp("", "node-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	n, err := node.Start(ctx, node.Options{Name: "real-node-0", Dir: dir, Tools: tools, APIServer: api, Registry: reg, Log: &logWriter{t}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	// registered before startNode, so it runs after the node's Stop
 	t.Cleanup(func() {
-		n.Stop()
 		if _, err := os.Stat(node.KubeletRoot); err == nil {
 			t.Errorf("after Stop: %s is still there", node.KubeletRoot)
 		}
@@ -60,10 +51,7 @@ func TestRealNodeCarriesTheKubernetesServiceToAPod(t *testing.T) {
 			t.Errorf("after Stop: kube-proxy's chains are still there:\n%s", out)
 		}
 	})
-	t.Cleanup(func() { dumpLogs(t, n) })
-	if err := n.WaitReady(ctx, c); err != nil {
-		t.Fatal(err)
-	}
+	n := startNode(ctx, t, tools, api, reg)
 	if _, err := os.Stat(filepath.Join(node.KubeletRoot, "pods")); err != nil {
 		t.Errorf("the kubelet's pods folder: %v", err)
 	}

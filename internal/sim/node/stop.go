@@ -34,7 +34,7 @@ func (n *Node) Stop() {
 	n.killShims()
 	n.stopInit()
 	n.unmountAll()
-	n.releaseHost(n.tools)
+	n.releaseHost()
 	n.removeHostLeftovers()
 	if _, err := os.Stat("/sys/class/net/" + n.bridge); err == nil {
 		if out, err := exec.Command("ip", "link", "delete", n.bridge).CombinedOutput(); err != nil {
@@ -183,7 +183,7 @@ func (n *Node) inNode(name string, args ...string) ([]byte, error) {
 		return exec.Command(name, args...).CombinedOutput()
 	}
 	var out bytes.Buffer
-	cmd := exec.Command("nsenter", append([]string{"--mount=" + n.mntns(), "--", name}, args...)...)
+	cmd := commandIn(n.mntns(), name, args...)
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := startIn(cmd, n.pidns()); err != nil {
 		return nil, err

@@ -51,12 +51,7 @@ func (s *supervised) spawn() error {
 	if err != nil {
 		return fmt.Errorf("%s: log file: %w", s.name, err)
 	}
-	cmd := exec.Command(s.path, s.args...)
-	if s.mntns != "" {
-		// Go cannot enter a mount namespace (setns refuses a threaded process); nsenter, one
-		// thread, enters it and execs the program, whose pid stays nsenter's
-		cmd = exec.Command("nsenter", append([]string{"--mount=" + s.mntns, "--", s.path}, s.args...)...)
-	}
+	cmd := commandIn(s.mntns, s.path, s.args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := startIn(cmd, s.pidns); err != nil {
@@ -156,6 +151,16 @@ func (s *supervised) stop(grace time.Duration) {
 		}
 	}
 	<-s.stopped
+}
+
+// commandIn is the command name args in the mount namespace at mntns ("" for this process's
+// own). Go cannot enter a mount namespace (setns refuses a threaded process); nsenter, one
+// thread, enters it and execs the program, whose pid stays nsenter's.
+func commandIn(mntns, name string, args ...string) *exec.Cmd {
+	if mntns == "" {
+		return exec.Command(name, args...)
+	}
+	return exec.Command("nsenter", append([]string{"--mount=" + mntns, "--", name}, args...)...)
 }
 
 // startIn starts cmd in the PID namespace at nsPath ("" for this process's own). The forking

@@ -45,7 +45,8 @@ type KubeVirt struct {
 	Handler *appsv1.DaemonSet
 	// NodeSide is what virt-operator installs before its workloads start: service accounts,
 	// RBAC, Services, the certificate Secrets it issued and the CA ConfigMaps (install-strategy's
-	// node.go), and the PriorityClass of its manifests (operatorManifest). A lane with a real Node applies them (ApplyVirtHandler); the stand-ins need none.
+	// node.go), and the PriorityClass of its manifests (operatorManifest). A lane with a real
+	// Node applies them (ApplyVirtHandler); the stand-ins need none.
 	NodeSide []*unstructured.Unstructured
 }
 
@@ -137,14 +138,9 @@ func (b *Build) KubeVirtCR() (*kubevirtv1.KubeVirt, error) {
 // v1.6.1 packages/system/kubevirt-operator/templates/kubevirt-operator.yaml, the virt-operator
 // Deployment (VIRT_OPERATOR_IMAGE and KUBEVIRT_VERSION, lines 8538-8545).
 func (b *Build) operatorEnv() ([]string, error) {
-	const rel = "packages/system/kubevirt-operator/templates/kubevirt-operator.yaml"
-	data, err := os.ReadFile(b.Src("cozystack", filepath.FromSlash(rel)))
+	docs, err := b.operatorDocs()
 	if err != nil {
-		return nil, fmt.Errorf("upstream: %w; run `make tools`", err)
-	}
-	docs, err := yamldoc.Split(data)
-	if err != nil {
-		return nil, fmt.Errorf("upstream: %s: %w", rel, err)
+		return nil, err
 	}
 	for _, doc := range docs {
 		if !bytes.Contains(doc, []byte("kind: Deployment")) {
@@ -163,11 +159,11 @@ func (b *Build) operatorEnv() ([]string, error) {
 			}
 		}
 		if len(env) != 2 {
-			return nil, fmt.Errorf("upstream: %s: the virt-operator Deployment sets %v, not VIRT_OPERATOR_IMAGE and KUBEVIRT_VERSION", rel, env)
+			return nil, fmt.Errorf("upstream: %s: the virt-operator Deployment sets %v, not VIRT_OPERATOR_IMAGE and KUBEVIRT_VERSION", operatorManifestRel, env)
 		}
 		return env, nil
 	}
-	return nil, fmt.Errorf("upstream: %s holds no virt-operator Deployment", rel)
+	return nil, fmt.Errorf("upstream: %s holds no virt-operator Deployment", operatorManifestRel)
 }
 
 // KubeVirtInstall runs install-strategy (built by `make tools` from hack/tools/virt-controller)
@@ -219,14 +215,9 @@ func (b *Build) KubeVirtInstallFor(ctx context.Context, cr *kubevirtv1.KubeVirt)
 // tools/resource-generator --type=priorityclass) is there, not in the install strategy, and the
 // DaemonSet controller refuses virt-handler's Pod without it.
 func (b *Build) operatorManifest(kind string) ([]*unstructured.Unstructured, error) {
-	const rel = "packages/system/kubevirt-operator/templates/kubevirt-operator.yaml"
-	data, err := os.ReadFile(b.Src("cozystack", filepath.FromSlash(rel)))
+	docs, err := b.operatorDocs()
 	if err != nil {
-		return nil, fmt.Errorf("upstream: %w; run `make tools`", err)
-	}
-	docs, err := yamldoc.Split(data)
-	if err != nil {
-		return nil, fmt.Errorf("upstream: %s: %w", rel, err)
+		return nil, err
 	}
 	var out []*unstructured.Unstructured
 	for _, doc := range docs {
@@ -235,16 +226,32 @@ func (b *Build) operatorManifest(kind string) ([]*unstructured.Unstructured, err
 		}
 		u := &unstructured.Unstructured{}
 		if err := yaml.Unmarshal(doc, &u.Object); err != nil {
-			return nil, fmt.Errorf("upstream: %s: %w", rel, err)
+			return nil, fmt.Errorf("upstream: %s: %w", operatorManifestRel, err)
 		}
 		if u.GetKind() == kind {
 			out = append(out, u)
 		}
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("upstream: %s holds no %s", rel, kind)
+		return nil, fmt.Errorf("upstream: %s holds no %s", operatorManifestRel, kind)
 	}
 	return out, nil
+}
+
+// operatorManifestRel is the platform's virt-operator manifest in the Cozystack source.
+const operatorManifestRel = "packages/system/kubevirt-operator/templates/kubevirt-operator.yaml"
+
+// operatorDocs are the YAML documents of the platform's virt-operator manifest.
+func (b *Build) operatorDocs() ([][]byte, error) {
+	data, err := os.ReadFile(b.Src("cozystack", filepath.FromSlash(operatorManifestRel)))
+	if err != nil {
+		return nil, fmt.Errorf("upstream: %w; run `make tools`", err)
+	}
+	docs, err := yamldoc.Split(data)
+	if err != nil {
+		return nil, fmt.Errorf("upstream: %s: %w", operatorManifestRel, err)
+	}
+	return docs, nil
 }
 
 // decodeInstall sorts install-strategy's List by kind.
