@@ -104,21 +104,29 @@ func (n *Node) takeHost(ctx context.Context) error {
 	if err := os.MkdirAll(KubeletRoot, 0o755); err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(KubeletRoot, rootMarker), []byte(n.l.dir+"\n"), 0o644)
+	if err := os.WriteFile(filepath.Join(KubeletRoot, rootMarker), []byte(n.l.dir+"\n"), 0o644); err != nil {
+		return err
+	}
+	n.claimed = true
+	return nil
 }
 
-// releaseHost removes kube-proxy's rules, KubeletRoot (after unmounting what is left under it)
-// and lets the next node start.
+// releaseHost removes kube-proxy's rules, KubeletRoot if this node claimed it (after
+// unmounting what is left under it; a root takeHost refused is left as it was) and lets the next
+// node start.
 func (n *Node) releaseHost() {
 	if n.lock == nil {
 		return
 	}
-	if out, err := exec.Command(n.tools.Path("kube-proxy"), "--cleanup", "--v=0").CombinedOutput(); err != nil {
-		fmt.Fprintf(n.log, "node: kube-proxy --cleanup: %v: %s\n", err, out)
-	}
-	unmountUnder(KubeletRoot+"/", n.log)
-	if err := os.RemoveAll(KubeletRoot); err != nil {
-		fmt.Fprintf(n.log, "node: removing %s: %v\n", KubeletRoot, err)
+	if n.claimed {
+		if out, err := exec.Command(n.tools.Path("kube-proxy"), "--cleanup", "--v=0").CombinedOutput(); err != nil {
+			fmt.Fprintf(n.log, "node: kube-proxy --cleanup: %v: %s\n", err, out)
+		}
+		unmountUnder(KubeletRoot+"/", n.log)
+		if err := os.RemoveAll(KubeletRoot); err != nil {
+			fmt.Fprintf(n.log, "node: removing %s: %v\n", KubeletRoot, err)
+		}
+		n.claimed = false
 	}
 	_ = unix.Flock(int(n.lock.Fd()), unix.LOCK_UN)
 	n.lock.Close()

@@ -52,6 +52,8 @@ type Node struct {
 	tools      Tools
 	// lock is the host's node lock, held from Start to Stop (host.go).
 	lock *os.File
+	// claimed: KubeletRoot is this node's (takeHost wrote its marker), so Stop removes it.
+	claimed bool
 	// init is PID 1 of the node's PID namespace (host.go), initDone closed when it ended.
 	init     *exec.Cmd
 	initDone chan struct{}
