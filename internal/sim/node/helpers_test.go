@@ -12,15 +12,24 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/cozystack/cozy-e2e/internal/controlplane"
 	"github.com/cozystack/cozy-e2e/internal/sim/node"
 	"github.com/cozystack/cozy-e2e/internal/sim/world"
 )
+
+func TestMain(m *testing.M) {
+	// controller-runtime's global logger (which its client's API warnings go to) is set, so it
+	// does not print a stack trace into the test output.
+	ctrllog.SetLogger(logr.Discard())
+	os.Exit(m.Run())
+}
 
 type logWriter struct{ t *testing.T }
 

@@ -2,16 +2,20 @@ package node_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/cozystack/cozy-e2e/framework/cluster"
 	"github.com/cozystack/cozy-e2e/internal/controlplane"
@@ -31,7 +35,7 @@ import (
 // pkg/virt-handler/heartbeat/heartbeat.go:139-165) and allocatable devices.kubevirt.io/tun
 // (pkg/virt-handler/device-manager/device_controller.go:106-118), and the node labeller's
 // machine-type.node.kubevirt.io/ labels (pkg/virt-handler/node-labeller/node_labeller.go).
-func TestRealNodeRunsVirtHandlerAsVirtOperatorInstallsIt(t *testing.T) {
+func TestRealNodeRunsVirtHandlerAndVirtAPIAsVirtOperatorInstallsThem(t *testing.T) {
 	tools := nodeHost(t)
 	imgs := builtImages(t)
 	cp := cptest.Tools(t)
@@ -136,6 +140,94 @@ func TestRealNodeRunsVirtHandlerAsVirtOperatorInstallsIt(t *testing.T) {
 		t.Errorf("the node labeller gave the Node no machine-type label: %v", nd.Labels)
 	}
 	t.Logf("machine types the labeller found: %v", machines)
+
+	checkVirtAPI(ctx, t, c, cs, kv, n.Name)
+}
+
+// checkVirtAPI installs virt-api as virt-operator does once virt-handler has marked the Node, and
+// checks it as a client meets it: its Pod Ready on the real Node (one replica for one
+// schedulable Node), its subresource API Available through the aggregator and answering there
+// (GET .../version, kubevirt.io/kubevirt v1.8.4 pkg/virt-api/api.go:431), its
+// mutator defaulting a new VMI (the kubevirt.io/foregroundDeleteVirtualMachine finalizer and
+// phase Pending, pkg/virt-api/webhooks/mutating-webhook/mutators/vmi-mutator.go:116-120) and its
+// validator refusing a VMI whose disk names no volume (pkg/virt-api/webhooks/validating-webhook/
+// admitters/vmi-create-admitter.go:620-632, the message pattern of :86).
+func checkVirtAPI(ctx context.Context, t *testing.T, c *cluster.Cluster, cs kubernetes.Interface, kv *upstream.KubeVirt, node string) {
+	t.Helper()
+	start := time.Now()
+	if err := upstream.ApplyVirtAPI(ctx, c, kv); err != nil {
+		t.Fatal(err)
+	}
+	d, err := cs.AppsV1().Deployments(upstream.KubeVirtNamespace).Get(ctx, "virt-api", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Spec.Replicas == nil || *d.Spec.Replicas != 1 {
+		t.Errorf("virt-api Deployment replicas %v, want 1 for one schedulable Node", d.Spec.Replicas)
+	}
+	waitFor(ctx, t, "the virt-api Pod Ready on the real Node", func() error {
+		pods, err := cs.CoreV1().Pods(upstream.KubeVirtNamespace).List(ctx, metav1.ListOptions{LabelSelector: "kubevirt.io=virt-api"})
+		if err != nil {
+			return err
+		}
+		if len(pods.Items) != 1 {
+			return fmt.Errorf("%d virt-api Pods; %s", len(pods.Items), lastWarning(ctx, cs, upstream.KubeVirtNamespace))
+		}
+		p := &pods.Items[0]
+		if p.Spec.NodeName != node {
+			return fmt.Errorf("virt-api Pod %s on %q, conditions %+v", p.Name, p.Spec.NodeName, p.Status.Conditions)
+		}
+		for _, cd := range p.Status.Conditions {
+			if cd.Type == corev1.PodReady && cd.Status == corev1.ConditionTrue {
+				return nil
+			}
+		}
+		return fmt.Errorf("virt-api Pod %s: phase %s, containers %+v", p.Name, p.Status.Phase, p.Status.ContainerStatuses)
+	})
+	t.Logf("virt-api from its Deployment to Ready: %s", time.Since(start).Round(100*time.Millisecond))
+	var version []byte
+	waitFor(ctx, t, "virt-api's subresource API through the aggregator", func() error {
+		var err error
+		version, err = cs.Discovery().RESTClient().Get().AbsPath("/apis/subresources.kubevirt.io/v1/version").DoRaw(ctx)
+		if err != nil {
+			return fmt.Errorf("%w: %s", err, version)
+		}
+		return nil
+	})
+	var info struct {
+		GitVersion string `json:"gitVersion"`
+	}
+	if err := json.Unmarshal(version, &info); err != nil || info.GitVersion != "v1.8.4" {
+		t.Errorf("virt-api's version through the aggregator: %s (%v), want gitVersion v1.8.4", version, err)
+	}
+	t.Logf("virt-api answers through the aggregator %s after its Deployment (gitVersion %s)", time.Since(start).Round(100*time.Millisecond), info.GitVersion)
+
+	mem := resource.MustParse("64Mi")
+	vmi := &kubevirtv1.VirtualMachineInstance{
+		ObjectMeta: metav1.ObjectMeta{Name: "defaults", Namespace: "default"},
+		Spec: kubevirtv1.VirtualMachineInstanceSpec{
+			Domain: kubevirtv1.DomainSpec{Resources: kubevirtv1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceMemory: mem}}},
+		},
+	}
+	if err := c.Client.Create(ctx, vmi); err != nil {
+		t.Fatalf("a VMI through virt-api's webhooks: %v", err)
+	}
+	if !slices.Contains(vmi.Finalizers, kubevirtv1.VirtualMachineInstanceFinalizer) || vmi.Status.Phase != kubevirtv1.Pending {
+		t.Errorf("virt-api's mutator did not default the VMI: finalizers %v, phase %q", vmi.Finalizers, vmi.Status.Phase)
+	}
+	bad := &kubevirtv1.VirtualMachineInstance{
+		ObjectMeta: metav1.ObjectMeta{Name: "orphan-disk", Namespace: "default"},
+		Spec: kubevirtv1.VirtualMachineInstanceSpec{
+			Domain: kubevirtv1.DomainSpec{
+				Resources: kubevirtv1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceMemory: mem}},
+				Devices:   kubevirtv1.Devices{Disks: []kubevirtv1.Disk{{Name: "orphan"}}},
+			},
+		},
+	}
+	err = c.Client.Create(ctx, bad)
+	if err == nil || !strings.Contains(err.Error(), "virtualmachineinstances-create-validator.kubevirt.io") || !strings.Contains(err.Error(), "'orphan' not found") {
+		t.Errorf("a VMI whose disk names no volume: %v, want virt-api's validator to refuse it", err)
+	}
 }
 
 // lastWarning is the newest Warning event of namespace ns, as "Reason: message (object)".

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -110,7 +111,13 @@ func leads(hc *http.Client, url string) func(context.Context) error {
 }
 
 // applyKubeVirtCR creates the namespace and the KubeVirt CR (or replaces its spec) and sets its
-// phase Deployed (kubevirt.io/api core/v1 KubeVirtPhaseDeployed).
+// phase Deployed (kubevirt.io/api core/v1 KubeVirtPhaseDeployed) and its default architecture as
+// virt-operator does when it handles the CR (kubevirt.io/kubevirt v1.8.4
+// pkg/virt-operator/kubevirt.go:1038-1039, pkg/virt-operator/util/config.go:497-506: the spec's,
+// else the operator's own GOARCH, kept once set). KubeVirt's components take the cluster's
+// default architecture from that status (pkg/virt-config/configuration.go:313-318): without it
+// virt-api's mutator leaves a new VMI's architecture empty and its validator refuses the VMI
+// ("unsupported architecture").
 func applyKubeVirtCR(ctx context.Context, c *cluster.Cluster, cr *kubevirtv1.KubeVirt) error {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: cr.Namespace}}
 	if err := c.Client.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
@@ -134,6 +141,11 @@ func applyKubeVirtCR(ctx context.Context, c *cluster.Cluster, cr *kubevirtv1.Kub
 		}
 	}
 	live.Status.Phase = kubevirtv1.KubeVirtPhaseDeployed
+	if ac := live.Spec.Configuration.ArchitectureConfiguration; ac != nil && ac.DefaultArchitecture != "" {
+		live.Status.DefaultArchitecture = ac.DefaultArchitecture
+	} else if live.Status.DefaultArchitecture == "" {
+		live.Status.DefaultArchitecture = runtime.GOARCH
+	}
 	if err := c.Client.Status().Update(ctx, live); err != nil {
 		return fmt.Errorf("upstream: marking KubeVirt %s/%s Deployed: %w", live.Namespace, live.Name, err)
 	}

@@ -19,27 +19,30 @@ import (
 //     requests no /dev/kvm for the launcher and passes --allow-emulation, kubevirt.io/kubevirt
 //     v1.8.4 pkg/virt-controller/services/renderresources.go:433-452,
 //     pkg/virt-controller/services/template.go:424-426);
-//   - workloads.nodePlacement: virt-handler only on the Nodes labelled label=true, tolerating
-//     their taint (the real Node's), so no kwok Node gets one (virt-operator injects it into the
-//     DaemonSet: pkg/virt-operator/resource/apply/apps.go:382).
+//   - workloads.nodePlacement and infra.nodePlacement: virt-handler, and virt-api, only on the
+//     Nodes labelled label=true, tolerating their taint (the real Node's), so no kwok Node gets
+//     one (virt-operator injects them into the DaemonSet and the Deployments:
+//     pkg/virt-operator/resource/apply/apps.go:63,382).
 func RealNodeKubeVirtCR(cr *kubevirtv1.KubeVirt, label, taint string) *kubevirtv1.KubeVirt {
 	out := cr.DeepCopy()
 	if out.Spec.Configuration.DeveloperConfiguration == nil {
 		out.Spec.Configuration.DeveloperConfiguration = &kubevirtv1.DeveloperConfiguration{}
 	}
 	out.Spec.Configuration.DeveloperConfiguration.UseEmulation = true
-	if out.Spec.Workloads == nil {
-		out.Spec.Workloads = &kubevirtv1.ComponentConfig{}
+	for _, cc := range []**kubevirtv1.ComponentConfig{&out.Spec.Workloads, &out.Spec.Infra} {
+		if *cc == nil {
+			*cc = &kubevirtv1.ComponentConfig{}
+		}
+		if (*cc).NodePlacement == nil {
+			(*cc).NodePlacement = &kubevirtv1.NodePlacement{}
+		}
+		np := (*cc).NodePlacement
+		if np.NodeSelector == nil {
+			np.NodeSelector = map[string]string{}
+		}
+		np.NodeSelector[label] = "true"
+		np.Tolerations = append(np.Tolerations, corev1.Toleration{Key: taint, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule})
 	}
-	if out.Spec.Workloads.NodePlacement == nil {
-		out.Spec.Workloads.NodePlacement = &kubevirtv1.NodePlacement{}
-	}
-	np := out.Spec.Workloads.NodePlacement
-	if np.NodeSelector == nil {
-		np.NodeSelector = map[string]string{}
-	}
-	np.NodeSelector[label] = "true"
-	np.Tolerations = append(np.Tolerations, corev1.Toleration{Key: taint, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule})
 	return out
 }
 

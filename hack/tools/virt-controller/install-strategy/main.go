@@ -1,12 +1,14 @@
 // Command install-strategy prints what KubeVirt's virt-operator installs for a KubeVirt CR: its
 // CustomResourceDefinitions (KubeVirt's own, which the operator's manifests carry, and those the
-// operator creates), the virt-controller and virt-api Deployments (their arguments), the virt-api
-// admission webhook configurations and the subresource APIServices, and what a real Node needs
-// besides (node.go: the virt-handler DaemonSet, the service accounts, RBAC and Services, the
-// certificate Secrets and CA ConfigMaps, issued as the operator issues them), as one JSON List. It calls virt-operator's own code (kubevirt.io/kubevirt v1.8.4
-// pkg/virt-operator/resource/generate/install/strategy.go GenerateCurrentInstallStrategy, with the
-// deployment configuration pkg/virt-operator/util/config.go GetTargetConfigFromKV derives from the
-// CR and from virt-operator's environment), so the sim installs and runs exactly that.
+// operator creates), the virt-controller and virt-api Deployments (their arguments and the CR's
+// infra placement), the admission webhook configurations and the subresource APIServices with
+// the CA bundle of the certificates it issued, and what a real Node needs besides (node.go: the
+// virt-handler DaemonSet, the service accounts, RBAC and Services, the certificate Secrets and
+// CA ConfigMaps, issued as the operator issues them), as one JSON List. It calls virt-operator's
+// own code (kubevirt.io/kubevirt v1.8.4 pkg/virt-operator/resource/generate/install/strategy.go
+// GenerateCurrentInstallStrategy, with the deployment configuration
+// pkg/virt-operator/util/config.go GetTargetConfigFromKV derives from the CR and from
+// virt-operator's environment), so the sim installs and runs exactly that.
 //
 //	VIRT_OPERATOR_IMAGE=quay.io/kubevirt/virt-operator:v1.8.4 KUBEVIRT_VERSION=v1.8.4 \
 //	  install-strategy <kubevirt-cr.yaml
@@ -61,29 +63,21 @@ func run(in io.Reader, out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	node, caBundle, err := nodeObjects(kv, strategy)
+	if err != nil {
+		return err
+	}
 	objs := []any{kvCRD}
 	for _, o := range strategy.CRDs() {
 		objs = append(objs, o)
 	}
 	for _, o := range strategy.ControllerDeployments() {
-		objs = append(objs, o)
+		objs = append(objs, deploymentAsCreated(kv, o.DeepCopy()))
 	}
 	for _, o := range strategy.ApiDeployments() {
-		objs = append(objs, o)
+		objs = append(objs, deploymentAsCreated(kv, o.DeepCopy()))
 	}
-	for _, o := range strategy.ValidatingWebhookConfigurations() {
-		objs = append(objs, o)
-	}
-	for _, o := range strategy.MutatingWebhookConfigurations() {
-		objs = append(objs, o)
-	}
-	for _, o := range strategy.APIServices() {
-		objs = append(objs, o)
-	}
-	node, err := nodeObjects(kv, strategy)
-	if err != nil {
-		return err
-	}
+	objs = append(objs, withCABundle(kv, strategy, caBundle)...)
 	objs = append(objs, node...)
 	list := map[string]any{"apiVersion": "v1", "kind": "List", "items": objs}
 	w := bufio.NewWriter(out)

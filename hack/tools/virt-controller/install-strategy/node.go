@@ -2,12 +2,14 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	v1 "kubevirt.io/api/core/v1"
 	"kubevirt.io/kubevirt/pkg/certificates/triple/cert"
+	"kubevirt.io/kubevirt/pkg/virt-config/featuregate"
 
 	"kubevirt.io/kubevirt/pkg/virt-operator/resource/apply"
 	"kubevirt.io/kubevirt/pkg/virt-operator/resource/generate/components"
@@ -21,8 +23,9 @@ import (
 // pkg/virt-operator/resource/apply/core.go:400-470 createOrUpdateComponentsWithCertificates):
 // its three CAs self-signed for the CA duration, every other certificate Secret signed by
 // kubevirt-ca for the certificate duration (core.go:306-320, :224-260), and the kubevirt-ca
-// ConfigMap's ca-bundle holding the CA (a fresh install's bundle: core.go:669-698).
-func nodeObjects(kv *v1.KubeVirt, strategy *install.Strategy) ([]any, error) {
+// ConfigMap's ca-bundle holding the CA (a fresh install's bundle: core.go:669-698), which it
+// returns too: the operator gives the same bundle to its webhooks and APIServices (core.go:437-478).
+func nodeObjects(kv *v1.KubeVirt, strategy *install.Strategy) ([]any, []byte, error) {
 	var objs []any
 	for _, o := range strategy.DaemonSets() {
 		objs = append(objs, asCreated(kv, o.DeepCopy()))
@@ -57,25 +60,26 @@ func nodeObjects(kv *v1.KubeVirt, strategy *install.Strategy) ([]any, error) {
 			continue
 		}
 		if err := components.PopulateSecretWithCertificate(s, nil, caDuration); err != nil {
-			return nil, fmt.Errorf("the CA Secret %s: %w", s.Name, err)
+			return nil, nil, fmt.Errorf("the CA Secret %s: %w", s.Name, err)
 		}
 		cas[s.Name] = s
 		objs = append(objs, s)
 	}
 	ca, ok := cas[components.KubeVirtCASecretName]
 	if !ok {
-		return nil, fmt.Errorf("the strategy holds no %s Secret", components.KubeVirtCASecretName)
+		return nil, nil, fmt.Errorf("the strategy holds no %s Secret", components.KubeVirtCASecretName)
 	}
 	caCert, err := components.LoadCertificates(ca)
 	if err != nil {
-		return nil, fmt.Errorf("the CA Secret %s: %w", ca.Name, err)
+		return nil, nil, fmt.Errorf("the CA Secret %s: %w", ca.Name, err)
 	}
 	for _, s := range leaves {
 		if err := components.PopulateSecretWithCertificate(s, caCert, certDuration); err != nil {
-			return nil, fmt.Errorf("the certificate Secret %s: %w", s.Name, err)
+			return nil, nil, fmt.Errorf("the certificate Secret %s: %w", s.Name, err)
 		}
 		objs = append(objs, s)
 	}
+	var caBundle []byte
 	seen := map[string]bool{}
 	for _, cm := range strategy.ConfigMaps() {
 		// the strategy lists its CA ConfigMaps twice (pkg/virt-operator/resource/generate/
@@ -88,13 +92,67 @@ func nodeObjects(kv *v1.KubeVirt, strategy *install.Strategy) ([]any, error) {
 		if s, ok := cas[cm.Name]; ok {
 			crt, err := components.LoadCertificates(s)
 			if err != nil {
-				return nil, fmt.Errorf("the CA Secret %s: %w", s.Name, err)
+				return nil, nil, fmt.Errorf("the CA Secret %s: %w", s.Name, err)
 			}
 			cm.Data = map[string]string{components.CABundleKey: string(cert.EncodeCertPEM(crt.Leaf))}
+			if s.Name == components.KubeVirtCASecretName {
+				caBundle = []byte(cm.Data[components.CABundleKey])
+			}
 		}
 		objs = append(objs, cm)
 	}
-	return objs, nil
+	if caBundle == nil {
+		return nil, nil, fmt.Errorf("the strategy holds no %s ConfigMap", components.KubeVirtCASecretName)
+	}
+	return objs, caBundle, nil
+}
+
+// withCABundle are the strategy's webhook configurations and APIServices as the operator creates
+// them: each with the kubevirt-ca bundle (kubevirt.io/kubevirt v1.8.4
+// pkg/virt-operator/resource/apply/admissionregistration.go:164-171, :310-317,
+// apiservices.go:30-33), the virt-launcher Pod mutator only when the CR enables the
+// ContainerPathVolumes feature gate (admissionregistration.go:246-272; reconcile.go:1236-1248
+// reads the CR's own gates).
+func withCABundle(kv *v1.KubeVirt, strategy *install.Strategy, caBundle []byte) []any {
+	var objs []any
+	for _, w := range strategy.ValidatingWebhookConfigurations() {
+		w = w.DeepCopy()
+		for i := range w.Webhooks {
+			w.Webhooks[i].ClientConfig.CABundle = caBundle
+		}
+		objs = append(objs, w)
+	}
+	for _, w := range strategy.MutatingWebhookConfigurations() {
+		if w.Name == components.VirtLauncherPodMutatingWebhookName && !gateEnabled(kv, featuregate.ContainerPathVolumesGate) {
+			continue
+		}
+		w = w.DeepCopy()
+		for i := range w.Webhooks {
+			w.Webhooks[i].ClientConfig.CABundle = caBundle
+		}
+		objs = append(objs, w)
+	}
+	for _, a := range strategy.APIServices() {
+		a = a.DeepCopy()
+		a.Spec.CABundle = caBundle
+		objs = append(objs, a)
+	}
+	return objs
+}
+
+func gateEnabled(kv *v1.KubeVirt, gate string) bool {
+	dc := kv.Spec.Configuration.DeveloperConfiguration
+	return dc != nil && slices.Contains(dc.FeatureGates, gate)
+}
+
+// deploymentAsCreated is what virt-operator changes in a Deployment of its strategy when it
+// creates it (kubevirt.io/kubevirt v1.8.4 pkg/virt-operator/resource/apply/apps.go:53-63
+// syncDeployment): the KubeVirt CR's infra placement (placement.InjectPlacementMetadata,
+// RequireControlPlanePreferNonWorker when the CR sets none). Its replicas (apps.go:65-81) depend
+// on the cluster's Nodes when the CR sets none, and are the applier's to set.
+func deploymentAsCreated(kv *v1.KubeVirt, d *appsv1.Deployment) *appsv1.Deployment {
+	placement.InjectPlacementMetadata(kv.Spec.Infra, &d.Spec.Template.Spec, placement.RequireControlPlanePreferNonWorker)
+	return d
 }
 
 // asCreated is what virt-operator changes in a DaemonSet of its strategy when it creates it
