@@ -197,6 +197,22 @@ func (a *APIServer) waitReady(ctx context.Context) error {
 // Admin is a REST config for the admin user (client certificate, system:masters).
 func (a *APIServer) Admin() *rest.Config { return rest.CopyConfig(a.admin) }
 
+// ServiceAccountKubeconfig writes a kubeconfig file at path for the identity the apiserver gives
+// service account name of namespace ns (a client certificate with its user name and groups:
+// k8s.io/apiserver v0.35.4 pkg/authentication/serviceaccount/util.go:55-58 MakeUsername and :104-114
+// MakeGroupNames), for a component that runs outside a Pod as its Pod would: RBAC and the
+// webhooks that tell its service account from others (KubeVirt's virt-api keeps status updates of
+// its own service accounts only) see it as they see the Pod.
+func (a *APIServer) ServiceAccountKubeconfig(ns, name, path string) error {
+	user := "system:serviceaccount:" + ns + ":" + name
+	kp, err := a.CA.Client(user, "system:serviceaccounts", "system:serviceaccounts:"+ns)
+	if err != nil {
+		return err
+	}
+	cfg := &rest.Config{Host: a.URL, TLSClientConfig: rest.TLSClientConfig{CAData: a.CA.CertPEM, CertData: kp.CertPEM, KeyData: kp.KeyPEM}}
+	return cluster.WriteKubeconfig(path, user, cfg)
+}
+
 // UserConfig is a REST config for a token user declared in the options ("admin" included).
 func (a *APIServer) UserConfig(name string) (*rest.Config, error) {
 	u, ok := a.users[name]

@@ -1,10 +1,12 @@
 package node_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -16,8 +18,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	kubevirtv1 "kubevirt.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cozystack/cozy-e2e/framework/cluster"
+	"github.com/cozystack/cozy-e2e/internal/console"
 	"github.com/cozystack/cozy-e2e/internal/controlplane"
 	"github.com/cozystack/cozy-e2e/internal/controlplane/cptest"
 	"github.com/cozystack/cozy-e2e/internal/sim/node"
@@ -35,7 +39,9 @@ import (
 // pkg/virt-handler/heartbeat/heartbeat.go:139-165) and allocatable devices.kubevirt.io/tun
 // (pkg/virt-handler/device-manager/device_controller.go:106-118), and the node labeller's
 // machine-type.node.kubevirt.io/ labels (pkg/virt-handler/node-labeller/node_labeller.go).
-func TestRealNodeRunsVirtHandlerAndVirtAPIAsVirtOperatorInstallsThem(t *testing.T) {
+// Then virt-api (checkVirtAPI) and a VMI booted on the Node by the real virt-controller
+// (checkVMIBoots), in the same world.
+func TestRealNodeRunsKubeVirtAndBootsAVMIUnderTCG(t *testing.T) {
 	tools := nodeHost(t)
 	imgs := builtImages(t)
 	cp := cptest.Tools(t)
@@ -142,6 +148,134 @@ func TestRealNodeRunsVirtHandlerAndVirtAPIAsVirtOperatorInstallsThem(t *testing.
 	t.Logf("machine types the labeller found: %v", machines)
 
 	checkVirtAPI(ctx, t, c, cs, kv, n.Name)
+	checkVMIBoots(ctx, t, b, c, cs, api, kv, n)
+}
+
+// checkVMIBoots runs the real virt-controller beside virt-handler and virt-api and creates a VMI
+// that tolerates the real Node's taint, with UEFI firmware, no disk and the pod network bound by
+// masquerade: the bridge binding moves the pod's address onto a dummy link (kubevirt.io/kubevirt
+// v1.8.4 pkg/network/setup/netpod/netpod.go:392-400), a link type these machines' kernel lacks
+// (CONFIG_DUMMY is not set; virt-handler fails the VMI with "LinkAdd: operation not supported"),
+// and masquerade needs none (:415-470). virt-controller renders
+// its virt-launcher Pod (kubevirt.io/kubevirt v1.8.4 pkg/virt-controller/services/template.go),
+// the scheduler places it on the real Node, the kubelet runs it, virt-handler hands it the
+// domain and virt-launcher starts QEMU under TCG. The VMI goes Running on the real Node, a
+// qemu-system-x86_64 of the launcher runs on the host, and the firmware's boot manager lines
+// (BdsDxe) are read from the serial console through virt-api's console subresource with the
+// harness's own console dialer.
+func checkVMIBoots(ctx context.Context, t *testing.T, b *upstream.Build, c *cluster.Cluster, cs kubernetes.Interface, api *controlplane.APIServer, kv *upstream.KubeVirt, n *node.Node) {
+	t.Helper()
+	// virt-controller runs as its service account, as its Pod would: virt-api's mutator drops
+	// VMI status updates from anyone but KubeVirt's service accounts (kubevirt.io/kubevirt v1.8.4
+	// pkg/virt-api/webhooks/mutating-webhook/mutators/vmi-mutator.go:134-142,
+	// pkg/virt-api/webhooks/serviceaccounts.go:28-37).
+	dir := t.TempDir()
+	kubeconfig := filepath.Join(dir, "kubevirt-controller.kubeconfig")
+	if err := api.ServiceAccountKubeconfig(upstream.KubeVirtNamespace, "kubevirt-controller", kubeconfig); err != nil {
+		t.Fatal(err)
+	}
+	ctl, err := upstream.StartVirtController(ctx, b, c, kv, upstream.Options{Dir: filepath.Join(dir, "virt-controller"), Kubeconfig: kubeconfig})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ctl.Stop(5 * time.Second) })
+	t.Cleanup(func() {
+		if t.Failed() {
+			data, _ := os.ReadFile(ctl.LogPath)
+			t.Logf("end of virt-controller's log:\n%s", tail(string(data), 30))
+		}
+	})
+	start := time.Now()
+	no := false
+	vmi := &kubevirtv1.VirtualMachineInstance{
+		ObjectMeta: metav1.ObjectMeta{Name: "boot", Namespace: "default"},
+		Spec: kubevirtv1.VirtualMachineInstanceSpec{
+			Domain: kubevirtv1.DomainSpec{
+				Resources: kubevirtv1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("128Mi")}},
+				Firmware:  &kubevirtv1.Firmware{Bootloader: &kubevirtv1.Bootloader{EFI: &kubevirtv1.EFI{SecureBoot: &no}}},
+				Devices: kubevirtv1.Devices{Interfaces: []kubevirtv1.Interface{{Name: "default",
+					InterfaceBindingMethod: kubevirtv1.InterfaceBindingMethod{Masquerade: &kubevirtv1.InterfaceMasquerade{}}}}},
+			},
+			Networks:    []kubevirtv1.Network{*kubevirtv1.DefaultPodNetwork()},
+			Tolerations: []corev1.Toleration{{Key: node.Taint, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}},
+		},
+	}
+	if err := c.Client.Create(ctx, vmi); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(ctx, t, "the VMI Running on the real Node", func() error {
+		got := &kubevirtv1.VirtualMachineInstance{}
+		if err := c.Client.Get(ctx, client.ObjectKeyFromObject(vmi), got); err != nil {
+			return err
+		}
+		if got.Status.Phase == kubevirtv1.Failed {
+			t.Fatalf("the VMI failed: %+v; %s", got.Status.Conditions, lastWarning(ctx, cs, "default"))
+		}
+		if got.Status.Phase != kubevirtv1.Running {
+			launchers := launcherState(ctx, cs)
+			if strings.Contains(launchers, string(corev1.PodFailed)) {
+				t.Fatalf("the VMI's launcher failed: %s; VMI phase %q, conditions %+v", launchers, got.Status.Phase, got.Status.Conditions)
+			}
+			return fmt.Errorf("phase %q on %q, conditions %+v; %s; %s", got.Status.Phase, got.Status.NodeName, got.Status.Conditions, launchers, lastWarning(ctx, cs, "default"))
+		}
+		if got.Status.NodeName != n.Name {
+			return fmt.Errorf("Running on %q", got.Status.NodeName)
+		}
+		return nil
+	})
+	t.Logf("the VMI Running on the real Node %s after its creation", time.Since(start).Round(100*time.Millisecond))
+	out, err := exec.Command("pgrep", "-a", "qemu-system").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "qemu-system-x86_64") || !strings.Contains(string(out), "default_boot") || !strings.Contains(string(out), "-accel tcg") {
+		t.Errorf("no qemu-system-x86_64 of the VMI under TCG on the host: %v: %s", err, out)
+	}
+	conn, err := console.SubresourceDialer(api.Admin())(ctx, "default", vmi.Name)
+	if err != nil {
+		t.Fatalf("the VMI's console through virt-api: %v", err)
+	}
+	defer conn.Close()
+	var seen bytes.Buffer
+	lines := make(chan error, 1)
+	go func() {
+		buf := make([]byte, 4096)
+		for {
+			k, err := conn.Read(buf)
+			seen.Write(buf[:k])
+			if bytes.Contains(seen.Bytes(), []byte("BdsDxe")) {
+				lines <- nil
+				return
+			}
+			if err != nil {
+				lines <- err
+				return
+			}
+		}
+	}()
+	select {
+	case err := <-lines:
+		if err != nil {
+			t.Fatalf("the VMI's console ended before the firmware's boot lines: %v; it read %q", err, seen.String())
+		}
+	case <-ctx.Done():
+		t.Fatalf("no firmware boot line on the VMI's console: %q", seen.String())
+	}
+	t.Logf("the firmware's boot lines on the console through virt-api %s after the VMI's creation", time.Since(start).Round(100*time.Millisecond))
+}
+
+// launcherState is the virt-launcher Pods of namespace default, with their phase, Node and
+// containers' states.
+func launcherState(ctx context.Context, cs kubernetes.Interface) string {
+	pods, err := cs.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "kubevirt.io=virt-launcher"})
+	if err != nil {
+		return err.Error()
+	}
+	var out []string
+	for _, p := range pods.Items {
+		out = append(out, fmt.Sprintf("launcher %s: %s on %q, containers %+v", p.Name, p.Status.Phase, p.Spec.NodeName, p.Status.ContainerStatuses))
+	}
+	if len(out) == 0 {
+		return "no launcher Pod"
+	}
+	return strings.Join(out, "; ")
 }
 
 // checkVirtAPI installs virt-api as virt-operator does once virt-handler has marked the Node, and
@@ -253,10 +387,15 @@ func dumpPodLogs(t *testing.T, dir string) {
 	logs, _ := filepath.Glob(filepath.Join(dir, "*", "*", "*.log"))
 	for _, p := range logs {
 		data, _ := os.ReadFile(p)
-		lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
-		if len(lines) > 30 {
-			lines = lines[len(lines)-30:]
-		}
-		t.Logf("end of %s:\n%s", p, strings.Join(lines, "\n"))
+		t.Logf("end of %s:\n%s", p, tail(string(data), 30))
 	}
+}
+
+// tail is the last n lines of s.
+func tail(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
 }
