@@ -2,7 +2,9 @@
 // (internal/sim/node.PackRootfs), the form in which hack/tools/build-images.sh caches the real
 // Node's images and the node's local registry serves them.
 //
-//	go run ./hack/packimage -root <folder> -out <layout> -entrypoint /usr/bin/x [-cmd arg]... [-user 107] [-env K=V]...
+//	go run ./hack/packimage -root <folder> -out <layout> [-entrypoint /usr/bin/x]... [-cmd arg]... [-user 107] [-env K=V]...
+//
+// An image of data alone (a container disk) has no entrypoint.
 package main
 
 import (
@@ -30,8 +32,8 @@ func main() {
 	flag.Var(&cmd, "cmd", "an element of the command (repeat)")
 	flag.Var(&env, "env", "an environment variable K=V (repeat)")
 	flag.Parse()
-	if *root == "" || *out == "" || len(entrypoint) == 0 {
-		fmt.Fprintln(os.Stderr, "packimage: -root, -out and -entrypoint are required")
+	if *root == "" || *out == "" {
+		fmt.Fprintln(os.Stderr, "packimage: -root and -out are required")
 		os.Exit(2)
 	}
 	cfg := v1.Config{Entrypoint: entrypoint, Cmd: cmd, User: *user, Env: env}

@@ -49,6 +49,9 @@ HANDLER_PACKAGES="iproute2 nftables qemu-utils xorriso procps psmisc ca-certific
 # cdi-importer: qemu-img, nbdkit (its curl plugin and filters), the run-time libnbd, CA anchors
 # (CDI v1.64.0 rpm/BUILD.bazel cdi_importer_base).
 IMPORTER_PACKAGES="qemu-utils nbdkit libnbd0 ca-certificates"
+# The worker's disk (images/lib.sh build_worker_disk): Debian's kernel (linux-image-amd64's),
+# busybox for its initramfs, SYSLINUX to boot it, and the tools that make it.
+WORKER_DISK_PACKAGES="busybox-static syslinux syslinux-common mtools dosfstools cpio"
 export GONOSUMDB=${GONOSUMDB:+$GONOSUMDB,}$CDI_MODULE
 
 key=$({
@@ -124,6 +127,11 @@ image virt-launcher "$LAUNCHER_PACKAGES" customize_launcher virt-launcher virt-l
 image virt-handler "$HANDLER_PACKAGES" customize_handler virt-handler virt-chroot
 image virt-api "" customize_api virt-api
 image cdi-importer "$IMPORTER_PACKAGES" customize_importer cdi-importer cdi-containerimage-server cdi-image-size-detection cdi-source-update-poller
+
+# 4. The worker's disk and its image.
+[[ -f $dir/disk/disk.img ]] || rm -f "$dir/stamps/worker-disk"
+stage worker-disk "$WORKER_DISK_PACKAGES $(<"$dir/stamps/build-root") $(sha256sum <"$here/images/guest-init") $(declare -f build_worker_disk | sha256sum)" build_worker_disk
+IMAGE_FILES="$dir/disk/disk.img" image worker-disk "" customize_worker_disk
 
 write_versions
 printf 'make node-images: %d built, done in %ss\n' "$built" "$(since "$total_start")"

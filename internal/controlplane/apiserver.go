@@ -142,6 +142,17 @@ func StartAPIServer(ctx context.Context, tools Tools, o APIServerOptions) (*APIS
 	if err != nil {
 		return nil, err
 	}
+	// The client certificate it calls kubelets with (logs, exec, port-forward), as kubeadm issues
+	// it (k8s.io/kubernetes v1.35.4 cmd/kubeadm/app/phases/certs/certlist.go:311-326: common name
+	// kube-apiserver-kubelet-client, organization kubeadm:cluster-admins, constants.go:78,211) and
+	// passes it with the address types it prefers (phases/controlplane/manifests.go:196-201).
+	kubeletClient, err := ca.Client("kube-apiserver-kubelet-client", "kubeadm:cluster-admins")
+	if err != nil {
+		return nil, err
+	}
+	if err := kubeletClient.Write(p("apiserver-kubelet-client.crt"), p("apiserver-kubelet-client.key")); err != nil {
+		return nil, err
+	}
 	a := &APIServer{
 		Name: o.Name, URL: fmt.Sprintf("https://127.0.0.1:%d", port), CA: ca, FrontProxyCA: frontProxyCA,
 		CACertPath: p("ca.crt"), CAKeyPath: p("ca.key"), ServiceAccountKeyPath: p("sa.key"),
@@ -162,6 +173,8 @@ func StartAPIServer(ctx context.Context, tools Tools, o APIServerOptions) (*APIS
 		"--service-account-issuer=https://kubernetes.default.svc", "--service-account-key-file=" + p("sa.key"),
 		"--service-account-signing-key-file=" + p("sa.key"),
 		"--service-cluster-ip-range=" + o.ServiceCIDR,
+		"--kubelet-client-certificate=" + p("apiserver-kubelet-client.crt"), "--kubelet-client-key=" + p("apiserver-kubelet-client.key"),
+		"--kubelet-preferred-address-types=InternalIP,ExternalIP,Hostname",
 		"--authorization-mode=Node,RBAC", "--allow-privileged=true",
 		"--enable-priority-and-fairness=false",
 		"--profiling=false", "--v=1",

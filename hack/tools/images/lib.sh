@@ -159,7 +159,8 @@ build_container_disk() {
 # image <name> <packages> <customize fn> <binaries...>: the root filesystem rootfs/<name> (a
 # Debian root with the packages, or an empty one) customized by the function, packed into the
 # image layout oci/<name>. Its recipe holds the packages, the binaries' and added files' hashes
-# and the functions that make it, so a change to any of them builds it again.
+# (IMAGE_FILES names the files customize adds besides) and the functions that make it, so a
+# change to any of them builds it again.
 image() {
 	local name=$1 pkgs=$2 fn=$3 recipe
 	shift 3
@@ -167,6 +168,7 @@ image() {
 		echo "$pkgs"
 		(cd "$dir/bin" && sha256sum "$@")
 		sha256sum "$here/images/virtqemud" "$repo/internal/sim/node/rootfs.go" "$repo/hack/packimage/main.go"
+		[[ -z ${IMAGE_FILES:-} ]] || sha256sum $IMAGE_FILES
 		declare -f debian_root "$fn" common_files pack
 	} | sha256sum | cut -c1-16)
 	[[ -f $dir/oci/$name/index.json ]] || rm -f "$dir/stamps/image-$name"
@@ -272,6 +274,50 @@ customize_importer() {
 	IMG_ENTRYPOINT=(/usr/bin/cdi-importer -alsologtostderr) IMG_USER=1001
 }
 
+# The worker's disk (disk/disk.img): a FAT file system holding Debian's kernel, an initramfs of
+# busybox whose init (images/guest-init) says on the serial console that the guest is up, and
+# SYSLINUX in its boot sector, which the BIOS boots (SeaBIOS, the firmware of a VM whose spec sets
+# none, as the chart's Talos machines do). The packages are downloaded in the build root, never
+# installed: their tools run there from where they were unpacked. disk/packages lists them.
+build_worker_disk() {
+	local w=/usr/src/worker-disk
+	rm -rf "$dir/build-root$w" "$dir/disk" && mkdir -p "$dir/build-root$w"/{debs,x,initramfs/bin} "$dir/disk"
+	cp /etc/resolv.conf "$dir/build-root/etc/resolv.conf"
+	install -m 0755 "$here/images/guest-init" "$dir/build-root$w/initramfs/init"
+	# in a mount namespace with /proc (inroot): SYSLINUX's installer hands mtools /proc/<pid>/fd/<n>
+	inroot "$w" sh -ec "
+		cd $w/debs
+		apt-get update -qq
+		kernel=\$(apt-cache depends linux-image-amd64 | awk '\$1 == \"Depends:\" && \$2 ~ /^linux-image-/ { print \$2; exit }')
+		apt-get -o APT::Sandbox::User=root download -qq \$kernel $WORKER_DISK_PACKAGES
+		for d in *.deb; do dpkg-deb -x \$d $w/x; dpkg-deb -W --showformat='\${Package}=\${Version}\n' \$d; done >$w/packages
+		cp $w/x/bin/busybox $w/initramfs/bin/ 2>/dev/null || cp $w/x/usr/bin/busybox $w/initramfs/bin/
+		mkdir -p $w/initramfs/proc $w/initramfs/sys $w/initramfs/dev
+		cd $w/initramfs && find . | $w/x/usr/bin/cpio -o -H newc --quiet | gzip -9 >$w/initrd.img
+		cp $w/x/boot/vmlinuz-* $w/vmlinuz
+		printf 'DEFAULT linux\nPROMPT 0\nTIMEOUT 0\nSERIAL 0 115200\nLABEL linux\n  KERNEL vmlinuz\n  APPEND initrd=initrd.img console=ttyS0,115200 panic=-1\n' >$w/syslinux.cfg
+		$w/x/usr/sbin/mkfs.fat -C $w/disk.img 32768 >/dev/null
+		$w/x/usr/bin/mcopy -i $w/disk.img $w/vmlinuz $w/initrd.img $w/syslinux.cfg $w/x/usr/lib/syslinux/modules/bios/ldlinux.c32 ::/
+		PATH=$w/x/usr/bin:\$PATH $w/x/usr/bin/syslinux --install $w/disk.img
+	" >"$dir/logs/worker-disk.log" 2>&1 || {
+		echo "make node-images: building the worker's disk in $dir/build-root$w failed:" >&2
+		tail -30 "$dir/logs/worker-disk.log" | sed 's/^/    /' >&2
+		exit 1
+	}
+	mv "$dir/build-root$w/disk.img" "$dir/build-root$w/packages" "$dir/disk/"
+	rm -rf "$dir/build-root$w"
+}
+
+# The worker disk's image, in the layout KubeVirt's container disks and CDI's registry imports
+# read: the disk alone under /disk, owned by the qemu user 107 (kubevirt.io/kubevirt v1.8.4
+# docs/container-register-disks.md:59-66; CDI v1.64.0 pkg/importer/registry-datasource.go:34-36,
+# the folder it copies the disk from).
+customize_worker_disk() {
+	install -D -m 0644 -o 107 -g 107 "$dir/disk/disk.img" "$1/disk/disk.img"
+	rm -rf "$1/usr"
+	IMG_ENTRYPOINT=() IMG_USER=
+}
+
 # versions.env: the modules with their sums, the Debian packages that matter with their versions
 # (each image's full list is rootfs/<name>.packages), the image digests.
 write_versions() {
@@ -298,6 +344,8 @@ VIRT_LAUNCHER_IMAGE=$(<"$dir/oci/virt-launcher.digest")
 VIRT_HANDLER_IMAGE=$(<"$dir/oci/virt-handler.digest")
 VIRT_API_IMAGE=$(<"$dir/oci/virt-api.digest")
 CDI_IMPORTER_IMAGE=$(<"$dir/oci/cdi-importer.digest")
+WORKER_KERNEL=$(awk -F= '$1 ~ /^linux-image-[0-9]/ { print $1 "=" $2 }' "$dir/disk/packages")
+WORKER_DISK_IMAGE=$(<"$dir/oci/worker-disk.digest")
 NODE_IMAGES_KEY=$key
 VERSIONS
 	mv "$dir/versions.env.tmp" "$dir/versions.env"

@@ -17,10 +17,14 @@ const (
 	VirtHandler  = "virt-handler"
 	VirtAPI      = "virt-api"
 	CDIImporter  = "cdi-importer"
+	// WorkerDisk is the worker's bootable disk (Debian's kernel, a busybox initramfs, SYSLINUX)
+	// as an image in the layout KubeVirt's container disks and CDI's registry imports read: the
+	// disk alone under /disk.
+	WorkerDisk = "worker-disk"
 )
 
 // ImageNames are the images build-images.sh builds.
-var ImageNames = []string{VirtLauncher, VirtHandler, VirtAPI, CDIImporter}
+var ImageNames = []string{VirtLauncher, VirtHandler, VirtAPI, CDIImporter, WorkerDisk}
 
 // UpstreamRefs are the names upstream publishes the images under, by tag: KubeVirt's at
 // quay.io/kubevirt/<name> (kubevirt.io/kubevirt v1.8.4 BUILD.bazel:231,243,249, the oci_push
@@ -31,6 +35,8 @@ var UpstreamRefs = map[string]string{
 	VirtHandler:  "quay.io/kubevirt/virt-handler:v1.8.4",
 	VirtAPI:      "quay.io/kubevirt/virt-api:v1.8.4",
 	CDIImporter:  "quay.io/kubevirt/cdi-importer:v1.64.0",
+	// the worker disk is the harness's own, published nowhere: its name says so
+	WorkerDisk: "cozy-e2e.local/worker-disk:latest",
 }
 
 // Images is the folder hack/tools/build-images.sh builds the node's KubeVirt and CDI images

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -152,17 +153,19 @@ func TestRealNodeRunsKubeVirtAndBootsAVMIUnderTCG(t *testing.T) {
 }
 
 // checkVMIBoots runs the real virt-controller beside virt-handler and virt-api and creates a VMI
-// that tolerates the real Node's taint, with UEFI firmware, no disk and the pod network bound by
-// masquerade: the bridge binding moves the pod's address onto a dummy link (kubevirt.io/kubevirt
-// v1.8.4 pkg/network/setup/netpod/netpod.go:392-400), a link type these machines' kernel lacks
+// that tolerates the real Node's taint and boots the worker disk (images built here) from a
+// container disk served by the local registry, with the BIOS, as the chart's Talos machines do
+// (they set no firmware), and the pod network bound by masquerade: the bridge binding moves the
+// pod's address onto a dummy link (kubevirt.io/kubevirt v1.8.4
+// pkg/network/setup/netpod/netpod.go:392-400), a link type these machines' kernel lacks
 // (CONFIG_DUMMY is not set; virt-handler fails the VMI with "LinkAdd: operation not supported"),
-// and masquerade needs none (:415-470). virt-controller renders
-// its virt-launcher Pod (kubevirt.io/kubevirt v1.8.4 pkg/virt-controller/services/template.go),
-// the scheduler places it on the real Node, the kubelet runs it, virt-handler hands it the
-// domain and virt-launcher starts QEMU under TCG. The VMI goes Running on the real Node, a
-// qemu-system-x86_64 of the launcher runs on the host, and the firmware's boot manager lines
-// (BdsDxe) are read from the serial console through virt-api's console subresource with the
-// harness's own console dialer.
+// and masquerade needs none (:415-470). virt-controller renders its virt-launcher Pod
+// (pkg/virt-controller/services/template.go), the scheduler places it on the real Node, the
+// kubelet runs it and its container disk, virt-handler mounts the disk and hands the launcher the
+// domain, and virt-launcher starts QEMU under TCG. The VMI goes Running on the real Node, a
+// qemu-system-x86_64 of the launcher runs on the host, and the guest kernel's own boot lines
+// ("Linux version") and its init's are read from the serial console through virt-api's console
+// subresource with the harness's own console dialer.
 func checkVMIBoots(ctx context.Context, t *testing.T, b *upstream.Build, c *cluster.Cluster, cs kubernetes.Interface, api *controlplane.APIServer, kv *upstream.KubeVirt, n *node.Node) {
 	t.Helper()
 	// virt-controller runs as its service account, as its Pod would: virt-api's mutator drops
@@ -186,16 +189,20 @@ func checkVMIBoots(ctx context.Context, t *testing.T, b *upstream.Build, c *clus
 		}
 	})
 	start := time.Now()
-	no := false
 	vmi := &kubevirtv1.VirtualMachineInstance{
 		ObjectMeta: metav1.ObjectMeta{Name: "boot", Namespace: "default"},
 		Spec: kubevirtv1.VirtualMachineInstanceSpec{
 			Domain: kubevirtv1.DomainSpec{
 				Resources: kubevirtv1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("128Mi")}},
-				Firmware:  &kubevirtv1.Firmware{Bootloader: &kubevirtv1.Bootloader{EFI: &kubevirtv1.EFI{SecureBoot: &no}}},
-				Devices: kubevirtv1.Devices{Interfaces: []kubevirtv1.Interface{{Name: "default",
-					InterfaceBindingMethod: kubevirtv1.InterfaceBindingMethod{Masquerade: &kubevirtv1.InterfaceMasquerade{}}}}},
+				Devices: kubevirtv1.Devices{
+					LogSerialConsole: ptr(true),
+					Disks:            []kubevirtv1.Disk{{Name: "system", DiskDevice: kubevirtv1.DiskDevice{Disk: &kubevirtv1.DiskTarget{Bus: kubevirtv1.DiskBusVirtio}}}},
+					Interfaces: []kubevirtv1.Interface{{Name: "default",
+						InterfaceBindingMethod: kubevirtv1.InterfaceBindingMethod{Masquerade: &kubevirtv1.InterfaceMasquerade{}}}},
+				},
 			},
+			Volumes: []kubevirtv1.Volume{{Name: "system", VolumeSource: kubevirtv1.VolumeSource{
+				ContainerDisk: &kubevirtv1.ContainerDiskSource{Image: node.UpstreamRefs[node.WorkerDisk], ImagePullPolicy: corev1.PullIfNotPresent}}}},
 			Networks:    []kubevirtv1.Network{*kubevirtv1.DefaultPodNetwork()},
 			Tolerations: []corev1.Toleration{{Key: node.Taint, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}},
 		},
@@ -203,6 +210,7 @@ func checkVMIBoots(ctx context.Context, t *testing.T, b *upstream.Build, c *clus
 	if err := c.Client.Create(ctx, vmi); err != nil {
 		t.Fatal(err)
 	}
+	subresource := consoleFrom(ctx, api.Admin(), vmi.Namespace, vmi.Name, "Linux version ", guestUp)
 	waitFor(ctx, t, "the VMI Running on the real Node", func() error {
 		got := &kubevirtv1.VirtualMachineInstance{}
 		if err := c.Client.Get(ctx, client.ObjectKeyFromObject(vmi), got); err != nil {
@@ -228,37 +236,110 @@ func checkVMIBoots(ctx context.Context, t *testing.T, b *upstream.Build, c *clus
 	if err != nil || !strings.Contains(string(out), "qemu-system-x86_64") || !strings.Contains(string(out), "default_boot") || !strings.Contains(string(out), "-accel tcg") {
 		t.Errorf("no qemu-system-x86_64 of the VMI under TCG on the host: %v: %s", err, out)
 	}
-	conn, err := console.SubresourceDialer(api.Admin())(ctx, "default", vmi.Name)
-	if err != nil {
-		t.Fatalf("the VMI's console through virt-api: %v", err)
+	var got consoleRead
+	select {
+	case got = <-subresource:
+	case <-ctx.Done():
+		t.Fatal(ctx.Err())
 	}
-	defer conn.Close()
-	var seen bytes.Buffer
-	lines := make(chan error, 1)
+	if got.err != nil {
+		t.Fatalf("the guest's boot lines on the VMI's console through virt-api: %v; it read %q", got.err, got.text)
+	}
+	t.Logf("the guest's kernel and init on the console through virt-api %s after the VMI's creation: %s", got.after.Round(100*time.Millisecond), lineOf(got.text, "Linux version "))
+	// the launcher's guest-console-log container (logSerialConsole) keeps the whole serial log
+	// from the guest's first byte, read through the kubelet's log endpoint
+	logCtx, cancelLog := context.WithTimeout(ctx, time.Minute)
+	defer cancelLog()
+	waitFor(logCtx, t, "the guest's boot lines in the guest-console-log container's log through the apiserver", func() error {
+		pods, err := cs.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: kubevirtv1.CreatedByLabel + "=" + string(vmi.UID)})
+		if err != nil || len(pods.Items) != 1 {
+			return fmt.Errorf("the VMI's launcher Pods: %v (%d)", err, len(pods.Items))
+		}
+		data, err := cs.CoreV1().Pods("default").GetLogs(pods.Items[0].Name, &corev1.PodLogOptions{Container: console.LogContainer}).DoRaw(ctx)
+		if err != nil {
+			return err
+		}
+		if !strings.Contains(string(data), "Linux version ") || !strings.Contains(string(data), guestUp) {
+			return fmt.Errorf("its log holds %d bytes without both lines: %q", len(data), tail(string(data), 5))
+		}
+		return nil
+	})
+}
+
+// guestUp is the worker disk's init's line (hack/tools/images/guest-init).
+const guestUp = "cozy-e2e guest: init started"
+
+type consoleRead struct {
+	text  string
+	after time.Duration
+	err   error
+}
+
+// consoleFrom reads the VMI's serial console through virt-api's console subresource with the
+// harness's dialer from as early as it is served: virt-api refuses it until the VMI runs, and
+// each refusal is dialled again after 250 ms. It sends what it read once the console showed every
+// line of want, or when ctx ends.
+func consoleFrom(ctx context.Context, cfg *rest.Config, ns, vmi string, want ...string) <-chan consoleRead {
+	out := make(chan consoleRead, 1)
+	start := time.Now()
+	dial := console.SubresourceDialer(cfg)
 	go func() {
-		buf := make([]byte, 4096)
+		var seen bytes.Buffer
+		var last error
 		for {
-			k, err := conn.Read(buf)
-			seen.Write(buf[:k])
-			if bytes.Contains(seen.Bytes(), []byte("BdsDxe")) {
-				lines <- nil
-				return
+			conn, err := dial(ctx, ns, vmi)
+			if err == nil {
+				stop := context.AfterFunc(ctx, func() { conn.Close() })
+				buf := make([]byte, 4096)
+				for {
+					k, rerr := conn.Read(buf)
+					seen.Write(buf[:k])
+					if containsAll(seen.String(), want) {
+						stop()
+						conn.Close()
+						out <- consoleRead{text: seen.String(), after: time.Since(start)}
+						return
+					}
+					if rerr != nil {
+						err = rerr
+						break
+					}
+				}
+				stop()
+				conn.Close()
 			}
-			if err != nil {
-				lines <- err
+			last = err
+			select {
+			case <-ctx.Done():
+				out <- consoleRead{text: seen.String(), after: time.Since(start), err: fmt.Errorf("%w; the console's last error: %v", ctx.Err(), last)}
 				return
+			case <-time.After(250 * time.Millisecond):
 			}
 		}
 	}()
-	select {
-	case err := <-lines:
-		if err != nil {
-			t.Fatalf("the VMI's console ended before the firmware's boot lines: %v; it read %q", err, seen.String())
+	return out
+}
+
+func containsAll(s string, want []string) bool {
+	for _, w := range want {
+		if !strings.Contains(s, w) {
+			return false
 		}
-	case <-ctx.Done():
-		t.Fatalf("no firmware boot line on the VMI's console: %q", seen.String())
 	}
-	t.Logf("the firmware's boot lines on the console through virt-api %s after the VMI's creation", time.Since(start).Round(100*time.Millisecond))
+	return true
+}
+
+// lineOf is the line of s that begins with prefix, from the prefix on.
+func lineOf(s, prefix string) string {
+	i := strings.Index(s, prefix)
+	if i < 0 {
+		return ""
+	}
+	s = s[i:]
+	if j := strings.IndexAny(s, "\r\n"); j >= 0 {
+		s = s[:j]
+	}
+	return s
 }
 
 // launcherState is the virt-launcher Pods of namespace default, with their phase, Node and
@@ -349,6 +430,10 @@ func checkVirtAPI(ctx context.Context, t *testing.T, c *cluster.Cluster, cs kube
 	if !slices.Contains(vmi.Finalizers, kubevirtv1.VirtualMachineInstanceFinalizer) || vmi.Status.Phase != kubevirtv1.Pending {
 		t.Errorf("virt-api's mutator did not default the VMI: finalizers %v, phase %q", vmi.Finalizers, vmi.Status.Phase)
 	}
+	// it was for admission only: no launcher of it is to wait beside the VMI checkVMIBoots starts
+	if err := c.Client.Delete(ctx, vmi); err != nil {
+		t.Fatal(err)
+	}
 	bad := &kubevirtv1.VirtualMachineInstance{
 		ObjectMeta: metav1.ObjectMeta{Name: "orphan-disk", Namespace: "default"},
 		Spec: kubevirtv1.VirtualMachineInstanceSpec{
@@ -399,3 +484,5 @@ func tail(s string, n int) string {
 	}
 	return strings.Join(lines, "\n")
 }
+
+func ptr[T any](v T) *T { return &v }
