@@ -144,7 +144,8 @@ func StartAPIServer(ctx context.Context, tools Tools, o APIServerOptions) (*APIS
 	}
 	// The client certificate it calls kubelets with (logs, exec, port-forward), as kubeadm issues
 	// it (k8s.io/kubernetes v1.35.4 cmd/kubeadm/app/phases/certs/certlist.go:311-326: common name
-	// kube-apiserver-kubelet-client, organization kubeadm:cluster-admins, constants.go:78,211) and
+	// kube-apiserver-kubelet-client, organization kubeadm:cluster-admins,
+	// cmd/kubeadm/app/constants/constants.go:78,211) and
 	// passes it with the address types it prefers (phases/controlplane/manifests.go:196-201).
 	kubeletClient, err := ca.Client("kube-apiserver-kubelet-client", "kubeadm:cluster-admins")
 	if err != nil {

@@ -110,7 +110,7 @@ func nodeObjects(kv *v1.KubeVirt, strategy *install.Strategy) ([]any, []byte, er
 // withCABundle are the strategy's webhook configurations and APIServices as the operator creates
 // them: each with the kubevirt-ca bundle (kubevirt.io/kubevirt v1.8.4
 // pkg/virt-operator/resource/apply/admissionregistration.go:164-171, :310-317,
-// apiservices.go:30-33), the virt-launcher Pod mutator only when the CR enables the
+// pkg/virt-operator/resource/apply/apiservices.go:30-33), the virt-launcher Pod mutator only when the CR enables the
 // ContainerPathVolumes feature gate (admissionregistration.go:246-272; reconcile.go:1236-1248
 // reads the CR's own gates).
 func withCABundle(kv *v1.KubeVirt, strategy *install.Strategy, caBundle []byte) []any {
