@@ -57,7 +57,8 @@ const (
 )
 
 // takeHost waits for the host's node lock (saying so once if another node holds it),
-// makes / shared and claims KubeletRoot.
+// makes / shared, removes what a node that died without Stop left (its bridge; its KubeletRoot
+// when marked) and claims KubeletRoot.
 func (n *Node) takeHost(ctx context.Context) error {
 	f, err := os.OpenFile(hostLock, os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
@@ -90,6 +91,15 @@ func (n *Node) takeHost(ctx context.Context) error {
 	n.lock = f
 	if out, err := exec.Command("mount", "--make-rshared", "/").CombinedOutput(); err != nil {
 		return fmt.Errorf("node %s: mount --make-rshared /: %v: %s", n.Name, err, out)
+	}
+	// a node that died without Stop left its bridge: under the lock no other node's is up
+	ifaces, _ := net.Interfaces()
+	for _, i := range ifaces {
+		if strings.HasPrefix(i.Name, bridgePrefix) && i.Name != n.bridge {
+			if out, err := exec.Command("ip", "link", "delete", i.Name).CombinedOutput(); err != nil {
+				fmt.Fprintf(n.log, "node: removing the bridge %s a node that died without Stop left: %v: %s\n", i.Name, err, out)
+			}
+		}
 	}
 	if _, err := os.Stat(KubeletRoot); err == nil {
 		if _, err := os.Stat(filepath.Join(KubeletRoot, rootMarker)); err != nil {

@@ -186,3 +186,21 @@ func TestStartLeavesAKubeletRootNotItsOwnAlone(t *testing.T) {
 		t.Errorf("Start's cleanup touched the root it refused: %q, %v", data, err)
 	}
 }
+
+// A node that died without Stop left its bridge; the next Start, which holds the host's node
+// slot, removes it.
+func TestStartRemovesTheBridgeADeadNodeLeft(t *testing.T) {
+	tools := nodeHost(t)
+	const stale = "cze00dead00"
+	if out, err := exec.Command("ip", "link", "add", stale, "type", "bridge").CombinedOutput(); err != nil {
+		t.Fatalf("making a bridge as a dead node leaves it: %v: %s", err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command("ip", "link", "delete", stale).Run() })
+	api := cptest.APIServer(t, controlplane.APIServerOptions{})
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	startNode(ctx, t, tools, api, registry(ctx, t, tools, io.Discard))
+	if _, err := os.Stat("/sys/class/net/" + stale); err == nil {
+		t.Errorf("the bridge %s a dead node left is still there after Start", stale)
+	}
+}
