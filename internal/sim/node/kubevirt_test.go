@@ -100,27 +100,7 @@ func TestRealNodeRunsKubeVirtAndBootsAVMIUnderTCG(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { dumpPodLogs(t, filepath.Join(n.Dir(), "kubelet", "pod-logs")) })
-	var handler *corev1.Pod
-	waitFor(ctx, t, "the virt-handler Pod Ready on the real Node", func() error {
-		pods, err := cs.CoreV1().Pods(upstream.KubeVirtNamespace).List(ctx, metav1.ListOptions{LabelSelector: "kubevirt.io=virt-handler"})
-		if err != nil {
-			return err
-		}
-		if len(pods.Items) != 1 {
-			return fmt.Errorf("%d virt-handler Pods; %s", len(pods.Items), lastWarning(ctx, cs, upstream.KubeVirtNamespace))
-		}
-		p := &pods.Items[0]
-		handler = p
-		if p.Spec.NodeName != n.Name {
-			return fmt.Errorf("virt-handler Pod %s on %q, conditions %+v", p.Name, p.Spec.NodeName, p.Status.Conditions)
-		}
-		for _, cd := range p.Status.Conditions {
-			if cd.Type == corev1.PodReady && cd.Status == corev1.ConditionTrue {
-				return nil
-			}
-		}
-		return fmt.Errorf("virt-handler Pod %s: phase %s, init %+v, containers %+v", p.Name, p.Status.Phase, p.Status.InitContainerStatuses, p.Status.ContainerStatuses)
-	})
+	handler := waitPodReady(ctx, t, cs, "virt-handler", n.Name)
 	t.Logf("virt-handler from its DaemonSet to Ready: %s (pod %s, %s)", time.Since(start).Round(100*time.Millisecond), handler.Name, handler.Status.PodIP)
 	waitFor(ctx, t, "the Node schedulable for VMIs", func() error {
 		nd, err := cs.CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{})
@@ -380,25 +360,7 @@ func checkVirtAPI(ctx context.Context, t *testing.T, c *cluster.Cluster, cs kube
 	if d.Spec.Replicas == nil || *d.Spec.Replicas != 1 {
 		t.Errorf("virt-api Deployment replicas %v, want 1 for one schedulable Node", d.Spec.Replicas)
 	}
-	waitFor(ctx, t, "the virt-api Pod Ready on the real Node", func() error {
-		pods, err := cs.CoreV1().Pods(upstream.KubeVirtNamespace).List(ctx, metav1.ListOptions{LabelSelector: "kubevirt.io=virt-api"})
-		if err != nil {
-			return err
-		}
-		if len(pods.Items) != 1 {
-			return fmt.Errorf("%d virt-api Pods; %s", len(pods.Items), lastWarning(ctx, cs, upstream.KubeVirtNamespace))
-		}
-		p := &pods.Items[0]
-		if p.Spec.NodeName != node {
-			return fmt.Errorf("virt-api Pod %s on %q, conditions %+v", p.Name, p.Spec.NodeName, p.Status.Conditions)
-		}
-		for _, cd := range p.Status.Conditions {
-			if cd.Type == corev1.PodReady && cd.Status == corev1.ConditionTrue {
-				return nil
-			}
-		}
-		return fmt.Errorf("virt-api Pod %s: phase %s, containers %+v", p.Name, p.Status.Phase, p.Status.ContainerStatuses)
-	})
+	waitPodReady(ctx, t, cs, "virt-api", node)
 	t.Logf("virt-api from its Deployment to Ready: %s", time.Since(start).Round(100*time.Millisecond))
 	var version []byte
 	waitFor(ctx, t, "virt-api's subresource API through the aggregator", func() error {
@@ -447,6 +409,33 @@ func checkVirtAPI(ctx context.Context, t *testing.T, c *cluster.Cluster, cs kube
 	if err == nil || !strings.Contains(err.Error(), "virtualmachineinstances-create-validator.kubevirt.io") || !strings.Contains(err.Error(), "'orphan' not found") {
 		t.Errorf("a VMI whose disk names no volume: %v, want virt-api's validator to refuse it", err)
 	}
+}
+
+// waitPodReady waits for the one Pod of KubeVirt's component (label kubevirt.io=<component>, in
+// KubeVirtNamespace) to be Ready on the Node named node, and returns it.
+func waitPodReady(ctx context.Context, t *testing.T, cs kubernetes.Interface, component, node string) *corev1.Pod {
+	t.Helper()
+	var pod *corev1.Pod
+	waitFor(ctx, t, "the "+component+" Pod Ready on the real Node", func() error {
+		pods, err := cs.CoreV1().Pods(upstream.KubeVirtNamespace).List(ctx, metav1.ListOptions{LabelSelector: "kubevirt.io=" + component})
+		if err != nil {
+			return err
+		}
+		if len(pods.Items) != 1 {
+			return fmt.Errorf("%d %s Pods; %s", len(pods.Items), component, lastWarning(ctx, cs, upstream.KubeVirtNamespace))
+		}
+		pod = &pods.Items[0]
+		if pod.Spec.NodeName != node {
+			return fmt.Errorf("%s Pod %s on %q, conditions %+v", component, pod.Name, pod.Spec.NodeName, pod.Status.Conditions)
+		}
+		for _, cd := range pod.Status.Conditions {
+			if cd.Type == corev1.PodReady && cd.Status == corev1.ConditionTrue {
+				return nil
+			}
+		}
+		return fmt.Errorf("%s Pod %s: phase %s, init %+v, containers %+v", component, pod.Name, pod.Status.Phase, pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses)
+	})
+	return pod
 }
 
 // lastWarning is the newest Warning event of namespace ns, as "Reason: message (object)".
