@@ -221,11 +221,7 @@ func dumpLogs(t *testing.T, n *node.Node) {
 	}
 	for _, p := range n.Logs() {
 		data, _ := os.ReadFile(p)
-		lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
-		if len(lines) > 40 {
-			lines = lines[len(lines)-40:]
-		}
-		t.Logf("end of %s:\n%s", p, strings.Join(lines, "\n"))
+		t.Logf("end of %s:\n%s", p, tail(string(data), 40))
 	}
 }
 
@@ -267,4 +263,13 @@ func startNode(ctx context.Context, t *testing.T, tools node.Tools, api *control
 		t.Fatal(err)
 	}
 	return n
+}
+
+// tail is the last n lines of s.
+func tail(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
 }

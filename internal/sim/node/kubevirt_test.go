@@ -465,13 +465,4 @@ func dumpPodLogs(t *testing.T, dir string) {
 	}
 }
 
-// tail is the last n lines of s.
-func tail(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
-}
-
 func ptr[T any](v T) *T { return &v }
