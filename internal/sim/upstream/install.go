@@ -64,7 +64,9 @@ func createOrReplace(ctx context.Context, c *cluster.Cluster, crd *apiextensions
 	return c.Client.Update(ctx, crd)
 }
 
-func waitEstablished(ctx context.Context, c *cluster.Cluster, crds []CRD) error {
+// waitReady waits, a minute at most, until every CRD is Established and discovery serves each
+// version it serves (one discovery read per group version and pass).
+func waitReady(ctx context.Context, c *cluster.Cluster, crds []CRD) error {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	var pending []string
@@ -81,25 +83,21 @@ func waitEstablished(ctx context.Context, c *cluster.Cluster, crds []CRD) error 
 				pending = append(pending, in.CRD.Name+" (not Established)")
 				continue
 			}
-			if !established {
-				pending = append(pending, in.CRD.Name+" (not Established)")
+			for _, v := range in.CRD.Spec.Versions {
+				if !v.Served {
+					continue
+				}
+				gv := in.CRD.Spec.Group + "/" + v.Name
+				if _, read := served[gv]; !read {
+					served[gv] = discovered(c, gv)
+				}
+				if !served[gv][in.CRD.Spec.Names.Plural] {
+					pending = append(pending, in.CRD.Name+" (discovery does not serve "+gv+")")
+				}
 			}
 		}
 		return len(pending) == 0, nil
 	})
-	if err == nil {
-		err = wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-			pending = pending[:0]
-			for _, in := range crds {
-				for _, v := range in.CRD.Spec.Versions {
-					if v.Served && !discovered(c, in.CRD.Spec.Group+"/"+v.Name, in.CRD.Spec.Names.Plural) {
-						pending = append(pending, in.CRD.Name+" (discovery does not serve "+in.CRD.Spec.Group+"/"+v.Name+")")
-					}
-				}
-			}
-			return len(pending) == 0, nil
-		})
-	}
 	if err != nil {
 		sort.Strings(pending)
 		return fmt.Errorf("upstream: CRDs not ready after a minute (%w): %s", err, strings.Join(pending, ", "))
@@ -107,18 +105,26 @@ func waitEstablished(ctx context.Context, c *cluster.Cluster, crds []CRD) error 
 	return nil
 }
 
-// discovered reports whether discovery serves resource in group version gv.
-func discovered(c *cluster.Cluster, gv, resource string) bool {
-	res, err := c.Kube.Discovery().ServerResourcesForGroupVersion(gv)
-	if err != nil {
-		return false
-	}
-	for _, r := range res.APIResources {
-		if r.Name == resource {
+func established(crd *apiextensionsv1.CustomResourceDefinition) bool {
+	for _, cond := range crd.Status.Conditions {
+		if cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue {
 			return true
 		}
 	}
 	return false
+}
+
+// discovered are the resources discovery serves in group version gv (none when it serves none).
+func discovered(c *cluster.Cluster, gv string) map[string]bool {
+	out := map[string]bool{}
+	res, err := c.Kube.Discovery().ServerResourcesForGroupVersion(gv)
+	if err != nil {
+		return out
+	}
+	for _, r := range res.APIResources {
+		out[r.Name] = true
+	}
+	return out
 }
 
 // InstanceTypes are the VirtualMachineClusterInstancetypes the platform installs (Cozystack
