@@ -47,6 +47,9 @@ type isolation struct {
 	// serves, for each pod IP, the file of that name here; otherwise PodCIDR is local on the
 	// controller's own loopback.
 	PodMetricsDir string
+	// RealPodCIDRs are the pod ranges of real Nodes on this host, reached from inside through
+	// the pod network's relay (podNetwork.Relay); only with PodMetricsDir.
+	RealPodCIDRs []string
 
 	pods *podNetwork
 	// stopHooked: the controller's Stop closes the relay (set on the first start).
@@ -133,7 +136,16 @@ func (i *isolation) start(ctx context.Context, c *Controller, ready func(context
 	})
 	if err == nil && i.PodMetricsDir != "" {
 		i.pods = &podNetwork{MetricsDir: i.PodMetricsDir, Port: podMetricsPort}
-		if err = i.pods.start(c.Pid(), i.PodCIDR); err != nil {
+		for _, r := range i.RealPodCIDRs {
+			pfx, perr := netip.ParsePrefix(r)
+			if perr != nil {
+				err = errors.Join(err, fmt.Errorf("real Node pod range %q: %w", r, perr))
+			}
+			i.pods.Relay = append(i.pods.Relay, pfx.Masked())
+		}
+		if err != nil {
+			err = fmt.Errorf("%s: %w", c.Name, err)
+		} else if err = i.pods.start(c.Pid(), i.PodCIDR); err != nil {
 			err = fmt.Errorf("%s: its pod network: %w", c.Name, err)
 		}
 	}

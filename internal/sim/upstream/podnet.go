@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/netip"
@@ -25,9 +26,14 @@ import (
 // link-local /30, with the pod range on its loopback. Its one listener on the pod port answers
 // for every pod IP with the file of that IP in MetricsDir (what the pod's container serves,
 // written by its stand-in). Traffic stays between the two namespaces the sim made.
+//
+// Relay are the pod ranges of real Nodes on this host (internal/sim/node): routed there too, and
+// a connection to an address in one is relayed, byte for byte, to the same address and port from
+// the harness's own network namespace, where the real Node's pods are (TLS ends at the pod).
 type podNetwork struct {
 	MetricsDir string
 	Port       int
+	Relay      []netip.Prefix
 
 	holder *exec.Cmd
 	srv    *http.Server
@@ -76,6 +82,11 @@ func (p *podNetwork) start(pid int, cidr string) error {
 		{nsenter, "-t", holder, "-n", ip, "link", "set", "sim-pods1", "up"},
 		{nsenter, "-t", holder, "-n", ip, "addr", "add", cidr, "dev", "lo"},
 	}
+	for _, r := range p.Relay {
+		steps = append(steps,
+			[]string{nsenter, "-t", ctl, "-n", ip, "route", "add", r.Masked().String(), "via", b.String()},
+			[]string{nsenter, "-t", holder, "-n", ip, "route", "add", "local", r.Masked().String(), "dev", "lo"})
+	}
 	for _, s := range steps {
 		if out, err := exec.Command(s[0], s[1:]...).CombinedOutput(); err != nil {
 			return fmt.Errorf("%s: %w: %s", strings.Join(s, " "), err, strings.TrimSpace(string(out)))
@@ -95,8 +106,60 @@ func (p *podNetwork) start(pid int, cidr string) error {
 	}
 	p.srv = &http.Server{Handler: http.HandlerFunc(p.serve), ReadHeaderTimeout: 5 * time.Second,
 		TLSConfig: &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}}
-	go func() { _ = p.srv.ServeTLS(ln, "", "") }()
+	go func() { _ = p.srv.ServeTLS(&relayListener{Listener: ln, relay: p.Relay}, "", "") }()
 	return nil
+}
+
+// relayListener hands the server the connections to the sim's own pods and relays the rest.
+type relayListener struct {
+	net.Listener
+	relay []netip.Prefix
+}
+
+func (l *relayListener) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		to, ok := c.LocalAddr().(*net.TCPAddr)
+		if !ok || !l.relayed(to.AddrPort().Addr().Unmap()) {
+			return c, nil
+		}
+		go relayTo(c, to.String())
+	}
+}
+
+func (l *relayListener) relayed(a netip.Addr) bool {
+	for _, r := range l.relay {
+		if r.Contains(a) {
+			return true
+		}
+	}
+	return false
+}
+
+// relayTo pipes in to addr, dialled from this process's network namespace, until both ends
+// closed.
+func relayTo(in net.Conn, addr string) {
+	defer in.Close()
+	out, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		return // the dialler sees its connection closed, as a pod gone would close it
+	}
+	defer out.Close()
+	done := make(chan struct{}, 2)
+	pipe := func(dst, src net.Conn) {
+		_, _ = io.Copy(dst, src)
+		if tc, ok := dst.(*net.TCPConn); ok {
+			_ = tc.CloseWrite()
+		}
+		done <- struct{}{}
+	}
+	go pipe(out, in)
+	go pipe(in, out)
+	<-done
+	<-done
 }
 
 // serve answers with the file of the dialled pod IP.

@@ -38,6 +38,10 @@ type Options struct {
 	// PodMetricsDir, when set, is where the stand-ins write what a pod serves on its metrics
 	// port, one file per pod IP; a controller that reads pods' metrics reaches them there.
 	PodMetricsDir string
+	// RealPodCIDRs are the pod ranges of real Nodes on this host (internal/sim/node): a controller
+	// in namespaces of its own reaches their pods through a relay of the pod network (only with
+	// PodMetricsDir).
+	RealPodCIDRs []string
 }
 
 // Controller is an upstream controller running as a local process. Its log is LogPath; it dies
