@@ -3,6 +3,7 @@ package cdi
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 
 	corev1 "k8s.io/api/core/v1"
@@ -44,10 +45,22 @@ const (
 	localPathRoot = "/var/local-path-provisioner"
 )
 
+// SetupProvisioner registers the provisioner alone. nodePaths are the real Nodes on this host
+// (internal/sim/node), each with the folder its volumes are made in (the provisioner's
+// nodePathMap entry for it; every other node has localPathRoot): for a volume on one of them the
+// provisioner does what its helper Pod's scripts do on the node, as kind v0.33.0 configures them
+// (pkg/build/nodeimage/const_storage.go:191-198): the setup script's mkdir -m 0777 -p of the
+// volume's folder before the volume exists (so a Pod of any user writes there: CDI's importer runs
+// as 107, and a hostPath volume gets no fsGroup), and the teardown script's rm -rf of it once the
+// released volume is deleted.
+func SetupProvisioner(mgr manager.Manager, nodePaths map[string]string) error {
+	return setupProvisioner(mgr, nodePaths)
+}
+
 // setupProvisioner provisions a volume for each claim kube-controller-manager hands to
 // rancher.io/local-path once kube-scheduler selected its node, and deletes a released volume of
 // reclaim policy Delete, as local-path-provisioner does through sig-storage-lib-external-provisioner.
-func setupProvisioner(mgr manager.Manager) error {
+func setupProvisioner(mgr manager.Manager, nodePaths map[string]string) error {
 	ours := predicate.NewPredicateFuncs(func(o client.Object) bool {
 		return o.GetAnnotations()[AnnStorageProvisioner] == Provisioner || o.GetAnnotations()[AnnProvisionedBy] == Provisioner
 	})
@@ -59,7 +72,7 @@ func setupProvisioner(mgr manager.Manager) error {
 			if err := c.Get(ctx, req.NamespacedName, &pvc); err != nil {
 				return ctrl.Result{}, client.IgnoreNotFound(err)
 			}
-			return ctrl.Result{}, provision(ctx, c, &pvc)
+			return ctrl.Result{}, provision(ctx, c, &pvc, nodePaths)
 		})); err != nil {
 		return err
 	}
@@ -72,6 +85,11 @@ func setupProvisioner(mgr manager.Manager) error {
 			}
 			if pv.Status.Phase != corev1.VolumeReleased || pv.Spec.PersistentVolumeReclaimPolicy != corev1.PersistentVolumeReclaimDelete {
 				return ctrl.Result{}, nil
+			}
+			if _, real := nodePaths[pv.Annotations[AnnLocalPathNode]]; real && pv.Spec.HostPath != nil {
+				if err := os.RemoveAll(pv.Spec.HostPath.Path); err != nil {
+					return ctrl.Result{}, fmt.Errorf("volume %s: removing its folder on the real Node: %w", pv.Name, err)
+				}
 			}
 			return ctrl.Result{}, client.IgnoreNotFound(c.Delete(ctx, &pv))
 		}))
@@ -86,7 +104,7 @@ func setupProvisioner(mgr manager.Manager) error {
 // the claim (claimRef) and kube-controller-manager binds the pair. It refuses every access mode
 // but ReadWriteOnce and ReadWriteOncePod (lines 381-384); CDI never asks another of these
 // classes, their StorageProfiles offering only ReadWriteOnce.
-func provision(ctx context.Context, c client.Client, pvc *corev1.PersistentVolumeClaim) error {
+func provision(ctx context.Context, c client.Client, pvc *corev1.PersistentVolumeClaim, nodePaths map[string]string) error {
 	node := pvc.Annotations[AnnSelectedNode]
 	if pvc.Spec.VolumeName != "" || pvc.Status.Phase != corev1.ClaimPending || node == "" || pvc.DeletionTimestamp != nil {
 		return nil
@@ -103,6 +121,19 @@ func provision(ctx context.Context, c client.Client, pvc *corev1.PersistentVolum
 	}
 	// The library names the volume pvc-<claim UID> (controller.go, getProvisionedVolumeNameForClaim).
 	name := "pvc-" + string(pvc.UID)
+	root, real := nodePaths[node]
+	if !real {
+		root = localPathRoot
+	}
+	path := filepath.Join(root, name+"_"+pvc.Namespace+"_"+pvc.Name)
+	if real {
+		if err := os.MkdirAll(path, 0o777); err != nil {
+			return fmt.Errorf("claim %s/%s: the volume's folder on the real Node %s: %w", pvc.Namespace, pvc.Name, node, err)
+		}
+		if err := os.Chmod(path, 0o777); err != nil { // mkdir -m is not masked by the umask
+			return err
+		}
+	}
 	fs := corev1.PersistentVolumeFilesystem
 	pv := &corev1.PersistentVolume{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{AnnProvisionedBy: Provisioner, AnnLocalPathNode: node}},
@@ -112,7 +143,7 @@ func provision(ctx context.Context, c client.Client, pvc *corev1.PersistentVolum
 			PersistentVolumeReclaimPolicy: reclaim,
 			VolumeMode:                    &fs,
 			PersistentVolumeSource: corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{
-				Path: filepath.Join(localPathRoot, name+"_"+pvc.Namespace+"_"+pvc.Name), Type: ptr(corev1.HostPathDirectoryOrCreate)}},
+				Path: path, Type: ptr(corev1.HostPathDirectoryOrCreate)}},
 			NodeAffinity: &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
 				MatchExpressions: []corev1.NodeSelectorRequirement{{Key: corev1.LabelHostname, Operator: corev1.NodeSelectorOpIn, Values: []string{node}}},
 			}}}},

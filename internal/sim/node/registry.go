@@ -20,14 +20,14 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 )
 
-// Registry is a real OCI registry served in process on 127.0.0.1 (github.com/google/
+// Registry is a real OCI registry served in process on a local address (github.com/google/
 // go-containerregistry v0.20.7 pkg/registry: the distribution API; blobs in memory, or read in
 // place from the image layouts PushLayout was given, so a large image is not copied). It serves
 // the images built here under the names the Pods use: an image pushed as
 // registry.k8s.io/pause:3.10.1 is kept as <Host>/pause:3.10.1, and containerd reaches it through
 // the mirror entry WriteMirrors writes for registry.k8s.io.
 type Registry struct {
-	// Host is 127.0.0.1:<port>.
+	// Host is <address>:<port>, 127.0.0.1 unless started on another address.
 	Host string
 	srv  *http.Server
 	done chan struct{}
@@ -39,10 +39,15 @@ type Registry struct {
 }
 
 // StartRegistry serves a registry on a free loopback port; its request log goes to logw.
-func StartRegistry(logw io.Writer) (*Registry, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+func StartRegistry(logw io.Writer) (*Registry, error) { return StartRegistryOn("127.0.0.1", logw) }
+
+// StartRegistryOn serves a registry on a free port of address host: the host's own address
+// (HostAddress) for clients in the real Node's pods, such as CDI's importer pulling a disk, which
+// reach this host there and not on its loopback.
+func StartRegistryOn(host string, logw io.Writer) (*Registry, error) {
+	ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
 	if err != nil {
-		return nil, fmt.Errorf("local registry: listening on 127.0.0.1: %w", err)
+		return nil, fmt.Errorf("local registry: listening on %s: %w", host, err)
 	}
 	r := &Registry{Host: ln.Addr().String(), done: make(chan struct{}), upstreams: map[string]bool{}, blobs: newBlobStore()}
 	h := registry.New(registry.Logger(log.New(logw, "registry ", log.LstdFlags)), registry.WithBlobHandler(r.blobs))

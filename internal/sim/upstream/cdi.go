@@ -9,7 +9,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -156,7 +158,7 @@ func StartCDIController(ctx context.Context, b *Build, c *cluster.Cluster, o Opt
 	// passed as the container's only argument (pkg/operator/resources/utils/common.go line 59).
 	args := append([]string{"-v=1", "-kubeconfig=" + o.Kubeconfig}, o.ExtraArgs...)
 	iso := &isolation{
-		Dir: filepath.Join(o.Dir, "ns"), Kubeconfig: o.Kubeconfig, PodCIDR: o.PodCIDR, PodMetricsDir: o.PodMetricsDir,
+		Dir: filepath.Join(o.Dir, "ns"), Kubeconfig: o.Kubeconfig, PodCIDR: o.PodCIDR, PodMetricsDir: o.PodMetricsDir, RealPodCIDRs: o.RealPodCIDRs,
 		Files: map[string]string{
 			"/run/cdi/token/keys/id_rsa":                          filepath.Join(o.Dir, "token-keys", "id_rsa"),
 			"/run/cdi/token/keys/id_rsa.pub":                      filepath.Join(o.Dir, "token-keys", "id_rsa.pub"),
@@ -236,4 +238,57 @@ func writeTokenKeys(dir string) error {
 		return err
 	}
 	return os.WriteFile(filepath.Join(dir, "id_rsa.pub"), pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pub}), 0o600)
+}
+
+// RealNodeCDI changes the platform's CDI CR as a lane with a real Node does, through the CR's own
+// fields only, and waits until cdi-controller took it:
+//   - spec.config.insecureRegistries lists registry (host:port), the local registry, which serves
+//     plain HTTP: an importer then reaches it without verifying TLS and falls back to HTTP (CDI
+//     v1.64.0 pkg/controller/import-controller.go:690-706 matches the endpoint's host:port
+//     exactly; the importer's transport sets DockerInsecureSkipTLSVerify,
+//     pkg/importer/transport.go:51-74). The configuration controller copies spec.config into
+//     the CDIConfig, which the import controller reads
+//     (pkg/controller/config-controller.go:143-153; it watches the CDI CR, :721).
+//   - spec.workload.tolerations tolerates taint (the real Node's): importer Pods take the
+//     workload placement (pkg/controller/common/util.go:782-793, import-controller.go:959-961),
+//     so an importer may run on the real Node, where its claim's volume is; no node selector
+//     is added, and the importers of the kwok Nodes' volumes stay on those.
+//
+// The platform's CDI CR lists no registry and no toleration; the lane says so.
+func RealNodeCDI(ctx context.Context, c *cluster.Cluster, registry, taint string) error {
+	cr := &unstructured.Unstructured{}
+	cr.SetGroupVersionKind(schema.GroupVersionKind{Group: "cdi.kubevirt.io", Version: "v1beta1", Kind: "CDI"})
+	if err := c.Client.Get(ctx, client.ObjectKey{Name: "cdi"}, cr); err != nil {
+		return fmt.Errorf("upstream: the CDI CR: %w", err)
+	}
+	patch := client.MergeFrom(cr.DeepCopy())
+	regs, _, _ := unstructured.NestedStringSlice(cr.Object, "spec", "config", "insecureRegistries")
+	if !slices.Contains(regs, registry) {
+		regs = append(regs, registry)
+	}
+	if err := unstructured.SetNestedStringSlice(cr.Object, regs, "spec", "config", "insecureRegistries"); err != nil {
+		return err
+	}
+	tols, _, _ := unstructured.NestedSlice(cr.Object, "spec", "workload", "tolerations")
+	tols = append(tols, map[string]any{"key": taint, "operator": "Exists", "effect": "NoSchedule"})
+	if err := unstructured.SetNestedSlice(cr.Object, tols, "spec", "workload", "tolerations"); err != nil {
+		return err
+	}
+	if err := c.Client.Patch(ctx, cr, patch); err != nil {
+		return fmt.Errorf("upstream: the CDI CR for the real Node: %w", err)
+	}
+	for {
+		cfg := &unstructured.Unstructured{}
+		cfg.SetGroupVersionKind(CDIConfigGVR.GroupVersion().WithKind("CDIConfig"))
+		err := c.Client.Get(ctx, client.ObjectKey{Name: "config"}, cfg)
+		got, _, _ := unstructured.NestedStringSlice(cfg.Object, "spec", "insecureRegistries")
+		if err == nil && slices.Contains(got, registry) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("upstream: waiting for cdi-controller to copy the CDI CR's insecureRegistries into CDIConfig config (it has %v, %v): %w", got, err, ctx.Err())
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
 }
