@@ -21,6 +21,7 @@ import (
 
 	"github.com/cozystack/cozy-e2e/internal/controlplane"
 	"github.com/cozystack/cozy-e2e/internal/sim/node"
+	"github.com/cozystack/cozy-e2e/internal/sim/upstream"
 	"github.com/cozystack/cozy-e2e/internal/sim/world"
 )
 
@@ -225,11 +226,15 @@ func dumpLogs(t *testing.T, n *node.Node) {
 	}
 }
 
-// registry starts the local registry with the pause image every Pod's sandbox needs, stopped
-// when t ends.
+// registry starts the local registry on this host's address (where the real Node's pods reach
+// it) with the pause image every Pod's sandbox needs, stopped when t ends.
 func registry(ctx context.Context, t *testing.T, tools node.Tools, log io.Writer) *node.Registry {
 	t.Helper()
-	reg, err := node.StartRegistry(log)
+	addr, err := node.HostAddress()
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg, err := node.StartRegistryOn(addr, log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -272,4 +277,16 @@ func tail(s string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
+}
+
+// stopped stops the upstream controller ctl when t ends, after printing the end of its log if t
+// failed.
+func stopped(t *testing.T, ctl *upstream.Controller) {
+	t.Cleanup(func() { ctl.Stop(5 * time.Second) })
+	t.Cleanup(func() {
+		if t.Failed() {
+			data, _ := os.ReadFile(ctl.LogPath)
+			t.Logf("end of %s's log:\n%s", ctl.Name, tail(string(data), 30))
+		}
+	})
 }

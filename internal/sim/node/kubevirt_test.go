@@ -94,6 +94,11 @@ func TestRealNodeRunsKubeVirtAndBootsAVMIUnderTCG(t *testing.T) {
 		t.Fatal(err)
 	}
 	n := startNode(ctx, t, tools, api, reg)
+	// CDI before KubeVirt's workloads, as the world installs its CRDs: virt-api starts again when
+	// CDI's DataSource kind appears after it (kubevirt.io/kubevirt v1.8.4
+	// pkg/virt-api/api.go:1264-1276), without endpoints meanwhile, and virt-controller's writes
+	// through its webhooks fail and back off.
+	disk := startDiskImport(ctx, t, b, c, cs, api, n, reg, imgs)
 
 	start := time.Now()
 	if err := upstream.ApplyVirtHandler(ctx, c, kv); err != nil {
@@ -129,24 +134,30 @@ func TestRealNodeRunsKubeVirtAndBootsAVMIUnderTCG(t *testing.T) {
 	t.Logf("machine types the labeller found: %v", machines)
 
 	checkVirtAPI(ctx, t, c, cs, kv, n.Name)
-	checkVMIBoots(ctx, t, b, c, cs, api, kv, n)
+	checkVMIBoots(ctx, t, b, c, cs, api, kv, n, kubevirtv1.VolumeSource{DataVolume: &kubevirtv1.DataVolumeSource{Name: disk.DataVolume}})
+	disk.check()
+	// The VMI and its DataVolume deleted, the claim goes, the released volume is deleted and
+	// its folder removed from the host (the provisioner's teardown).
+	if err := c.Client.Delete(ctx, &kubevirtv1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Name: "boot", Namespace: "default"}}); err != nil {
+		t.Fatal(err)
+	}
+	disk.checkDeleted()
 }
 
 // checkVMIBoots runs the real virt-controller beside virt-handler and virt-api and creates a VMI
-// that tolerates the real Node's taint and boots the worker disk (images built here) from a
-// container disk served by the local registry, with the BIOS, as the chart's Talos machines do
+// that tolerates the real Node's taint and boots disk (the worker's disk CDI's real importer
+// wrote into a volume of the real Node, startDiskImport), with the BIOS, as the chart's Talos machines do
 // (they set no firmware), and the pod network bound by masquerade: the bridge binding moves the
 // pod's address onto a dummy link (kubevirt.io/kubevirt v1.8.4
 // pkg/network/setup/netpod/netpod.go:392-400), a link type these machines' kernel lacks
 // (CONFIG_DUMMY is not set; virt-handler fails the VMI with "LinkAdd: operation not supported"),
 // and masquerade needs none (:415-470). virt-controller renders its virt-launcher Pod
 // (pkg/virt-controller/services/template.go), the scheduler places it on the real Node, the
-// kubelet runs it and its container disk, virt-handler mounts the disk and hands the launcher the
-// domain, and virt-launcher starts QEMU under TCG. The VMI goes Running on the real Node, a
+// kubelet runs it with the disk's volume, virt-handler hands the launcher the domain, and virt-launcher starts QEMU under TCG. The VMI goes Running on the real Node, a
 // qemu-system-x86_64 of the launcher runs on the host, and the guest kernel's own boot lines
 // ("Linux version") and its init's are read from the serial console through virt-api's console
 // subresource with the harness's own console dialer.
-func checkVMIBoots(ctx context.Context, t *testing.T, b *upstream.Build, c *cluster.Cluster, cs kubernetes.Interface, api *controlplane.APIServer, kv *upstream.KubeVirt, n *node.Node) {
+func checkVMIBoots(ctx context.Context, t *testing.T, b *upstream.Build, c *cluster.Cluster, cs kubernetes.Interface, api *controlplane.APIServer, kv *upstream.KubeVirt, n *node.Node, disk kubevirtv1.VolumeSource) {
 	t.Helper()
 	// virt-controller runs as its service account, as its Pod would: virt-api's mutator drops
 	// VMI status updates from anyone but KubeVirt's service accounts (kubevirt.io/kubevirt v1.8.4
@@ -161,13 +172,7 @@ func checkVMIBoots(ctx context.Context, t *testing.T, b *upstream.Build, c *clus
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { ctl.Stop(5 * time.Second) })
-	t.Cleanup(func() {
-		if t.Failed() {
-			data, _ := os.ReadFile(ctl.LogPath)
-			t.Logf("end of virt-controller's log:\n%s", tail(string(data), 30))
-		}
-	})
+	stopped(t, ctl)
 	start := time.Now()
 	vmi := &kubevirtv1.VirtualMachineInstance{
 		ObjectMeta: metav1.ObjectMeta{Name: "boot", Namespace: "default"},
@@ -181,8 +186,7 @@ func checkVMIBoots(ctx context.Context, t *testing.T, b *upstream.Build, c *clus
 						InterfaceBindingMethod: kubevirtv1.InterfaceBindingMethod{Masquerade: &kubevirtv1.InterfaceMasquerade{}}}},
 				},
 			},
-			Volumes: []kubevirtv1.Volume{{Name: "system", VolumeSource: kubevirtv1.VolumeSource{
-				ContainerDisk: &kubevirtv1.ContainerDiskSource{Image: node.UpstreamRefs[node.WorkerDisk], ImagePullPolicy: corev1.PullIfNotPresent}}}},
+			Volumes:     []kubevirtv1.Volume{{Name: "system", VolumeSource: disk}},
 			Networks:    []kubevirtv1.Network{*kubevirtv1.DefaultPodNetwork()},
 			Tolerations: []corev1.Toleration{{Key: node.Taint, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}},
 		},
