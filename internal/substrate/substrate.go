@@ -49,7 +49,8 @@ type Access interface {
 }
 
 // Component is one real upstream piece a run uses: the module it is built or read from, its
-// version, and the sum go.sum pins it by (run.json lists them).
+// version, and the sum go.sum pins it by (run.json lists them); for a Debian package, Module is
+// "debian [<suite>] <package>", Version the package's, and Sum empty.
 type Component struct {
 	Name    string `json:"name"`
 	Module  string `json:"module"`

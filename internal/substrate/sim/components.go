@@ -67,6 +67,13 @@ func (s *Substrate) Components() ([]substrate.Component, error) {
 		c := b.Component(m.name)
 		out = append(out, substrate.Component{Name: m.name, Module: c.Module, Version: c.Version, Sum: c.Sum, Use: m.use})
 	}
+	if s.lane.Sim != nil && s.lane.Sim.RealNode {
+		nodes, err := NodeComponents(ThisNodeHost())
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, nodes...)
+	}
 	return out, nil
 }
 
