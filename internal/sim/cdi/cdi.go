@@ -33,5 +33,5 @@ func Setup(mgr manager.Manager, env *simenv.Env) error {
 	if err := setupImporter(mgr, env); err != nil {
 		return err
 	}
-	return setupProvisioner(mgr, nil)
+	return setupProvisioner(mgr, env.RealNodeVolumes)
 }

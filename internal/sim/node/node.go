@@ -65,6 +65,11 @@ type Node struct {
 // bridgePrefix begins the name of every node's bridge.
 const bridgePrefix = "cze"
 
+// PodRange holds every real Node's pod subnet (Node.Subnet).
+const PodRange = podRangePrefix + ".0.0/16"
+
+const podRangePrefix = "10.89"
+
 // Start writes the node's configuration and starts containerd, then the kubelet; it returns
 // once both run (the Node registers on its own: WaitReady waits for it).
 func Start(ctx context.Context, o Options) (*Node, error) {
@@ -76,7 +81,7 @@ func Start(ctx context.Context, o Options) (*Node, error) {
 	n := &Node{Name: o.Name, l: l, log: o.Log, tools: o.Tools,
 		// a bridge and a /24 of its own per run folder, so two nodes on one host do not meet;
 		// 10.89.0.0/16 is outside the sim's Pod (10.244.0.0/16) and Service (10.96.0.0/16) ranges
-		bridge: bridgePrefix + hex.EncodeToString(h[:4]), Subnet: fmt.Sprintf("10.89.%d.0/24", h[4]),
+		bridge: bridgePrefix + hex.EncodeToString(h[:4]), Subnet: fmt.Sprintf("%s.%d.0/24", podRangePrefix, h[4]),
 		hostBefore: existing(hostPaths())}
 	for _, d := range []string{"containerd", "kubelet/pki", "kubelet/pod-logs", "cni/net.d", "cni/ipam", "logs"} {
 		if err := os.MkdirAll(l.path(d), 0o755); err != nil {

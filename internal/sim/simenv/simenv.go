@@ -85,6 +85,9 @@ type Env struct {
 	Serial *SerialPorts
 	// Dir is the sim's working folder (not an artifact).
 	Dir string
+	// RealNodeVolumes maps each real Node (internal/sim/node) to the folder on this host its
+	// volumes are made in (nil: the world has none).
+	RealNodeVolumes map[string]string
 	// Now is the clock.
 	Now func() time.Time
 

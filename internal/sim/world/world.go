@@ -45,6 +45,9 @@ type Options struct {
 	// APIServerArgs are appended to the management kube-apiserver's flags (the sim's audit
 	// log: internal/substrate/sim AuditArgs).
 	APIServerArgs []string
+	// AdvertiseAddress, when set, is this host's address the management apiserver also listens
+	// on and advertises as the kubernetes Service's endpoint: the real Node's pods reach it there.
+	AdvertiseAddress string
 	// Log receives progress lines for people; nil discards them.
 	Log io.Writer
 }
@@ -103,6 +106,7 @@ func Start(ctx context.Context, o Options) (_ *World, err error) {
 	w.API, err = controlplane.StartAPIServer(ctx, o.Tools, controlplane.APIServerOptions{
 		Name: "management", Dir: mkdir(o.Dir, "apiserver"), EtcdURL: w.Etcd.ClientURL,
 		EtcdPrefix: "/management", ServiceCIDR: o.ServiceCIDR, Users: o.Users, ExtraArgs: o.APIServerArgs,
+		AdvertiseAddress: o.AdvertiseAddress,
 	})
 	if err != nil {
 		return nil, err

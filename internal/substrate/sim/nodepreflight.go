@@ -17,13 +17,16 @@ type NodeHost struct {
 	Euid     func() int
 	// NodeTools finds the kubelet and pause hack/tools/build-node.sh builds.
 	NodeTools func() error
+	// NodeImages finds the images hack/tools/build-images.sh builds.
+	NodeImages func() error
 }
 
 // ThisHost probes this machine.
 func ThisHost() NodeHost {
 	return NodeHost{
 		LookPath: exec.LookPath, Stat: os.Stat, ReadFile: os.ReadFile, Euid: os.Geteuid,
-		NodeTools: func() error { _, err := node.FindTools(); return err },
+		NodeTools:  func() error { _, err := node.FindTools(); return err },
+		NodeImages: func() error { _, err := node.FindImages(); return err },
 	}
 }
 
@@ -66,6 +69,15 @@ func NodePreflight(h NodeHost) error {
 		if _, gerr := h.LookPath("gcc"); gerr != nil {
 			missing = append(missing, "gcc: pause is C, compiled static")
 			pkgs = append(pkgs, "gcc", "libc6-dev")
+		}
+		missing = append(missing, err.Error())
+	}
+	if err := h.NodeImages(); err != nil {
+		for _, bin := range []struct{ name, pkg string }{{"mmdebstrap", "mmdebstrap"}, {"setcap", "libcap2-bin"}} {
+			if _, lerr := h.LookPath(bin.name); lerr != nil {
+				missing = append(missing, bin.name+": make node-images builds the images' roots with it")
+				pkgs = append(pkgs, bin.pkg)
+			}
 		}
 		missing = append(missing, err.Error())
 	}

@@ -23,6 +23,8 @@ freezer	7	1	1
 pids	9	1	1
 `
 
+// fakeHost is a machine with the Debian binaries bins, the files files and the node's tools
+// (toolsErr nil) and images (the same error) built or not.
 func fakeHost(euid int, bins map[string]bool, files map[string]string, toolsErr error) sim.NodeHost {
 	return sim.NodeHost{
 		LookPath: func(f string) (string, error) {
@@ -45,6 +47,12 @@ func fakeHost(euid int, bins map[string]bool, files map[string]string, toolsErr 
 		},
 		Euid:      func() int { return euid },
 		NodeTools: func() error { return toolsErr },
+		NodeImages: func() error {
+			if toolsErr != nil {
+				return errors.New("the real node's images are missing in /y: oci/virt-launcher/index.json; run `make node-images`")
+			}
+			return nil
+		},
 	}
 }
 
@@ -74,8 +82,8 @@ func TestNodePreflightNamesEveryMissingPiece(t *testing.T) {
 		"containerd: not in PATH", "runc: not in PATH",
 		"the CNI plugins bridge, host-local, loopback, portmap: not in /usr/lib/cni",
 		"cgroup controllers cpu, cpuacct, memory, pids, devices, freezer: not enabled",
-		"gcc:", "run `make node-tools`",
-		"apt-get update && apt-get install -y containerd runc containernetworking-plugins gcc libc6-dev",
+		"gcc:", "run `make node-tools`", "mmdebstrap: make node-images builds the images' roots with it", "run `make node-images`",
+		"apt-get update && apt-get install -y containerd runc containernetworking-plugins gcc libc6-dev mmdebstrap libcap2-bin",
 	} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("the preflight error lacks %q:\n%s", want, msg)

@@ -33,6 +33,7 @@ import (
 	"github.com/cozystack/cozy-e2e/internal/sim/faults"
 	"github.com/cozystack/cozy-e2e/internal/sim/hostjobs"
 	"github.com/cozystack/cozy-e2e/internal/sim/kamaji"
+	"github.com/cozystack/cozy-e2e/internal/sim/node"
 	"github.com/cozystack/cozy-e2e/internal/sim/platform"
 	"github.com/cozystack/cozy-e2e/internal/sim/simenv"
 	"github.com/cozystack/cozy-e2e/internal/sim/upstream"
@@ -179,6 +180,17 @@ func (s *Substrate) Up(ctx context.Context, clock *budget.Clock) (c *cluster.Clu
 		return nil, &substrate.PreflightError{Substrate: "sim", Missing: err.Error(), Hint: "run `make tools`"}
 	}
 	real.podMetrics = filepath.Join(s.dir, simenv.PodMetricsDir)
+	realNode := s.lane.Sim != nil && s.lane.Sim.RealNode
+	var advertise string
+	if realNode {
+		// The real Node's pods reach the apiserver through the kubernetes Service, whose
+		// endpoint is the address it advertises: this host's.
+		if advertise, err = node.HostAddress(); err != nil {
+			return nil, err
+		}
+		real.realNode = true
+		s.env.RealNodeVolumes = map[string]string{RealNodeName: realNodeVolumes(s.dir)}
+	}
 	s.mu.Lock()
 	s.real = real
 	s.mu.Unlock()
@@ -193,7 +205,8 @@ func (s *Substrate) Up(ctx context.Context, clock *budget.Clock) (c *cluster.Clu
 		return nil, err
 	}
 	w, err := world.Start(pctx, world.Options{Tools: tools, Dir: filepath.Join(s.dir, "management"), Users: []controlplane.User{admin},
-		Replaced: replaced, AlsoInstall: real.installCRDs, DNSService: true, HostJobs: true, APIServerArgs: audit, Log: s.o.Log})
+		Replaced: replaced, AlsoInstall: real.installCRDs, DNSService: true, HostJobs: true, APIServerArgs: audit,
+		AdvertiseAddress: advertise, Log: s.o.Log})
 	s.mu.Lock()
 	s.w = w
 	s.mu.Unlock()
@@ -251,6 +264,11 @@ func (s *Substrate) Up(ctx context.Context, clock *budget.Clock) (c *cluster.Clu
 	}
 	fmt.Fprintf(s.o.Log, "sim: upstream controllers running in %s (%s)\n", time.Since(t).Round(time.Millisecond), real.summary())
 	real.injectControllerFaults(w, s.env, s.o.Log)
+	if realNode {
+		if err := s.startRealNode(pctx, w, real.kubevirt); err != nil {
+			return nil, err
+		}
+	}
 	if err := platform.InstallBuiltins(pctx, w.Cluster.Client); err != nil {
 		return nil, err
 	}

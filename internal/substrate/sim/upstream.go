@@ -21,6 +21,7 @@ import (
 	"github.com/cozystack/cozy-e2e/fixtures"
 	"github.com/cozystack/cozy-e2e/framework/cluster"
 	"github.com/cozystack/cozy-e2e/internal/controlplane"
+	"github.com/cozystack/cozy-e2e/internal/sim/node"
 	"github.com/cozystack/cozy-e2e/internal/sim/simenv"
 	"github.com/cozystack/cozy-e2e/internal/sim/upstream"
 	"github.com/cozystack/cozy-e2e/internal/sim/world"
@@ -54,10 +55,13 @@ type realControllers struct {
 	cdiCRDs             []upstream.CRD
 	// podMetrics is where the stand-ins write what pods serve on their metrics port.
 	podMetrics string
-	cabptHook  *upstream.Serving
-	charts     *upstream.ChartServer
-	mu         sync.Mutex
-	running    []*upstream.Controller
+	// realNode: the lane has a real Node; KubeVirt is installed for it (kubeVirtInstall) and
+	// cdi-controller reaches its pods (realNodeSubnets).
+	realNode  bool
+	cabptHook *upstream.Serving
+	charts    *upstream.ChartServer
+	mu        sync.Mutex
+	running   []*upstream.Controller
 	// supervisors keep the running controllers alive as a kubelet keeps the platform's Pods,
 	// by step name; backoff is their restart back-off (the kubelet's).
 	supervisors map[string]*upstream.Supervisor
@@ -207,7 +211,7 @@ func (r *realControllers) start(ctx context.Context, w *world.World) error {
 			defer wg.Done()
 			ctl, err := s.start(ctx, r.b, w.Cluster, upstream.Options{
 				Dir: filepath.Join(r.dir, s.name), Kubeconfig: w.API.AdminKubeconfig, Webhook: s.hook, CRDsInstalled: true,
-				PodCIDR: world.PodCIDR, PodMetricsDir: r.podMetrics,
+				PodCIDR: world.PodCIDR, PodMetricsDir: r.podMetrics, RealPodCIDRs: r.realNodeSubnets(),
 			})
 			if err != nil {
 				errs[i] = fmt.Errorf("sim: %w", err)
@@ -335,7 +339,7 @@ func (r *realControllers) pids() []int {
 // wait for those kinds (pkg/virt-controller/watch/vm/vm.go lines 179-183, watch/vmi/vmi.go lines
 // 112-116); its informers of them list again until they are served.
 func (r *realControllers) installKubeVirtCRDs(ctx context.Context, c *cluster.Cluster) error {
-	kv, err := r.b.KubeVirtInstall(ctx)
+	kv, err := r.kubeVirtInstall(ctx)
 	if err != nil {
 		return fmt.Errorf("sim: %w", err)
 	}
@@ -395,4 +399,27 @@ func (r *realControllers) startVirtController(ctx context.Context, b *upstream.B
 	kv := r.kubevirt
 	r.mu.Unlock()
 	return upstream.StartVirtController(ctx, b, c, kv, o)
+}
+
+// kubeVirtInstall is what virt-operator installs for the platform's KubeVirt CR, as a lane with a
+// real Node changes it (upstream.RealNodeKubeVirtCR: emulation, virt-handler and virt-api placed
+// on the real Node only) when it has one.
+func (r *realControllers) kubeVirtInstall(ctx context.Context) (*upstream.KubeVirt, error) {
+	if !r.realNode {
+		return r.b.KubeVirtInstall(ctx)
+	}
+	cr, err := r.b.KubeVirtCR()
+	if err != nil {
+		return nil, err
+	}
+	return r.b.KubeVirtInstallFor(ctx, upstream.RealNodeKubeVirtCR(cr, node.Label, node.Taint))
+}
+
+// realNodeSubnets are the pod ranges of the world's real Nodes, which an isolated controller
+// reaches through its pod network's relay.
+func (r *realControllers) realNodeSubnets() []string {
+	if !r.realNode {
+		return nil
+	}
+	return []string{node.PodRange}
 }
