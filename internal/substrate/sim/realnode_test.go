@@ -47,7 +47,7 @@ func TestARealNodeLaneBringsTheNodeIntoTheWorld(t *testing.T) {
 	t.Setenv("E2E_SIM_FAULT", "")
 	l := testLane()
 	l.Sim = &lane.SimSettings{RealNode: true}
-	l.Budget.Phases[0].Ceiling = lane.Duration(5 * time.Minute)
+	l.Budget.Phases[0].Ceiling = lane.Duration(7 * time.Minute)
 	s, err := sim.New(l, substrate.Options{Artifacts: t.TempDir(), Log: logWriter{t}})
 	if err != nil {
 		t.Fatal(err)
@@ -55,7 +55,7 @@ func TestARealNodeLaneBringsTheNodeIntoTheWorld(t *testing.T) {
 	for _, setup := range []func(ctrl.Manager, *simenv.Env) error{bootstrap.Setup, kubevirt.Setup, vmsize.Setup, cdi.Setup, guest.Setup} {
 		s.AddStandIn(func(mgr ctrl.Manager, _ *world.World, env *simenv.Env) error { return setup(mgr, env) })
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 9*time.Minute)
 	defer cancel()
 	start := time.Now()
 	_, err = s.Up(ctx, budget.New(l.Budget, budget.Options{}))
