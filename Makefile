@@ -30,7 +30,7 @@ BIN         := bin
 E2E_TOOLS_DIR ?= $(shell hack/tools/build.sh --print)
 export E2E_TOOLS_DIR
 
-.PHONY: checks citation-modules examples all scale-bench e2e e2e-down e2e-plan repro perf-doc test unit lanes-check workflows workflows-check tools node-tools node-images vet fmt-check lint tidy-check clean
+.PHONY: checks citation-modules examples all scale-bench e2e e2e-down e2e-plan repro perf-doc test unit lanes-check workflows workflows-check tools node-tools tools-then-node-tools node-images vet fmt-check lint tidy-check clean
 
 all: test
 
