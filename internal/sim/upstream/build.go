@@ -62,7 +62,7 @@ var helpers = []string{InstallStrategyBinary}
 // Find reads what `make tools` recorded in the tools folder (versions.env) and checks every
 // binary and kept file is there. The error names what is missing and says to run `make tools`.
 func Find(tools controlplane.Tools) (*Build, error) {
-	env, err := readEnv(filepath.Join(tools.Dir, "versions.env"))
+	env, err := ReadEnv(filepath.Join(tools.Dir, "versions.env"))
 	if err != nil {
 		return nil, fmt.Errorf("upstream controllers: %w; run `make tools`", err)
 	}
@@ -117,7 +117,9 @@ func (b *Build) srcDir(c Component) string {
 	return filepath.Join(b.Tools.Dir, "src", c.Module+"@"+c.Version)
 }
 
-func readEnv(path string) (map[string]string, error) {
+// ReadEnv reads the KEY=value lines of a build's versions.env (the tools folder's, the node
+// images folder's), skipping comments.
+func ReadEnv(path string) (map[string]string, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {

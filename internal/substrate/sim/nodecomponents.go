@@ -1,15 +1,13 @@
 package sim
 
 import (
-	"bufio"
-	"bytes"
 	"debug/buildinfo"
 	"fmt"
-	"os"
 	"os/exec"
 	"strings"
 
 	"github.com/cozystack/cozy-e2e/internal/sim/node"
+	"github.com/cozystack/cozy-e2e/internal/sim/upstream"
 	"github.com/cozystack/cozy-e2e/internal/substrate"
 )
 
@@ -65,9 +63,9 @@ func NodeComponents(h NodeComponentHost) ([]substrate.Component, error) {
 	if err != nil {
 		return nil, err
 	}
-	env, err := readVersionsEnv(imgs.Versions())
+	env, err := upstream.ReadEnv(imgs.Versions())
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("sim: the node images' versions: %w", err)
 	}
 	get := func(keys ...string) ([]string, error) {
 		var vs []string
@@ -115,21 +113,4 @@ func NodeComponents(h NodeComponentHost) ([]substrate.Component, error) {
 	out = append(out, substrate.Component{Name: "worker-kernel", Module: debianPackage + " " + suite[0] + " " + pkg, Version: version,
 		Use: "the worker disk's kernel, image " + node.UpstreamRefs[node.WorkerDisk] + " built here (" + vs[1] + ")"})
 	return out, nil
-}
-
-// readVersionsEnv reads the KEY=value lines of a versions.env.
-func readVersionsEnv(path string) (map[string]string, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("sim: the node images' versions: %w", err)
-	}
-	out := map[string]string{}
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if k, v, ok := strings.Cut(line, "="); ok && !strings.HasPrefix(line, "#") {
-			out[k] = v
-		}
-	}
-	return out, sc.Err()
 }
