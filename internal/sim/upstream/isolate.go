@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/netip"
 	"net/url"
@@ -12,7 +11,6 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
-	"runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -184,38 +182,7 @@ func (i *isolation) restart(ctx context.Context, c *Controller, ready func(conte
 // PodCIDR on it, opens the apiserver relay's listener there and returns to this process's
 // namespace; the relay then serves from any thread.
 func (i *isolation) network(pid int) error {
-	done := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		own, err := os.Open("/proc/thread-self/ns/net")
-		if err != nil {
-			runtime.UnlockOSThread()
-			done <- err
-			return
-		}
-		defer own.Close()
-		target, err := os.Open(fmt.Sprintf("/proc/%d/ns/net", pid))
-		if err != nil {
-			runtime.UnlockOSThread()
-			done <- err
-			return
-		}
-		defer target.Close()
-		if err := unix.Setns(int(target.Fd()), unix.CLONE_NEWNET); err != nil {
-			runtime.UnlockOSThread()
-			done <- fmt.Errorf("joining it (this needs root): %w", err)
-			return
-		}
-		err = i.inside()
-		if rerr := unix.Setns(int(own.Fd()), unix.CLONE_NEWNET); rerr != nil {
-			// The thread stays locked and ends with this goroutine, never serving another.
-			done <- errors.Join(err, fmt.Errorf("returning to the harness's network namespace: %w", rerr))
-			return
-		}
-		runtime.UnlockOSThread()
-		done <- err
-	}()
-	if err := <-done; err != nil {
+	if err := inNetns(pid, i.inside); err != nil {
 		return err
 	}
 	go i.relay()
@@ -300,18 +267,7 @@ func (i *isolation) pipe(in net.Conn) {
 	if !i.track(in, out) {
 		return
 	}
-	var wg sync.WaitGroup
-	wg.Add(2)
-	cp := func(dst, src net.Conn) {
-		defer wg.Done()
-		_, _ = io.Copy(dst, src)
-		if tc, ok := dst.(*net.TCPConn); ok {
-			_ = tc.CloseWrite()
-		}
-	}
-	go cp(out, in)
-	go cp(in, out)
-	wg.Wait()
+	splice(in, out)
 	i.untrack(in, out)
 }
 

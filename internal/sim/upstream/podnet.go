@@ -4,20 +4,17 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
 	"k8s.io/client-go/util/cert"
 )
 
@@ -148,18 +145,7 @@ func relayTo(in net.Conn, addr string) {
 		return // the dialler sees its connection closed, as a pod gone would close it
 	}
 	defer out.Close()
-	done := make(chan struct{}, 2)
-	pipe := func(dst, src net.Conn) {
-		_, _ = io.Copy(dst, src)
-		if tc, ok := dst.(*net.TCPConn); ok {
-			_ = tc.CloseWrite()
-		}
-		done <- struct{}{}
-	}
-	go pipe(out, in)
-	go pipe(in, out)
-	<-done
-	<-done
+	splice(in, out)
 }
 
 // serve answers with the file of the dialled pod IP.
@@ -210,45 +196,16 @@ func waitNewNetns(pid int) error {
 	return errors.New("the pod network namespace did not appear within 2s")
 }
 
-// listenIn opens a TCP listener on addr inside pid's network namespace, on a thread of its own.
+// listenIn opens a TCP listener on addr inside pid's network namespace.
 func listenIn(pid int, addr string) (net.Listener, error) {
-	type result struct {
-		ln  net.Listener
-		err error
+	var ln net.Listener
+	err := inNetns(pid, func() (err error) {
+		ln, err = net.Listen("tcp", addr)
+		return err
+	})
+	if err != nil && ln != nil {
+		ln.Close()
+		ln = nil
 	}
-	done := make(chan result, 1)
-	go func() {
-		runtime.LockOSThread()
-		own, err := os.Open("/proc/thread-self/ns/net")
-		if err != nil {
-			runtime.UnlockOSThread()
-			done <- result{nil, err}
-			return
-		}
-		defer own.Close()
-		target, err := os.Open(fmt.Sprintf("/proc/%d/ns/net", pid))
-		if err != nil {
-			runtime.UnlockOSThread()
-			done <- result{nil, err}
-			return
-		}
-		defer target.Close()
-		if err := unix.Setns(int(target.Fd()), unix.CLONE_NEWNET); err != nil {
-			runtime.UnlockOSThread()
-			done <- result{nil, fmt.Errorf("joining the pod network namespace (this needs root): %w", err)}
-			return
-		}
-		ln, err := net.Listen("tcp", addr)
-		if rerr := unix.Setns(int(own.Fd()), unix.CLONE_NEWNET); rerr != nil {
-			if ln != nil {
-				ln.Close()
-			}
-			done <- result{nil, errors.Join(err, rerr)}
-			return // the thread stays locked and ends with this goroutine
-		}
-		runtime.UnlockOSThread()
-		done <- result{ln, err}
-	}()
-	r := <-done
-	return r.ln, r.err
+	return ln, err
 }

@@ -10,13 +10,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // An isolated controller's dial to a pod IP of the sim's own pods is answered with that pod's
@@ -92,49 +89,18 @@ func TestPodNetworkServesSimPodsAndRelaysRealOnes(t *testing.T) {
 	}
 }
 
-// dialIn dials addr over TCP from inside pid's network namespace (on a thread of its own,
-// returned to this process's namespace after).
+// dialIn dials addr over TCP from inside pid's network namespace.
 func dialIn(t *testing.T, pid int, addr string) net.Conn {
 	t.Helper()
-	type result struct {
-		c   net.Conn
-		err error
+	var c net.Conn
+	err := inNetns(pid, func() (err error) {
+		c, err = net.DialTimeout("tcp", addr, 5*time.Second)
+		return err
+	})
+	if err != nil {
+		t.Fatalf("dialling %s from inside the controller's namespace: %v", addr, err)
 	}
-	done := make(chan result, 1)
-	go func() {
-		runtime.LockOSThread()
-		own, err := os.Open("/proc/thread-self/ns/net")
-		if err != nil {
-			runtime.UnlockOSThread()
-			done <- result{nil, err}
-			return
-		}
-		defer own.Close()
-		target, err := os.Open(fmt.Sprintf("/proc/%d/ns/net", pid))
-		if err != nil {
-			runtime.UnlockOSThread()
-			done <- result{nil, err}
-			return
-		}
-		defer target.Close()
-		if err := unix.Setns(int(target.Fd()), unix.CLONE_NEWNET); err != nil {
-			runtime.UnlockOSThread()
-			done <- result{nil, err}
-			return
-		}
-		c, err := net.DialTimeout("tcp", addr, 5*time.Second)
-		if rerr := unix.Setns(int(own.Fd()), unix.CLONE_NEWNET); rerr != nil {
-			done <- result{c, rerr}
-			return // the thread stays locked and ends with this goroutine
-		}
-		runtime.UnlockOSThread()
-		done <- result{c, err}
-	}()
-	r := <-done
-	if r.err != nil {
-		t.Fatalf("dialling %s from inside the controller's namespace: %v", addr, r.err)
-	}
-	return r.c
+	return c
 }
 
 // hostAddress is this host's address on its default route.
