@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -270,7 +271,10 @@ func RealNodeCDI(ctx context.Context, c *cluster.Cluster, registry, taint string
 		return err
 	}
 	tols, _, _ := unstructured.NestedSlice(cr.Object, "spec", "workload", "tolerations")
-	tols = append(tols, map[string]any{"key": taint, "operator": "Exists", "effect": "NoSchedule"})
+	tol := map[string]any{"key": taint, "operator": "Exists", "effect": "NoSchedule"}
+	if !slices.ContainsFunc(tols, func(t any) bool { return reflect.DeepEqual(t, tol) }) {
+		tols = append(tols, tol)
+	}
 	if err := unstructured.SetNestedSlice(cr.Object, tols, "spec", "workload", "tolerations"); err != nil {
 		return err
 	}
