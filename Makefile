@@ -50,8 +50,8 @@ node-images:
 # The tools, then the node's kubelet from the Kubernetes packages kube-apiserver's build left in
 # the build cache: side by side the two compiled the same packages twice (main's make test).
 tools-then-node-tools:
-	@hack/tools/build.sh
-	@hack/tools/build-node.sh
+	@$(MAKE) --no-print-directory tools
+	@$(MAKE) --no-print-directory node-tools
 
 $(BIN)/e2e: FORCE
 	@$(GO) build -o $@ ./cmd/e2e

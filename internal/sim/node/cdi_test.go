@@ -177,9 +177,7 @@ func watchImport(ctx context.Context, c *cluster.Cluster, cs kubernetes.Interfac
 			if pods, err := cs.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "app=containerized-data-importer"}); err == nil {
 				w.mu.Lock()
 				for _, p := range pods.Items {
-					if old, ok := w.importers[p.Name]; !ok || len(p.Status.ContainerStatuses) > 0 || old.Spec.NodeName == "" {
-						w.importers[p.Name] = p
-					}
+					w.importers[p.Name] = p // the latest view: the Pod goes once the import succeeded
 				}
 				w.mu.Unlock()
 			}
