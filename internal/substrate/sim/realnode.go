@@ -25,6 +25,24 @@ const RealNodeName = "real-node-0"
 func realNodeDir(simDir string) string     { return filepath.Join(simDir, "node") }
 func realNodeVolumes(simDir string) string { return filepath.Join(realNodeDir(simDir), "local-path") }
 
+// prepareRealNode readies, before the world starts, what a lane with a real Node changes in it:
+// the address the management apiserver advertises (this host's: the Node's pods reach the
+// apiserver through the kubernetes Service, whose endpoint it is), KubeVirt installed for the
+// Node and cdi-controller reaching its pods (real), and the provisioner's folder for its volumes.
+// Without a real Node it changes nothing and returns "".
+func (s *Substrate) prepareRealNode(realNode bool, real *realControllers) (string, error) {
+	if !realNode {
+		return "", nil
+	}
+	addr, err := node.HostAddress()
+	if err != nil {
+		return "", err
+	}
+	real.realNode = true
+	s.env.RealNodeVolumes = map[string]string{RealNodeName: realNodeVolumes(s.dir)}
+	return addr, nil
+}
+
 // startRealNode brings the real Node into the world w (whose apiserver listens on this host's
 // address): the local registry on that address serving the images built here, the Node itself
 // (containerd, runc, the kubelet and kube-proxy on this host) Ready, virt-handler on it as

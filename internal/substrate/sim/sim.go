@@ -33,7 +33,6 @@ import (
 	"github.com/cozystack/cozy-e2e/internal/sim/faults"
 	"github.com/cozystack/cozy-e2e/internal/sim/hostjobs"
 	"github.com/cozystack/cozy-e2e/internal/sim/kamaji"
-	"github.com/cozystack/cozy-e2e/internal/sim/node"
 	"github.com/cozystack/cozy-e2e/internal/sim/platform"
 	"github.com/cozystack/cozy-e2e/internal/sim/simenv"
 	"github.com/cozystack/cozy-e2e/internal/sim/upstream"
@@ -181,15 +180,9 @@ func (s *Substrate) Up(ctx context.Context, clock *budget.Clock) (c *cluster.Clu
 	}
 	real.podMetrics = filepath.Join(s.dir, simenv.PodMetricsDir)
 	realNode := s.lane.Sim != nil && s.lane.Sim.RealNode
-	var advertise string
-	if realNode {
-		// The real Node's pods reach the apiserver through the kubernetes Service, whose
-		// endpoint is the address it advertises: this host's.
-		if advertise, err = node.HostAddress(); err != nil {
-			return nil, err
-		}
-		real.realNode = true
-		s.env.RealNodeVolumes = map[string]string{RealNodeName: realNodeVolumes(s.dir)}
+	advertise, err := s.prepareRealNode(realNode, real)
+	if err != nil {
+		return nil, err
 	}
 	s.mu.Lock()
 	s.real = real
