@@ -130,7 +130,7 @@ image cdi-importer "$IMPORTER_PACKAGES" customize_importer cdi-importer cdi-cont
 
 # 4. The worker's disk and its image.
 [[ -f $dir/disk/disk.img ]] || rm -f "$dir/stamps/worker-disk"
-stage worker-disk "$WORKER_DISK_PACKAGES $(<"$dir/stamps/build-root") $(sha256sum <"$here/images/guest-init") $(declare -f build_worker_disk | sha256sum)" build_worker_disk
+stage worker-disk "$WORKER_DISK_PACKAGES $(<"$dir/stamps/build-root") $(cat "$here/images/guest-init" "$here/images/guest-dhcp" | sha256sum) $(declare -f build_worker_disk | sha256sum)" build_worker_disk
 IMAGE_FILES="$dir/disk/disk.img" image worker-disk "" customize_worker_disk
 
 write_versions

@@ -284,6 +284,7 @@ build_worker_disk() {
 	rm -rf "$dir/build-root$w" "$dir/disk" && mkdir -p "$dir/build-root$w"/{debs,x,initramfs/bin} "$dir/disk"
 	cp /etc/resolv.conf "$dir/build-root/etc/resolv.conf"
 	install -m 0755 "$here/images/guest-init" "$dir/build-root$w/initramfs/init"
+	install -m 0755 "$here/images/guest-dhcp" "$dir/build-root$w/initramfs/bin/dhcp"
 	# in a mount namespace with /proc (inroot): SYSLINUX's installer hands mtools /proc/<pid>/fd/<n>
 	inroot "$w" sh -ec "
 		cd $w/debs
@@ -292,7 +293,12 @@ build_worker_disk() {
 		apt-get -o APT::Sandbox::User=root download -qq \$kernel $WORKER_DISK_PACKAGES
 		for d in *.deb; do dpkg-deb -x \$d $w/x; dpkg-deb -W --showformat='\${Package}=\${Version}\n' \$d; done >$w/packages
 		cp $w/x/bin/busybox $w/initramfs/bin/ 2>/dev/null || cp $w/x/usr/bin/busybox $w/initramfs/bin/
-		mkdir -p $w/initramfs/proc $w/initramfs/sys $w/initramfs/dev
+		mkdir -p $w/initramfs/proc $w/initramfs/sys $w/initramfs/dev $w/initramfs/lib/modules
+		# virtio-net and what it needs, and the ACPI power button's input events: modules in
+		# Debian's kernel (virtio-pci and ACPI are built in)
+		for m in net/core/failover drivers/net/net_failover drivers/net/virtio_net drivers/input/evdev drivers/acpi/button; do
+			$w/initramfs/bin/busybox unxz -c $w/x/usr/lib/modules/*/kernel/\$m.ko.xz >$w/initramfs/lib/modules/\${m##*/}.ko
+		done
 		cd $w/initramfs && find . | $w/x/usr/bin/cpio -o -H newc --quiet | gzip -9 >$w/initrd.img
 		cp $w/x/boot/vmlinuz-* $w/vmlinuz
 		printf 'DEFAULT linux\nPROMPT 0\nTIMEOUT 0\nSERIAL 0 115200\nLABEL linux\n  KERNEL vmlinuz\n  APPEND initrd=initrd.img console=ttyS0,115200 panic=-1\n' >$w/syslinux.cfg

@@ -44,7 +44,9 @@ var dataVolumeKind = schema.GroupVersionKind{Group: "cdi.kubevirt.io", Version: 
 func setupImporter(mgr manager.Manager, env *simenv.Env) error {
 	isImporter := predicate.NewPredicateFuncs(func(o client.Object) bool {
 		l := o.GetLabels()
-		return l["app"] == "containerized-data-importer" && l["cdi.kubevirt.io"] == ImporterContainer
+		// CDI's real importer runs on a real Node.
+		p, ok := o.(*corev1.Pod)
+		return l["app"] == "containerized-data-importer" && l["cdi.kubevirt.io"] == ImporterContainer && !(ok && env.RealNode(p.Spec.NodeName))
 	})
 	return ctrl.NewControllerManagedBy(mgr).Named("sim-cdi-importer").
 		For(&corev1.Pod{}, builder.WithPredicates(isImporter)).
@@ -69,7 +71,7 @@ func (r *importers) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resul
 	if err := r.c.Get(ctx, req.NamespacedName, pod); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if pod.DeletionTimestamp != nil || len(pod.Status.ContainerStatuses) == 0 || pod.Status.Phase == corev1.PodSucceeded {
+	if pod.DeletionTimestamp != nil || len(pod.Status.ContainerStatuses) == 0 || pod.Status.Phase == corev1.PodSucceeded || r.env.RealNode(pod.Spec.NodeName) {
 		return ctrl.Result{}, nil // kwok has not started it yet, or it is done
 	}
 	cs := pod.Status.ContainerStatuses[0]

@@ -132,6 +132,15 @@ func toRelease(app *unstructured.Unstructured, k Kind, live *unstructured.Unstru
 	return hr, nil
 }
 
+// postRender sets the Server's post-renderers on hr, the HelmRelease of an app, when the real
+// chart renders it (simenv.RendererChart).
+func (s *Server) postRender(hr *unstructured.Unstructured) {
+	if len(s.PostRenderers) == 0 || hr.GetLabels()[simenv.RendererLabel] != simenv.RendererChart {
+		return
+	}
+	hr.Object["spec"].(map[string]any)["postRenderers"] = s.PostRenderers
+}
+
 // renderer says which renders a Kubernetes app in the sim (simenv.RendererLabel): the real chart
 // when every pool runs Talos (no class, or the built-in talos), the #4911 model otherwise.
 func renderer(app *unstructured.Unstructured) string {

@@ -82,6 +82,10 @@ type Server struct {
 	Next  http.Handler
 	// Log hears which renders each Kubernetes app created (simenv.RendererLabel); nil: nothing.
 	Log io.Writer
+	// PostRenderers are Flux post-renderers (helm-controller's spec.postRenderers) the
+	// HelmRelease of every Kubernetes app the real chart renders carries: how a lane changes what
+	// the chart renders, in the release for all to see (nil: none).
+	PostRenderers []any
 
 	dyn dynamic.Interface
 }

@@ -30,6 +30,7 @@ func (s *Server) create(ctx context.Context, req request, r *http.Request) (any,
 	if err != nil {
 		return nil, err
 	}
+	s.postRender(hr)
 	created, err := s.releases(req.namespace).Create(ctx, hr, metav1.CreateOptions{})
 	if err != nil {
 		return nil, asApp(err, req, app.GetName())
@@ -93,6 +94,7 @@ func (s *Server) write(ctx context.Context, req request, change func(*unstructur
 	if err != nil {
 		return nil, err
 	}
+	s.postRender(next)
 	updated, err := s.releases(req.namespace).Update(ctx, next, metav1.UpdateOptions{})
 	if err != nil {
 		return nil, asApp(err, req, req.name)

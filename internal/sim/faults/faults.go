@@ -35,11 +35,17 @@ const (
 	NodeLabelRemoved    Name = "node-label-removed"
 	ControllerKilled    Name = "controller-killed"
 	ControllerCrashLoop Name = "controller-crashloop"
+	// RegistryUnavailableOnce acts on a lane with a real Node only (RealNodeOnly).
+	RegistryUnavailableOnce Name = "registry-unavailable-once"
 )
 
 // Components are the upstream controllers a sim world runs as processes, as the controller
 // faults name them after "@" (where other faults name a pool).
 var components = []string{"capk", "cabpt", "helm-controller", "cdi-controller", "virt-controller"}
+
+// RealNodeOnly reports whether fault n acts only in a world with a real Node (a lane with
+// sim.realNode), on what runs there for real; test/simlane's real-Node lane test exercises it.
+func RealNodeOnly(n Name) bool { return n == RegistryUnavailableOnce }
 
 // OnComponent reports whether fault n names a controller, not a pool, after "@".
 func OnComponent(n Name) bool { return n == ControllerKilled || n == ControllerCrashLoop }
@@ -106,6 +112,8 @@ var catalogue = []Fault{
 		"kubernetes v1.35.4 pkg/kubelet/kubelet.go:162-170,1007-1012 (the kubelet's restart back-off) and pkg/kubelet/kuberuntime/kuberuntime_manager.go:1837-1853; the kill is sim only", true, false},
 	{ControllerCrashLoop, "from the moment the first VirtualMachine of the run exists, the named controller exits at every start (it is given a flag it refuses: exit 2, its last log line says so): its Pod shows CrashLoopBackOff with restarts backing off 10 s, 20 s, ...; the pools it serves stay where it left them",
 		"kubernetes v1.35.4 pkg/kubelet/kuberuntime/kuberuntime_manager.go:1841-1849 (CrashLoopBackOff while the back-off runs); the refused flag is sim only", false, false},
+	{RegistryUnavailableOnce, "on a lane with a real Node: the local registry answers the first request for the worker disk's manifest 503 Service Unavailable; CDI's real importer exits 1 with the error as its termination message, the real kubelet restarts it after its back-off, the second pull imports and the worker joins",
+		"CDI v1.64.0 cmd/cdi-importer/importer.go:187-196 (the importer's exit) and pkg/controller/import-controller.go:958 (restartPolicy OnFailure, run by the real kubelet); the registry's answer is sim only", true, false},
 }
 
 // Catalogue lists every fault, in documentation order.

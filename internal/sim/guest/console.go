@@ -19,7 +19,8 @@ type console struct {
 	path  string // "" when the VM logs no serial console
 	start time.Time
 	now   func() time.Time
-	// port is the VMI's serial port: ns, name and UID on ports.
+	// port is the VMI's serial port: ns, name and UID on ports (nil: a real VM's, whose
+	// console is its own).
 	ports        *simenv.SerialPorts
 	ns, vmi, uid string
 }
@@ -36,7 +37,9 @@ func (c *console) say(lines ...string) {
 		out[i] = fmt.Sprintf("[%12.6f] %s", rel, l)
 		serial.WriteString(out[i] + "\r\n")
 	}
-	c.ports.Write(c.ns, c.vmi, c.uid, []byte(serial.String()))
+	if c.ports != nil {
+		c.ports.Write(c.ns, c.vmi, c.uid, []byte(serial.String()))
+	}
 	if c.path != "" {
 		_ = simenv.WriteContainerLog(c.path, at, out...)
 	}

@@ -42,7 +42,16 @@ func (gu *guest) run(ctx context.Context) {
 	defer close(gu.done)
 	vmi := gu.vmi
 	gu.con = console{start: gu.env().Now(), now: gu.env().Now, ports: gu.env().Serial, ns: vmi.Namespace, vmi: vmi.Name, uid: string(vmi.UID)}
-	if pod, err := kubevirt.Launcher(ctx, gu.g.c, vmi); err == nil && pod != nil && kubevirt.ConsoleLog(pod) && gu.env().Logs != nil {
+	real := gu.env().RealNode(vmi.Status.NodeName)
+	if real {
+		// A real VM on a real Node: its console is the guest's own. The join starts once the
+		// guest says it is up, and writes nothing there.
+		gu.con.ports = nil
+		if err := gu.waitUp(ctx); err != nil {
+			gu.g.logf("VMI %s/%s on the real Node %s: %v", vmi.Namespace, vmi.Name, vmi.Status.NodeName, err)
+			return
+		}
+	} else if pod, err := kubevirt.Launcher(ctx, gu.g.c, vmi); err == nil && pod != nil && kubevirt.ConsoleLog(pod) && gu.env().Logs != nil {
 		if path, err := gu.env().Logs.ContainerLog(pod.Namespace, pod.Name, kubevirt.ConsoleContainer); err == nil {
 			gu.con.path = path
 		}
@@ -60,6 +69,10 @@ func (gu *guest) run(ctx context.Context) {
 		return
 	}
 	gu.os = data.OS
+	if real {
+		gu.join(ctx, pool, known, data)
+		return
+	}
 	boot := bootLines(data, vmi)
 	stall := active(faults.MHCReplacement) && gu.g.claimStall(pool)
 	if stall {

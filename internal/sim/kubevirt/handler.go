@@ -80,7 +80,8 @@ func (d *domains) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result,
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	ref := metav1.GetControllerOf(pod)
-	if ref == nil || ref.Kind != "VirtualMachineInstance" || pod.DeletionTimestamp != nil {
+	// A real Node's virt-handler syncs the VMIs handed to it.
+	if ref == nil || ref.Kind != "VirtualMachineInstance" || pod.DeletionTimestamp != nil || d.env.RealNode(pod.Spec.NodeName) {
 		return ctrl.Result{}, nil
 	}
 	vmi := &kubevirtv1.VirtualMachineInstance{}

@@ -43,7 +43,7 @@ const (
 // Setup registers virt-handler's stand-in on mgr: the management Nodes' heartbeat and the
 // domains of the VMIs scheduled to them.
 func Setup(mgr manager.Manager, env *simenv.Env) error {
-	if err := setupNodes(mgr); err != nil {
+	if err := setupNodes(mgr, env); err != nil {
 		return err
 	}
 	return setupHandler(mgr, env)

@@ -14,6 +14,8 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/cozystack/cozy-e2e/internal/sim/simenv"
 )
 
 // What virt-handler keeps on its Node (kubevirt/kubevirt v1.8.4):
@@ -39,11 +41,11 @@ const (
 // are named devices.kubevirt.io/<name> (generic_device.go lines 44, 84).
 var devicePlugins = []corev1.ResourceName{"devices.kubevirt.io/kvm", "devices.kubevirt.io/tun", "devices.kubevirt.io/vhost-net"}
 
-func setupNodes(mgr manager.Manager) error {
+func setupNodes(mgr manager.Manager, env *simenv.Env) error {
 	c := mgr.GetClient()
 	return mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
 		for {
-			if err := heartbeat(ctx, c); err != nil && ctx.Err() == nil {
+			if err := heartbeat(ctx, c, env); err != nil && ctx.Err() == nil {
 				mgr.GetLogger().Error(err, "virt-handler stand-in: heartbeat")
 			}
 			wait := time.Duration(float64(heartBeatInterval) * (1 + rand.Float64()*heartBeatJitter))
@@ -57,8 +59,8 @@ func setupNodes(mgr manager.Manager) error {
 }
 
 // heartbeat is one heartbeat of every management Node's virt-handler (each Node runs one: a
-// DaemonSet), with its device plugins registered.
-func heartbeat(ctx context.Context, c client.Client) error {
+// DaemonSet), with its device plugins registered. A real Node's virt-handler beats for itself.
+func heartbeat(ctx context.Context, c client.Client, env *simenv.Env) error {
 	var nodes corev1.NodeList
 	if err := c.List(ctx, &nodes); err != nil {
 		return err
@@ -73,6 +75,9 @@ func heartbeat(ctx context.Context, c client.Client) error {
 	}
 	for i := range nodes.Items {
 		n := &nodes.Items[i]
+		if env.RealNode(n.Name) {
+			continue
+		}
 		meta := fmt.Sprintf(`{"metadata":{"labels":{%q:"true",%q:"false",%q:"false"},"annotations":{%q:%s}}}`,
 			kubevirtv1.NodeSchedulable, kubevirtv1.DeprecatedCPUManager, kubevirtv1.CPUManager, kubevirtv1.VirtHandlerHeartbeat, now)
 		if err := c.Patch(ctx, n, client.RawPatch(types.StrategicMergePatchType, []byte(meta))); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"strings"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
@@ -22,6 +23,25 @@ const (
 	// disk alone under /disk.
 	WorkerDisk = "worker-disk"
 )
+
+// What the worker disk's init says (hack/tools/images/guest-init): GuestInit begins its first
+// line on the serial console; once its network is up it answers GuestUp over HTTP on
+// GuestUpPort at /up, where the host reads it through the pod's address (KubeVirt's masquerade
+// binding forwards every port to the guest).
+const (
+	GuestInit   = "cozy-e2e guest: init started"
+	GuestUp     = "cozy-e2e guest: up"
+	GuestUpPort = 7878
+)
+
+// WorkerDiskURL is the worker disk as a CDI registry source names it on the registry at host
+// (host:port), as Images.Push serves it there.
+func WorkerDiskURL(host string) string {
+	return "docker://" + host + "/" + strings.TrimPrefix(UpstreamRefs[WorkerDisk], "cozy-e2e.local/")
+}
+
+// WorkerDiskRepo is the worker disk's repository on the local registry.
+const WorkerDiskRepo = "worker-disk"
 
 // ImageNames are the images build-images.sh builds.
 var ImageNames = []string{VirtLauncher, VirtHandler, VirtAPI, CDIImporter, WorkerDisk}

@@ -251,7 +251,7 @@ func checkVMIBoots(ctx context.Context, t *testing.T, b *upstream.Build, c *clus
 }
 
 // guestUp is the worker disk's init's line (hack/tools/images/guest-init).
-const guestUp = "cozy-e2e guest: init started"
+const guestUp = node.GuestInit
 
 type consoleRead struct {
 	text  string

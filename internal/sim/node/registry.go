@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"sync"
 	"time"
@@ -36,6 +37,8 @@ type Registry struct {
 
 	mu        sync.Mutex
 	upstreams map[string]bool
+	// refuse counts, per repository, the manifest requests still to refuse; refused those refused.
+	refuse, refused map[string]int
 }
 
 // StartRegistry serves a registry on a free loopback port; its request log goes to logw.
@@ -49,14 +52,54 @@ func StartRegistryOn(host string, logw io.Writer) (*Registry, error) {
 	if err != nil {
 		return nil, fmt.Errorf("local registry: listening on %s: %w", host, err)
 	}
-	r := &Registry{Host: ln.Addr().String(), done: make(chan struct{}), upstreams: map[string]bool{}, blobs: newBlobStore()}
+	r := &Registry{Host: ln.Addr().String(), done: make(chan struct{}), upstreams: map[string]bool{}, blobs: newBlobStore(),
+		refuse: map[string]int{}, refused: map[string]int{}}
 	h := registry.New(registry.Logger(log.New(logw, "registry ", log.LstdFlags)), registry.WithBlobHandler(r.blobs))
-	r.srv = &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	r.srv = &http.Server{Handler: r.refusing(h, logw), ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		defer close(r.done)
 		_ = r.srv.Serve(ln)
 	}()
 	return r, nil
+}
+
+// manifestPath is a distribution API manifest request: /v2/<repository>/manifests/<reference>.
+var manifestPath = regexp.MustCompile(`^/v2/(.+)/manifests/[^/]+$`)
+
+// RefuseManifests makes the registry refuse the next n requests for a manifest of repository
+// repo (as a Pod names it, without the registry: "worker-disk"), each answered 503 Service
+// Unavailable, as a registry behind a proxy answers while it is down; then it serves them again.
+func (r *Registry) RefuseManifests(repo string, n int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.refuse[repo] = n
+}
+
+// Refused is how many manifest requests of repository repo the registry refused.
+func (r *Registry) Refused(repo string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.refused[repo]
+}
+
+func (r *Registry) refusing(next http.Handler, logw io.Writer) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if m := manifestPath.FindStringSubmatch(req.URL.Path); m != nil {
+			r.mu.Lock()
+			refuse := r.refuse[m[1]] > 0
+			if refuse {
+				r.refuse[m[1]]--
+				r.refused[m[1]]++
+			}
+			r.mu.Unlock()
+			if refuse {
+				fmt.Fprintf(logw, "registry refused %s %s: 503 Service Unavailable\n", req.Method, req.URL.Path)
+				http.Error(w, "503 Service Unavailable", http.StatusServiceUnavailable)
+				return
+			}
+		}
+		next.ServeHTTP(w, req)
+	})
 }
 
 // Stop closes the registry.

@@ -91,3 +91,44 @@ func TestRegistryServesImagesUnderTheirNames(t *testing.T) {
 		}
 	}
 }
+
+// A registry told to refuse a repository's manifest once answers its next manifest request 503
+// and counts it, then serves it again; other repositories are not refused.
+func TestRegistryRefusesAManifestOnce(t *testing.T) {
+	ctx := context.Background()
+	r, err := node.StartRegistry(io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Stop()
+	img, err := node.FileImage([]node.File{{Path: "disk/disk.img", Mode: 0o644, Content: []byte("disk")}}, v1.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ref := range []string{"cozy-e2e.local/worker-disk:latest", "cozy-e2e.local/other:latest"} {
+		if _, err := r.Push(ctx, ref, img); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.RefuseManifests(node.WorkerDiskRepo, 1)
+	get := func(repo string) int {
+		resp, err := http.Get("http://" + r.Host + "/v2/" + repo + "/manifests/latest")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if got := get("other"); got != http.StatusOK {
+		t.Errorf("another repository's manifest: %d, want 200", got)
+	}
+	if got := get(node.WorkerDiskRepo); got != http.StatusServiceUnavailable {
+		t.Errorf("the refused manifest, first request: %d, want 503", got)
+	}
+	if got := get(node.WorkerDiskRepo); got != http.StatusOK {
+		t.Errorf("the refused manifest, second request: %d, want 200", got)
+	}
+	if n := r.Refused(node.WorkerDiskRepo); n != 1 {
+		t.Errorf("Refused = %d, want 1", n)
+	}
+}

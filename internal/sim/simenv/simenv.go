@@ -88,11 +88,22 @@ type Env struct {
 	// RealNodeVolumes maps each real Node (internal/sim/node) to the folder on this host its
 	// volumes are made in (nil: the world has none).
 	RealNodeVolumes map[string]string
+	// RealNodeRegistry is the host:port of the local registry the real Nodes pull from, which
+	// CDI's importer reads the worker's disk from ("": the world has no real Node). Set before
+	// any tenant is created.
+	RealNodeRegistry string
 	// Now is the clock.
 	Now func() time.Time
 
 	mu       sync.Mutex
 	observed *os.File
+}
+
+// RealNode reports whether the Node name is a real Node (internal/sim/node): a real kubelet runs
+// its Pods and a real virt-handler its VMIs, so no stand-in plays them.
+func (e *Env) RealNode(name string) bool {
+	_, ok := e.RealNodeVolumes[name]
+	return ok && name != ""
 }
 
 // DefaultLatency is used for any latency the lane does not name: fast, but long enough that

@@ -46,15 +46,30 @@ func RealNodeKubeVirtCR(cr *kubevirtv1.KubeVirt, label, taint string) *kubevirtv
 	return out
 }
 
-// ApplyVirtHandler installs virt-handler as virt-operator does: the KubeVirt CR (marked
-// Deployed, see applyKubeVirtCR), what the operator installs before its workloads (kv.NodeSide:
-// its PriorityClass, service accounts, RBAC, Services, its certificates and CA bundles), then the virt-handler
-// DaemonSet. The DaemonSet controller and the scheduler place its Pod; a real Node's kubelet
-// runs it. An object already there is left as it is.
+// ApplyVirtHandler installs virt-handler as virt-operator does: what the operator installs before
+// its workloads (ApplyNodeSide), then the virt-handler DaemonSet. The DaemonSet controller and the
+// scheduler place its Pod; a real Node's kubelet runs it. An object already there is left as it
+// is.
 func ApplyVirtHandler(ctx context.Context, c *cluster.Cluster, kv *KubeVirt) error {
 	if kv.Handler == nil {
 		return fmt.Errorf("upstream: virt-handler: install-strategy printed no virt-handler DaemonSet")
 	}
+	if err := ApplyNodeSide(ctx, c, kv); err != nil {
+		return err
+	}
+	ds := kv.Handler.DeepCopy()
+	if err := c.Client.Create(ctx, ds); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("upstream: the virt-handler DaemonSet %s/%s: %w", ds.Namespace, ds.Name, err)
+	}
+	return nil
+}
+
+// ApplyNodeSide installs what virt-operator installs before its workloads: the KubeVirt CR
+// (marked Deployed, see applyKubeVirtCR) and kv.NodeSide (its PriorityClass, service accounts,
+// RBAC, Services, its certificates and CA bundles), in their namespaces. A component that runs as
+// its service account (ServiceAccountKubeconfig) needs them first. An object already there is left
+// as it is.
+func ApplyNodeSide(ctx context.Context, c *cluster.Cluster, kv *KubeVirt) error {
 	if err := applyKubeVirtCR(ctx, c, kv.CR); err != nil {
 		return err
 	}
@@ -69,10 +84,6 @@ func ApplyVirtHandler(ctx context.Context, c *cluster.Cluster, kv *KubeVirt) err
 			return fmt.Errorf("upstream: virt-operator's %s %s/%s: %w", o.GetKind(), o.GetNamespace(), o.GetName(), err)
 		}
 	}
-	ds := kv.Handler.DeepCopy()
-	if err := c.Client.Create(ctx, ds); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("upstream: the virt-handler DaemonSet %s/%s: %w", ds.Namespace, ds.Name, err)
-	}
 	return nil
 }
 
@@ -86,7 +97,9 @@ func namespacesOf(kv *KubeVirt) []string {
 			out = append(out, ns)
 		}
 	}
-	add(kv.Handler.Namespace)
+	if kv.Handler != nil {
+		add(kv.Handler.Namespace)
+	}
 	for _, o := range kv.NodeSide {
 		add(o.GetNamespace())
 	}

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"regexp"
@@ -44,6 +45,20 @@ func newConsoleServer(admin *rest.Config, ports *simenv.SerialPorts) (*consoleSe
 	}
 	return &consoleServer{admin: admin, dyn: dyn, ports: ports, up: websocket.Upgrader{
 		Subprotocols: []string{"plain.kubevirt.io"}, CheckOrigin: func(*http.Request) bool { return true }}}, nil
+}
+
+// onRealNode reports whether the VMI runs on a real Node (simenv.Env.RealNode), where the real
+// virt-api and virt-handler serve its console.
+func (s *consoleServer) onRealNode(ctx context.Context, env *simenv.Env, namespace, name string) bool {
+	if len(env.RealNodeVolumes) == 0 {
+		return false
+	}
+	vmi, err := s.dyn.Resource(vmiResource).Namespace(namespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return false
+	}
+	nodeName, _, _ := unstructured.NestedString(vmi.Object, "status", "nodeName")
+	return env.RealNode(nodeName)
 }
 
 func (s *consoleServer) serve(w http.ResponseWriter, r *http.Request, namespace, name string) {

@@ -68,6 +68,9 @@ func startProxy(upstream *controlplane.APIServer, admin *rest.Config, env *simen
 		return nil, err
 	}
 	apps.Log = log
+	if env.RealNodeRegistry != "" {
+		apps.PostRenderers = realNodePostRenderers(env.RealNodeRegistry)
+	}
 	consoles, err := newConsoleServer(admin, env.Serial)
 	if err != nil {
 		return nil, err
@@ -88,7 +91,8 @@ func (p *proxy) handler(next http.Handler) http.Handler {
 			writeStatus(w, http.StatusInternalServerError, "etcdserver: leader changed")
 			return
 		}
-		if m := consolePath.FindStringSubmatch(r.URL.Path); m != nil && p.consoles != nil {
+		// The console of a VMI on a real Node is virt-api's own, through the aggregator.
+		if m := consolePath.FindStringSubmatch(r.URL.Path); m != nil && p.consoles != nil && !p.consoles.onRealNode(r.Context(), p.env, m[1], m[2]) {
 			p.consoles.serve(w, r, m[1], m[2])
 			return
 		}

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -9,8 +10,13 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/cozystack/cozy-e2e/framework/cluster"
+
+	"github.com/cozystack/cozy-e2e/internal/sim/faults"
 	"github.com/cozystack/cozy-e2e/internal/sim/node"
 	"github.com/cozystack/cozy-e2e/internal/sim/upstream"
 	"github.com/cozystack/cozy-e2e/internal/sim/world"
@@ -95,6 +101,9 @@ func (s *Substrate) startRealNode(ctx context.Context, w *world.World, kv *upstr
 	if _, err := imgs.Push(ctx, reg, nil); err != nil {
 		return err
 	}
+	if s.env.Faults != nil && s.env.Faults.Selected(faults.RegistryUnavailableOnce) {
+		reg.RefuseManifests(node.WorkerDiskRepo, 1)
+	}
 	n, err = node.Start(ctx, node.Options{Name: RealNodeName, Dir: dir, Tools: tools, APIServer: w.API, Registry: reg, Log: s.o.Log})
 	if err != nil {
 		return fmt.Errorf("sim: the real Node: %w", err)
@@ -116,8 +125,58 @@ func (s *Substrate) startRealNode(ctx context.Context, w *world.World, kv *upstr
 	if err := waitComponentReady(ctx, cs, "virt-handler", RealNodeName); err != nil {
 		return err
 	}
-	fmt.Fprintf(s.o.Log, "sim: real Node %s (%s) Ready in %s, virt-handler Ready on it %s later\n", RealNodeName, n.Subnet,
-		ready.Round(time.Millisecond), (time.Since(start) - ready).Round(time.Millisecond))
+	handler := time.Since(start)
+	// virt-api after virt-handler has marked the Node: virt-operator sizes virt-api by the
+	// schedulable Nodes (upstream.ApplyVirtAPI).
+	if err := upstream.ApplyVirtAPI(ctx, w.Cluster, kv); err != nil {
+		return fmt.Errorf("sim: %w", err)
+	}
+	if err := waitComponentReady(ctx, cs, "virt-api", RealNodeName); err != nil {
+		return err
+	}
+	if err := waitAPIServicesAvailable(ctx, w.Cluster, kv); err != nil {
+		return err
+	}
+	s.env.RealNodeRegistry = reg.Host
+	fmt.Fprintf(s.o.Log, "sim: real Node %s (%s) Ready in %s, virt-handler Ready on it %s later, virt-api serving %s after that\n", RealNodeName, n.Subnet,
+		ready.Round(time.Millisecond), (handler - ready).Round(time.Millisecond), (time.Since(start) - handler).Round(time.Millisecond))
+	return nil
+}
+
+// waitAPIServicesAvailable waits until the aggregator reports each of virt-api's APIServices
+// Available (kube-aggregator checks that it reaches the Service's endpoints), saying which one
+// it waits for and why it is not.
+func waitAPIServicesAvailable(ctx context.Context, c *cluster.Cluster, kv *upstream.KubeVirt) error {
+	for _, want := range kv.APIServices {
+		last := "not found yet"
+		for {
+			got := &unstructured.Unstructured{}
+			got.SetGroupVersionKind(want.GroupVersionKind())
+			err := c.Client.Get(ctx, client.ObjectKey{Name: want.GetName()}, got)
+			if err == nil {
+				conds, _, _ := unstructured.NestedSlice(got.Object, "status", "conditions")
+				last = "no Available condition yet"
+				available := false
+				for _, x := range conds {
+					m, _ := x.(map[string]any)
+					if m["type"] == "Available" {
+						last = fmt.Sprintf("Available=%v (%v): %v", m["status"], m["reason"], m["message"])
+						available = m["status"] == "True"
+					}
+				}
+				if available {
+					break
+				}
+			} else {
+				last = err.Error()
+			}
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("sim: APIService %s Available: %w (last: %s)", want.GetName(), ctx.Err(), last)
+			case <-time.After(time.Second):
+			}
+		}
+	}
 	return nil
 }
 
@@ -164,4 +223,39 @@ func containerStates(cs []corev1.ContainerStatus) []string {
 		out = append(out, c.Name+" "+st)
 	}
 	return out
+}
+
+// realNodePostRenderers are the Flux post-renderers (github.com/fluxcd/helm-controller/api v1.6.2
+// v2/helmrelease_types.go:183-186, 215-244, PostRenderers: a kustomize post-renderer's patches) through which
+// a lane with a real Node changes the workers the real chart renders (cozystack v1.6.1
+// packages/apps/kubernetes/templates/cluster.yaml:64-190), in each KubevirtMachineTemplate
+// (spec.template.spec.virtualMachineTemplate: CAPK v0.1.10
+// api/v1alpha1/kubevirtmachinetemplate_types.go:25,56, api/v1alpha1/kubevirtmachine_types.go:44).
+// Each change is one this machine needs, and the release shows it:
+//   - the system disk's DataVolume imports the worker's disk built here from the local registry
+//     (a registry source, as the Kairos pools import theirs), not the Talos image from the image
+//     factory (cluster.yaml:102-104), which no one here can reach;
+//   - the pod network is bound by masquerade, not bridge (cluster.yaml:172-174): the bridge
+//     binding needs a dummy link, which this kernel lacks (kubevirt.io/kubevirt v1.8.4
+//     pkg/network/setup/netpod/netpod.go:392-400; internal/sim/node's test says so);
+//   - the VM runs on the real Node: its label selected, its taint tolerated.
+func realNodePostRenderers(registry string) []any {
+	vm := "/spec/template/spec/virtualMachineTemplate/spec"
+	ops := []any{
+		map[string]any{"op": "replace", "path": vm + "/dataVolumeTemplates/0/spec/source",
+			"value": map[string]any{"registry": map[string]any{"url": node.WorkerDiskURL(registry)}}},
+		map[string]any{"op": "replace", "path": vm + "/template/spec/domain/devices/interfaces/0",
+			"value": map[string]any{"name": "default", "masquerade": map[string]any{}}},
+		map[string]any{"op": "add", "path": vm + "/template/spec/nodeSelector", "value": map[string]any{node.Label: "true"}},
+		map[string]any{"op": "add", "path": vm + "/template/spec/tolerations",
+			"value": []any{map[string]any{"key": node.Taint, "operator": "Exists", "effect": "NoSchedule"}}},
+	}
+	patch, err := json.Marshal(ops)
+	if err != nil {
+		panic(err) // maps of strings
+	}
+	return []any{map[string]any{"kustomize": map[string]any{"patches": []any{map[string]any{
+		"target": map[string]any{"group": "infrastructure.cluster.x-k8s.io", "kind": "KubevirtMachineTemplate"},
+		"patch":  string(patch),
+	}}}}}
 }

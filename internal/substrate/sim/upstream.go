@@ -57,11 +57,13 @@ type realControllers struct {
 	podMetrics string
 	// realNode: the lane has a real Node; KubeVirt is installed for it (kubeVirtInstall) and
 	// cdi-controller reaches its pods (realNodeSubnets).
-	realNode  bool
-	cabptHook *upstream.Serving
-	charts    *upstream.ChartServer
-	mu        sync.Mutex
-	running   []*upstream.Controller
+	realNode bool
+	// virtKubeconfig is virt-controller's kubeconfig as its service account ("": the admin's).
+	virtKubeconfig string
+	cabptHook      *upstream.Serving
+	charts         *upstream.ChartServer
+	mu             sync.Mutex
+	running        []*upstream.Controller
 	// supervisors keep the running controllers alive as a kubelet keeps the platform's Pods,
 	// by step name; backoff is their restart back-off (the kubelet's).
 	supervisors map[string]*upstream.Supervisor
@@ -202,6 +204,11 @@ func (r *realControllers) start(ctx context.Context, w *world.World) error {
 		{"virt-controller", r.startVirtController, nil},
 	}
 	r.installLater(w)
+	if r.realNode {
+		if err := r.virtControllerIdentity(ctx, w); err != nil {
+			return err
+		}
+	}
 	// All at once: each waits for its own readiness.
 	errs := make([]error, len(steps)+1)
 	var wg sync.WaitGroup
@@ -393,12 +400,38 @@ func (r *realControllers) installLater(w *world.World) {
 	}()
 }
 
-// startVirtController runs virt-controller with what virt-operator gives it.
+// startVirtController runs virt-controller with what virt-operator gives it, as its service
+// account when the world has one for it (virtControllerIdentity).
 func (r *realControllers) startVirtController(ctx context.Context, b *upstream.Build, c *cluster.Cluster, o upstream.Options) (*upstream.Controller, error) {
 	r.mu.Lock()
 	kv := r.kubevirt
+	if r.virtKubeconfig != "" {
+		o.Kubeconfig = r.virtKubeconfig
+	}
 	r.mu.Unlock()
 	return upstream.StartVirtController(ctx, b, c, kv, o)
+}
+
+// virtControllerIdentity gives virt-controller its Pod's identity in a world with a real Node,
+// where virt-api runs: its mutator keeps VMI status updates from KubeVirt's service accounts only
+// (kubevirt.io/kubevirt v1.8.4 pkg/virt-api/webhooks/mutating-webhook/mutators/vmi-mutator.go:134-142,
+// pkg/virt-api/webhooks/serviceaccounts.go:28-37). Its service account and RBAC are what
+// virt-operator installs before its workloads (upstream.ApplyNodeSide).
+func (r *realControllers) virtControllerIdentity(ctx context.Context, w *world.World) error {
+	r.mu.Lock()
+	kv := r.kubevirt
+	r.mu.Unlock()
+	if err := upstream.ApplyNodeSide(ctx, w.Cluster, kv); err != nil {
+		return fmt.Errorf("sim: %w", err)
+	}
+	path := filepath.Join(r.dir, "kubevirt-controller.kubeconfig")
+	if err := w.API.ServiceAccountKubeconfig(upstream.KubeVirtNamespace, "kubevirt-controller", path); err != nil {
+		return fmt.Errorf("sim: virt-controller's identity: %w", err)
+	}
+	r.mu.Lock()
+	r.virtKubeconfig = path
+	r.mu.Unlock()
+	return nil
 }
 
 // kubeVirtInstall is what virt-operator installs for the platform's KubeVirt CR, as a lane with a
