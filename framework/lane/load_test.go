@@ -76,6 +76,8 @@ func TestParseRefusesBrokenLanes(t *testing.T) {
 		{"duplicate suite", "suites: [{name: kubernetes}]", "suites: [{name: kubernetes}, {name: kubernetes}]", []string{`suites[1].name: "kubernetes" is declared twice`}},
 		{"suite name not a folder", "suites: [{name: kubernetes}]", "suites: [{name: Kubernetes}]", []string{`suites[0].name: "Kubernetes" is not a suite directory name`}},
 		{"phase name not a label", "{name: cluster, ceiling: 1m}", "{name: Cluster, ceiling: 1m}", []string{`budget.phases[0].name: "Cluster" is not a phase name (lower case, digits, dashes)`}},
+		{"real Node with a model-rendered pool", "  - {name: md0, class: talos, replicas: 2}\n", "  - {name: md0, class: talos, replicas: 2}\n  - {name: k, class: kairos, replicas: 1}\nsim: {realNode: true}\n",
+			[]string{`lanes/x.yaml:6: pools[1].class: "kairos": a lane with sim.realNode runs only pools of the built-in talos class`}},
 		{"nightly sim lane", "suites:", "runner: {nightly: true}\nsuites:", []string{"lanes/x.yaml:7: runner.nightly: is only for kind lanes: the e2e workflow runs no other"}},
 	}
 	for _, tc := range cases {

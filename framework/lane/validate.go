@@ -78,6 +78,18 @@ func (l *Lane) Validate() Errors {
 		if l.Kind != nil {
 			v.fail("kind", "is only for kind lanes")
 		}
+		if l.Sim != nil && l.Sim.RealNode {
+			// The real chart renders the pools of the built-in talos class, and a real-Node lane's
+			// post-renderers put their VMs on the real Node; a pool the sim's model of #4911
+			// renders would run on kwok's Nodes, whose virt-handler stand-in writes VMI status as
+			// admin, which the real virt-api's mutator drops (kubevirt.io/kubevirt v1.8.4
+			// pkg/virt-api/webhooks/mutating-webhook/mutators/vmi-mutator.go:134-142).
+			for i, p := range l.Pools {
+				if p.Class != "talos" {
+					v.fail(p.path(i)+".class", "%q: a lane with sim.realNode runs only pools of the built-in talos class, which the real chart renders and the real Node runs; the sim's model renders this one onto kwok's Nodes, where the real virt-api drops the stand-in virt-handler's VMI status", p.Class)
+				}
+			}
+		}
 		if l.Sim != nil && l.Sim.MachineHealthCheck != nil {
 			m := l.Sim.MachineHealthCheck
 			// The chart's own checks (packages/apps/kubernetes templates/cluster.yaml:827-836) and
