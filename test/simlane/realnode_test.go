@@ -343,14 +343,15 @@ func (w *realNodeWatch) check(t *testing.T) {
 
 // checkRealConsole: a console of the md0 worker (the VMI that joined: KubeVirt's earlier ones
 // were stopped by the run's outside hands, maybe before their init), read through virt-api's
-// console subresource, holds the guest kernel's boot and its init's lines.
+// console subresource, holds the guest kernel's boot and its init's lines, the bootstrap data it
+// read from its config drive among them.
 func checkRealConsole(t *testing.T, art string) {
 	t.Helper()
 	files, _ := filepath.Glob(filepath.Join(art, "pools", "md0", "consoles", "*", "*.log"))
 	if len(files) == 0 {
 		t.Fatalf("no console of pool md0 in the artifacts (%s)", art)
 	}
-	want := []string{"read from: the VMI's console subresource", "node " + sim.RealNodeName, "Linux version ", node.GuestInit}
+	want := []string{"read from: the VMI's console subresource", "node " + sim.RealNodeName, "Linux version ", node.GuestInit, "cozy-e2e guest: config drive /dev/vd"}
 	var lacks []string
 	for _, f := range files {
 		data, err := os.ReadFile(f)
@@ -437,9 +438,4 @@ func checkRealComponents(t *testing.T, art string) {
 			t.Errorf("run.json lists no %s with a version (it lists %v)", want, have)
 		}
 	}
-}
-
-func head(s string, lines int) string {
-	all := strings.SplitN(s, "\n", lines+1)
-	return strings.Join(all[:min(len(all), lines)], "\n")
 }

@@ -294,9 +294,10 @@ build_worker_disk() {
 		for d in *.deb; do dpkg-deb -x \$d $w/x; dpkg-deb -W --showformat='\${Package}=\${Version}\n' \$d; done >$w/packages
 		cp $w/x/bin/busybox $w/initramfs/bin/ 2>/dev/null || cp $w/x/usr/bin/busybox $w/initramfs/bin/
 		mkdir -p $w/initramfs/proc $w/initramfs/sys $w/initramfs/dev $w/initramfs/lib/modules
-		# virtio-net and what it needs, and the ACPI power button's input events: modules in
+		# virtio-net and what it needs, the ACPI power button's input events, virtio-blk and ISO 9660
+		# for the config drive: modules in
 		# Debian's kernel (virtio-pci and ACPI are built in)
-		for m in net/core/failover drivers/net/net_failover drivers/net/virtio_net drivers/input/evdev drivers/acpi/button; do
+		for m in net/core/failover drivers/net/net_failover drivers/net/virtio_net drivers/input/evdev drivers/acpi/button drivers/block/virtio_blk drivers/cdrom/cdrom fs/isofs/isofs; do
 			$w/initramfs/bin/busybox unxz -c $w/x/usr/lib/modules/*/kernel/\$m.ko.xz >$w/initramfs/lib/modules/\${m##*/}.ko
 		done
 		cd $w/initramfs && find . | $w/x/usr/bin/cpio -o -H newc --quiet | gzip -9 >$w/initrd.img

@@ -2,6 +2,8 @@ package guest
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"net"
@@ -62,19 +64,57 @@ func podAddress(vmi *kubevirtv1.VirtualMachineInstance) string {
 
 // askUp asks the guest at ip whether it is up.
 func askUp(ctx context.Context, hc *http.Client, ip string) (bool, string) {
-	url := "http://" + net.JoinHostPort(ip, strconv.Itoa(node.GuestUpPort)) + "/up"
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	body, err := guestGet(ctx, hc, ip, "/up")
 	if err != nil {
 		return false, err.Error()
+	}
+	if !strings.HasPrefix(body, node.GuestUp) {
+		return false, fmt.Sprintf("GET /up: %q", body)
+	}
+	return true, ""
+}
+
+// guestGet reads path from the guest's HTTP server at ip.
+func guestGet(ctx context.Context, hc *http.Client, ip, path string) (string, error) {
+	url := "http://" + net.JoinHostPort(ip, strconv.Itoa(node.GuestUpPort)) + path
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return "", err
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
-		return false, err.Error()
+		return "", err
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
-	if err != nil || resp.StatusCode != http.StatusOK || !strings.HasPrefix(string(body), node.GuestUp) {
-		return false, fmt.Sprintf("GET %s: %s %q (%v)", url, resp.Status, body, err)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("GET %s: %s %q (%v)", url, resp.Status, body, err)
 	}
-	return true, ""
+	return string(body), nil
+}
+
+// sameUserdata holds the join to the bootstrap data the real guest read: the digest of the
+// config drive's user data it serves (node.GuestUserdataDigest) must be that of the Secret the
+// VMI names, which the join outside the guest reads. KubeVirt builds the config drive from that
+// Secret when the domain starts (kubevirt.io/kubevirt v1.8.4 pkg/cloud-init/cloud-init.go:596-598,
+// openstack/latest/user_data; :666, the ISO labelled config-2), so a
+// difference means the guest did not get the data the join would act on.
+func (gu *guest) sameUserdata(ctx context.Context) error {
+	vmi := &kubevirtv1.VirtualMachineInstance{}
+	if err := gu.g.c.Get(ctx, client.ObjectKeyFromObject(gu.vmi), vmi); err != nil {
+		return err
+	}
+	got, err := guestGet(ctx, &http.Client{Timeout: 3 * time.Second}, podAddress(vmi), node.GuestUserdataDigest)
+	if err != nil {
+		return fmt.Errorf("the guest's config drive digest: %w (the guest found no config drive, or could not read it: its console says which)", err)
+	}
+	raw, err := gu.rawUserdata(ctx)
+	if err != nil {
+		return err
+	}
+	want := sha256.Sum256(raw)
+	if strings.TrimSpace(got) != hex.EncodeToString(want[:]) {
+		return fmt.Errorf("the guest read user data of sha256 %s from its config drive, the Secret holds %x (%d bytes)", strings.TrimSpace(got), want, len(raw))
+	}
+	return nil
 }

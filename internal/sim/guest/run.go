@@ -51,6 +51,10 @@ func (gu *guest) run(ctx context.Context) {
 			gu.g.logf("VMI %s/%s on the real Node %s: %v", vmi.Namespace, vmi.Name, vmi.Status.NodeName, err)
 			return
 		}
+		if err := gu.sameUserdata(ctx); err != nil {
+			gu.g.logf("VMI %s/%s on the real Node %s: no join: %v", vmi.Namespace, vmi.Name, vmi.Status.NodeName, err)
+			return
+		}
 	} else if pod, err := kubevirt.Launcher(ctx, gu.g.c, vmi); err == nil && pod != nil && kubevirt.ConsoleLog(pod) && gu.env().Logs != nil {
 		if path, err := gu.env().Logs.ContainerLog(pod.Namespace, pod.Name, kubevirt.ConsoleContainer); err == nil {
 			gu.con.path = path
@@ -264,6 +268,21 @@ func (gu *guest) powerDown() {
 // provider-id-missing a Talos guest takes no host name from the instance metadata and names
 // itself as Talos does then, talos-<3>-<3>: its Node is not named like the VMI.
 func (gu *guest) userdata(ctx context.Context, pool standin.Pool, known bool) (bootstrap.Data, error) {
+	raw, err := gu.rawUserdata(ctx)
+	if err != nil {
+		return bootstrap.Data{}, err
+	}
+	d, err := bootstrap.Parse(raw)
+	if err == nil && d.OS == names.OSTalos && d.Hostname == "" && known && pool.Active(gu.env(), faults.ProviderIDMissing) {
+		id := hex.EncodeToString(machineID(gu.vmi))[:6]
+		d.Hostname = "talos-" + id[:3] + "-" + id[3:]
+	}
+	return d, err
+}
+
+// rawUserdata is the user data of the Secret the VMI's cloudInitConfigDrive volume names: what
+// virt-launcher writes to the config drive's openstack/latest/user_data.
+func (gu *guest) rawUserdata(ctx context.Context) ([]byte, error) {
 	for _, v := range gu.vmi.Spec.Volumes {
 		cd := v.CloudInitConfigDrive
 		if cd == nil || cd.UserDataSecretRef == nil {
@@ -271,16 +290,11 @@ func (gu *guest) userdata(ctx context.Context, pool standin.Pool, known bool) (b
 		}
 		var sec corev1.Secret
 		if err := gu.g.c.Get(ctx, client.ObjectKey{Namespace: gu.vmi.Namespace, Name: cd.UserDataSecretRef.Name}, &sec); err != nil {
-			return bootstrap.Data{}, fmt.Errorf("secret %s: %w", cd.UserDataSecretRef.Name, err)
+			return nil, fmt.Errorf("secret %s: %w", cd.UserDataSecretRef.Name, err)
 		}
-		d, err := bootstrap.Parse(sec.Data["userdata"])
-		if err == nil && d.OS == names.OSTalos && d.Hostname == "" && known && pool.Active(gu.env(), faults.ProviderIDMissing) {
-			id := hex.EncodeToString(machineID(gu.vmi))[:6]
-			d.Hostname = "talos-" + id[:3] + "-" + id[3:]
-		}
-		return d, err
+		return sec.Data["userdata"], nil
 	}
-	return bootstrap.Data{}, fmt.Errorf("VMI %s/%s has no cloudInitConfigDrive volume with a userDataSecretRef", gu.vmi.Namespace, gu.vmi.Name)
+	return nil, fmt.Errorf("VMI %s/%s has no cloudInitConfigDrive volume with a userDataSecretRef", gu.vmi.Namespace, gu.vmi.Name)
 }
 
 // nodeName is the name the kubelet registers: the data's, else the host's (a Kairos template

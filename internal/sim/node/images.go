@@ -32,6 +32,9 @@ const (
 	GuestInit   = "cozy-e2e guest: init started"
 	GuestUp     = "cozy-e2e guest: up"
 	GuestUpPort = 7878
+	// GuestUserdataDigest is where the guest serves the sha256 (hex) of the user data it read
+	// from its config drive.
+	GuestUserdataDigest = "/user_data.sha256"
 )
 
 // WorkerDiskURL is the worker disk as a CDI registry source names it on the registry at host
