@@ -167,7 +167,8 @@ image() {
 	recipe=$({
 		echo "$pkgs"
 		(cd "$dir/bin" && sha256sum "$@")
-		sha256sum "$here/images/virtqemud" "$repo/internal/sim/node/rootfs.go" "$repo/hack/packimage/main.go"
+		# the files' contents, not their paths: another checkout of the same sources builds nothing
+		cat "$here/images/virtqemud" "$repo/internal/sim/node/rootfs.go" "$repo/hack/packimage/main.go" | sha256sum
 		[[ -z ${IMAGE_FILES:-} ]] || sha256sum $IMAGE_FILES
 		declare -f debian_root "$fn" common_files pack
 	} | sha256sum | cut -c1-16)
