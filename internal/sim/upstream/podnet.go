@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -34,6 +35,7 @@ type podNetwork struct {
 
 	holder *exec.Cmd
 	srv    *http.Server
+	relay  *relayListener
 }
 
 // podLink is the /30 joining the controller's namespace (.1) and the pod namespace (.2).
@@ -103,14 +105,20 @@ func (p *podNetwork) start(pid int, cidr string) error {
 	}
 	p.srv = &http.Server{Handler: http.HandlerFunc(p.serve), ReadHeaderTimeout: 5 * time.Second,
 		TLSConfig: &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}}
-	go func() { _ = p.srv.ServeTLS(&relayListener{Listener: ln, relay: p.Relay}, "", "") }()
+	p.relay = &relayListener{Listener: ln, relay: p.Relay, open: map[net.Conn]bool{}}
+	go func() { _ = p.srv.ServeTLS(p.relay, "", "") }()
 	return nil
 }
 
-// relayListener hands the server the connections to the sim's own pods and relays the rest.
+// relayListener hands the server the connections to the sim's own pods and relays the rest,
+// keeping both ends of each relayed connection until it ends or the pod network closes.
 type relayListener struct {
 	net.Listener
 	relay []netip.Prefix
+
+	mu     sync.Mutex
+	open   map[net.Conn]bool
+	closed bool
 }
 
 func (l *relayListener) Accept() (net.Conn, error) {
@@ -123,8 +131,38 @@ func (l *relayListener) Accept() (net.Conn, error) {
 		if !ok || !l.relayed(to.AddrPort().Addr().Unmap()) {
 			return c, nil
 		}
-		go relayTo(c, to.String())
+		go l.relayTo(c, to.String())
 	}
+}
+
+// track keeps c until untrack, or closes it at once when the pod network is closed.
+func (l *relayListener) track(c net.Conn) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		_ = c.Close()
+		return false
+	}
+	l.open[c] = true
+	return true
+}
+
+func (l *relayListener) untrack(c net.Conn) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.open, c)
+	_ = c.Close()
+}
+
+// closeRelayed ends every relayed connection, both its ends, and any relayed after.
+func (l *relayListener) closeRelayed() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.closed = true
+	for c := range l.open {
+		_ = c.Close()
+	}
+	l.open = map[net.Conn]bool{}
 }
 
 func (l *relayListener) relayed(a netip.Addr) bool {
@@ -137,14 +175,20 @@ func (l *relayListener) relayed(a netip.Addr) bool {
 }
 
 // relayTo pipes in to addr, dialled from this process's network namespace, until both ends
-// closed.
-func relayTo(in net.Conn, addr string) {
-	defer in.Close()
+// closed or the pod network closes.
+func (l *relayListener) relayTo(in net.Conn, addr string) {
+	if !l.track(in) {
+		return
+	}
+	defer l.untrack(in)
 	out, err := net.DialTimeout("tcp", addr, 5*time.Second)
 	if err != nil {
 		return // the dialler sees its connection closed, as a pod gone would close it
 	}
-	defer out.Close()
+	if !l.track(out) {
+		return
+	}
+	defer l.untrack(out)
 	splice(in, out)
 }
 
@@ -169,10 +213,13 @@ func (p *podNetwork) serve(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(data)
 }
 
-// close stops the listener and the namespace's holder. Idempotent.
+// close stops the listener, the relayed connections and the namespace's holder. Idempotent.
 func (p *podNetwork) close() {
 	if p.srv != nil {
 		_ = p.srv.Close()
+	}
+	if p.relay != nil {
+		p.relay.closeRelayed()
 	}
 	if p.holder != nil && p.holder.Process != nil {
 		_ = p.holder.Process.Kill()

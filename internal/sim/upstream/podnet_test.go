@@ -3,6 +3,7 @@ package upstream
 import (
 	"bufio"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -86,6 +87,18 @@ func TestPodNetworkServesSimPodsAndRelaysRealOnes(t *testing.T) {
 	want := fmt.Sprintf("real pod at %s got ping\n", net.JoinHostPort(host.String(), fmt.Sprint(podMetricsPort)))
 	if string(got) != want {
 		t.Errorf("a real Node's pod from inside, through the relay: %q, want %q", got, want)
+	}
+
+	// A relayed connection still open (the pod waits for its line) ends when the pod network
+	// closes, not when its peer gives up.
+	held := dialIn(t, ctl.Process.Pid, net.JoinHostPort(host.String(), fmt.Sprint(podMetricsPort)))
+	defer held.Close()
+	_ = held.SetDeadline(time.Now().Add(10 * time.Second))
+	time.Sleep(200 * time.Millisecond) // the relay has dialled the pod
+	start := time.Now()
+	p.close()
+	if _, err := held.Read(make([]byte, 1)); err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Errorf("a relayed connection after the pod network closed: read %v after %s, want it ended", err, time.Since(start).Round(time.Millisecond))
 	}
 }
 
