@@ -119,28 +119,39 @@ func (s *Substrate) startRealNode(ctx context.Context, w *world.World, kv *upstr
 	if err := upstream.RealNodeCDI(ctx, w.Cluster, reg.Host, node.Taint); err != nil {
 		return fmt.Errorf("sim: %w", err)
 	}
-	if err := upstream.ApplyVirtHandler(ctx, w.Cluster, kv); err != nil {
-		return fmt.Errorf("sim: %w", err)
-	}
-	if err := waitComponentReady(ctx, cs, "virt-handler", RealNodeName); err != nil {
-		return err
-	}
-	handler := time.Since(start)
-	// virt-api after virt-handler has marked the Node: virt-operator sizes virt-api by the
-	// schedulable Nodes (upstream.ApplyVirtAPI).
-	if err := upstream.ApplyVirtAPI(ctx, w.Cluster, kv); err != nil {
-		return fmt.Errorf("sim: %w", err)
-	}
-	if err := waitComponentReady(ctx, cs, "virt-api", RealNodeName); err != nil {
-		return err
-	}
-	if err := waitAPIServicesAvailable(ctx, w.Cluster, kv); err != nil {
+	handler, api, err := startKubeVirtOnNode(ctx, w, cs, kv)
+	if err != nil {
 		return err
 	}
 	s.env.RealNodeRegistry = reg.Host
 	fmt.Fprintf(s.o.Log, "sim: real Node %s (%s) Ready in %s, virt-handler Ready on it %s later, virt-api serving %s after that\n", RealNodeName, n.Subnet,
-		ready.Round(time.Millisecond), (handler - ready).Round(time.Millisecond), (time.Since(start) - handler).Round(time.Millisecond))
+		ready.Round(time.Millisecond), handler.Round(time.Millisecond), api.Round(time.Millisecond))
 	return nil
+}
+
+// startKubeVirtOnNode installs virt-handler and then virt-api as virt-operator does, and waits
+// for each on the real Node, then for virt-api's APIServices: how long each took.
+func startKubeVirtOnNode(ctx context.Context, w *world.World, cs kubernetes.Interface, kv *upstream.KubeVirt) (handler, api time.Duration, err error) {
+	start := time.Now()
+	if err := upstream.ApplyVirtHandler(ctx, w.Cluster, kv); err != nil {
+		return 0, 0, fmt.Errorf("sim: %w", err)
+	}
+	if err := waitComponentReady(ctx, cs, "virt-handler", RealNodeName); err != nil {
+		return 0, 0, err
+	}
+	handler = time.Since(start)
+	// virt-api after virt-handler has marked the Node: virt-operator sizes virt-api by the
+	// schedulable Nodes (upstream.ApplyVirtAPI).
+	if err := upstream.ApplyVirtAPI(ctx, w.Cluster, kv); err != nil {
+		return 0, 0, fmt.Errorf("sim: %w", err)
+	}
+	if err := waitComponentReady(ctx, cs, "virt-api", RealNodeName); err != nil {
+		return 0, 0, err
+	}
+	if err := waitAPIServicesAvailable(ctx, w.Cluster, kv); err != nil {
+		return 0, 0, err
+	}
+	return handler, time.Since(start) - handler, nil
 }
 
 // waitAPIServicesAvailable waits until the aggregator reports each of virt-api's APIServices
