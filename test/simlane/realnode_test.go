@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/ptr"
 
 	"github.com/cozystack/cozy-e2e/framework/verdict"
 	"github.com/cozystack/cozy-e2e/internal/sim/faults"
@@ -42,7 +43,8 @@ const realNodeLaneTimeout = 20 * time.Minute
 // the Node's volumes (a folder on the host whose disk.img begins with the worker's disk built
 // here). After it: the worker's serial console in the artifacts, read through virt-api's console
 // subresource, holds the guest kernel's own boot and its init's lines; the DataVolume went
-// through the importer's own progress; run.json lists the real Node's components with versions.
+// through the real cdi-controller's phases (checkRealImport says why not its progress); run.json
+// lists the real Node's components with versions.
 // Outside CI a host without the real Node's packages skips it, naming them; under CI it fails.
 func TestTheRealNodeLaneIsGreenOnTheRealNode(t *testing.T) {
 	if err := sim.NodePreflight(sim.ThisHost()); err != nil {
@@ -232,14 +234,12 @@ func deleteLauncher(ctx context.Context, cs kubernetes.Interface, ns, name, uid 
 			continue
 		}
 		d.what = "Pod " + p.Name
-		d.err = cs.CoreV1().Pods(ns).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr(int64(1))})
+		d.err = cs.CoreV1().Pods(ns).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To(int64(1))})
 		return d
 	}
 	d.err = fmt.Errorf("VMI %s has no Running launcher Pod (%d Pods)", d.vmi, len(pods.Items))
 	return d
 }
-
-func ptr[T any](v T) *T { return &v }
 
 // checkHands: each hand did its work once, and KubeVirt started the VM again after each: three
 // VMIs of the worker ran on the real Node.

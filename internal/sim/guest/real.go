@@ -23,8 +23,9 @@ import (
 // VMI's pod network (with the masquerade binding, the launcher Pod's, which forwards every port
 // to the guest: kubevirt.io/kubevirt v1.8.4 pkg/network/setup/netpod/masquerade/masquerade.go:191-214).
 // Asking over the network takes the serial console from no one, where a second console
-// connection would close the harness's. It gives up with ctx, saying where it stood.
-func (gu *guest) waitUp(ctx context.Context) error {
+// connection would close the harness's. It returns the address the guest answered at, or gives
+// up with ctx, saying where it stood.
+func (gu *guest) waitUp(ctx context.Context) (string, error) {
 	hc := &http.Client{Timeout: 3 * time.Second}
 	last := "no address on the VMI yet"
 	for {
@@ -34,13 +35,13 @@ func (gu *guest) waitUp(ctx context.Context) error {
 		} else if ip := podAddress(vmi); ip != "" {
 			up, where := askUp(ctx, hc, ip)
 			if up {
-				return nil
+				return ip, nil
 			}
 			last = where
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("waiting for the guest to answer %q on :%d: %w (last: %s)", node.GuestUp, node.GuestUpPort, ctx.Err(), last)
+			return "", fmt.Errorf("waiting for the guest to answer %q on :%d: %w (last: %s)", node.GuestUp, node.GuestUpPort, ctx.Err(), last)
 		case <-time.After(time.Second):
 		}
 	}
@@ -93,18 +94,14 @@ func guestGet(ctx context.Context, hc *http.Client, ip, path string) (string, er
 	return string(body), nil
 }
 
-// sameUserdata holds the join to the bootstrap data the real guest read: the digest of the
+// sameUserdata holds the join to the bootstrap data the real guest at ip read: the digest of the
 // config drive's user data it serves (node.GuestUserdataDigest) must be that of the Secret the
 // VMI names, which the join outside the guest reads. KubeVirt builds the config drive from that
 // Secret when the domain starts (kubevirt.io/kubevirt v1.8.4 pkg/cloud-init/cloud-init.go:596-598,
 // openstack/latest/user_data; :666, the ISO labelled config-2), so a
 // difference means the guest did not get the data the join would act on.
-func (gu *guest) sameUserdata(ctx context.Context) error {
-	vmi := &kubevirtv1.VirtualMachineInstance{}
-	if err := gu.g.c.Get(ctx, client.ObjectKeyFromObject(gu.vmi), vmi); err != nil {
-		return err
-	}
-	got, err := guestGet(ctx, &http.Client{Timeout: 3 * time.Second}, podAddress(vmi), node.GuestUserdataDigest)
+func (gu *guest) sameUserdata(ctx context.Context, ip string) error {
+	got, err := guestGet(ctx, &http.Client{Timeout: 3 * time.Second}, ip, node.GuestUserdataDigest)
 	if err != nil {
 		return fmt.Errorf("the guest's config drive digest: %w (the guest found no config drive, or could not read it: its console says which)", err)
 	}

@@ -47,11 +47,12 @@ func (gu *guest) run(ctx context.Context) {
 		// A real VM on a real Node: its console is the guest's own. The join starts once the
 		// guest says it is up, and writes nothing there.
 		gu.con.ports = nil
-		if err := gu.waitUp(ctx); err != nil {
+		ip, err := gu.waitUp(ctx)
+		if err != nil {
 			gu.g.logf("VMI %s/%s on the real Node %s: %v", vmi.Namespace, vmi.Name, vmi.Status.NodeName, err)
 			return
 		}
-		if err := gu.sameUserdata(ctx); err != nil {
+		if err := gu.sameUserdata(ctx, ip); err != nil {
 			gu.g.logf("VMI %s/%s on the real Node %s: no join: %v", vmi.Namespace, vmi.Name, vmi.Status.NodeName, err)
 			return
 		}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
-	"strings"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
@@ -40,7 +39,7 @@ const (
 // WorkerDiskURL is the worker disk as a CDI registry source names it on the registry at host
 // (host:port), as Images.Push serves it there.
 func WorkerDiskURL(host string) string {
-	return "docker://" + host + "/" + strings.TrimPrefix(UpstreamRefs[WorkerDisk], "cozy-e2e.local/")
+	return "docker://" + host + "/" + WorkerDiskRepo + ":latest"
 }
 
 // WorkerDiskRepo is the worker disk's repository on the local registry.
@@ -59,7 +58,7 @@ var UpstreamRefs = map[string]string{
 	VirtAPI:      "quay.io/kubevirt/virt-api:v1.8.4",
 	CDIImporter:  "quay.io/kubevirt/cdi-importer:v1.64.0",
 	// the worker disk is the harness's own, published nowhere: its name says so
-	WorkerDisk: "cozy-e2e.local/worker-disk:latest",
+	WorkerDisk: "cozy-e2e.local/" + WorkerDiskRepo + ":latest",
 }
 
 // Images is the folder hack/tools/build-images.sh builds the node's KubeVirt and CDI images

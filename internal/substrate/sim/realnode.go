@@ -4,18 +4,17 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/cozystack/cozy-e2e/framework/cluster"
-
+	"github.com/cozystack/cozy-e2e/internal/install"
 	"github.com/cozystack/cozy-e2e/internal/sim/faults"
 	"github.com/cozystack/cozy-e2e/internal/sim/node"
 	"github.com/cozystack/cozy-e2e/internal/sim/upstream"
@@ -148,47 +147,19 @@ func startKubeVirtOnNode(ctx context.Context, w *world.World, cs kubernetes.Inte
 	if err := waitComponentReady(ctx, cs, "virt-api", RealNodeName); err != nil {
 		return 0, 0, err
 	}
-	if err := waitAPIServicesAvailable(ctx, w.Cluster, kv); err != nil {
+	dyn, err := dynamic.NewForConfig(w.API.Admin())
+	if err != nil {
 		return 0, 0, err
 	}
-	return handler, time.Since(start) - handler, nil
-}
-
-// waitAPIServicesAvailable waits until the aggregator reports each of virt-api's APIServices
-// Available (kube-aggregator checks that it reaches the Service's endpoints), saying which one
-// it waits for and why it is not.
-func waitAPIServicesAvailable(ctx context.Context, c *cluster.Cluster, kv *upstream.KubeVirt) error {
-	for _, want := range kv.APIServices {
-		last := "not found yet"
-		for {
-			got := &unstructured.Unstructured{}
-			got.SetGroupVersionKind(want.GroupVersionKind())
-			err := c.Client.Get(ctx, client.ObjectKey{Name: want.GetName()}, got)
-			if err == nil {
-				conds, _, _ := unstructured.NestedSlice(got.Object, "status", "conditions")
-				last = "no Available condition yet"
-				available := false
-				for _, x := range conds {
-					m, _ := x.(map[string]any)
-					if m["type"] == "Available" {
-						last = fmt.Sprintf("Available=%v (%v): %v", m["status"], m["reason"], m["message"])
-						available = m["status"] == "True"
-					}
-				}
-				if available {
-					break
-				}
-			} else {
-				last = err.Error()
-			}
-			select {
-			case <-ctx.Done():
-				return fmt.Errorf("sim: APIService %s Available: %w (last: %s)", want.GetName(), ctx.Err(), last)
-			case <-time.After(time.Second):
-			}
-		}
+	var names []string
+	for _, a := range kv.APIServices {
+		names = append(names, a.GetName())
 	}
-	return nil
+	// The aggregator reports an APIService Available once it reaches the Service's endpoints.
+	if err := install.APIServicesAvailable(ctx, dyn, names, install.GateOptions{Log: io.Discard}); err != nil {
+		return 0, 0, fmt.Errorf("sim: virt-api on the real Node: %w", err)
+	}
+	return handler, time.Since(start) - handler, nil
 }
 
 // waitComponentReady waits until KubeVirt's component (its Pods labelled kubevirt.io=<name>) has
