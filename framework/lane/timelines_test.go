@@ -44,10 +44,10 @@ func TestTimelinesAreBudgetedSideBySide(t *testing.T) {
 	}
 	m := time.Minute
 	a := b.Arithmetic()
-	// preflight 10s, cluster 2m, tenant 2m; lifecycle 3+5+5m30s+4; deletion 3m30s, teardown 1m.
+	// preflight 10s, cluster 2m, tenant 3m; lifecycle 3+5+5m30s+4; deletion 3m30s, teardown 1m.
 	after := 4*m + 30*time.Second
 	life := 17*m + 30*time.Second
-	if want := 10*time.Second + 4*m + life + after; a.Phases != want || a.Longest != "lifecycle" || a.Timelines != life || a.Beside != 4*m {
+	if want := 10*time.Second + 5*m + life + after; a.Phases != want || a.Longest != "lifecycle" || a.Timelines != life || a.Beside != 4*m {
 		t.Errorf("arithmetic: phases %s, longest %s %s, beside %s; want %s, lifecycle 17m30s, 4m (join 3m + refusals 1m)", a.Phases, a.Longest, a.Timelines, a.Beside, want)
 	}
 	for _, c := range []struct {
@@ -93,7 +93,7 @@ func TestTimelinesAreRefusedWhereTheClockCannotRunThem(t *testing.T) {
 			`"nosuch" is not a conformance cluster of the lane`},
 		{"a cluster with pools and no pools phase", []string{"  - name: md0\n    cluster: join\n", "  - name: md0\n    cluster: other\n"},
 			"cluster other has pools but no pools phase of its own"},
-		{"timelines before the tenant phase", []string{"    - name: tenant\n      ceiling: 2m\n", "    - name: tenant\n      cluster: join\n      ceiling: 2m\n"},
+		{"timelines before the tenant phase", []string{"    - name: tenant\n      ceiling: 3m\n", "    - name: tenant\n      cluster: join\n      ceiling: 3m\n"},
 			"must come after the shared tenant phase"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
