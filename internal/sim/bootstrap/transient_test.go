@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 	"sigs.k8s.io/yaml"
 
+	"github.com/cozystack/cozy-e2e/internal/sim/bootdata"
 	"github.com/cozystack/cozy-e2e/internal/sim/faults"
 	"github.com/cozystack/cozy-e2e/internal/sim/simenv"
 )
@@ -75,7 +76,7 @@ func TestThePostBootstrapStepIsReadBack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := Parse(append([]byte("#cloud-config\n"), body...))
+	d, err := bootdata.Parse(append([]byte("#cloud-config\n"), body...))
 	if err != nil || d.PatchProviderID != "kubevirt://vm-1" || d.ProviderID != "" {
 		t.Fatalf("%+v %v", d, err)
 	}

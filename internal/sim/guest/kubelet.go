@@ -22,7 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cozystack/cozy-e2e/framework/cluster"
-	"github.com/cozystack/cozy-e2e/internal/sim/bootstrap"
+	"github.com/cozystack/cozy-e2e/internal/sim/bootdata"
 	"github.com/cozystack/cozy-e2e/internal/sim/standin"
 )
 
@@ -46,7 +46,7 @@ const kubeletRestart = 5 * time.Second
 // returns nil when ctx ends first. Not modelled: the real kubelet first waits up to a minute for
 // the apiserver's /healthz to accept its bootstrap credentials (bootstrap.go:161-163, 283-308),
 // so it retries about a minute apart where the sim retries kubeletRestart apart.
-func (gu *guest) kubelet(ctx context.Context, pool standin.Pool, d bootstrap.Data, node string) client.Client {
+func (gu *guest) kubelet(ctx context.Context, pool standin.Pool, d bootdata.Data, node string) client.Client {
 	vmi := gu.vmi
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -86,7 +86,7 @@ func (gu *guest) kubelet(ctx context.Context, pool standin.Pool, d bootstrap.Dat
 // that authenticates as the node with the issued certificate. The tenant control plane decides:
 // an endpoint it is not behind, a CA it is not signed by, a token it does not hold, each fails
 // here, and no Node registers.
-func (gu *guest) tlsBootstrap(ctx context.Context, d bootstrap.Data, node string, key *ecdsa.PrivateKey) (client.Client, error) {
+func (gu *guest) tlsBootstrap(ctx context.Context, d bootdata.Data, node string, key *ecdsa.PrivateKey) (client.Client, error) {
 	addr, serverName, err := route(ctx, gu.g.c, d)
 	if err != nil {
 		return nil, err

@@ -3,12 +3,12 @@ package guest
 import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
-	"github.com/cozystack/cozy-e2e/internal/sim/bootstrap"
+	"github.com/cozystack/cozy-e2e/internal/sim/bootdata"
 	"github.com/cozystack/cozy-e2e/internal/sim/names"
 )
 
 // bootLines are what the guest's console shows from power-on to the join.
-func bootLines(d bootstrap.Data, vmi *kubevirtv1.VirtualMachineInstance) []string {
+func bootLines(d bootdata.Data, vmi *kubevirtv1.VirtualMachineInstance) []string {
 	fw := "SeaBIOS (version 1.16.3-debian-1.16.3-2)"
 	if f := vmi.Spec.Domain.Firmware; f != nil && f.Bootloader != nil && f.Bootloader.EFI != nil {
 		fw = "BdsDxe: loading Boot0001 \"UEFI Misc Device\" from PciRoot(0x0)/Pci(0x7,0x0)"
@@ -51,7 +51,7 @@ func bootLines(d bootstrap.Data, vmi *kubevirtv1.VirtualMachineInstance) []strin
 }
 
 // stallLine is where a stalled boot stops.
-func stallLine(d bootstrap.Data) string {
+func stallLine(d bootdata.Data) string {
 	if d.OS == names.OSKairos {
 		return "kairos-agent[733]: waiting for network-online.target (no carrier on eth0)"
 	}
@@ -63,7 +63,7 @@ func stallLine(d bootstrap.Data) string {
 // guest shows only machined's service lines, never the kubelet's own output (siderolabs/talos
 // v1.13.6 internal/app/machined/pkg/system/services/kubelet.go:191,
 // internal/app/machined/pkg/system/service_runner.go:125).
-func joinLines(d bootstrap.Data) []string {
+func joinLines(d bootdata.Data) []string {
 	if d.Kubeadm {
 		return []string{
 			"[preflight] Running pre-flight checks",
@@ -83,7 +83,7 @@ func joinLines(d bootstrap.Data) []string {
 
 // joined is the console after the Node registered: kubeadm's closing words
 // (cmd/kubeadm/app/cmd/join.go:58); a Talos guest says nothing of it.
-func joined(d bootstrap.Data) []string {
+func joined(d bootdata.Data) []string {
 	if d.Kubeadm {
 		return []string{"This node has joined the cluster:",
 			"* Certificate signing request was sent to apiserver and a response was received.",
@@ -96,7 +96,7 @@ func joined(d bootstrap.Data) []string {
 // joinRefused is what the console shows when the control plane refuses the join: kubeadm's
 // error (cmd/kubeadm/app/cmd/phases/workflow/runner.go:262, cmd/kubeadm/app/discovery/discovery.go:46);
 // nothing on a Talos console, whose kubelet simply never registers.
-func joinRefused(d bootstrap.Data) []string {
+func joinRefused(d bootdata.Data) []string {
 	if d.Kubeadm {
 		return []string{
 			"error execution phase preflight: couldn't validate the identity of the API Server: could not find a JWS signature in the cluster-info ConfigMap for token ID \"" + "k8sjn1" + "\"",
@@ -106,7 +106,7 @@ func joinRefused(d bootstrap.Data) []string {
 	return nil
 }
 
-func joinFailed(d bootstrap.Data, why string) []string {
+func joinFailed(d bootdata.Data, why string) []string {
 	if d.Kubeadm {
 		return []string{"error execution phase kubelet-start: " + why}
 	}

@@ -11,7 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/cozystack/cozy-e2e/internal/sim/bootstrap"
+	"github.com/cozystack/cozy-e2e/internal/sim/bootdata"
 	"github.com/cozystack/cozy-e2e/internal/sim/simenv"
 )
 
@@ -23,7 +23,7 @@ import (
 // straight there. It returns the address to dial and the name TLS verifies (the endpoint's
 // host, as the kubelet's bootstrap kubeconfig names it). An address nothing leads to is an
 // error, as a connection that times out.
-func route(ctx context.Context, c client.Reader, d bootstrap.Data) (addr, serverName string, err error) {
+func route(ctx context.Context, c client.Reader, d bootdata.Data) (addr, serverName string, err error) {
 	u, err := url.Parse(d.Endpoint)
 	if err != nil || u.Hostname() == "" {
 		return "", "", fmt.Errorf("control plane endpoint %q: not a URL", d.Endpoint)

@@ -14,7 +14,7 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/cozystack/cozy-e2e/internal/sim/bootstrap"
+	"github.com/cozystack/cozy-e2e/internal/sim/bootdata"
 	"github.com/cozystack/cozy-e2e/internal/sim/faults"
 	"github.com/cozystack/cozy-e2e/internal/sim/names"
 	"github.com/cozystack/cozy-e2e/internal/sim/simenv"
@@ -38,7 +38,7 @@ const hostnameLabel = "kubernetes.io/hostname"
 const leaseRenew = 10 * time.Second
 
 // newNode is the Node a kubelet registers for vmi.
-func newNode(name string, d bootstrap.Data, vmi *kubevirtv1.VirtualMachineInstance, notReady, tainted bool) *corev1.Node {
+func newNode(name string, d bootdata.Data, vmi *kubevirtv1.VirtualMachineInstance, notReady, tainted bool) *corev1.Node {
 	// The guest's memory is what the domain gives it: memory.guest, or the memory request
 	// (kubevirt.io/api core/v1 Memory.Guest: "defaults to the requested memory").
 	mem := vmi.Spec.Domain.Resources.Requests[corev1.ResourceMemory]

@@ -16,7 +16,7 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/cozystack/cozy-e2e/internal/sim/bootstrap"
+	"github.com/cozystack/cozy-e2e/internal/sim/bootdata"
 	"github.com/cozystack/cozy-e2e/internal/sim/faults"
 	"github.com/cozystack/cozy-e2e/internal/sim/kubevirt"
 	"github.com/cozystack/cozy-e2e/internal/sim/names"
@@ -105,7 +105,7 @@ func (gu *guest) run(ctx context.Context) {
 // configuration gives its kubelet, against the tenant control plane itself (tlsBootstrap); a
 // kubeadm (Kairos) guest's join is modelled: it reads the tenant's kubelet-config and registers
 // through the Cluster API kubeconfig.
-func (gu *guest) join(ctx context.Context, pool standin.Pool, known bool, data bootstrap.Data) {
+func (gu *guest) join(ctx context.Context, pool standin.Pool, known bool, data bootdata.Data) {
 	vmi := gu.vmi
 	active := func(n faults.Name) bool { return known && pool.Active(gu.env(), n) }
 	// The data is what the guest read as its VM started: KubeVirt builds the config drive once,
@@ -198,7 +198,7 @@ func foreignToken(token string) string {
 	return id + "." + string(s)
 }
 
-func (gu *guest) refused(pool standin.Pool, data bootstrap.Data, why error) {
+func (gu *guest) refused(pool standin.Pool, data bootdata.Data, why error) {
 	vmi := gu.vmi
 	lines := joinRefused(data)
 	gu.con.say(lines...)
@@ -223,7 +223,7 @@ func (gu *guest) readKubeletConfig(ctx context.Context, wc client.Client, pool s
 	var cm corev1.ConfigMap
 	key := client.ObjectKey{Namespace: names.KubeletConfigNamespace, Name: names.KubeletConfigName}
 	if err := wc.Get(ctx, key, &cm); err != nil {
-		gu.con.say(joinFailed(bootstrap.Data{Kubeadm: true}, fmt.Sprintf("error execution phase kubelet-start: failed to get config map %s: %v", names.KubeletConfigName, err))...)
+		gu.con.say(joinFailed(bootdata.Data{Kubeadm: true}, fmt.Sprintf("error execution phase kubelet-start: failed to get config map %s: %v", names.KubeletConfigName, err))...)
 		return false
 	}
 	gu.con.say(`[kubelet-start] Writing kubelet configuration to file "/var/lib/kubelet/config.yaml"`)
@@ -268,12 +268,12 @@ func (gu *guest) powerDown() {
 // userdata reads the cloud-init ConfigDrive Secret CAPK wrote for the VMI. Under
 // provider-id-missing a Talos guest takes no host name from the instance metadata and names
 // itself as Talos does then, talos-<3>-<3>: its Node is not named like the VMI.
-func (gu *guest) userdata(ctx context.Context, pool standin.Pool, known bool) (bootstrap.Data, error) {
+func (gu *guest) userdata(ctx context.Context, pool standin.Pool, known bool) (bootdata.Data, error) {
 	raw, err := gu.rawUserdata(ctx)
 	if err != nil {
-		return bootstrap.Data{}, err
+		return bootdata.Data{}, err
 	}
-	d, err := bootstrap.Parse(raw)
+	d, err := bootdata.Parse(raw)
 	if err == nil && d.OS == names.OSTalos && d.Hostname == "" && known && pool.Active(gu.env(), faults.ProviderIDMissing) {
 		id := hex.EncodeToString(machineID(gu.vmi))[:6]
 		d.Hostname = "talos-" + id[:3] + "-" + id[3:]
@@ -300,7 +300,7 @@ func (gu *guest) rawUserdata(ctx context.Context) ([]byte, error) {
 
 // nodeName is the name the kubelet registers: the data's, else the host's (a Kairos template
 // of the machine id, a Talos name), else the instance's from the ConfigDrive metadata.
-func nodeName(d bootstrap.Data, vmi *kubevirtv1.VirtualMachineInstance) string {
+func nodeName(d bootdata.Data, vmi *kubevirtv1.VirtualMachineInstance) string {
 	if d.NodeName != "" {
 		return d.NodeName
 	}

@@ -1,4 +1,4 @@
-package bootstrap
+package bootdata
 
 import (
 	"bytes"
@@ -51,6 +51,38 @@ type Data struct {
 	// Hosts are the worker's extra /etc/hosts entries (Talos machine.network.extraHostEntries):
 	// alias to address.
 	Hosts map[string]string
+
+	// Talos holds what only a Talos worker's OS reads from its machine configuration (nil for
+	// Kairos): the rest of what its kubelet is started with.
+	Talos *Talos
+}
+
+// Talos is the part of a Talos worker's machine configuration that decides how its kubelet runs,
+// beyond the join's credentials (github.com/siderolabs/talos v1.13.6
+// pkg/machinery/config/types/v1alpha1/v1alpha1_types.go: machine.kubelet :690-790,
+// machine.network, machine.features.kubePrism :2394-2416, cluster.network, cluster.acceptedCAs
+// :499).
+type Talos struct {
+	// KubeletExtraConfig is machine.kubelet.extraConfig, KubeletConfiguration fields as written.
+	KubeletExtraConfig map[string]any
+	// KubeletExtraArgs is machine.kubelet.extraArgs.
+	KubeletExtraArgs map[string]string
+	// KubeletClusterDNS is machine.kubelet.clusterDNS.
+	KubeletClusterDNS []string
+	// Nameservers and SearchDomains are machine.network's: the host's resolver.
+	Nameservers, SearchDomains []string
+	// NodeLabels is machine.nodeLabels.
+	NodeLabels map[string]string
+	// KubePrism is machine.features.kubePrism.enabled, KubePrismPort its port (0: Talos' 7445).
+	KubePrism     bool
+	KubePrismPort int
+	// ExternalCloudProvider is cluster.externalCloudProvider.enabled.
+	ExternalCloudProvider bool
+	// DNSDomain is cluster.network.dnsDomain; PodSubnets and ServiceSubnets cluster.network's.
+	DNSDomain                  string
+	PodSubnets, ServiceSubnets []string
+	// AcceptedCAs are cluster.acceptedCAs' certificates, PEM, trusted beside ClusterCA.
+	AcceptedCAs [][]byte
 }
 
 // talosConfig is the part of a Talos v1alpha1 machine configuration a worker's join reads
@@ -61,10 +93,22 @@ type talosConfig struct {
 		Token   string `json:"token"`
 		CA      *pki   `json:"ca"`
 		Kubelet struct {
-			Image string `json:"image"`
+			Image       string            `json:"image"`
+			ExtraConfig map[string]any    `json:"extraConfig"`
+			ExtraArgs   map[string]string `json:"extraArgs"`
+			ClusterDNS  []string          `json:"clusterDNS"`
 		} `json:"kubelet"`
+		NodeLabels map[string]string `json:"nodeLabels"`
+		Features   struct {
+			KubePrism struct {
+				Enabled bool `json:"enabled"`
+				Port    int  `json:"port"`
+			} `json:"kubePrism"`
+		} `json:"features"`
 		Network struct {
-			Hostname         string `json:"hostname"`
+			Nameservers      []string `json:"nameservers"`
+			SearchDomains    []string `json:"searchDomains"`
+			Hostname         string   `json:"hostname"`
 			ExtraHostEntries []struct {
 				IP      string   `json:"ip"`
 				Aliases []string `json:"aliases"`
@@ -75,8 +119,17 @@ type talosConfig struct {
 		ControlPlane struct {
 			Endpoint string `json:"endpoint"`
 		} `json:"controlPlane"`
-		Token string `json:"token"`
-		CA    *pki   `json:"ca"`
+		Token       string `json:"token"`
+		CA          *pki   `json:"ca"`
+		AcceptedCAs []pki  `json:"acceptedCAs"`
+		Network     struct {
+			DNSDomain      string   `json:"dnsDomain"`
+			PodSubnets     []string `json:"podSubnets"`
+			ServiceSubnets []string `json:"serviceSubnets"`
+		} `json:"network"`
+		ExternalCloudProvider struct {
+			Enabled bool `json:"enabled"`
+		} `json:"externalCloudProvider"`
 	} `json:"cluster"`
 }
 
@@ -137,6 +190,19 @@ func Parse(data []byte) (Data, error) {
 			return d, fmt.Errorf("cluster.ca.crt is not base64: %v", err)
 		}
 		d.ClusterCA = ca
+	}
+	m, c := doc.Machine, doc.Cluster
+	d.Talos = &Talos{KubeletExtraConfig: m.Kubelet.ExtraConfig, KubeletExtraArgs: m.Kubelet.ExtraArgs,
+		KubeletClusterDNS: m.Kubelet.ClusterDNS, Nameservers: m.Network.Nameservers, SearchDomains: m.Network.SearchDomains,
+		NodeLabels: m.NodeLabels, KubePrism: m.Features.KubePrism.Enabled, KubePrismPort: m.Features.KubePrism.Port,
+		ExternalCloudProvider: c.ExternalCloudProvider.Enabled, DNSDomain: c.Network.DNSDomain,
+		PodSubnets: c.Network.PodSubnets, ServiceSubnets: c.Network.ServiceSubnets}
+	for i, a := range c.AcceptedCAs {
+		crt, err := base64.StdEncoding.DecodeString(a.Crt)
+		if err != nil {
+			return d, fmt.Errorf("cluster.acceptedCAs[%d].crt is not base64: %v", i, err)
+		}
+		d.Talos.AcceptedCAs = append(d.Talos.AcceptedCAs, crt)
 	}
 	return d, nil
 }
