@@ -1,0 +1,181 @@
+package guestos
+
+import (
+	"bytes"
+	"encoding/base64"
+	"fmt"
+	"net/netip"
+	"sort"
+	"strings"
+
+	"sigs.k8s.io/yaml"
+)
+
+// The paths Talos writes for its kubelet (siderolabs/talos v1.13.6
+// pkg/machinery/constants/constants.go: :209 KubernetesConfigBaseDir, :221 KubernetesCACert,
+// :333 KubeletBootstrapKubeconfig, :348 KubeletPKIDir, :409 KubeletKubeconfig, :541
+// CRIContainerdAddress, :693 resolv.conf; internal/app/machined/pkg/controllers/k8s/
+// kubelet_service.go:342-365, the config file).
+const (
+	BootstrapKubeconfig = "/etc/kubernetes/bootstrap-kubeconfig"
+	Kubeconfig          = "/etc/kubernetes/kubeconfig-kubelet"
+	CACert              = "/etc/kubernetes/pki/ca.crt"
+	KubeletConfig       = "/etc/kubernetes/kubelet.yaml"
+	KubeletPKIDir       = "/var/lib/kubelet/pki"
+	ResolvConf          = "/system/resolved/resolv.conf"
+	CRISocket           = "/run/containerd/containerd.sock"
+	// ContainerdConfig and CNIConfig are the stand-in's own: Talos' CRI configuration
+	// (hack/cri-containerd.toml) is for its containerd 2; this is Debian's.
+	ContainerdConfig = "/etc/cri/containerd.toml"
+	CNIConfig        = "/etc/cni/net.d/10-cozy-e2e.conflist"
+)
+
+// File is a file the OS writes before its kubelet starts.
+type File struct {
+	Path string
+	Mode uint32
+	Data []byte
+}
+
+// Files are what the worker writes before its kubelet's first start, from its machine.
+func Files(m Machine) ([]File, error) {
+	t := m.Data.Talos
+	if t.KubePrism {
+		// Talos points the kubelet at KubePrism, its local load balancer, when it is on
+		// (internal/app/machined/pkg/controllers/secrets/kubelet.go:46-66); the stand-in has none.
+		return nil, fmt.Errorf("machine.features.kubePrism.enabled: this OS stand-in runs no KubePrism (Cozystack's chart turns it off)")
+	}
+	cas := bytes.Join(append([][]byte{m.Data.ClusterCA}, t.AcceptedCAs...), nil)
+	if len(bytes.TrimSpace(cas)) == 0 {
+		return nil, fmt.Errorf("missing accepted Kubernetes CAs (cluster.ca.crt)")
+	}
+	kubeconfig, err := bootstrapKubeconfig(m.Data.Endpoint, m.Data.BootstrapToken, cas)
+	if err != nil {
+		return nil, err
+	}
+	kubelet, err := kubeletConfiguration(m)
+	if err != nil {
+		return nil, err
+	}
+	cni, err := cniConfig(t.PodSubnets)
+	if err != nil {
+		return nil, err
+	}
+	return []File{
+		{BootstrapKubeconfig, 0o600, kubeconfig},
+		{CACert, 0o400, cas},
+		{KubeletConfig, 0o600, kubelet},
+		{"/etc/hosts", 0o644, hosts(m)},
+		{"/etc/hostname", 0o644, []byte(m.Hostname + "\n")},
+		{ResolvConf, 0o644, resolvConf(t.Nameservers, t.SearchDomains)},
+		{"/etc/resolv.conf", 0o644, resolvConf(t.Nameservers, t.SearchDomains)},
+		{ContainerdConfig, 0o644, []byte(containerdConfig)},
+		{CNIConfig, 0o644, cni},
+	}, nil
+}
+
+// bootstrapKubeconfig is Talos' bootstrap kubeconfig: cluster "local" at the control plane
+// endpoint with the accepted CAs, user and context "kubelet@local" with cluster.token
+// (internal/app/machined/pkg/controllers/k8s/kubelet_service.go:300-340;
+// controllers/secrets/kubelet.go:42-83: on a worker the endpoint is cluster.controlPlane.endpoint
+// and the token cluster.token).
+func bootstrapKubeconfig(endpoint, token string, cas []byte) ([]byte, error) {
+	if id, secret, ok := strings.Cut(token, "."); !ok || id == "" || secret == "" {
+		return nil, fmt.Errorf("cluster.token %q is not <id>.<secret>", token)
+	}
+	return yaml.Marshal(map[string]any{
+		"apiVersion": "v1", "kind": "Config",
+		"clusters": []any{map[string]any{"name": "local", "cluster": map[string]any{
+			"server": endpoint, "certificate-authority-data": base64.StdEncoding.EncodeToString(cas)}}},
+		"users":           []any{map[string]any{"name": "kubelet@local", "user": map[string]any{"token": token}}},
+		"contexts":        []any{map[string]any{"name": "kubelet@local", "context": map[string]any{"cluster": "local", "user": "kubelet@local"}}},
+		"current-context": "kubelet@local",
+	})
+}
+
+// hosts is /etc/hosts: localhost, the host's own name at its address, and
+// machine.network.extraHostEntries (how Cozystack's workers find the tenant's endpoint:
+// cozystack/cozystack v1.6.1 packages/apps/kubernetes/templates/talos/talos-reconcile-job.yaml
+// :306-319, :375-379).
+func hosts(m Machine) []byte {
+	var b bytes.Buffer
+	b.WriteString("127.0.0.1 localhost\n::1 localhost ip6-localhost ip6-loopback\n")
+	if m.NodeIP != "" {
+		fmt.Fprintf(&b, "%s %s\n", m.NodeIP, m.Hostname)
+	}
+	byIP := map[string][]string{}
+	for alias, ip := range m.Data.Hosts {
+		byIP[ip] = append(byIP[ip], alias)
+	}
+	ips := make([]string, 0, len(byIP))
+	for ip := range byIP {
+		ips = append(ips, ip)
+	}
+	sort.Strings(ips)
+	for _, ip := range ips {
+		sort.Strings(byIP[ip])
+		fmt.Fprintf(&b, "%s %s\n", ip, strings.Join(byIP[ip], " "))
+	}
+	return b.Bytes()
+}
+
+// resolvConf is the host's resolver: machine.network.nameservers and searchDomains.
+func resolvConf(servers, search []string) []byte {
+	var b bytes.Buffer
+	for _, s := range servers {
+		fmt.Fprintf(&b, "nameserver %s\n", s)
+	}
+	if len(search) > 0 {
+		fmt.Fprintf(&b, "search %s\n", strings.Join(search, " "))
+	}
+	return b.Bytes()
+}
+
+// containerdConfig is the stand-in's CRI: Debian's containerd at Talos' socket, the CNI
+// plugins where Talos ships them (/opt/cni/bin: siderolabs/talos v1.13.6 Dockerfile:715-716),
+// and the registry hosts the OS is given (conf.d/hosts).
+const containerdConfig = `version = 2
+root = "/var/lib/containerd"
+state = "/run/containerd"
+
+[grpc]
+  address = "` + CRISocket + `"
+
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = "registry.k8s.io/pause:3.10.1"
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = "/opt/cni/bin"
+    conf_dir = "/etc/cni/net.d"
+  [plugins."io.containerd.grpc.v1.cri".registry]
+    config_path = "/etc/cri/conf.d/hosts"
+`
+
+// cniConfig is the pod network of the stand-in: a bridge over the first /24 of the cluster's
+// first pod subnet. Talos leaves the CNI to the cluster (flannel by default, deployed by the
+// control plane: talos pkg/machinery/config/types/v1alpha1/v1alpha1_clusterconfig.go:200-212),
+// and Cozystack's tenants bring their own; the stand-in's worker runs its pods on one node.
+func cniConfig(podSubnets []string) ([]byte, error) {
+	subnet := "10.244.0.0/16"
+	if len(podSubnets) > 0 {
+		subnet = podSubnets[0]
+	}
+	p, err := netip.ParsePrefix(subnet)
+	if err != nil || !p.Addr().Is4() || p.Bits() > 24 {
+		return nil, fmt.Errorf("cluster.network.podSubnets[0] %q: want an IPv4 prefix of /24 or wider", subnet)
+	}
+	node := netip.PrefixFrom(p.Masked().Addr(), 24)
+	return []byte(fmt.Sprintf(`{
+  "cniVersion": "0.4.0",
+  "name": "cozy-e2e",
+  "plugins": [
+    {
+      "type": "bridge",
+      "bridge": "cni0",
+      "isGateway": true,
+      "ipMasq": false,
+      "ipam": {"type": "host-local", "ranges": [[{"subnet": %q}]], "routes": [{"dst": "0.0.0.0/0"}]}
+    }
+  ]
+}
+`, node.String())), nil
+}
