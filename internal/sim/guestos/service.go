@@ -78,7 +78,10 @@ func (s *Service) runOnce(ctx context.Context) error {
 	}
 	last := &lastLog{}
 	cmd := s.Cmd()
-	cmd.Stdout, cmd.Stderr = io.MultiWriter(s.Log, last), io.MultiWriter(s.Log, last)
+	// One writer for both, so they share one pipe and keep their order (os/exec: Stdout ==
+	// Stderr).
+	out := io.MultiWriter(s.Log, last)
+	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("task %q failed: %w", s.ID, err)
 	}

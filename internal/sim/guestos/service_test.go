@@ -1,0 +1,88 @@
+package guestos
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// A service that fails is started again restartInterval later, and the console says so in
+// machined's words with the task's last output; a healthy one's health check is said once.
+func TestAServiceRestartsForeverAndSaysWhy(t *testing.T) {
+	var con syncBuffer
+	runs := 0
+	s := &Service{ID: "kubelet", Log: io.Discard, Console: log.New(&con, "[talos] ", 0),
+		Cmd: func() *exec.Cmd {
+			runs++
+			if runs == 1 {
+				return exec.Command("sh", "-c", "echo starting; echo 'x509: certificate signed by unknown authority' >&2; exit 1")
+			}
+			return exec.Command("sleep", "30")
+		},
+		Healthy: func(context.Context) error { return nil }}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { s.Run(ctx); close(done) }()
+	deadline := time.Now().Add(15 * time.Second)
+	for !strings.Contains(con.String(), "Health check successful") && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	cancel()
+	<-done
+	out := con.String()
+	for _, want := range []string{
+		"[talos] service[kubelet](Starting): Starting service\n",
+		"[talos] service[kubelet](Running): Started task kubelet (PID ",
+		`[talos] service[kubelet](Waiting): Error running Containerd(kubelet), going to restart forever: task "kubelet" failed: exit code 1 (last log "starting\nx509: certificate signed by unknown authority")` + "\n",
+		"[talos] service[kubelet](Running): Health check successful\n",
+		"[talos] service[kubelet](Stopping): Sending SIGTERM to task kubelet",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("console lacks %q:\n%s", want, out)
+		}
+	}
+	if n := strings.Count(out, "Health check successful"); n != 1 {
+		t.Errorf("health said %d times, want once (on its change)", n)
+	}
+}
+
+// The last log keeps the last 512 bytes, from a line's start where it can.
+func TestLastLogKeepsTheLastLines(t *testing.T) {
+	var l lastLog
+	for i := 0; i < 100; i++ {
+		_, _ = l.Write([]byte(strings.Repeat("a", 20) + "\n"))
+	}
+	_, _ = l.Write([]byte("the last line\n"))
+	got := l.String()
+	if len(got) > 512 || !strings.HasSuffix(got, "\nthe last line") || !strings.HasPrefix(got, "aaaa") {
+		t.Errorf("last log %d bytes %q", len(got), got)
+	}
+	var long lastLog
+	_, _ = long.Write([]byte(strings.Repeat("b", 2000)))
+	if len(long.String()) != 512 {
+		t.Errorf("a line longer than the limit keeps %d bytes, want its last 512", len(long.String()))
+	}
+}
