@@ -52,6 +52,14 @@ IMPORTER_PACKAGES="qemu-utils nbdkit libnbd0 ca-certificates"
 # The worker's disk (images/lib.sh build_worker_disk): Debian's kernel (linux-image-amd64's),
 # busybox for its initramfs, SYSLINUX to boot it, and the tools that make it.
 WORKER_DISK_PACKAGES="busybox-static syslinux syslinux-common mtools dosfstools cpio"
+# What the guest's own join runs beside the stand-in OS: Debian's containerd, runc and CNI
+# plugins, with the libraries they load (the worker disk unpacks them, never installs them).
+GUEST_PACKAGES="containerd runc containernetworking-plugins libseccomp2 libc6"
+# The kubelet in the worker disk: the version the real chart's Talos workers name for the lanes'
+# Kubernetes v1.35 (cozystack/cozystack v1.6.1 packages/apps/kubernetes/files/versions.yaml,
+# lanes/sim-node.yaml patch), from its own tools module (hack/tools/guest), static as
+# hack/tools/build-node.sh builds the node's.
+GUEST_K8S_VERSION=1.35.6
 export GONOSUMDB=${GONOSUMDB:+$GONOSUMDB,}$CDI_MODULE
 
 key=$({
@@ -128,10 +136,20 @@ image virt-handler "$HANDLER_PACKAGES" customize_handler virt-handler virt-chroo
 image virt-api "" customize_api virt-api
 image cdi-importer "$IMPORTER_PACKAGES" customize_importer cdi-importer cdi-containerimage-server cdi-image-size-detection cdi-source-update-poller
 
-# 4. The worker's disk and its image.
-[[ -f $dir/disk/disk.img ]] || rm -f "$dir/stamps/worker-disk"
-stage worker-disk "$WORKER_DISK_PACKAGES $(<"$dir/stamps/build-root") $(cat "$here/images/guest-init" "$here/images/guest-dhcp" | sha256sum) $(declare -f build_worker_disk | sha256sum)" build_worker_disk
+# 4. What the guest's own join runs: the kubelet, and the OS stand-in from this checkout.
+guest_sum=$(awk -v v="v$GUEST_K8S_VERSION" '$1 == "k8s.io/kubernetes" && $2 == v { print $3 }' "$here/guest/go.sum")
+guest_flags="-s -w -X k8s.io/component-base/version.gitVersion=v$GUEST_K8S_VERSION -X k8s.io/component-base/version.gitMajor=1 \
+ -X k8s.io/component-base/version.gitMinor=$(cut -d. -f2 <<<"$GUEST_K8S_VERSION") -X k8s.io/component-base/version.gitTreeState=clean"
+gobins guest-kubelet guest static "$guest_flags" k8s.io/kubernetes "v$GUEST_K8S_VERSION" "$guest_sum" k8s.io/kubernetes/cmd/kubelet
+guestos_src=$(cd "$repo" && cat go.sum hack/guestos/*.go $(ls internal/sim/guestos/*.go internal/sim/bootdata/*.go | grep -v _test.go) | sha256sum)
+[[ -x $dir/bin/guestos ]] || rm -f "$dir/stamps/guestos"
+stage guestos "$guestos_src" build_guestos
+
+# 5. The worker's disks and their images.
+[[ -f $dir/disk/disk.img && -f $dir/disk/disk-join.img ]] || rm -f "$dir/stamps/worker-disk"
+stage worker-disk "$WORKER_DISK_PACKAGES $GUEST_PACKAGES $(<"$dir/stamps/build-root") $(<"$dir/stamps/go-guest-kubelet") $guestos_src $(cat "$here/images/guest-init" "$here/images/guest-dhcp" | sha256sum) $(declare -f build_worker_disk | sha256sum)" build_worker_disk
 IMAGE_FILES="$dir/disk/disk.img" image worker-disk "" customize_worker_disk
+WORKER_DISK_FILE=disk-join.img IMAGE_FILES="$dir/disk/disk-join.img" image worker-disk-join "" customize_worker_disk
 
 write_versions
 printf 'make node-images: %d built, done in %ss\n' "$built" "$(since "$total_start")"

@@ -150,6 +150,16 @@ build_failed() {
 	exit 1
 }
 
+# build_guestos: the worker disk's OS stand-in (hack/guestos), static, from this checkout.
+build_guestos() {
+	local log
+	log=$(mktemp)
+	(cd "$repo" && CGO_ENABLED=0 nice -n 15 go build -trimpath -ldflags="-s -w" -o "$dir/bin/guestos.tmp" ./hack/guestos) >"$log" 2>&1 ||
+		build_failed ./hack/guestos ../.. "$log"
+	rm -f "$log"
+	mv "$dir/bin/guestos.tmp" "$dir/bin/guestos"
+}
+
 build_container_disk() {
 	cp "$kvdir/cmd/container-disk-v2alpha/main.c" "$dir/build-root/usr/src/container-disk.c"
 	chroot "$dir/build-root" nice -n 15 gcc -O2 -static -o /usr/src/container-disk /usr/src/container-disk.c
@@ -278,41 +288,70 @@ customize_importer() {
 # The worker's disk (disk/disk.img): a FAT file system holding Debian's kernel, an initramfs of
 # busybox whose init (images/guest-init) says on the serial console that the guest is up, and
 # SYSLINUX in its boot sector, which the BIOS boots (SeaBIOS, the firmware of a VM whose spec sets
-# none, as the chart's Talos machines do). The packages are downloaded in the build root, never
-# installed: their tools run there from where they were unpacked. disk/packages lists them.
+# none, as the chart's Talos machines do). The initramfs also carries what the guest's own join
+# runs: the operating system stand-in (bin/guestos, internal/sim/guestos), the kubelet of
+# GUEST_K8S_VERSION (usr/local/lib/kubelet/v<version>/kubelet), and Debian's containerd,
+# runc and CNI plugins with the libraries they load. disk/disk-join.img is the same disk whose
+# kernel command line says cozy.join=guest: its init hands the join to the stand-in. The packages
+# are downloaded in the build root, never installed: their tools run there from where they were
+# unpacked. disk/packages lists them.
 build_worker_disk() {
 	local w=/usr/src/worker-disk
-	rm -rf "$dir/build-root$w" "$dir/disk" && mkdir -p "$dir/build-root$w"/{debs,x,initramfs/bin} "$dir/disk"
+	rm -rf "$dir/build-root$w" "$dir/disk" && mkdir -p "$dir/build-root$w"/{debs,x,initramfs/bin,guest/bin} "$dir/disk"
 	cp /etc/resolv.conf "$dir/build-root/etc/resolv.conf"
 	install -m 0755 "$here/images/guest-init" "$dir/build-root$w/initramfs/init"
 	install -m 0755 "$here/images/guest-dhcp" "$dir/build-root$w/initramfs/bin/dhcp"
+	install -m 0755 "$dir/bin/guestos" "$dir/build-root$w/guest/bin/guestos"
+	install -D -m 0755 "$dir/bin/kubelet" "$dir/build-root$w/guest/usr/local/lib/kubelet/v$GUEST_K8S_VERSION/kubelet"
 	# in a mount namespace with /proc (inroot): SYSLINUX's installer hands mtools /proc/<pid>/fd/<n>
 	inroot "$w" sh -ec "
 		cd $w/debs
 		apt-get update -qq
 		kernel=\$(apt-cache depends linux-image-amd64 | awk '\$1 == \"Depends:\" && \$2 ~ /^linux-image-/ { print \$2; exit }')
-		apt-get -o APT::Sandbox::User=root download -qq \$kernel $WORKER_DISK_PACKAGES
+		apt-get -o APT::Sandbox::User=root download -qq \$kernel $WORKER_DISK_PACKAGES $GUEST_PACKAGES
 		for d in *.deb; do dpkg-deb -x \$d $w/x; dpkg-deb -W --showformat='\${Package}=\${Version}\n' \$d; done >$w/packages
-		cp $w/x/bin/busybox $w/initramfs/bin/ 2>/dev/null || cp $w/x/usr/bin/busybox $w/initramfs/bin/
-		mkdir -p $w/initramfs/proc $w/initramfs/sys $w/initramfs/dev $w/initramfs/lib/modules
+		i=$w/initramfs g=$w/guest
+		cp $w/x/bin/busybox \$i/bin/ 2>/dev/null || cp $w/x/usr/bin/busybox \$i/bin/
+		mkdir -p \$i/proc \$i/sys \$i/dev \$i/lib/modules \$i/etc \$g/usr/bin \$g/opt/cni/bin \$g/lib64 \$g/lib/x86_64-linux-gnu
+		# the accounts an OS has (the kubelet reads /etc/passwd at its start)
+		printf 'root:x:0:0:root:/root:/bin/sh\\n' >\$i/etc/passwd
+		printf 'root:x:0:\\n' >\$i/etc/group
 		# virtio-net and what it needs, the ACPI power button's input events, virtio-blk and ISO 9660
-		# for the config drive: modules in
-		# Debian's kernel (virtio-pci and ACPI are built in)
-		for m in net/core/failover drivers/net/net_failover drivers/net/virtio_net drivers/input/evdev drivers/acpi/button drivers/block/virtio_blk drivers/cdrom/cdrom fs/isofs/isofs; do
-			$w/initramfs/bin/busybox unxz -c $w/x/usr/lib/modules/*/kernel/\$m.ko.xz >$w/initramfs/lib/modules/\${m##*/}.ko
+		# for the config drive, FAT for the boot disk's guest folder, virtio-rng (under TCG the
+		# kernel's own entropy takes minutes, and the kubelet's keys wait for it); for containerd and
+		# the pod network: overlayfs, veth, the bridge (with stp and llc). Modules in Debian's kernel
+		# (virtio-pci and ACPI are built in).
+		for m in net/core/failover drivers/net/net_failover drivers/net/virtio_net drivers/input/evdev drivers/acpi/button drivers/block/virtio_blk drivers/cdrom/cdrom fs/isofs/isofs fs/fat/fat fs/fat/vfat fs/nls/nls_cp437 fs/nls/nls_ascii drivers/char/hw_random/virtio-rng fs/overlayfs/overlay drivers/net/veth net/llc/llc net/802/stp net/bridge/bridge; do
+			f=\$(ls $w/x/usr/lib/modules/*/kernel/\$m.ko.xz 2>/dev/null) || { echo \"\$m: built in or missing, not copied\"; continue; }
+			\$i/bin/busybox unxz -c \$f >\$i/lib/modules/\${m##*/}.ko
 		done
-		cd $w/initramfs && find . | $w/x/usr/bin/cpio -o -H newc --quiet | gzip -9 >$w/initrd.img
+		# The guest folder on the boot disk, which the init copies into the root when the guest joins
+		# (kept out of the initramfs, which the BIOS reads slowly under TCG): containerd, its runc
+		# shim, runc, the CNI plugins the stand-in's network uses, and the dynamic loader and
+		# libraries they link.
+		cp $w/x/usr/bin/containerd $w/x/usr/bin/containerd-shim-runc-v2 \$g/usr/bin/
+		cp \$(ls $w/x/usr/sbin/runc $w/x/usr/bin/runc 2>/dev/null | head -1) \$g/usr/bin/runc
+		cp $w/x/usr/lib/cni/bridge $w/x/usr/lib/cni/host-local $w/x/usr/lib/cni/loopback \$g/opt/cni/bin/
+		cp -L $w/x/usr/lib/x86_64-linux-gnu/libc.so.6 $w/x/usr/lib/x86_64-linux-gnu/libseccomp.so.2 \$g/lib/x86_64-linux-gnu/
+		cp -L $w/x/usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2 \$g/lib64/
+		cd \$i && find . | $w/x/usr/bin/cpio -o -H newc --quiet | gzip -1 >$w/initrd.img
 		cp $w/x/boot/vmlinuz-* $w/vmlinuz
-		printf 'DEFAULT linux\nPROMPT 0\nTIMEOUT 0\nSERIAL 0 115200\nLABEL linux\n  KERNEL vmlinuz\n  APPEND initrd=initrd.img console=ttyS0,115200 panic=-1\n' >$w/syslinux.cfg
-		$w/x/usr/sbin/mkfs.fat -C $w/disk.img 32768 >/dev/null
+		cfg() { printf 'DEFAULT linux\nPROMPT 0\nTIMEOUT 0\nSERIAL 0 115200\nLABEL linux\n  KERNEL vmlinuz\n  APPEND initrd=initrd.img console=ttyS0,115200 panic=-1%s\n' \"\$1\"; }
+		cfg '' >$w/syslinux.cfg
+		kib=\$(( \$(du -sk \$g | cut -f1) + (\$(stat -c %s $w/initrd.img) + \$(stat -c %s $w/vmlinuz)) / 1024 + 8192 ))
+		$w/x/usr/sbin/mkfs.fat -C $w/disk.img \$kib >/dev/null
 		$w/x/usr/bin/mcopy -i $w/disk.img $w/vmlinuz $w/initrd.img $w/syslinux.cfg $w/x/usr/lib/syslinux/modules/bios/ldlinux.c32 ::/
+		$w/x/usr/bin/mcopy -s -i $w/disk.img \$g ::/
 		PATH=$w/x/usr/bin:\$PATH $w/x/usr/bin/syslinux --install $w/disk.img
+		cp $w/disk.img $w/disk-join.img
+		cfg ' cozy.join=guest' >$w/syslinux.cfg
+		$w/x/usr/bin/mcopy -o -i $w/disk-join.img $w/syslinux.cfg ::/syslinux.cfg
 	" >"$dir/logs/worker-disk.log" 2>&1 || {
 		echo "make node-images: building the worker's disk in $dir/build-root$w failed:" >&2
 		tail -30 "$dir/logs/worker-disk.log" | sed 's/^/    /' >&2
 		exit 1
 	}
-	mv "$dir/build-root$w/disk.img" "$dir/build-root$w/packages" "$dir/disk/"
+	mv "$dir/build-root$w/disk.img" "$dir/build-root$w/disk-join.img" "$dir/build-root$w/packages" "$dir/disk/"
 	rm -rf "$dir/build-root$w"
 }
 
@@ -321,7 +360,7 @@ build_worker_disk() {
 # docs/container-register-disks.md:59-66; CDI v1.64.0 pkg/importer/registry-datasource.go:34-36,
 # the folder it copies the disk from).
 customize_worker_disk() {
-	install -D -m 0644 -o 107 -g 107 "$dir/disk/disk.img" "$1/disk/disk.img"
+	install -D -m 0644 -o 107 -g 107 "$dir/disk/${WORKER_DISK_FILE:-disk.img}" "$1/disk/disk.img"
 	rm -rf "$1/usr"
 	IMG_ENTRYPOINT=() IMG_USER=
 }
@@ -354,6 +393,10 @@ VIRT_API_IMAGE=$(<"$dir/oci/virt-api.digest")
 CDI_IMPORTER_IMAGE=$(<"$dir/oci/cdi-importer.digest")
 WORKER_KERNEL=$(awk -F= '$1 ~ /^linux-image-[0-9]/ { print $1 "=" $2 }' "$dir/disk/packages")
 WORKER_DISK_IMAGE=$(<"$dir/oci/worker-disk.digest")
+WORKER_DISK_JOIN_IMAGE=$(<"$dir/oci/worker-disk-join.digest")
+GUEST_KUBELET=v$GUEST_K8S_VERSION k8s.io/kubernetes $guest_sum
+GUEST_CONTAINERD=$(awk -F= '$1 == "containerd" { print $2 }' "$dir/disk/packages")
+GUEST_RUNC=$(awk -F= '$1 == "runc" { print $2 }' "$dir/disk/packages")
 NODE_IMAGES_KEY=$key
 VERSIONS
 	mv "$dir/versions.env.tmp" "$dir/versions.env"

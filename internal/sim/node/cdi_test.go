@@ -96,7 +96,7 @@ func startDiskImport(ctx context.Context, t *testing.T, b *upstream.Build, c *cl
 	t.Cleanup(func() { stop(); <-done })
 
 	const name = "worker-disk"
-	endpoint := node.WorkerDiskURL(reg.Host)
+	endpoint := node.WorkerDiskURL(reg.Host, false)
 	dv := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "cdi.kubevirt.io/v1beta1", "kind": "DataVolume",
 		"metadata": map[string]any{"name": name, "namespace": "default", "annotations": map[string]any{"cdi.kubevirt.io/storage.usePopulator": "false"}},

@@ -21,6 +21,9 @@ const (
 	// as an image in the layout KubeVirt's container disks and CDI's registry imports read: the
 	// disk alone under /disk.
 	WorkerDisk = "worker-disk"
+	// WorkerDiskJoin is the same disk booting with cozy.join=guest: its init hands the join to
+	// the OS stand-in inside the guest (internal/sim/guestos) instead of leaving it to the host.
+	WorkerDiskJoin = "worker-disk-join"
 )
 
 // What the worker disk's init says (hack/tools/images/guest-init): GuestInit begins its first
@@ -37,16 +40,21 @@ const (
 )
 
 // WorkerDiskURL is the worker disk as a CDI registry source names it on the registry at host
-// (host:port), as Images.Push serves it there.
-func WorkerDiskURL(host string) string {
-	return "docker://" + host + "/" + WorkerDiskRepo + ":latest"
+// (host:port), as Images.Push serves it there: the one whose guest joins by itself when
+// guestJoin is set.
+func WorkerDiskURL(host string, guestJoin bool) string {
+	repo := WorkerDiskRepo
+	if guestJoin {
+		repo = WorkerDiskJoin
+	}
+	return "docker://" + host + "/" + repo + ":latest"
 }
 
 // WorkerDiskRepo is the worker disk's repository on the local registry.
 const WorkerDiskRepo = "worker-disk"
 
 // ImageNames are the images build-images.sh builds.
-var ImageNames = []string{VirtLauncher, VirtHandler, VirtAPI, CDIImporter, WorkerDisk}
+var ImageNames = []string{VirtLauncher, VirtHandler, VirtAPI, CDIImporter, WorkerDisk, WorkerDiskJoin}
 
 // UpstreamRefs are the names upstream publishes the images under, by tag: KubeVirt's at
 // quay.io/kubevirt/<name> (kubevirt.io/kubevirt v1.8.4 BUILD.bazel:231,243,249, the oci_push
@@ -58,7 +66,8 @@ var UpstreamRefs = map[string]string{
 	VirtAPI:      "quay.io/kubevirt/virt-api:v1.8.4",
 	CDIImporter:  "quay.io/kubevirt/cdi-importer:v1.64.0",
 	// the worker disk is the harness's own, published nowhere: its name says so
-	WorkerDisk: "cozy-e2e.local/" + WorkerDiskRepo + ":latest",
+	WorkerDisk:     "cozy-e2e.local/" + WorkerDiskRepo + ":latest",
+	WorkerDiskJoin: "cozy-e2e.local/" + WorkerDiskJoin + ":latest",
 }
 
 // Images is the folder hack/tools/build-images.sh builds the node's KubeVirt and CDI images
@@ -87,6 +96,10 @@ func (i Images) Rootfs(name string) string { return filepath.Join(i.Dir, "rootfs
 // /disk/disk.img (the path CDI's registry import reads, containerized-data-importer v1.64.0
 // pkg/importer/transport.go:157-178).
 func (i Images) WorkerDiskFile() string { return filepath.Join(i.Dir, "disk", "disk.img") }
+
+// WorkerDiskJoinFile is the disk the worker-disk-join image carries: the same disk, its kernel
+// told cozy.join=guest.
+func (i Images) WorkerDiskJoinFile() string { return filepath.Join(i.Dir, "disk", "disk-join.img") }
 
 // Versions is the file that lists the modules, Debian packages and image digests of the build.
 func (i Images) Versions() string { return filepath.Join(i.Dir, "versions.env") }
