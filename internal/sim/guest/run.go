@@ -43,6 +43,11 @@ func (gu *guest) run(ctx context.Context) {
 	vmi := gu.vmi
 	gu.con = console{start: gu.env().Now(), now: gu.env().Now, ports: gu.env().Serial, ns: vmi.Namespace, vmi: vmi.Name, uid: string(vmi.UID)}
 	real := gu.env().RealNode(vmi.Status.NodeName)
+	if real && gu.env().GuestJoin {
+		// The guest joins by itself: its kubelet takes the bootstrap data from its config drive.
+		gu.g.logf("VMI %s/%s on the real Node %s: the guest joins by itself; no host-side join", vmi.Namespace, vmi.Name, vmi.Status.NodeName)
+		return
+	}
 	if real {
 		// A real VM on a real Node: its console is the guest's own. The join starts once the
 		// guest says it is up, and writes nothing there.

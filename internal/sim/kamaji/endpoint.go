@@ -5,11 +5,14 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/cozystack/cozy-e2e/internal/controlplane"
@@ -60,6 +63,37 @@ func (k *Kamaji) ensureEndpoint(ctx context.Context, tcp *unstructured.Unstructu
 		return controllerutil.SetControllerReference(tcp, svc, k.client.Scheme())
 	}); err != nil {
 		return fmt.Errorf("writing Service %s/%s: %w", svc.Namespace, svc.Name, err)
+	}
+	if k.opts.AdvertiseAddress == "" {
+		return nil
+	}
+	return k.ensureEndpointSlice(ctx, tcp, u.Port())
+}
+
+// ensureEndpointSlice puts the tenant apiserver, listening on this host's address, behind its
+// Service, where Kamaji's Deployment's pods would be (the Service selects them): kube-proxy on
+// the real Node then carries the Service's ClusterIP, which Cozystack's Talos workers dial by its
+// name through /etc/hosts (cozystack/cozystack v1.6.1
+// packages/apps/kubernetes/templates/talos/talos-reconcile-job.yaml:306-319, :375-379), to it.
+// The slice is the sim's own (its managed-by label), beside the empty one the endpointslice
+// controller keeps for the selector, which leaves slices another manages alone (k8s.io/kubernetes
+// v1.35.4 pkg/controller/endpointslice/endpointslice_controller.go:76-78, ControllerName;
+// k8s.io/endpointslice v0.35.4 reconciler.go:664-669, ManagedByController).
+func (k *Kamaji) ensureEndpointSlice(ctx context.Context, tcp *unstructured.Unstructured, port string) error {
+	p, err := strconv.ParseInt(port, 10, 32)
+	if err != nil {
+		return fmt.Errorf("tenant apiserver port %q: %w", port, err)
+	}
+	es := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Namespace: tcp.GetNamespace(), Name: tcp.GetName() + "-sim"}}
+	_, err = controllerutil.CreateOrUpdate(ctx, k.client, es, func() error {
+		es.Labels = merge(es.Labels, map[string]string{discoveryv1.LabelServiceName: tcp.GetName(), discoveryv1.LabelManagedBy: "sim.cozy-e2e"})
+		es.AddressType = discoveryv1.AddressTypeIPv4
+		es.Endpoints = []discoveryv1.Endpoint{{Addresses: []string{k.opts.AdvertiseAddress}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}}}
+		es.Ports = []discoveryv1.EndpointPort{{Name: ptr.To("kube-apiserver"), Protocol: ptr.To(corev1.ProtocolTCP), Port: ptr.To(int32(p))}}
+		return controllerutil.SetControllerReference(tcp, es, k.client.Scheme())
+	})
+	if err != nil {
+		return fmt.Errorf("writing EndpointSlice %s/%s: %w", es.Namespace, es.Name, err)
 	}
 	return nil
 }

@@ -29,6 +29,10 @@ type Options struct {
 	// Canary is the value of the canary Secret planted in every tenant cluster.
 	Canary string
 	Log    io.Writer
+	// AdvertiseAddress, when set, is this host's address, where the real Node's pods reach what
+	// listens on it: each tenant apiserver listens there too, and its Service's endpoint is
+	// there, as Kamaji's Deployment's pods are its Service's endpoints.
+	AdvertiseAddress string
 }
 
 // Kamaji reconciles KamajiControlPlanes into running tenant control planes.

@@ -77,8 +77,9 @@ func (k *Kamaji) startTenant(ctx context.Context, namespace, name, serviceCIDR s
 		// Talos worker reaches it (https://<name>.<namespace>.svc:6443); it authenticates
 		// bootstrap tokens (clastix/kamaji internal/builders/controlplane/deployment.go:735
 		// (--enable-bootstrap-token-auth)).
-		SANs:      []string{name, name + "." + namespace + ".svc", name + "." + namespace + ".svc.cluster.local"},
-		ExtraArgs: []string{"--enable-bootstrap-token-auth=true"},
+		SANs:             []string{name, name + "." + namespace + ".svc", name + "." + namespace + ".svc.cluster.local"},
+		ExtraArgs:        []string{"--enable-bootstrap-token-auth=true"},
+		AdvertiseAddress: k.opts.AdvertiseAddress,
 		Started: func(api *controlplane.APIServer) error {
 			if started == nil {
 				return nil

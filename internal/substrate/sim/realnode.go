@@ -22,6 +22,10 @@ import (
 	"github.com/cozystack/cozy-e2e/internal/substrate"
 )
 
+// GuestJoinEnv, set to 1 on a lane with a real Node, has its VMs join by themselves: a kubelet
+// inside each guest takes the bootstrap data from its config drive (simenv.Env.GuestJoin).
+const GuestJoinEnv = "E2E_SIM_GUEST_JOIN"
+
 // RealNodeName is the real Node's name in a world of a lane with sim.realNode.
 const RealNodeName = "real-node-0"
 
@@ -101,7 +105,11 @@ func (s *Substrate) startRealNode(ctx context.Context, w *world.World, kv *upstr
 		return err
 	}
 	if s.env.Faults != nil && s.env.Faults.Selected(faults.RegistryUnavailableOnce) {
-		reg.RefuseManifests(node.WorkerDiskRepo, 1)
+		repo := node.WorkerDiskRepo
+		if s.env.GuestJoin {
+			repo = node.WorkerDiskJoin
+		}
+		reg.RefuseManifests(repo, 1)
 	}
 	n, err = node.Start(ctx, node.Options{Name: RealNodeName, Dir: dir, Tools: tools, APIServer: w.API, Registry: reg, Log: s.o.Log})
 	if err != nil {
@@ -220,14 +228,19 @@ func containerStates(cs []corev1.ContainerStatus) []string {
 //   - the pod network is bound by masquerade, not bridge (cluster.yaml:172-174): the bridge
 //     binding needs a dummy link, which this kernel lacks (kubevirt.io/kubevirt v1.8.4
 //     pkg/network/setup/netpod/netpod.go:392-400; internal/sim/node's test says so);
+//   - the VM has a virtio-rng device (kubevirt.io/api v1.8.4 core/v1/schema.go:575, Devices.Rng):
+//     under TCG the guest kernel's own entropy takes a minute or more, which the guest's kubelet
+//     waits for before its first key (internal/sim/guestos's boot test measured crng init at 99 s
+//     without it, 30 s with it); under KVM the CPU's RDRAND gives it at once;
 //   - the VM runs on the real Node: its label selected, its taint tolerated.
-func realNodePostRenderers(registry string) []any {
+func realNodePostRenderers(registry string, guestJoin bool) []any {
 	vm := "/spec/template/spec/virtualMachineTemplate/spec"
 	ops := []any{
 		map[string]any{"op": "replace", "path": vm + "/dataVolumeTemplates/0/spec/source",
-			"value": map[string]any{"registry": map[string]any{"url": node.WorkerDiskURL(registry)}}},
+			"value": map[string]any{"registry": map[string]any{"url": node.WorkerDiskURL(registry, guestJoin)}}},
 		map[string]any{"op": "replace", "path": vm + "/template/spec/domain/devices/interfaces/0",
 			"value": map[string]any{"name": "default", "masquerade": map[string]any{}}},
+		map[string]any{"op": "add", "path": vm + "/template/spec/domain/devices/rng", "value": map[string]any{}},
 		map[string]any{"op": "add", "path": vm + "/template/spec/nodeSelector", "value": map[string]any{node.Label: "true"}},
 		map[string]any{"op": "add", "path": vm + "/template/spec/tolerations",
 			"value": []any{map[string]any{"key": node.Taint, "operator": "Exists", "effect": "NoSchedule"}}},

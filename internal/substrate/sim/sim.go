@@ -96,7 +96,8 @@ func New(l *lane.Lane, o substrate.Options) (*Substrate, error) {
 			lat[k] = v.D()
 		}
 	}
-	s.env = &simenv.Env{Faults: set, Latencies: lat, Serial: &simenv.SerialPorts{}, Now: time.Now}
+	s.env = &simenv.Env{Faults: set, Latencies: lat, Serial: &simenv.SerialPorts{}, Now: time.Now,
+		GuestJoin: os.Getenv(GuestJoinEnv) == "1"}
 	return s, nil
 }
 
@@ -210,6 +211,7 @@ func (s *Substrate) Up(ctx context.Context, clock *budget.Clock) (c *cluster.Clu
 	s.env.Webhooks = w
 	s.k, err = kamaji.Add(w.Manager(), kamaji.Options{
 		Tools: tools, EtcdURL: w.Etcd.ClientURL, Dir: filepath.Join(s.dir, "tenants"), Canary: s.canary, Log: s.o.Log,
+		AdvertiseAddress: advertise,
 	})
 	if err != nil {
 		return nil, err
