@@ -155,8 +155,9 @@ citation-modules:
 	@$(GO) mod download github.com/cozystack/cozystack@v$$(sed -n 's/^COZYSTACK_VERSION=\([0-9.]*\)$$/\1/p' hack/tools/build.sh)
 # Read for their citations only (test/citations shortNames CAPI, METALLB, TALOS): Cluster API
 # at the tag docs/upstream.md read, MetalLB at the version Cozystack v1.6.1's chart ships, Talos
-# at the release docs/signals.md reads.
-	@$(GO) mod download sigs.k8s.io/cluster-api@v1.13.5 go.universe.tf/metallb@v0.16.1 github.com/siderolabs/talos@v1.13.6
+# at the release docs/signals.md reads, with its machinery (a module of its own inside Talos'
+# tree, which internal/sim/guestos cites).
+	@$(GO) mod download sigs.k8s.io/cluster-api@v1.13.5 go.universe.tf/metallb@v0.16.1 github.com/siderolabs/talos@v1.13.6 github.com/siderolabs/talos/pkg/machinery@v1.13.6
 
 clean:
 	rm -rf $(BIN)

@@ -58,8 +58,8 @@ type Data struct {
 }
 
 // Talos is the part of a Talos worker's machine configuration that decides how its kubelet runs,
-// beyond the join's credentials (github.com/siderolabs/talos v1.13.6
-// pkg/machinery/config/types/v1alpha1/v1alpha1_types.go: machine.kubelet :690-790,
+// beyond the join's credentials (github.com/siderolabs/talos/pkg/machinery v1.13.6
+// config/types/v1alpha1/v1alpha1_types.go: machine.kubelet :690-790,
 // machine.network, machine.features.kubePrism :2394-2416, cluster.network, cluster.acceptedCAs
 // :499).
 type Talos struct {

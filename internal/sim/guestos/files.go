@@ -11,11 +11,11 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// The paths Talos writes for its kubelet (siderolabs/talos v1.13.6
-// pkg/machinery/constants/constants.go: :209 KubernetesConfigBaseDir, :221 KubernetesCACert,
+// The paths Talos writes for its kubelet (github.com/siderolabs/talos/pkg/machinery v1.13.6
+// constants/constants.go: :209 KubernetesConfigBaseDir, :221 KubernetesCACert,
 // :333 KubeletBootstrapKubeconfig, :348 KubeletPKIDir, :409 KubeletKubeconfig, :541
-// CRIContainerdAddress, :693 resolv.conf; internal/app/machined/pkg/controllers/k8s/
-// kubelet_service.go:342-365, the config file).
+// CRIContainerdAddress, :693 and :1230-1233 PodResolvConfPath; siderolabs/talos v1.13.6
+// internal/app/machined/pkg/controllers/k8s/kubelet_service.go:342-365, the config file).
 const (
 	BootstrapKubeconfig = "/etc/kubernetes/bootstrap-kubeconfig"
 	Kubeconfig          = "/etc/kubernetes/kubeconfig-kubelet"
@@ -152,7 +152,7 @@ state = "/run/containerd"
 
 // cniConfig is the pod network of the stand-in: a bridge over the first /24 of the cluster's
 // first pod subnet. Talos leaves the CNI to the cluster (flannel by default, deployed by the
-// control plane: talos pkg/machinery/config/types/v1alpha1/v1alpha1_clusterconfig.go:200-212),
+// control plane: github.com/siderolabs/talos/pkg/machinery v1.13.6 config/types/v1alpha1/v1alpha1_clusterconfig.go:200-212),
 // and Cozystack's tenants bring their own; the stand-in's worker runs its pods on one node.
 func cniConfig(podSubnets []string) ([]byte, error) {
 	subnet := "10.244.0.0/16"

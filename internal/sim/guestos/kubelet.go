@@ -9,7 +9,7 @@ import (
 )
 
 // protected are the KubeletConfiguration fields machine.kubelet.extraConfig may not set
-// (siderolabs/talos v1.13.6 pkg/machinery/kubelet/kubelet.go:10-24; checked at
+// (github.com/siderolabs/talos/pkg/machinery v1.13.6 kubelet/kubelet.go:10-24; checked at siderolabs/talos v1.13.6
 // internal/app/machined/pkg/controllers/k8s/kubelet_spec.go:242-250).
 var protected = []string{"apiVersion", "authentication", "authorization", "cgroupRoot", "kind", "kubeletCgroups",
 	"port", "protectKernelDefaults", "resolvConf", "rotateCertificates", "systemCgroups", "staticPodPath", "seccompDefault"}
@@ -51,7 +51,7 @@ func kubeletConfiguration(m Machine) ([]byte, error) {
 		domain = "cluster.local" // v1alpha1_clusterconfig.go:239-245
 	}
 	// Defaults, where extraConfig is silent (kubelet_spec.go:344-403; the worker's
-	// systemReserved: pkg/machinery/constants/constants.go:412-424).
+	// systemReserved: github.com/siderolabs/talos/pkg/machinery v1.13.6 constants/constants.go:412-424).
 	for k, v := range map[string]any{
 		"address": "0.0.0.0", "oomScoreAdj": -450, "clusterDomain": domain, "clusterDNS": dns,
 		"serializeImagePulls": false, "failSwapOn": false,

@@ -68,7 +68,8 @@ func NewMachine(raw []byte, platformHost string) (Machine, error) {
 		return Machine{}, fmt.Errorf("the user data is a #cloud-config: Talos' openstack platform takes only a machine configuration from the config drive")
 	}
 	// The machine configuration's hostname outranks the platform's (talos
-	// pkg/machinery/resources/network/configlayer.go:13-19; network/hostname_merge.go:25-35).
+	// github.com/siderolabs/talos/pkg/machinery v1.13.6 resources/network/configlayer.go:13-19; siderolabs/talos v1.13.6
+	// internal/app/machined/pkg/controllers/network/hostname_merge.go:25-35).
 	host := platformHost
 	if d.Hostname != "" {
 		host = d.Hostname
@@ -87,7 +88,7 @@ func NewMachine(raw []byte, platformHost string) (Machine, error) {
 // '-', anything else outside [a-z0-9-.] dropped, and dashes and dots trimmed from both ends
 // (talos internal/app/machined/pkg/controllers/k8s/nodename.go:99-110;
 // k8s/internal/nodename/nodename.go:24-55; the short name:
-// pkg/machinery/resources/network/hostname_spec.go:62-72, split at the first ".").
+// github.com/siderolabs/talos/pkg/machinery v1.13.6 resources/network/hostname_spec.go:62-72, split at the first ".").
 func nodeName(hostname string) (string, error) {
 	short, _, _ := strings.Cut(hostname, ".")
 	n := strings.Trim(strings.Map(func(r rune) rune {

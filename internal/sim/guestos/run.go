@@ -127,8 +127,9 @@ func kernelTunables() error {
 }
 
 // cgroups makes the hierarchy Talos runs its kubelet in (cgroupRoot /, systemCgroups /system,
-// kubeletCgroups /podruntime/kubelet: talos kubelet_spec.go:300-302; pkg/machinery/constants
-// :741, :828, :858) on the unified hierarchy, with the controllers the kubelet's QoS cgroups
+// kubeletCgroups /podruntime/kubelet: siderolabs/talos v1.13.6
+// internal/app/machined/pkg/controllers/k8s/kubelet_spec.go:300-302; github.com/siderolabs/talos/pkg/machinery v1.13.6
+// constants/constants.go:741, :828, :858) on the unified hierarchy, with the controllers the kubelet's QoS cgroups
 // need enabled below the root, and moves the OS itself into /system.
 func cgroups() error {
 	root := "/sys/fs/cgroup"
