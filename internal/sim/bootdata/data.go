@@ -83,6 +83,14 @@ type Talos struct {
 	PodSubnets, ServiceSubnets []string
 	// AcceptedCAs are cluster.acceptedCAs' certificates, PEM, trusted beside ClusterCA.
 	AcceptedCAs [][]byte
+	// Mirrors is machine.registries.mirrors: the endpoints a registry's images are pulled from.
+	Mirrors map[string]Mirror
+}
+
+// Mirror is one registry's mirror configuration (machine.registries.mirrors.<registry>).
+type Mirror struct {
+	Endpoints    []string `json:"endpoints"`
+	SkipFallback bool     `json:"skipFallback"`
 }
 
 // talosConfig is the part of a Talos v1alpha1 machine configuration a worker's join reads
@@ -99,7 +107,10 @@ type talosConfig struct {
 			ClusterDNS  []string          `json:"clusterDNS"`
 		} `json:"kubelet"`
 		NodeLabels map[string]string `json:"nodeLabels"`
-		Features   struct {
+		Registries struct {
+			Mirrors map[string]Mirror `json:"mirrors"`
+		} `json:"registries"`
+		Features struct {
 			KubePrism struct {
 				Enabled bool `json:"enabled"`
 				Port    int  `json:"port"`
@@ -196,7 +207,7 @@ func Parse(data []byte) (Data, error) {
 		KubeletClusterDNS: m.Kubelet.ClusterDNS, Nameservers: m.Network.Nameservers, SearchDomains: m.Network.SearchDomains,
 		NodeLabels: m.NodeLabels, KubePrism: m.Features.KubePrism.Enabled, KubePrismPort: m.Features.KubePrism.Port,
 		ExternalCloudProvider: c.ExternalCloudProvider.Enabled, DNSDomain: c.Network.DNSDomain,
-		PodSubnets: c.Network.PodSubnets, ServiceSubnets: c.Network.ServiceSubnets}
+		PodSubnets: c.Network.PodSubnets, ServiceSubnets: c.Network.ServiceSubnets, Mirrors: m.Registries.Mirrors}
 	for i, a := range c.AcceptedCAs {
 		crt, err := base64.StdEncoding.DecodeString(a.Crt)
 		if err != nil {

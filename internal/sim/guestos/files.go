@@ -5,10 +5,13 @@ import (
 	"encoding/base64"
 	"fmt"
 	"net/netip"
+	"net/url"
 	"sort"
 	"strings"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/cozystack/cozy-e2e/internal/sim/bootdata"
 )
 
 // The paths Talos writes for its kubelet (github.com/siderolabs/talos/pkg/machinery v1.13.6
@@ -61,7 +64,11 @@ func Files(m Machine) ([]File, error) {
 	if err != nil {
 		return nil, err
 	}
-	return []File{
+	mirrors, err := registryHosts(t.Mirrors)
+	if err != nil {
+		return nil, err
+	}
+	return append(mirrors, []File{
 		{BootstrapKubeconfig, 0o600, kubeconfig},
 		{CACert, 0o400, cas},
 		{KubeletConfig, 0o600, kubelet},
@@ -71,7 +78,55 @@ func Files(m Machine) ([]File, error) {
 		{"/etc/resolv.conf", 0o644, resolvConf(t.Nameservers, t.SearchDomains)},
 		{ContainerdConfig, 0o644, []byte(containerdConfig)},
 		{CNIConfig, 0o644, cni},
-	}, nil
+	}...), nil
+}
+
+// RegistryHosts is where containerd reads each registry's hosts.toml (ContainerdConfig's
+// config_path).
+const RegistryHosts = "/etc/cri/conf.d/hosts"
+
+// registryHosts are the hosts.toml files of machine.registries.mirrors as Talos writes them
+// (siderolabs/talos v1.13.6 internal/pkg/containers/cri/containerd/hosts.go:47-204,
+// GenerateHosts: each endpoint a host entry with capabilities pull and resolve, in order; with
+// skipFallback the last one is the server instead; :206-218 hostDirectory: "*" is _default, a
+// port is _port_; go-toml's single-quoted strings, as hosts_test.go:62 expects them).
+func registryHosts(mirrors map[string]bootdata.Mirror) ([]File, error) {
+	names := make([]string, 0, len(mirrors))
+	for n := range mirrors {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var out []File
+	for _, name := range names {
+		eps := mirrors[name].Endpoints
+		if len(eps) == 0 {
+			return nil, fmt.Errorf("machine.registries.mirrors.%s: no endpoints", name)
+		}
+		for _, ep := range eps {
+			if u, err := url.Parse(ep); err != nil || u.Host == "" {
+				return nil, fmt.Errorf("error parsing endpoint %q for host %q", ep, name)
+			}
+		}
+		var b bytes.Buffer
+		if mirrors[name].SkipFallback {
+			fmt.Fprintf(&b, "server = '%s'\ncapabilities = ['pull', 'resolve']\n", eps[len(eps)-1])
+			eps = eps[:len(eps)-1]
+		}
+		if len(eps) > 0 {
+			b.WriteString("[host]\n")
+		}
+		for _, ep := range eps {
+			fmt.Fprintf(&b, "  [host.'%s']\n    capabilities = ['pull', 'resolve']\n", ep)
+		}
+		dir := name
+		if name == "*" {
+			dir = "_default"
+		} else if i := strings.LastIndex(name, ":"); i > 0 {
+			dir = name[:i] + "_" + name[i+1:] + "_"
+		}
+		out = append(out, File{Path: RegistryHosts + "/" + dir + "/hosts.toml", Mode: 0o644, Data: b.Bytes()})
+	}
+	return out, nil
 }
 
 // bootstrapKubeconfig is Talos' bootstrap kubeconfig: cluster "local" at the control plane
@@ -147,7 +202,7 @@ state = "/run/containerd"
     bin_dir = "/opt/cni/bin"
     conf_dir = "/etc/cni/net.d"
   [plugins."io.containerd.grpc.v1.cri".registry]
-    config_path = "/etc/cri/conf.d/hosts"
+    config_path = "` + RegistryHosts + `"
 `
 
 // cniConfig is the pod network of the stand-in: a bridge over the first /24 of the cluster's

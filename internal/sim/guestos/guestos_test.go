@@ -165,3 +165,28 @@ func TestWhatTalosRefusesIsRefused(t *testing.T) {
 		})
 	}
 }
+
+// machine.registries.mirrors become containerd's hosts.toml files as Talos writes them
+// (siderolabs/talos v1.13.6 internal/pkg/containers/cri/containerd/hosts_test.go:62, :138): the
+// endpoints in order, the last one the server under skipFallback, a port in the folder's name.
+func TestMirrorsAreContainerdHosts(t *testing.T) {
+	m, err := NewMachine(worker(t, "  install:\n", `  registries:
+    mirrors:
+      docker.io:
+        endpoints: ["http://192.0.2.2:5000", "https://mirror.example"]
+      registry.example:5001:
+        endpoints: ["http://192.0.2.2:5000"]
+        skipFallback: true
+  install:
+`), "h")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := files(t, m)
+	if got, want := f[RegistryHosts+"/docker.io/hosts.toml"], "[host]\n  [host.'http://192.0.2.2:5000']\n    capabilities = ['pull', 'resolve']\n  [host.'https://mirror.example']\n    capabilities = ['pull', 'resolve']\n"; got != want {
+		t.Errorf("docker.io hosts.toml:\n%s\nwant\n%s", got, want)
+	}
+	if got, want := f[RegistryHosts+"/registry.example_5001_/hosts.toml"], "server = 'http://192.0.2.2:5000'\ncapabilities = ['pull', 'resolve']\n"; got != want {
+		t.Errorf("registry.example:5001 hosts.toml:\n%q\nwant\n%q", got, want)
+	}
+}

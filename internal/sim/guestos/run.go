@@ -101,7 +101,7 @@ func prepare(m Machine) error {
 			return err
 		}
 	}
-	for _, d := range []string{"/etc/kubernetes/manifests", KubeletPKIDir, "/etc/cri/conf.d/hosts", "/var/log/pods"} {
+	for _, d := range []string{"/etc/kubernetes/manifests", KubeletPKIDir, RegistryHosts, "/var/log/pods"} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return err
 		}
