@@ -56,10 +56,30 @@ const (
 	rootMarker = ".cozy-e2e-node"
 )
 
-// takeHost waits for the host's node lock (saying so once if another node holds it),
-// makes / shared, removes what a node that died without Stop left (its bridge; its KubeletRoot
-// when marked) and claims KubeletRoot.
+// takeHost waits for the host's node lock (lockHost), makes / shared, removes what a node that
+// died without Stop left (its bridge; its KubeletRoot when marked: claimRoot) and claims
+// KubeletRoot.
 func (n *Node) takeHost(ctx context.Context) error {
+	if err := n.lockHost(ctx); err != nil {
+		return err
+	}
+	if out, err := exec.Command("mount", "--make-rshared", "/").CombinedOutput(); err != nil {
+		return fmt.Errorf("node %s: mount --make-rshared /: %v: %s", n.Name, err, out)
+	}
+	// a node that died without Stop left its bridge: under the lock no other node's is up
+	ifaces, _ := net.Interfaces()
+	for _, i := range ifaces {
+		if strings.HasPrefix(i.Name, bridgePrefix) && i.Name != n.bridge {
+			if out, err := exec.Command("ip", "link", "delete", i.Name).CombinedOutput(); err != nil {
+				fmt.Fprintf(n.log, "node: removing the bridge %s a node that died without Stop left: %v: %s\n", i.Name, err, out)
+			}
+		}
+	}
+	return n.claimRoot()
+}
+
+// lockHost waits for the host's node lock, saying so once if another node holds it.
+func (n *Node) lockHost(ctx context.Context) error {
 	f, err := os.OpenFile(hostLock, os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
 		return fmt.Errorf("node %s: the host's node lock: %w", n.Name, err)
@@ -89,18 +109,13 @@ func (n *Node) takeHost(ctx context.Context) error {
 	_ = f.Truncate(0)
 	_, _ = f.WriteAt([]byte(fmt.Sprintf("pid %d, node %s, run folder %s", os.Getpid(), n.Name, n.l.dir)), 0)
 	n.lock = f
-	if out, err := exec.Command("mount", "--make-rshared", "/").CombinedOutput(); err != nil {
-		return fmt.Errorf("node %s: mount --make-rshared /: %v: %s", n.Name, err, out)
-	}
-	// a node that died without Stop left its bridge: under the lock no other node's is up
-	ifaces, _ := net.Interfaces()
-	for _, i := range ifaces {
-		if strings.HasPrefix(i.Name, bridgePrefix) && i.Name != n.bridge {
-			if out, err := exec.Command("ip", "link", "delete", i.Name).CombinedOutput(); err != nil {
-				fmt.Fprintf(n.log, "node: removing the bridge %s a node that died without Stop left: %v: %s\n", i.Name, err, out)
-			}
-		}
-	}
+	return nil
+}
+
+// claimRoot claims KubeletRoot under the host's lock: a root marked as a node's of this package
+// (one that died without Stop) is cleared first; one without the marker is refused and left as
+// it is.
+func (n *Node) claimRoot() error {
 	if _, err := os.Stat(KubeletRoot); err == nil {
 		if _, err := os.Stat(filepath.Join(KubeletRoot, rootMarker)); err != nil {
 			return fmt.Errorf("node %s: %s is there and is not this package's nodes' (no %s): a kubelet of this host may own it; move it away to run a real node here", n.Name, KubeletRoot, rootMarker)

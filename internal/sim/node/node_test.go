@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -160,31 +159,6 @@ func programImage(t *testing.T, name string) v1.Image {
 		t.Fatal(err)
 	}
 	return img
-}
-
-// A kubelet root that is not a node's of this package (no marker: a kubelet of the host's own)
-// stops Start, which names it and what to do, and Start's cleanup leaves it as it was.
-func TestStartLeavesAKubeletRootNotItsOwnAlone(t *testing.T) {
-	tools := nodeHost(t)
-	if _, err := os.Stat(node.KubeletRoot); err == nil {
-		t.Fatalf("%s is there before the test: a node or a kubelet of this host holds it", node.KubeletRoot)
-	}
-	keep := filepath.Join(node.KubeletRoot, "pods", "keep")
-	if err := os.MkdirAll(filepath.Dir(keep), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(node.KubeletRoot) })
-	if err := os.WriteFile(keep, []byte("the host's"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	reg := registry(context.Background(), t, tools, io.Discard)
-	_, err := node.Start(context.Background(), node.Options{Name: "real-node-0", Dir: t.TempDir(), Tools: tools, Registry: reg, Log: &logWriter{t}})
-	if err == nil || !strings.Contains(err.Error(), node.KubeletRoot+" is there and is not this package's nodes'") {
-		t.Fatalf("Start beside a kubelet root not its own: %v, want it refused by name", err)
-	}
-	if data, err := os.ReadFile(keep); err != nil || string(data) != "the host's" {
-		t.Errorf("Start's cleanup touched the root it refused: %q, %v", data, err)
-	}
 }
 
 // A node that died without Stop left its bridge; the next Start, which holds the host's node
