@@ -39,6 +39,11 @@ type Service struct {
 	Log io.Writer
 	// Console says the service's states.
 	Console *log.Logger
+
+	mu sync.Mutex
+	// health is the last health the console said (nil: none yet), kept across restarts as
+	// machined keeps a service's health (service_runner.go:116-138 says a change only).
+	health *bool
 }
 
 func (s *Service) say(state, format string, args ...any) {
@@ -111,7 +116,6 @@ func (s *Service) runOnce(ctx context.Context) error {
 // watchHealth says the health check's result whenever it changes (service_runner.go:116-138).
 func (s *Service) watchHealth(ctx context.Context) {
 	wait := 2 * time.Second
-	var was *bool
 	for {
 		select {
 		case <-ctx.Done():
@@ -126,10 +130,13 @@ func (s *Service) watchHealth(ctx context.Context) {
 			return
 		}
 		ok := err == nil
-		if was != nil && *was == ok {
+		s.mu.Lock()
+		same := s.health != nil && *s.health == ok
+		s.health = &ok
+		s.mu.Unlock()
+		if same {
 			continue
 		}
-		was = &ok
 		if ok {
 			s.say("Running", "Health check successful")
 		} else {

@@ -3,11 +3,13 @@ package guestos
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"log"
 	"os/exec"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -33,20 +35,24 @@ func (s *syncBuffer) String() string {
 // machined's words with the task's last output; a healthy one's health check is said once.
 func TestAServiceRestartsForeverAndSaysWhy(t *testing.T) {
 	var con syncBuffer
-	runs := 0
+	var runs atomic.Int32
 	s := &Service{ID: "kubelet", Log: io.Discard, Console: log.New(&con, "[talos] ", 0),
 		Cmd: func() *exec.Cmd {
-			runs++
-			if runs == 1 {
-				return exec.Command("sh", "-c", "echo starting; echo 'x509: certificate signed by unknown authority' >&2; exit 1")
+			if runs.Add(1) <= 2 {
+				return exec.Command("sh", "-c", "echo starting; echo 'x509: certificate signed by unknown authority' >&2; sleep 2.5; exit 1")
 			}
 			return exec.Command("sleep", "30")
 		},
-		Healthy: func(context.Context) error { return nil }}
+		Healthy: func(context.Context) error {
+			if runs.Load() <= 2 {
+				return errors.New("connection refused")
+			}
+			return nil
+		}}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { s.Run(ctx); close(done) }()
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := time.Now().Add(25 * time.Second)
 	for !strings.Contains(con.String(), "Health check successful") && time.Now().Before(deadline) {
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -65,7 +71,10 @@ func TestAServiceRestartsForeverAndSaysWhy(t *testing.T) {
 		}
 	}
 	if n := strings.Count(out, "Health check successful"); n != 1 {
-		t.Errorf("health said %d times, want once (on its change)", n)
+		t.Errorf("health said healthy %d times, want once (on its change)", n)
+	}
+	if n := strings.Count(out, "Health check failed: connection refused"); n != 1 {
+		t.Errorf("health said failed %d times over two failing runs, want once (kept across restarts)", n)
 	}
 }
 
