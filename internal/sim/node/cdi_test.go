@@ -102,7 +102,7 @@ func startDiskImport(ctx context.Context, t *testing.T, b *upstream.Build, c *cl
 		"metadata": map[string]any{"name": name, "namespace": "default", "annotations": map[string]any{"cdi.kubevirt.io/storage.usePopulator": "false"}},
 		"spec": map[string]any{
 			"source":  map[string]any{"registry": map[string]any{"url": endpoint}},
-			"storage": map[string]any{"resources": map[string]any{"requests": map[string]any{"storage": "64Mi"}}, "storageClassName": install.PoolStorageClasses[0]},
+			"storage": map[string]any{"resources": map[string]any{"requests": map[string]any{"storage": "512Mi"}}, "storageClassName": install.PoolStorageClasses[0]},
 		},
 	}}
 	if err := sc.Client.Create(ctx, dv); err != nil {
