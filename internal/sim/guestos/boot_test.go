@@ -116,7 +116,7 @@ func startTenant(ctx context.Context, t *testing.T, tools controlplane.Tools, di
 	must(t, err)
 	t.Cleanup(func() { api.Stop(10 * time.Second) })
 	kcm, err := controlplane.StartControllerManager(ctx, tools, api, controlplane.ControllerManagerOptions{Dir: dir,
-		Controllers: "*,-nodeipam,-persistentvolume-binder,-attachdetach,-persistentvolume-expander,-cloud-node-lifecycle,-service-lb-controller,-node-route-controller"})
+		Controllers: kamaji.TenantControllers})
 	must(t, err)
 	t.Cleanup(func() { kcm.Stop(5 * time.Second) })
 	c, err := client.New(api.Admin(), client.Options{})

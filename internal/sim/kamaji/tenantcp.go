@@ -53,6 +53,11 @@ func (t *tenantCP) pids() []int {
 	return out
 }
 
+// TenantControllers are the kube-controller-manager controllers a tenant control plane runs:
+// all but those of nodes' addresses and routes, volumes and load balancers, which no tenant here
+// has. Its TLS bootstrap ones (the CSR approver and signer) are among them.
+const TenantControllers = "*,-nodeipam,-persistentvolume-binder,-attachdetach,-persistentvolume-expander,-cloud-node-lifecycle,-service-lb-controller,-node-route-controller"
+
 // startTenant runs a tenant control plane for namespace/name on the shared etcd under a prefix
 // of its own: kube-apiserver, kube-controller-manager, kube-scheduler, and kwok for the Nodes
 // the guest stand-in annotates. On error what started is stopped.
@@ -93,7 +98,7 @@ func (k *Kamaji) startTenant(ctx context.Context, namespace, name, serviceCIDR s
 	t.procs = append(t.procs, &t.api.Process)
 	kcm, err := controlplane.StartControllerManager(ctx, k.opts.Tools, t.api, controlplane.ControllerManagerOptions{
 		Dir:         dir,
-		Controllers: "*,-nodeipam,-persistentvolume-binder,-attachdetach,-persistentvolume-expander,-cloud-node-lifecycle,-service-lb-controller,-node-route-controller",
+		Controllers: TenantControllers,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("tenant control plane %s: %w", key, err)
