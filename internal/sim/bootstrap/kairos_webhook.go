@@ -27,9 +27,9 @@ import (
 // pool's template before it creates the Machine, so a refused config means no Machine at all,
 // and the refusal shows only on the MachineSet (MachinesCreated=False, BootstrapTemplateCloningFailed).
 // What it refuses is the v0.2 kubeadm worker path's rules (validateKubeadm).
-func kairosWebhook(env *simenv.Env) simenv.ValidatingWebhook {
+func kairosWebhook(env *simenv.Env) simenv.Webhook {
 	out := &outage{env: env, began: map[string]time.Time{}}
-	return simenv.ValidatingWebhook{
+	return simenv.Webhook{
 		Unavailable: out.down,
 		Name:        "vkairosconfig.kb.io",
 		Rules: []admissionv1.RuleWithOperations{{

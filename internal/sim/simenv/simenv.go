@@ -52,9 +52,10 @@ func RestartContainerLog(path string) error {
 	return f.Close()
 }
 
-// ValidatingWebhook is a stand-in's admission webhook (failurePolicy Fail, as the providers
-// declare theirs): its name, the requests it matches and its handler.
-type ValidatingWebhook struct {
+// Webhook is a stand-in's admission webhook (failurePolicy Fail, as the providers declare
+// theirs): its name, the requests it matches and its handler. A mutating webhook's handler
+// answers with the patch it makes (admission.PatchResponseFromRaw).
+type Webhook struct {
 	Name    string
 	Rules   []admissionv1.RuleWithOperations
 	Handler admission.Handler
@@ -66,7 +67,8 @@ type ValidatingWebhook struct {
 
 // Webhooks serves the stand-ins' admission webhooks (the sim's world does).
 type Webhooks interface {
-	Validating(ValidatingWebhook) error
+	Validating(Webhook) error
+	Mutating(Webhook) error
 }
 
 // Env is shared by the stand-ins. Its zero value is not usable; the sim substrate builds it.

@@ -1,30 +1,29 @@
 package vmsize_test
 
 import (
-	"context"
+	"encoding/json"
 	"testing"
-	"time"
 
+	admissionapi "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/runtime"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/cozystack/cozy-e2e/internal/sim/names"
 	"github.com/cozystack/cozy-e2e/internal/sim/simtest"
 	"github.com/cozystack/cozy-e2e/internal/sim/vmsize"
 )
 
-// Under vmi-unschedulable a targeted pool's KubevirtMachine asks for twice the largest Node's
-// memory as its guest's; another pool's is left as Cluster API made it.
+// Under vmi-unschedulable@big a KubevirtMachine of pool big is admitted with twice the largest
+// Node's memory as its guest's and its request; one of pool small is admitted as Cluster API
+// made it. With no pool named, a Kairos pool's is sized too. The webhook reads the Nodes and the
+// MachineSets from a real apiserver.
 func TestATargetedPoolsMachinesOutgrowEveryNode(t *testing.T) {
 	e := simtest.Start(t)
-	env := simtest.SimEnv(t, e.Dir, "vmi-unschedulable@big", nil)
-	e.Manager(t, func(m manager.Manager) error { return vmsize.Setup(m, env) })
 	ctx := t.Context()
 	c := e.Cluster.Client
 	must(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "t"}}))
@@ -32,40 +31,55 @@ func TestATargetedPoolsMachinesOutgrowEveryNode(t *testing.T) {
 	must(t, c.Create(ctx, node))
 	node.Status.Allocatable = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("32Gi")}
 	must(t, c.Status().Update(ctx, node))
-	for _, pool := range []string{"big", "small"} {
-		name := "kubernetes-x-" + pool + "-abcde-fghij"
-		must(t, c.Create(ctx, &clusterv1.Machine{ObjectMeta: metav1.ObjectMeta{Namespace: "t", Name: name,
-			Labels: map[string]string{clusterv1.MachineDeploymentNameLabel: "kubernetes-x-" + pool}},
-			Spec: clusterv1.MachineSpec{ClusterName: "kubernetes-x",
-				Bootstrap: clusterv1.Bootstrap{ConfigRef: clusterv1.ContractVersionedObjectReference{APIGroup: names.TalosConfigGVK.Group, Kind: "TalosConfig", Name: name}},
-				InfrastructureRef: clusterv1.ContractVersionedObjectReference{
-					APIGroup: names.KubevirtMachineGVK.Group, Kind: "KubevirtMachine", Name: name}}}))
+	for _, ms := range []struct{ pool, kind string }{{"big", "TalosConfig"}, {"small", "TalosConfig"}, {"kw", "KairosConfig"}} {
+		must(t, c.Create(ctx, &clusterv1.MachineSet{ObjectMeta: metav1.ObjectMeta{Namespace: "t", Name: "kubernetes-x-" + ms.pool + "-abcde"},
+			Spec: clusterv1.MachineSetSpec{ClusterName: "kubernetes-x", Selector: metav1.LabelSelector{MatchLabels: map[string]string{"p": ms.pool}},
+				Template: clusterv1.MachineTemplateSpec{ObjectMeta: clusterv1.ObjectMeta{Labels: map[string]string{"p": ms.pool}}, Spec: clusterv1.MachineSpec{
+					ClusterName: "kubernetes-x",
+					Bootstrap: clusterv1.Bootstrap{ConfigRef: clusterv1.ContractVersionedObjectReference{
+						APIGroup: names.TalosConfigGVK.Group, Kind: ms.kind + "Template", Name: "x"}},
+					InfrastructureRef: clusterv1.ContractVersionedObjectReference{APIGroup: names.KubevirtMachineGVK.Group, Kind: "KubevirtMachineTemplate", Name: "x"},
+				}}}}))
+	}
+	admit := func(spec, pool string) (guest, request string) {
+		t.Helper()
+		env := simtest.SimEnv(t, e.Dir, spec, nil)
 		km := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"virtualMachineTemplate": map[string]any{
 			"spec": map[string]any{"template": map[string]any{"spec": map[string]any{"domain": map[string]any{
-				"devices": map[string]any{}, "memory": map[string]any{"guest": "4Gi"}}}}}}}}}
+				"resources": map[string]any{"requests": map[string]any{"memory": "4Gi"}},
+				"memory":    map[string]any{"guest": "4Gi"}}}}}}}}}
 		km.SetGroupVersionKind(names.KubevirtMachineGVK)
 		km.SetNamespace("t")
-		km.SetName(name)
-		must(t, c.Create(ctx, km))
-	}
-	guest := func(name string) string {
-		km := &unstructured.Unstructured{}
-		km.SetGroupVersionKind(names.KubevirtMachineGVK)
-		if err := c.Get(ctx, client.ObjectKey{Namespace: "t", Name: name}, km); err != nil {
-			return err.Error()
+		km.SetName("kubernetes-x-" + pool + "-abcde-fghij")
+		km.SetLabels(map[string]string{clusterv1.ClusterNameLabel: "kubernetes-x", clusterv1.MachineDeploymentNameLabel: "kubernetes-x-" + pool})
+		km.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: clusterv1.GroupVersion.String(), Kind: "MachineSet", Name: "kubernetes-x-" + pool + "-abcde", UID: "u"}})
+		raw, err := km.MarshalJSON()
+		must(t, err)
+		resp := vmsize.Webhook(e.Cluster.Client, env).Handler.Handle(ctx, admission.Request{AdmissionRequest: admissionapi.AdmissionRequest{
+			Operation: admissionapi.Create, Namespace: "t", Object: runtime.RawExtension{Raw: raw}}})
+		if !resp.Allowed {
+			t.Fatalf("%s: pool %s's KubevirtMachine was refused: %+v", spec, pool, resp.Result)
 		}
-		s, _, _ := unstructured.NestedString(km.Object, "spec", "virtualMachineTemplate", "spec", "template", "spec", "domain", "memory", "guest")
-		return s
+		guest, request = "4Gi", "4Gi"
+		for _, p := range resp.Patches {
+			js, _ := json.Marshal(p.Value)
+			switch {
+			case p.Path == "/spec/virtualMachineTemplate/spec/template/spec/domain/memory/guest":
+				guest = string(js)
+			case p.Path == "/spec/virtualMachineTemplate/spec/template/spec/domain/resources/requests/memory":
+				request = string(js)
+			}
+		}
+		return guest, request
 	}
-	big, small := "kubernetes-x-big-abcde-fghij", "kubernetes-x-small-abcde-fghij"
-	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
-		return guest(big) == "64Gi", nil
-	})
-	if err != nil {
-		t.Fatalf("the targeted pool's guest memory is %s, want 64Gi (twice the Node's 32Gi)", guest(big))
+	if g, r := admit("vmi-unschedulable@big", "big"); g != `"64Gi"` || r != `"64Gi"` {
+		t.Errorf("the targeted pool's guest memory is %s and its request %s, want \"64Gi\" (twice the Node's 32Gi)", g, r)
 	}
-	if got := guest(small); got != "4Gi" {
-		t.Errorf("another pool's guest memory changed to %s", got)
+	if g, r := admit("vmi-unschedulable@big", "small"); g != "4Gi" || r != "4Gi" {
+		t.Errorf("another pool's guest memory was patched to %s, its request to %s", g, r)
+	}
+	if g, _ := admit("vmi-unschedulable", "kw"); g != `"64Gi"` {
+		t.Errorf("under vmi-unschedulable (every pool) a Kairos pool's guest memory is %s, want \"64Gi\"", g)
 	}
 }
 

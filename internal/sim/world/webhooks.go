@@ -111,36 +111,62 @@ func installAdmissionWebhooks(ctx context.Context, c *cluster.Cluster, s *webhoo
 	return nil
 }
 
-// Validating serves the stand-in webhook v: its handler is registered on the world's webhook
-// server now, its configuration is installed once the manager runs (Run).
-func (w *World) Validating(v simenv.ValidatingWebhook) error {
-	path := "/validate-standin-" + v.Name
-	var h http.Handler = &admission.Webhook{Handler: v.Handler}
-	if v.Unavailable != nil {
-		h = unavailable(h, v.Unavailable)
-	}
-	w.mgr.GetWebhookServer().Register(path, h)
+// Validating serves the stand-in validating webhook v: its handler is registered on the
+// world's webhook server now, its configuration is installed once the manager runs (Run).
+func (w *World) Validating(v simenv.Webhook) error {
+	cc := w.serveStandin("/validate-standin-"+v.Name, v)
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.standinWebhooks = append(w.standinWebhooks, admissionv1.ValidatingWebhook{
-		Name: v.Name, ClientConfig: admissionv1.WebhookClientConfig{URL: ptr.To(w.webhooks.URL(path)), CABundle: w.webhooks.ca.CertPEM},
-		Rules: v.Rules, MatchPolicy: ptr.To(admissionv1.Equivalent), SideEffects: ptr.To(admissionv1.SideEffectClassNone),
-		FailurePolicy: ptr.To(admissionv1.Fail), AdmissionReviewVersions: []string{"v1"},
+	w.standinValidating = append(w.standinValidating, admissionv1.ValidatingWebhook{
+		Name: v.Name, ClientConfig: cc, Rules: v.Rules, MatchPolicy: ptr.To(admissionv1.Equivalent),
+		SideEffects: ptr.To(admissionv1.SideEffectClassNone), FailurePolicy: ptr.To(admissionv1.Fail), AdmissionReviewVersions: []string{"v1"},
 	})
 	return nil
+}
+
+// Mutating serves the stand-in mutating webhook m, as Validating serves a validating one. The
+// apiserver calls it before any validating webhook, and again if a later mutating webhook
+// changed the object (reinvocationPolicy IfNeeded), so its patch must be idempotent.
+func (w *World) Mutating(m simenv.Webhook) error {
+	cc := w.serveStandin("/mutate-standin-"+m.Name, m)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.standinMutating = append(w.standinMutating, admissionv1.MutatingWebhook{
+		Name: m.Name, ClientConfig: cc, Rules: m.Rules, MatchPolicy: ptr.To(admissionv1.Equivalent),
+		SideEffects: ptr.To(admissionv1.SideEffectClassNone), FailurePolicy: ptr.To(admissionv1.Fail), AdmissionReviewVersions: []string{"v1"},
+		ReinvocationPolicy: ptr.To(admissionv1.IfNeededReinvocationPolicy),
+	})
+	return nil
+}
+
+// serveStandin registers the handler of the stand-in webhook h on path and says how the
+// apiserver reaches it.
+func (w *World) serveStandin(path string, h simenv.Webhook) admissionv1.WebhookClientConfig {
+	var handler http.Handler = &admission.Webhook{Handler: h.Handler}
+	if h.Unavailable != nil {
+		handler = unavailable(handler, h.Unavailable)
+	}
+	w.mgr.GetWebhookServer().Register(path, handler)
+	return admissionv1.WebhookClientConfig{URL: ptr.To(w.webhooks.URL(path)), CABundle: w.webhooks.ca.CertPEM}
 }
 
 // installStandinWebhooks installs the configuration of every stand-in webhook.
 func (w *World) installStandinWebhooks(ctx context.Context) error {
 	w.mu.Lock()
-	hooks := append([]admissionv1.ValidatingWebhook(nil), w.standinWebhooks...)
-	w.mu.Unlock()
-	if len(hooks) == 0 {
-		return nil
+	var cfgs []client.Object
+	if len(w.standinMutating) > 0 {
+		cfgs = append(cfgs, &admissionv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "sim-standin-mutating"},
+			Webhooks: append([]admissionv1.MutatingWebhook(nil), w.standinMutating...)})
 	}
-	cfg := &admissionv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "sim-standin-validating"}, Webhooks: hooks}
-	if err := w.Cluster.Client.Create(ctx, cfg); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("world: installing the stand-ins' admission webhooks: %w", err)
+	if len(w.standinValidating) > 0 {
+		cfgs = append(cfgs, &admissionv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "sim-standin-validating"},
+			Webhooks: append([]admissionv1.ValidatingWebhook(nil), w.standinValidating...)})
+	}
+	w.mu.Unlock()
+	for _, cfg := range cfgs {
+		if err := w.Cluster.Client.Create(ctx, cfg); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("world: installing the stand-ins' admission webhooks (%s): %w", cfg.GetName(), err)
+		}
 	}
 	return nil
 }

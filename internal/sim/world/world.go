@@ -62,9 +62,11 @@ type World struct {
 
 	mgr      ctrl.Manager
 	webhooks *webhookServing
-	// standinWebhooks are the stand-ins' admission webhooks, installed by Run.
-	standinWebhooks []admissionv1.ValidatingWebhook
-	logs            *logSink
+	// standinValidating and standinMutating are the stand-ins' admission webhooks, installed
+	// by Run.
+	standinValidating []admissionv1.ValidatingWebhook
+	standinMutating   []admissionv1.MutatingWebhook
+	logs              *logSink
 
 	life    context.Context
 	mu      sync.Mutex
