@@ -27,8 +27,10 @@ import (
 // containerd and the real kubelet, which takes the bootstrap token through TLS bootstrap, gets
 // its certificate signed by the tenant's kube-controller-manager and registers its Node Ready,
 // under the name the config drive's metadata gives, with the firmware's UUID and the guest
-// kernel's version. QEMU's user network plays the pod network: the guest reaches this host's
-// loopback at 10.0.2.2.
+// kernel's version. Then a pod pinned to that Node runs there: the guest's containerd pulls its
+// sandbox's pause image and the workload image by digest from a local registry, through the
+// machine configuration's registry mirrors. QEMU's user network plays the pod network: the
+// guest reaches this host's loopback at 10.0.2.2.
 func TestTheGuestJoinsByItselfUnderQEMU(t *testing.T) {
 	disk, qemu := joinDisk(t)
 	tools := cptest.Tools(t)
@@ -36,8 +38,9 @@ func TestTheGuestJoinsByItselfUnderQEMU(t *testing.T) {
 	defer cancel()
 	dir := t.TempDir()
 	api := startTenant(ctx, t, tools, dir)
+	workload, mirror := startRegistry(ctx, t, dir)
 	const uuid, host = "4a2c9c1e-0000-4000-8000-00000000c0de", "kubernetes-t1-md0-abcde"
-	iso := configDrive(t, dir, api, uuid, host)
+	iso := configDrive(t, dir, api, uuid, host, mirror)
 	consolePath := boot(ctx, t, qemu, dir, disk, iso, uuid)
 
 	cs, err := kubernetes.NewForConfig(api.Admin())
@@ -78,6 +81,66 @@ func TestTheGuestJoinsByItselfUnderQEMU(t *testing.T) {
 	}
 	if !signed {
 		t.Errorf("no CSR of the bootstrap token signed: %d CSRs", len(csrs.Items))
+	}
+	runPod(ctx, t, cs, host, workload)
+	marks.at("the workload pod Running", time.Since(start))
+}
+
+// startRegistry serves the pause image and the workload image on a local registry, and returns
+// the workload by digest and the registry as the guest reaches it.
+func startRegistry(ctx context.Context, t *testing.T, dir string) (workload, mirror string) {
+	tools, err := node.FindTools()
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal(err)
+		}
+		t.Skip(err, "; run `make node-tools`")
+	}
+	log, err := os.Create(filepath.Join(dir, "registry.log"))
+	must(t, err)
+	reg, err := node.StartRegistry(log)
+	must(t, err)
+	t.Cleanup(func() {
+		reg.Stop()
+		log.Close()
+		if t.Failed() {
+			b, _ := os.ReadFile(log.Name())
+			t.Logf("registry log:\n%s", b)
+		}
+	})
+	pause, err := node.PauseImage(tools)
+	must(t, err)
+	_, err = reg.Push(ctx, node.PauseRef, pause)
+	must(t, err)
+	img, err := node.WorkloadImage()
+	must(t, err)
+	d, err := reg.Push(ctx, node.WorkloadRef, img)
+	must(t, err)
+	return node.WorkloadRepo + "@" + d.String(), "http://10.0.2.2" + reg.Host[strings.LastIndex(reg.Host, ":"):]
+}
+
+// runPod runs image in a pod pinned to nodeName, and waits for it to run.
+func runPod(ctx context.Context, t *testing.T, cs kubernetes.Interface, nodeName, image string) {
+	pod, err := cs.CoreV1().Pods("default").Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "workload"},
+		Spec: corev1.PodSpec{NodeName: nodeName, Containers: []corev1.Container{{Name: "workload", Image: image}}}}, metav1.CreateOptions{})
+	must(t, err)
+	for pod.Status.Phase != corev1.PodRunning {
+		select {
+		case <-ctx.Done():
+			ev, _ := cs.CoreV1().Events("default").List(context.Background(), metav1.ListOptions{})
+			var b strings.Builder
+			for _, e := range ev.Items {
+				fmt.Fprintf(&b, "  %s %s: %s\n", e.Reason, e.InvolvedObject.Name, e.Message)
+			}
+			t.Fatalf("pod %s on Node %s is %s, not Running; events:\n%s", pod.Name, nodeName, pod.Status.Phase, b.String())
+		case <-time.After(time.Second):
+		}
+		if pod, err = cs.CoreV1().Pods("default").Get(ctx, "workload", metav1.GetOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := pod.Status.ContainerStatuses; len(got) != 1 || !strings.HasSuffix(got[0].ImageID, image[strings.Index(image, "@")+1:]) {
+		t.Errorf("the workload's container status %+v does not name the image %s", got, image)
 	}
 }
 
@@ -130,11 +193,16 @@ func startTenant(ctx context.Context, t *testing.T, tools controlplane.Tools, di
 
 // configDrive is the config drive KubeVirt would build for the worker: testdata/worker.yaml
 // with the tenant's CA and port, its Service name at 10.0.2.2 (QEMU's user network answers there
-// from this host's loopback), and the metadata's uuid and hostname.
-func configDrive(t *testing.T, dir string, api *controlplane.APIServer, uuid, host string) string {
+// from this host's loopback), mirror as the registry of registry.k8s.io and the workload's
+// registry, and the metadata's uuid and hostname.
+func configDrive(t *testing.T, dir string, api *controlplane.APIServer, uuid, host, mirror string) string {
 	port := api.URL[strings.LastIndex(api.URL, ":")+1:]
+	mirrors := "machine:\n  registries:\n    mirrors:\n"
+	for _, r := range []string{"registry.k8s.io", strings.Split(node.WorkloadRepo, "/")[0]} {
+		mirrors += "      " + r + ":\n        endpoints: [" + mirror + "]\n        skipFallback: true\n"
+	}
 	ud := string(worker(t, "endpoint: https://kubernetes-t1.tenant-test.svc:6443", "endpoint: https://kubernetes-t1.tenant-test.svc:"+port,
-		"ip: 10.96.12.34", "ip: 10.0.2.2"))
+		"ip: 10.96.12.34", "ip: 10.0.2.2", "machine:\n", mirrors))
 	lines := strings.Split(ud, "\n")
 	for i := range lines {
 		if lines[i] == "  ca:" && i+1 < len(lines) && strings.Contains(strings.Join(lines[:i], "\n"), "\ncluster:") {

@@ -89,7 +89,8 @@ const RegistryHosts = "/etc/cri/conf.d/hosts"
 // (siderolabs/talos v1.13.6 internal/pkg/containers/cri/containerd/hosts.go:47-204,
 // GenerateHosts: each endpoint a host entry with capabilities pull and resolve, in order; with
 // skipFallback the last one is the server instead; :206-218 hostDirectory: "*" is _default, a
-// port is _port_; go-toml's single-quoted strings, as hosts_test.go:62 expects them).
+// port is _port_; go-toml's single-quoted strings, as hosts_test.go:62 expects them), with
+// the [host] table always there (below).
 func registryHosts(mirrors map[string]bootdata.Mirror) ([]File, error) {
 	names := make([]string, 0, len(mirrors))
 	for n := range mirrors {
@@ -112,9 +113,13 @@ func registryHosts(mirrors map[string]bootdata.Mirror) ([]File, error) {
 			fmt.Fprintf(&b, "server = '%s'\ncapabilities = ['pull', 'resolve']\n", eps[len(eps)-1])
 			eps = eps[:len(eps)-1]
 		}
-		if len(eps) > 0 {
-			b.WriteString("[host]\n")
-		}
+		// Talos writes the [host] table only over host entries; its containerd 2 reads a file
+		// without one. Debian's containerd 1.7.24, the stand-in's, refuses such a file ("invalid
+		// `host` tree": github.com/containerd/containerd v1.7.24 remotes/docker/config/hosts.go
+		// lines 531-535) and then pulls from the registry itself as if there were no file
+		// (lines 313-317): with skipFallback and one endpoint, from outside. An empty table is
+		// the same file to containerd 2 and a valid one to 1.7.
+		b.WriteString("[host]\n")
 		for _, ep := range eps {
 			fmt.Fprintf(&b, "  [host.'%s']\n    capabilities = ['pull', 'resolve']\n", ep)
 		}

@@ -186,7 +186,7 @@ func TestMirrorsAreContainerdHosts(t *testing.T) {
 	if got, want := f[RegistryHosts+"/docker.io/hosts.toml"], "[host]\n  [host.'http://192.0.2.2:5000']\n    capabilities = ['pull', 'resolve']\n  [host.'https://mirror.example']\n    capabilities = ['pull', 'resolve']\n"; got != want {
 		t.Errorf("docker.io hosts.toml:\n%s\nwant\n%s", got, want)
 	}
-	if got, want := f[RegistryHosts+"/registry.example_5001_/hosts.toml"], "server = 'http://192.0.2.2:5000'\ncapabilities = ['pull', 'resolve']\n"; got != want {
+	if got, want := f[RegistryHosts+"/registry.example_5001_/hosts.toml"], "server = 'http://192.0.2.2:5000'\ncapabilities = ['pull', 'resolve']\n[host]\n"; got != want {
 		t.Errorf("registry.example:5001 hosts.toml:\n%q\nwant\n%q", got, want)
 	}
 }

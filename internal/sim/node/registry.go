@@ -154,6 +154,19 @@ func (r *Registry) Upstreams() []string {
 	return out
 }
 
+// MirroredHosts are the registry hosts this registry stands for, as a mirror configuration
+// names them: Upstreams, with "docker.io" for go-containerregistry's index.docker.io.
+func (r *Registry) MirroredHosts() []string {
+	var out []string
+	for _, up := range r.Upstreams() {
+		if up == name.DefaultRegistry {
+			up = "docker.io"
+		}
+		out = append(out, up)
+	}
+	return out
+}
+
 // WriteMirrors writes one hosts.toml per upstream registry host under configPath (containerd's
 // CRI registry config_path) that sends every pull and resolve of that host to this registry and
 // nothing to the upstream: containerd v1.6.20 docs/hosts.md:28-38 (config_path), :141-147 (a
@@ -162,11 +175,7 @@ func (r *Registry) Upstreams() []string {
 // named (remotes/docker/config/config_unix.go:27-37). docker.io names are looked up under
 // "docker.io", which go-containerregistry calls index.docker.io.
 func (r *Registry) WriteMirrors(configPath string) error {
-	for _, up := range r.Upstreams() {
-		ns := up
-		if ns == name.DefaultRegistry {
-			ns = "docker.io"
-		}
+	for _, ns := range r.MirroredHosts() {
 		dir := filepath.Join(configPath, ns)
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return err

@@ -104,6 +104,9 @@ func (s *Substrate) startRealNode(ctx context.Context, w *world.World, kv *upstr
 	if _, err := imgs.Push(ctx, reg, nil); err != nil {
 		return err
 	}
+	if err := s.pushWorkload(ctx, reg); err != nil {
+		return err
+	}
 	if s.env.Faults != nil && s.env.Faults.Selected(faults.RegistryUnavailableOnce) {
 		repo := node.WorkerDiskRepo
 		if s.env.GuestJoin {
@@ -134,6 +137,29 @@ func (s *Substrate) startRealNode(ctx context.Context, w *world.World, kv *upstr
 	fmt.Fprintf(s.o.Log, "sim: real Node %s (%s) Ready in %s, virt-handler Ready on it %s later, virt-api serving %s after that\n", RealNodeName, n.Subnet,
 		ready.Round(time.Millisecond), handler.Round(time.Millisecond), api.Round(time.Millisecond))
 	return nil
+}
+
+// pushWorkload serves the workload image the guests run (node.WorkloadImage) and, when guests
+// join by themselves, gives them the local registry as their mirror. A lane that runs its
+// workload in the guest pins that image: a pin it does not match is refused here.
+func (s *Substrate) pushWorkload(ctx context.Context, reg *node.Registry) error {
+	img, err := node.WorkloadImage()
+	if err != nil {
+		return err
+	}
+	d, err := reg.Push(ctx, node.WorkloadRef, img)
+	if err != nil {
+		return err
+	}
+	if s.mirrors == nil {
+		return nil
+	}
+	if w := s.lane.Workload; w.Image != node.WorkloadRepo || w.Digest != d.String() {
+		return fmt.Errorf("sim: lane %s: its guests pull their workload from this run's local registry, which serves %s@%s; "+
+			"the lane's workload is %s@%s: set workload.image and workload.digest in lanes/%s.yaml to the former",
+			s.lane.Name, node.WorkloadRepo, d, w.Image, w.Digest, s.lane.Name)
+	}
+	return s.mirrors.set(reg.Host, reg.MirroredHosts())
 }
 
 // startKubeVirtOnNode installs virt-handler and then virt-api as virt-operator does, and waits

@@ -55,8 +55,11 @@ type Substrate struct {
 	canary   string
 	standIns []StandIn
 	health   platform.HealthTimers
-	dir      string
-	ownDir   bool
+	// mirrors is the registry mirror a self-joining guest is given (nil: no guest joins by
+	// itself).
+	mirrors *guestMirrors
+	dir     string
+	ownDir  bool
 
 	mu      sync.Mutex
 	w       *world.World
@@ -248,6 +251,12 @@ func (s *Substrate) Up(ctx context.Context, clock *budget.Clock) (c *cluster.Clu
 	for _, f := range s.standIns {
 		if err := f(w.Manager(), w, s.env); err != nil {
 			return nil, fmt.Errorf("sim: registering a stand-in: %w", err)
+		}
+	}
+	if realNode && s.env.GuestJoin {
+		s.mirrors = &guestMirrors{}
+		if err := w.Mutating(s.mirrors.webhook()); err != nil {
+			return nil, err
 		}
 	}
 	if err := w.Run(pctx); err != nil {
