@@ -223,3 +223,44 @@ func csrDetail(csrs []certificatesv1.CertificateSigningRequest) string {
 	return fmt.Sprintf("; tenant CSR %s of %s %s since %s", newest.Name, newest.Spec.Username, state,
 		newest.CreationTimestamp.UTC().Format(time.TimeOnly))
 }
+
+// lastWarning is the latest Warning event about pod p among events, as "; last warning <reason>:
+// <message>" ("": none). The kubelet says why it cannot make a pod's sandbox only in such an event
+// (FailedCreatePodSandBox: k8s.io/kubernetes v1.35.6 pkg/kubelet/kuberuntime/kuberuntime_manager.go
+// line 1573, pkg/kubelet/events/event.go line 81): the pod's own status says ContainerCreating.
+// The kubelet tries again on its next sync, so the event is evidence for the stage's detail, never
+// a class.
+func lastWarning(p *corev1.Pod, events []corev1.Event) string {
+	var last *corev1.Event
+	at := func(e *corev1.Event) time.Time {
+		switch {
+		case e.Series != nil && !e.Series.LastObservedTime.IsZero():
+			return e.Series.LastObservedTime.Time
+		case !e.LastTimestamp.IsZero():
+			return e.LastTimestamp.Time
+		case !e.EventTime.IsZero():
+			return e.EventTime.Time
+		}
+		return e.CreationTimestamp.Time
+	}
+	for i := range events {
+		e := &events[i]
+		if e.Type != corev1.EventTypeWarning || e.InvolvedObject.UID != p.UID {
+			continue
+		}
+		if last == nil || !at(e).Before(at(last)) {
+			last = e
+		}
+	}
+	if last == nil {
+		return ""
+	}
+	msg := last.Message
+	if len(msg) > maxWarning {
+		msg = msg[:maxWarning] + "…"
+	}
+	return "; last warning " + last.Reason + ": " + msg
+}
+
+// maxWarning bounds the message lastWarning quotes.
+const maxWarning = 400

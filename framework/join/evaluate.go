@@ -38,6 +38,9 @@ type machineView struct {
 	Node     *corev1.Node
 	CSRs     []certificatesv1.CertificateSigningRequest
 	Workload *corev1.Pod
+	// WorkloadWarning is the last Warning event of a workload pod not yet Running ("": none),
+	// such as the kubelet's FailedCreatePodSandBox, whose cause no pod status carries.
+	WorkloadWarning string
 	// ManagementNodes are the management cluster's Nodes, where launchers are placed.
 	ManagementNodes []corev1.Node
 }
@@ -274,8 +277,8 @@ func progress(p Pool, v *machineView) machineStage {
 		return at(StageWorkloadPod, "workload pod for Node %s not created yet", n.Name)
 	}
 	if v.Workload.Status.Phase != corev1.PodRunning {
-		return at(StageWorkloadPod, "workload pod %s/%s %s%s", v.Workload.Namespace, v.Workload.Name,
-			orWord(string(v.Workload.Status.Phase), "(no phase)"), podWaiting(v.Workload))
+		return at(StageWorkloadPod, "workload pod %s/%s %s%s%s", v.Workload.Namespace, v.Workload.Name,
+			orWord(string(v.Workload.Status.Phase), "(no phase)"), podWaiting(v.Workload), v.WorkloadWarning)
 	}
 	return machineStage{index: doneIndex, detail: fmt.Sprintf("Machine %s: workload pod runs on Node %s", m.Name, n.Name)}
 }

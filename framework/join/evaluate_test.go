@@ -102,6 +102,10 @@ func TestEachStageIsWhereTheFirstMissingPieceIs(t *testing.T) {
 		{StageSchedulable, func(v *machineView) { v.Node.Spec.Unschedulable = true }, "cordoned"},
 		{StageWorkloadPod, func(v *machineView) { v.Workload = nil }, "not created yet"},
 		{StageWorkloadPod, func(v *machineView) { v.Workload.Status.Phase = corev1.PodPending }, "Pending"},
+		{StageWorkloadPod, func(v *machineView) {
+			v.Workload.Status.Phase = corev1.PodPending
+			v.WorkloadWarning = "; last warning FailedCreatePodSandBox: Failed to create pod sandbox: pull failed"
+		}, "Pending; last warning FailedCreatePodSandBox: Failed to create pod sandbox: pull failed"},
 	} {
 		v := joined(p, "m1")
 		tc.undo(v)

@@ -155,6 +155,13 @@ func (w *Watcher) readMachine(ctx context.Context, p Pool, v *machineView, pods 
 			v.Workload = pod
 		}
 	}
+	if v.Workload != nil && v.Workload.Status.Phase != corev1.PodRunning {
+		var events corev1.EventList
+		if err := w.tenant.List(ctx, &events, client.InNamespace(tenant.WorkloadNamespace)); err != nil {
+			return err
+		}
+		v.WorkloadWarning = lastWarning(v.Workload, events.Items)
+	}
 	return nil
 }
 

@@ -106,7 +106,8 @@ func Start(ctx context.Context, o Options) (*Watcher, error) {
 	w.tenant, err = cache.New(o.Tenant.REST, cache.Options{
 		Scheme: cluster.Scheme(), Mapper: o.Tenant.Client.RESTMapper(),
 		ByObject: map[client.Object]cache.ByObject{
-			&corev1.Pod{}: {Namespaces: map[string]cache.Config{tenant.WorkloadNamespace: {}}},
+			&corev1.Pod{}:   {Namespaces: map[string]cache.Config{tenant.WorkloadNamespace: {}}},
+			&corev1.Event{}: {Namespaces: map[string]cache.Config{tenant.WorkloadNamespace: {}}},
 			&corev1.ConfigMap{}: {Namespaces: map[string]cache.Config{tenant.KubeletConfigNamespace: {}},
 				Field: fields.OneTermEqualSelector("metadata.name", tenant.KubeletConfigName)},
 			&corev1.Service{}: {Namespaces: map[string]cache.Config{tenant.CoreDNSNamespace: {}},
@@ -129,7 +130,7 @@ func Start(ctx context.Context, o Options) (*Watcher, error) {
 		w.families[os.Name] = os
 		mgmtKinds = append(mgmtKinds, unstructuredOf(os.BootstrapTemplate), unstructuredOf(os.BootstrapConfig))
 	}
-	tenantKinds := []client.Object{&corev1.Node{}, &corev1.Pod{}, &corev1.ConfigMap{}, &corev1.Service{}, &certificatesv1.CertificateSigningRequest{}}
+	tenantKinds := []client.Object{&corev1.Node{}, &corev1.Pod{}, &corev1.Event{}, &corev1.ConfigMap{}, &corev1.Service{}, &certificatesv1.CertificateSigningRequest{}}
 	if err := w.run(ctx, "management "+o.Management.Name, w.mgmt, mgmtKinds); err != nil {
 		return nil, err
 	}
