@@ -37,7 +37,8 @@ const realNodeLaneTimeout = 20 * time.Minute
 // brings: the registry unavailable once (registry-unavailable-once: CDI's real importer exits
 // and the real kubelet restarts it), the worker's QEMU killed once and its virt-launcher Pod
 // deleted once (realNodeWatch's outside hands: KubeVirt starts the VM again each time). Its one
-// Talos worker's VM runs on the real Node. While it runs, the test watches what `kubectl get pods -o wide` shows on the
+// Talos worker's VM runs on the real Node and joins by the kubelet inside it (checkGuestJoin).
+// While it runs, the test watches what `kubectl get pods -o wide` shows on the
 // management cluster (virt-handler, virt-api, the worker's virt-launcher and its importer Running
 // on the real Node), the host's processes (a qemu-system-x86_64 of that launcher under TCG) and
 // the Node's volumes (a folder on the host whose disk.img begins with the worker's disk built
@@ -57,7 +58,7 @@ func TestTheRealNodeLaneIsGreenOnTheRealNode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	built, err := os.ReadFile(imgs.WorkerDiskFile())
+	built, err := os.ReadFile(imgs.WorkerDiskJoinFile())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,6 +99,7 @@ func TestTheRealNodeLaneIsGreenOnTheRealNode(t *testing.T) {
 	}
 	w.check(t)
 	w.checkHands(t)
+	w.checkGuestJoin(t, art)
 	checkRealConsole(t, art)
 	checkRealImport(t, art)
 	checkRegistryUnavailable(t, art)
@@ -124,6 +126,7 @@ type realNodeWatch struct {
 	mu   sync.Mutex
 	seen map[string]string // component -> "Running on real-node-0 (pod ...)" once seen
 	qemu string            // the command line of the launcher's QEMU, once seen
+	join *guestJoined      // the worker that joined, once its workload pod ran
 	vol  string            // the volume folder holding the worker's disk, once seen
 	last string            // where the watch stood, for a failure's message
 }
@@ -196,6 +199,7 @@ func (w *realNodeWatch) hands(ctx context.Context, cs kubernetes.Interface) {
 		if !slices.Contains(w.runs, uid) {
 			w.runs = append(w.runs, uid)
 		}
+		w.joined(ctx, cs, vmi)
 		switch {
 		case w.killed.at.IsZero() && len(w.runs) == 1:
 			w.killed = killQEMU(vmi.GetNamespace(), vmi.GetName(), uid)

@@ -42,26 +42,13 @@ func (gu *guest) run(ctx context.Context) {
 	defer close(gu.done)
 	vmi := gu.vmi
 	gu.con = console{start: gu.env().Now(), now: gu.env().Now, ports: gu.env().Serial, ns: vmi.Namespace, vmi: vmi.Name, uid: string(vmi.UID)}
-	real := gu.env().RealNode(vmi.Status.NodeName)
-	if real && gu.env().GuestJoin {
-		// The guest joins by itself: its kubelet takes the bootstrap data from its config drive.
+	if gu.env().RealNode(vmi.Status.NodeName) {
+		// A real VM on a real Node joins by itself: the kubelet inside it takes the bootstrap
+		// data from its config drive (node.WorkerDiskJoin). Nothing is played for it here.
 		gu.g.logf("VMI %s/%s on the real Node %s: the guest joins by itself; no host-side join", vmi.Namespace, vmi.Name, vmi.Status.NodeName)
 		return
 	}
-	if real {
-		// A real VM on a real Node: its console is the guest's own. The join starts once the
-		// guest says it is up, and writes nothing there.
-		gu.con.ports = nil
-		ip, err := gu.waitUp(ctx)
-		if err != nil {
-			gu.g.logf("VMI %s/%s on the real Node %s: %v", vmi.Namespace, vmi.Name, vmi.Status.NodeName, err)
-			return
-		}
-		if err := gu.sameUserdata(ctx, ip); err != nil {
-			gu.g.logf("VMI %s/%s on the real Node %s: no join: %v", vmi.Namespace, vmi.Name, vmi.Status.NodeName, err)
-			return
-		}
-	} else if pod, err := kubevirt.Launcher(ctx, gu.g.c, vmi); err == nil && pod != nil && kubevirt.ConsoleLog(pod) && gu.env().Logs != nil {
+	if pod, err := kubevirt.Launcher(ctx, gu.g.c, vmi); err == nil && pod != nil && kubevirt.ConsoleLog(pod) && gu.env().Logs != nil {
 		if path, err := gu.env().Logs.ContainerLog(pod.Namespace, pod.Name, kubevirt.ConsoleContainer); err == nil {
 			gu.con.path = path
 		}
@@ -79,10 +66,6 @@ func (gu *guest) run(ctx context.Context) {
 		return
 	}
 	gu.os = data.OS
-	if real {
-		gu.join(ctx, pool, known, data)
-		return
-	}
 	boot := bootLines(data, vmi)
 	stall := active(faults.MHCReplacement) && gu.g.claimStall(pool)
 	if stall {

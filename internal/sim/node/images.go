@@ -26,22 +26,14 @@ const (
 	WorkerDiskJoin = "worker-disk-join"
 )
 
-// What the worker disk's init says (hack/tools/images/guest-init): GuestInit begins its first
-// line on the serial console; once its network is up it answers GuestUp over HTTP on
-// GuestUpPort at /up, where the host reads it through the pod's address (KubeVirt's masquerade
-// binding forwards every port to the guest).
-const (
-	GuestInit   = "cozy-e2e guest: init started"
-	GuestUp     = "cozy-e2e guest: up"
-	GuestUpPort = 7878
-	// GuestUserdataDigest is where the guest serves the sha256 (hex) of the user data it read
-	// from its config drive.
-	GuestUserdataDigest = "/user_data.sha256"
-)
+// GuestInit begins the first line the worker disk's init says on the serial console
+// (hack/tools/images/guest-init).
+const GuestInit = "cozy-e2e guest: init started"
 
 // WorkerDiskURL is the worker disk as a CDI registry source names it on the registry at host
 // (host:port), as Images.Push serves it there: the one whose guest joins by itself when
-// guestJoin is set.
+// guestJoin is set (the real-Node lanes' workers), or the one that boots and waits (the tests
+// that boot a VM with no tenant to join).
 func WorkerDiskURL(host string, guestJoin bool) string {
 	repo := WorkerDiskRepo
 	if guestJoin {

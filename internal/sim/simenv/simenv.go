@@ -94,10 +94,6 @@ type Env struct {
 	// CDI's importer reads the worker's disk from ("": the world has no real Node). Set before
 	// any tenant is created.
 	RealNodeRegistry string
-	// GuestJoin is set when the real Node's VMs join by themselves: they boot the worker disk
-	// whose init hands the join to the OS stand-in inside the guest (node.WorkerDiskJoin), and no
-	// host-side guest joins for them (E2E_SIM_GUEST_JOIN=1).
-	GuestJoin bool
 	// Now is the clock.
 	Now func() time.Time
 

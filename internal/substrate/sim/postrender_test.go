@@ -5,18 +5,17 @@ import (
 	"testing"
 )
 
-// The post-renderers a real Node's lane gives the chart's workers: the disk from the local
-// registry (the one whose guest joins by itself when the guest joins), masquerade, and the real
-// Node; as one kustomize patch of the KubevirtMachineTemplates, which helm-controller applies.
-func TestRealNodePostRenderersPickTheDiskByWhoJoins(t *testing.T) {
+// The post-renderers a real Node's lane gives the chart's workers: the disk whose guest joins by
+// itself from the local registry, masquerade, virtio-rng and the real Node; as one kustomize
+// patch of the KubevirtMachineTemplates, which helm-controller applies.
+func TestRealNodePostRenderersGiveTheJoiningDisk(t *testing.T) {
 	for _, c := range []struct {
 		guestJoin bool
 		want      string
 	}{
-		{false, "docker://192.0.2.2:5000/worker-disk:latest"},
 		{true, "docker://192.0.2.2:5000/worker-disk-join:latest"},
 	} {
-		prs := realNodePostRenderers("192.0.2.2:5000", c.guestJoin)
+		prs := realNodePostRenderers("192.0.2.2:5000")
 		if len(prs) != 1 {
 			t.Fatalf("%d post-renderers, want one", len(prs))
 		}

@@ -69,7 +69,7 @@ func startProxy(upstream *controlplane.APIServer, admin *rest.Config, env *simen
 	}
 	apps.Log = log
 	if env.RealNodeRegistry != "" {
-		apps.PostRenderers = realNodePostRenderers(env.RealNodeRegistry, env.GuestJoin)
+		apps.PostRenderers = realNodePostRenderers(env.RealNodeRegistry)
 	}
 	consoles, err := newConsoleServer(admin, env.Serial)
 	if err != nil {

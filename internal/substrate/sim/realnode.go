@@ -22,10 +22,6 @@ import (
 	"github.com/cozystack/cozy-e2e/internal/substrate"
 )
 
-// GuestJoinEnv, set to 1 on a lane with a real Node, has its VMs join by themselves: a kubelet
-// inside each guest takes the bootstrap data from its config drive (simenv.Env.GuestJoin).
-const GuestJoinEnv = "E2E_SIM_GUEST_JOIN"
-
 // RealNodeName is the real Node's name in a world of a lane with sim.realNode.
 const RealNodeName = "real-node-0"
 
@@ -108,11 +104,7 @@ func (s *Substrate) startRealNode(ctx context.Context, w *world.World, kv *upstr
 		return err
 	}
 	if s.env.Faults != nil && s.env.Faults.Selected(faults.RegistryUnavailableOnce) {
-		repo := node.WorkerDiskRepo
-		if s.env.GuestJoin {
-			repo = node.WorkerDiskJoin
-		}
-		reg.RefuseManifests(repo, 1)
+		reg.RefuseManifests(node.WorkerDiskJoin, 1)
 	}
 	n, err = node.Start(ctx, node.Options{Name: RealNodeName, Dir: dir, Tools: tools, APIServer: w.API, Registry: reg, Log: s.o.Log})
 	if err != nil {
@@ -259,11 +251,11 @@ func containerStates(cs []corev1.ContainerStatus) []string {
 //     waits for before its first key (internal/sim/guestos's boot test measured crng init at 99 s
 //     without it, 30 s with it); under KVM the CPU's RDRAND gives it at once;
 //   - the VM runs on the real Node: its label selected, its taint tolerated.
-func realNodePostRenderers(registry string, guestJoin bool) []any {
+func realNodePostRenderers(registry string) []any {
 	vm := "/spec/template/spec/virtualMachineTemplate/spec"
 	ops := []any{
 		map[string]any{"op": "replace", "path": vm + "/dataVolumeTemplates/0/spec/source",
-			"value": map[string]any{"registry": map[string]any{"url": node.WorkerDiskURL(registry, guestJoin)}}},
+			"value": map[string]any{"registry": map[string]any{"url": node.WorkerDiskURL(registry, true)}}},
 		map[string]any{"op": "replace", "path": vm + "/template/spec/domain/devices/interfaces/0",
 			"value": map[string]any{"name": "default", "masquerade": map[string]any{}}},
 		map[string]any{"op": "add", "path": vm + "/template/spec/domain/devices/rng", "value": map[string]any{}},

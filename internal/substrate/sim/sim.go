@@ -99,8 +99,7 @@ func New(l *lane.Lane, o substrate.Options) (*Substrate, error) {
 			lat[k] = v.D()
 		}
 	}
-	s.env = &simenv.Env{Faults: set, Latencies: lat, Serial: &simenv.SerialPorts{}, Now: time.Now,
-		GuestJoin: os.Getenv(GuestJoinEnv) == "1"}
+	s.env = &simenv.Env{Faults: set, Latencies: lat, Serial: &simenv.SerialPorts{}, Now: time.Now}
 	return s, nil
 }
 
@@ -253,7 +252,7 @@ func (s *Substrate) Up(ctx context.Context, clock *budget.Clock) (c *cluster.Clu
 			return nil, fmt.Errorf("sim: registering a stand-in: %w", err)
 		}
 	}
-	if realNode && s.env.GuestJoin {
+	if realNode {
 		s.mirrors = &guestMirrors{}
 		if err := w.Mutating(s.mirrors.webhook()); err != nil {
 			return nil, err
