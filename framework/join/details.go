@@ -232,23 +232,12 @@ func csrDetail(csrs []certificatesv1.CertificateSigningRequest) string {
 // a class.
 func lastWarning(p *corev1.Pod, events []corev1.Event) string {
 	var last *corev1.Event
-	at := func(e *corev1.Event) time.Time {
-		switch {
-		case e.Series != nil && !e.Series.LastObservedTime.IsZero():
-			return e.Series.LastObservedTime.Time
-		case !e.LastTimestamp.IsZero():
-			return e.LastTimestamp.Time
-		case !e.EventTime.IsZero():
-			return e.EventTime.Time
-		}
-		return e.CreationTimestamp.Time
-	}
 	for i := range events {
 		e := &events[i]
 		if e.Type != corev1.EventTypeWarning || e.InvolvedObject.UID != p.UID {
 			continue
 		}
-		if last == nil || !at(e).Before(at(last)) {
+		if last == nil || !EventTime(e).Before(EventTime(last)) {
 			last = e
 		}
 	}
@@ -260,6 +249,23 @@ func lastWarning(p *corev1.Pod, events []corev1.Event) string {
 		msg = msg[:maxWarning] + "…"
 	}
 	return "; last warning " + last.Reason + ": " + msg
+}
+
+// EventTime is when event e last happened, from whichever clock its reporter filled in: a
+// series' last observation, the last timestamp (core/v1 events), the event time (events.k8s.io
+// reporters), the first timestamp, or else its creation.
+func EventTime(e *corev1.Event) time.Time {
+	switch {
+	case e.Series != nil && !e.Series.LastObservedTime.IsZero():
+		return e.Series.LastObservedTime.Time
+	case !e.LastTimestamp.IsZero():
+		return e.LastTimestamp.Time
+	case !e.EventTime.IsZero():
+		return e.EventTime.Time
+	case !e.FirstTimestamp.IsZero():
+		return e.FirstTimestamp.Time
+	}
+	return e.CreationTimestamp.Time
 }
 
 // maxWarning bounds the message lastWarning quotes.

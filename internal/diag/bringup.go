@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/cozystack/cozy-e2e/framework/cluster"
+	"github.com/cozystack/cozy-e2e/framework/join"
 	"github.com/cozystack/cozy-e2e/framework/tenant"
 )
 
@@ -122,7 +123,7 @@ func bringUpEvents(r *reader, nss []string) collector {
 				for i := range list.Items {
 					e := &list.Items[i]
 					w.items++
-					lines = append(lines, fmt.Sprintf("%s %-7s %-24s %s %s/%s: %s (x%d)", stamp(eventTime(e)), e.Type, e.Reason,
+					lines = append(lines, fmt.Sprintf("%s %-7s %-24s %s %s/%s: %s (x%d)", stamp(join.EventTime(e)), e.Type, e.Reason,
 						e.InvolvedObject.Kind, e.InvolvedObject.Namespace, e.InvolvedObject.Name, e.Message, max(e.Count, 1)))
 				}
 			}

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/cozystack/cozy-e2e/framework/join"
 	"github.com/cozystack/cozy-e2e/framework/osfamily"
 	"github.com/cozystack/cozy-e2e/framework/tenant"
 )
@@ -103,7 +104,7 @@ func (s *scene) poolEvents(pn tenant.PoolNames) collector {
 						continue
 					}
 					w.items++
-					lines = append(lines, fmt.Sprintf("%s %-7s %-10s %-24s %s/%s: %s (x%d, %s)", stamp(eventTime(e)), e.Type, r.name,
+					lines = append(lines, fmt.Sprintf("%s %-7s %-10s %-24s %s/%s: %s (x%d, %s)", stamp(join.EventTime(e)), e.Type, r.name,
 						e.Reason, e.InvolvedObject.Kind, e.InvolvedObject.Name, e.Message, max(e.Count, 1),
 						firstNonEmpty(e.ReportingController, e.Source.Component)))
 				}

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/cozystack/cozy-e2e/framework/cluster"
+	"github.com/cozystack/cozy-e2e/framework/join"
 	"github.com/cozystack/cozy-e2e/framework/tenant"
 )
 
@@ -195,7 +196,7 @@ func (s *clusterStream) event(obj any) {
 		return
 	}
 	line := EventLine{
-		At: eventTime(e), First: e.FirstTimestamp.Time, Seen: s.rec.now(), Cluster: s.name,
+		At: join.EventTime(e), First: e.FirstTimestamp.Time, Seen: s.rec.now(), Cluster: s.name,
 		Namespace: e.InvolvedObject.Namespace, Kind: e.InvolvedObject.Kind, Name: e.InvolvedObject.Name,
 		Type: e.Type, Reason: e.Reason, Message: e.Message, Count: e.Count,
 		Source: firstNonEmpty(e.ReportingController, e.Source.Component),
@@ -204,21 +205,6 @@ func (s *clusterStream) event(obj any) {
 	if pn, ok := s.rec.pools.ofRef(s.name, e.InvolvedObject.Kind, e.InvolvedObject.Namespace, e.InvolvedObject.Name, e.InvolvedObject.UID); ok {
 		s.rec.poolFiles(pn).events.write(line)
 	}
-}
-
-// eventTime is when an event last happened, from whichever clock its reporter filled in.
-func eventTime(e *corev1.Event) time.Time {
-	switch {
-	case e.Series != nil && !e.Series.LastObservedTime.IsZero():
-		return e.Series.LastObservedTime.Time
-	case !e.LastTimestamp.IsZero():
-		return e.LastTimestamp.Time
-	case !e.EventTime.IsZero():
-		return e.EventTime.Time
-	case !e.FirstTimestamp.IsZero():
-		return e.FirstTimestamp.Time
-	}
-	return e.CreationTimestamp.Time
 }
 
 func firstNonEmpty(s ...string) string {

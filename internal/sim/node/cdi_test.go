@@ -257,7 +257,9 @@ func checkImport(ctx context.Context, t *testing.T, c *cluster.Cluster, n *node.
 	}
 	defer got.Close()
 	st, _ := got.Stat()
-	want, err := os.ReadFile(imgs.WorkerDiskFile())
+	// the worker-disk image's /disk/disk.img as built (the path CDI's registry import reads,
+	// containerized-data-importer v1.64.0 pkg/importer/transport.go:157-178)
+	want, err := os.ReadFile(filepath.Join(imgs.Dir, "disk", "disk.img"))
 	if err != nil {
 		t.Fatal(err)
 	}

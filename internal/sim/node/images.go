@@ -84,13 +84,8 @@ func (i Images) Layout(name string) string { return filepath.Join(i.Dir, "oci", 
 // Rootfs is the root filesystem the image was packed from.
 func (i Images) Rootfs(name string) string { return filepath.Join(i.Dir, "rootfs", name) }
 
-// WorkerDiskFile is the worker's disk as built, the file the worker-disk image carries as
-// /disk/disk.img (the path CDI's registry import reads, containerized-data-importer v1.64.0
-// pkg/importer/transport.go:157-178).
-func (i Images) WorkerDiskFile() string { return filepath.Join(i.Dir, "disk", "disk.img") }
-
-// WorkerDiskJoinFile is the disk the worker-disk-join image carries: the same disk, its kernel
-// told cozy.join=guest.
+// WorkerDiskJoinFile is the disk the worker-disk-join image carries as /disk/disk.img: the
+// worker-disk image's disk, its kernel told cozy.join=guest.
 func (i Images) WorkerDiskJoinFile() string { return filepath.Join(i.Dir, "disk", "disk-join.img") }
 
 // Versions is the file that lists the modules, Debian packages and image digests of the build.
