@@ -6,9 +6,11 @@ import (
 	"time"
 
 	certificatesv1 "k8s.io/api/certificates/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/cozystack/cozy-e2e/framework/osfamily"
+	"github.com/cozystack/cozy-e2e/framework/verdict"
 )
 
 // How the join reads a guest's console, and what it leaves to the tenant's own signals.
@@ -33,8 +35,46 @@ func TestJoinRefusalLines(t *testing.T) {
 			t.Errorf("taken for a refusal: %s", l)
 		}
 	}
-	if talos.ConsoleJoined != nil || talos.ConsoleRefused != nil {
-		t.Error("Talos prints no kubelet output on its serial console; no line of it may decide its join")
+	if talos.ConsoleJoined != nil {
+		t.Error("Talos prints no kubelet output on its serial console; no line of it says the worker joined")
+	}
+	// machined's line for a kubelet that exited, with its last output, as a Talos console shows it.
+	exited := `[talos] service[kubelet](Waiting): Error running Containerd(kubelet), going to restart forever: task "kubelet" failed: exit code 1 (last log "...\"command failed\" err=\"failed to run Kubelet: tls: failed to verify certificate: x509: certificate signed by unknown authority\"")`
+	if !talos.ConsoleRefused.MatchString(exited) {
+		t.Errorf("not taken for a failed attempt: %s", exited)
+	}
+	for _, l := range []string{
+		`[talos] service[kubelet](Running): Health check failed: Get "http://127.0.0.1:10248/healthz": dial tcp 127.0.0.1:10248: connect: connection refused`,
+		`[talos] service[kubelet](Running): Started task kubelet (PID 229) for container kubelet`,
+		`[talos] service[cri](Waiting): Error running Containerd(cri), going to restart forever: task "cri" failed: exit code 1`,
+	} {
+		if talos.ConsoleRefused.MatchString(l) {
+			t.Errorf("taken for a failed join attempt: %s", l)
+		}
+	}
+}
+
+// A Talos kubelet that exited shows as a join-rejected suspect quoting machined's line, the
+// kubelet's own last words in it; it clears once the tenant approves the kubelet's CSR.
+func TestATalosKubeletThatExitedIsASuspect(t *testing.T) {
+	p := testPool(osfamily.Talos, 1)
+	v := joined(p, "m1")
+	v.Node, v.Workload, v.CSRs = nil, nil, nil
+	v.Console.Joined = false
+	v.Console.Refused = `[talos] service[kubelet](Waiting): Error running Containerd(kubelet), going to restart forever: task "kubelet" failed: exit code 1 (last log "Unauthorized")`
+	v.Console.Refusals = 2
+	out := evaluate(withTemplate(p, v))
+	if out.Terminal != nil || len(out.Suspects) != 1 || out.Suspects[0].Class != verdict.JoinRejected ||
+		!strings.Contains(out.Suspects[0].Detail, `2 failed join attempt(s), the last: [talos] service[kubelet](Waiting)`) ||
+		!strings.Contains(out.Suspects[0].Detail, "Unauthorized") || !strings.Contains(out.Suspects[0].Detail, "5 s later, forever") {
+		t.Fatalf("%+v", out)
+	}
+	v.CSRs = []certificatesv1.CertificateSigningRequest{{ObjectMeta: metav1.ObjectMeta{Name: "csr-1"},
+		Spec: certificatesv1.CertificateSigningRequestSpec{Username: "system:node:m1"},
+		Status: certificatesv1.CertificateSigningRequestStatus{Conditions: []certificatesv1.CertificateSigningRequestCondition{
+			{Type: certificatesv1.CertificateApproved, Status: corev1.ConditionTrue}}}}}
+	if out := evaluate(withTemplate(p, v)); len(out.Suspects) != 0 {
+		t.Errorf("with the kubelet's CSR approved the attempt still stands: %+v", out.Suspects)
 	}
 }
 

@@ -40,7 +40,7 @@ func detectMachine(p Pool, v *machineView) (*terminal, []Suspect) {
 	suspect(providerFailure(v.KubevirtMachine, verdict.MachineFailed, at,
 		"CAPK never clears it; under runStrategy Always KubeVirt starts the VM again"))
 	suspect(machineFailure(m, at))
-	suspect(consoleRefusal(v))
+	suspect(consoleRefusal(p, v))
 	for _, csr := range v.CSRs {
 		if csr.Spec.SignerName != certificatesv1.KubeAPIServerClientKubeletSignerName {
 			continue // a serving certificate refused does not keep the kubelet out
@@ -73,20 +73,22 @@ func detectMachine(p Pool, v *machineView) (*terminal, []Suspect) {
 	return nil, found
 }
 
-// consoleRefusal is a failed kubeadm join on the guest's console, as a suspect: Kairos's kubeadm
-// provider runs kubeadm join in a loop, resetting the node and trying again 10 s after each
-// failure until one succeeds (kairos-io/provider-kubeadm v4.10.0 scripts/kube-join.sh:74-82,
-// the "Run Kubeadm Join" stage of stages/join.go:159-179), so no error line of one attempt is
-// final. It clears once the guest joined (its console says so, or the tenant approved its
-// kubelet's CSR); a deadline failure names the last error line.
-func consoleRefusal(v *machineView) *Suspect {
+// consoleRefusal is a failed join attempt on the guest's console, as a suspect: every family
+// that says so tries again (osfamily.Family.ConsoleRetry): Kairos's kubeadm provider runs
+// kubeadm join in a loop, resetting the node and trying again 10 s after each failure until one
+// succeeds (kairos-io/provider-kubeadm v4.10.0 scripts/kube-join.sh:74-82, the "Run Kubeadm
+// Join" stage of stages/join.go:159-179), Talos's machined starts a kubelet that exited again
+// 5 s later, forever; so no error line of one attempt is final. It clears once the guest joined
+// (its console says so, or the tenant approved its kubelet's CSR); a deadline failure names the
+// last error line.
+func consoleRefusal(p Pool, v *machineView) *Suspect {
 	c := v.Console
 	if c == nil || c.Refused == "" || joinedByConsole(v) {
 		return nil
 	}
 	return &Suspect{Class: verdict.JoinRejected, Stage: StageJoin, Object: "VirtualMachineInstance/" + v.vmName(), Since: c.RefusedAt,
-		Detail: fmt.Sprintf("the serial console of VMI %s (launcher %s) shows %d failed join attempt(s), the last: %s (Kairos's kubeadm provider resets and runs kubeadm join again 10 s later)",
-			v.vmName(), c.Pod, c.Refusals, strings.TrimSpace(c.Refused))}
+		Detail: fmt.Sprintf("the serial console of VMI %s (launcher %s) shows %d failed join attempt(s), the last: %s (%s)",
+			v.vmName(), c.Pod, c.Refusals, strings.TrimSpace(c.Refused), p.OS.ConsoleRetry)}
 }
 
 // identityFailure judges the identity of the Node VMI vm registered as. A Node named otherwise

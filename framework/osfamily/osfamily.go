@@ -38,9 +38,11 @@ type Family struct {
 	// HostnamePrefix is how a Node not named like its VMI is named by default.
 	HostnamePrefix string
 	// ConsoleJoined and ConsoleRefused match the serial console lines in which the guest says
-	// it joined or that the control plane refused it; nil when the OS prints neither there, and
-	// the join is judged from the tenant's objects alone.
+	// it joined or that a join attempt failed; nil when the OS prints neither there, and the
+	// join is judged from the tenant's objects alone.
 	ConsoleJoined, ConsoleRefused *regexp.Regexp
+	// ConsoleRetry says why a failed attempt is no final state: how the OS tries again.
+	ConsoleRetry string
 }
 
 var families = []Family{
@@ -57,7 +59,16 @@ var families = []Family{
 		// Talos mirrors kernel and machined ([talos]) output to ttyS0; the kubelet's only with
 		// machine debug on, which Cozystack does not set (siderolabs/talos v1.13.6
 		// internal/app/machined/pkg/system/services/kubelet.go:191). No console line says a
-		// Talos worker joined or was refused.
+		// Talos worker joined. A kubelet whose TLS bootstrap fails (a token the control plane
+		// refuses, a CA that does not verify it, an endpoint it cannot reach) exits, after a
+		// minute of waiting for the apiserver (k8s.io/kubernetes v1.35.6
+		// pkg/kubelet/certificate/bootstrap/bootstrap.go:161-167); machined then says so on the
+		// console with the task's last output, and starts it again 5 s later, forever
+		// (internal/app/machined/pkg/system/service_runner.go:138, the line;
+		// runner/restart/restart.go:80,145, the interval and the words;
+		// runner/containerd/containerd.go:244-247, the last log; services/kubelet.go:216).
+		ConsoleRefused: regexp.MustCompile(`service\[kubelet\]\(Waiting\): Error running .*, going to restart forever`),
+		ConsoleRetry:   "Talos's machined starts the kubelet again 5 s later, forever",
 	},
 	{
 		Name: Kairos,
@@ -83,6 +94,8 @@ var families = []Family{
 		// the assumption of a kubeadm join run by the guest's agent on ttyS0.
 		ConsoleJoined:  regexp.MustCompile(`This node has joined the cluster`),
 		ConsoleRefused: regexp.MustCompile(`error execution phase|couldn't validate the identity of the API Server|unable to fetch the kubeadm-config ConfigMap`),
+		// kairos-io/provider-kubeadm v4.10.0 scripts/kube-join.sh:74-82.
+		ConsoleRetry: "Kairos's kubeadm provider resets and runs kubeadm join again 10 s later",
 	},
 }
 

@@ -48,8 +48,10 @@ func expect(f faults.Name, os string) (expectation, bool) {
 			// a suspect until the deadline, which names it; the console shows the line.
 			return expectation{verdict.Deadline, join.StageJoin, false, []string{"error execution phase"}, false}, true
 		}
-		// A Talos console says nothing of the kubelet: the join runs out of time, with no CSR.
-		return expectation{verdict.Deadline, join.StageJoin, false, []string{"0 CertificateSigningRequest(s)"}, false}, true
+		// A Talos console shows machined's line for the kubelet that exited, its last words in
+		// it, and machined starts it again 5 s later, forever: a suspect until the deadline,
+		// which names it; no CSR was made.
+		return expectation{verdict.Deadline, join.StageJoin, false, []string{"going to restart forever", "Unauthorized", "0 CertificateSigningRequest(s)"}, false}, true
 	case faults.ProviderIDMissing:
 		if os == osfamily.Kairos {
 			// Its provider patches the providerID on after registration: a suspect until the

@@ -102,8 +102,9 @@ func TestFaultsShowTheirEffectThroughTheAPI(t *testing.T) {
 		return len(taint.Spec.Taints) > 0 && taint.Spec.Taints[0].Effect == corev1.TaintEffectNoSchedule && ready(taint) == corev1.ConditionTrue &&
 			ready(notReady) == corev1.ConditionFalse, nil
 	})
-	// guest-join-rejected on a Talos guest: the kubelet never registers, and the console, which
-	// carries no kubelet output on Talos, says nothing of it.
+	// guest-join-rejected on a Talos guest: the kubelet never registers; the console carries
+	// no kubelet output on Talos but machined's line for the kubelet that exited, which quotes
+	// its last words: the tenant's refusal.
 	// The VMI and its launcher come when the scheduler places them; under load that can be after
 	// every other fault above has shown, so both are waited for, not read once.
 	w.until(t, "the join refused", func(context.Context) (bool, error) {
@@ -124,6 +125,16 @@ func TestFaultsShowTheirEffectThroughTheAPI(t *testing.T) {
 	if data, _ := os.ReadFile(path); strings.Contains(string(data), "register") || !strings.Contains(string(data), "[talos]") {
 		t.Errorf("a Talos console shows machined's lines and nothing of the kubelet's registration:\n%s", data)
 	}
+	w.until(t, "machined's line for the exited kubelet", func(context.Context) (bool, error) {
+		data, _ := os.ReadFile(path)
+		for _, l := range strings.Split(string(data), "\n") {
+			if strings.Contains(l, `[talos] service[kubelet](Waiting): Error running Containerd(kubelet), going to restart forever: task "kubelet" failed: exit code 1 (last log`) &&
+				strings.Contains(l, "Unauthorized") {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
 	if err := w.tenant.Client.Get(ctx, client.ObjectKey{Name: m("rejected")}, &corev1.Node{}); err == nil {
 		t.Error("a Node registered although the join was refused")
 	}

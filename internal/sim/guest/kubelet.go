@@ -41,8 +41,10 @@ const kubeletRestart = 5 * time.Second
 // bootstrap fails exits (k8s.io/kubernetes v1.35.4 cmd/kubelet/app/server.go:1014-1017,
 // 679-681, 532-534) and Talos starts it again (kubeletRestart) with the private key it kept
 // (pkg/kubelet/certificate/bootstrap/bootstrap.go:147-159), so a token the tenant holds only
-// later is still taken, under the same CSR name. The first failure is the join's refusal
-// (refused); later ones go to the guest log about once a minute, and a late success too. It
+// later is still taken, under the same CSR name. Each exit shows on the console as machined
+// says it (kubeletExited; the sim says it at the first failure and then about once a minute,
+// where the real console says it at each). The first failure is the join's refusal (refused);
+// later ones go to the guest log about once a minute, and a late success too. It
 // returns nil when ctx ends first. Not modelled: the real kubelet first waits up to a minute for
 // the apiserver's /healthz to accept its bootstrap credentials (bootstrap.go:161-163, 283-308),
 // so it retries about a minute apart where the sim retries kubeletRestart apart.
@@ -66,8 +68,10 @@ func (gu *guest) kubelet(ctx context.Context, pool standin.Pool, d bootdata.Data
 		}
 		switch {
 		case attempt == 1:
+			gu.con.say(kubeletExited(err))
 			gu.refused(pool, d, err)
 		case attempt%12 == 1: // about once a minute
+			gu.con.say(kubeletExited(err))
 			gu.g.logf("VMI %s/%s: the kubelet's TLS bootstrap still fails (attempt %d): %v", vmi.Namespace, vmi.Name, attempt, err)
 		}
 		if !sleep(ctx, kubeletRestart) {

@@ -1,6 +1,8 @@
 package guest
 
 import (
+	"fmt"
+
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/cozystack/cozy-e2e/internal/sim/bootdata"
@@ -95,7 +97,8 @@ func joined(d bootdata.Data) []string {
 
 // joinRefused is what the console shows when the control plane refuses the join: kubeadm's
 // error (cmd/kubeadm/app/cmd/phases/workflow/runner.go:262, cmd/kubeadm/app/discovery/discovery.go:46);
-// nothing on a Talos console, whose kubelet simply never registers.
+// on a Talos console, machined's line for the kubelet that exited (kubeletExited, said where the
+// kubelet fails).
 func joinRefused(d bootdata.Data) []string {
 	if d.Kubeadm {
 		return []string{
@@ -118,4 +121,15 @@ func shutdownLines(os string) []string {
 		return []string{"systemd[1]: Received SIGRTMIN+4 (ACPI power button).", "systemd-shutdown[1]: Syncing filesystems and block devices.", "reboot: Power down"}
 	}
 	return []string{"[talos] shutdown via ACPI power button", "[talos] task stopAllServices (1/1): done", "reboot: Power down"}
+}
+
+// kubeletExited is the line machined prints on a Talos console when the kubelet exits, here
+// because its TLS bootstrap failed with err: the restarter's words with the task's last output
+// (siderolabs/talos v1.13.6 internal/app/machined/pkg/system/service_runner.go:138,
+// runner/restart/restart.go:145, runner/containerd/containerd.go:244-247), which is the kubelet's
+// last log line, its command's failure (k8s.io/kubernetes v1.35.4 cmd/kubelet/app/server.go:532-534,
+// k8s.io/component-base v0.35.4 cli/run.go:72).
+func kubeletExited(err error) string {
+	last := fmt.Sprintf("\"command failed\" err=\"failed to run Kubelet: %v\"", err)
+	return fmt.Sprintf("[talos] service[kubelet](Waiting): Error running Containerd(kubelet), going to restart forever: task %q failed: exit code 1 (last log %q)", "kubelet", last)
 }
