@@ -39,7 +39,7 @@ func TestJoinRefusalLines(t *testing.T) {
 		t.Error("Talos prints no kubelet output on its serial console; no line of it says the worker joined")
 	}
 	// machined's line for a kubelet that exited, with its last output, as a Talos console shows it.
-	exited := `[talos] service[kubelet](Waiting): Error running Containerd(kubelet), going to restart forever: task "kubelet" failed: exit code 1 (last log "...\"command failed\" err=\"failed to run Kubelet: tls: failed to verify certificate: x509: certificate signed by unknown authority\"")`
+	exited := `[talos] service[kubelet](Waiting): Error running Containerd(kubelet), going to restart forever: task "kubelet" failed: exit code 1 (last log "...\"No valid client certificate is found and the server is responsive, exiting.\"")`
 	if !talos.ConsoleRefused.MatchString(exited) {
 		t.Errorf("not taken for a failed attempt: %s", exited)
 	}

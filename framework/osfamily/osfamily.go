@@ -59,11 +59,15 @@ var families = []Family{
 		// Talos mirrors kernel and machined ([talos]) output to ttyS0; the kubelet's only with
 		// machine debug on, which Cozystack does not set (siderolabs/talos v1.13.6
 		// internal/app/machined/pkg/system/services/kubelet.go:191). No console line says a
-		// Talos worker joined. A kubelet whose TLS bootstrap fails (a token the control plane
-		// refuses, a CA that does not verify it, an endpoint it cannot reach) exits, after a
-		// minute of waiting for the apiserver (k8s.io/kubernetes v1.35.6
-		// pkg/kubelet/certificate/bootstrap/bootstrap.go:161-167); machined then says so on the
-		// console with the task's last output, and starts it again 5 s later, forever
+		// Talos worker joined. Talos runs the kubelet with rotateCertificates
+		// (internal/app/machined/pkg/controllers/k8s/kubelet_spec.go:303), so its TLS bootstrap
+		// is the certificate manager's, retried in the background, and the kubelet exits only
+		// when it has had no client certificate for five minutes while the apiserver answers it
+		// (k8s.io/kubernetes v1.35.6 cmd/kubelet/app/server.go:933,987-990,
+		// pkg/kubelet/certificate/transport.go:114-124): a token the control plane refuses does
+		// that; a CA that does not verify the apiserver, or an endpoint it cannot reach, never
+		// does, and the console stays silent. When it exits, machined says so on the console with
+		// the task's last output, and starts it again 5 s later, forever
 		// (internal/app/machined/pkg/system/service_runner.go:138, the line;
 		// runner/restart/restart.go:80,145, the interval and the words;
 		// runner/containerd/containerd.go:244-247, the last log; services/kubelet.go:216).

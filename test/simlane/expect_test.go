@@ -52,6 +52,11 @@ func expect(f faults.Name, os string) (expectation, bool) {
 		// it, and machined starts it again 5 s later, forever: a suspect until the deadline,
 		// which names it; no CSR was made.
 		return expectation{verdict.Deadline, join.StageJoin, false, []string{"going to restart forever", "Unauthorized", "0 CertificateSigningRequest(s)"}, false}, true
+	case faults.GuestCAWrong:
+		// The real kubelet cannot verify the apiserver: it retries in the background and never
+		// exits (the apiserver never answers it), and a Talos console shows nothing of it. The
+		// join runs out of time with no CSR.
+		return expectation{verdict.Deadline, join.StageJoin, false, []string{"0 CertificateSigningRequest(s)"}, false}, true
 	case faults.ProviderIDMissing:
 		if os == osfamily.Kairos {
 			// Its provider patches the providerID on after registration: a suspect until the

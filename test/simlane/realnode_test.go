@@ -48,12 +48,7 @@ const realNodeLaneTimeout = 20 * time.Minute
 // lists the real Node's components with versions.
 // Outside CI a host without the real Node's packages skips it, naming them; under CI it fails.
 func TestTheRealNodeLaneIsGreenOnTheRealNode(t *testing.T) {
-	if err := sim.NodePreflight(sim.ThisHost()); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal(err)
-		}
-		t.Skip(err)
-	}
+	realNodePreflight(t)
 	imgs, err := node.FindImages()
 	if err != nil {
 		t.Fatal(err)
@@ -104,6 +99,18 @@ func TestTheRealNodeLaneIsGreenOnTheRealNode(t *testing.T) {
 	checkRealImport(t, art)
 	checkRegistryUnavailable(t, art)
 	checkRealComponents(t, art)
+}
+
+// realNodePreflight: outside CI a host without the real Node's packages skips the test, naming
+// them; under CI it fails.
+func realNodePreflight(t *testing.T) {
+	t.Helper()
+	if err := sim.NodePreflight(sim.ThisHost()); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal(err)
+		}
+		t.Skip(err)
+	}
 }
 
 // realNodeWatch records, while the lane runs, what is seen on the real Node: each Pod's phase by

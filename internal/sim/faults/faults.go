@@ -35,8 +35,10 @@ const (
 	NodeLabelRemoved    Name = "node-label-removed"
 	ControllerKilled    Name = "controller-killed"
 	ControllerCrashLoop Name = "controller-crashloop"
-	// RegistryUnavailableOnce acts on a lane with a real Node only (RealNodeOnly).
+	// RegistryUnavailableOnce and GuestCAWrong act on a lane with a real Node only
+	// (RealNodeOnly).
 	RegistryUnavailableOnce Name = "registry-unavailable-once"
+	GuestCAWrong            Name = "guest-ca-wrong"
 )
 
 // Components are the upstream controllers a sim world runs as processes, as the controller
@@ -45,7 +47,7 @@ var components = []string{"capk", "cabpt", "helm-controller", "cdi-controller", 
 
 // RealNodeOnly reports whether fault n acts only in a world with a real Node (a lane with
 // sim.realNode), on what runs there for real; test/simlane's real-Node lane test exercises it.
-func RealNodeOnly(n Name) bool { return n == RegistryUnavailableOnce }
+func RealNodeOnly(n Name) bool { return n == RegistryUnavailableOnce || n == GuestCAWrong }
 
 // OnComponent reports whether fault n names a controller, not a pool, after "@".
 func OnComponent(n Name) bool { return n == ControllerKilled || n == ControllerCrashLoop }
@@ -114,6 +116,8 @@ var catalogue = []Fault{
 		"kubernetes v1.35.4 pkg/kubelet/kuberuntime/kuberuntime_manager.go:1841-1849 (CrashLoopBackOff while the back-off runs); the refused flag is sim only", false, false},
 	{RegistryUnavailableOnce, "on a lane with a real Node: the local registry answers the first request for the worker disk's manifest 503 Service Unavailable; CDI's real importer exits 1 with the error as its termination message, the real kubelet restarts it after its back-off, the second pull imports and the worker joins",
 		"CDI v1.64.0 cmd/cdi-importer/importer.go:187-196 (the importer's exit) and pkg/controller/import-controller.go:958 (restartPolicy OnFailure, run by the real kubelet); the registry's answer is sim only", true, false},
+	{GuestCAWrong, "on a lane with a real Node: a Talos pool's machine configuration names a CA that did not sign the tenant's apiserver (a strategic patch on its TalosConfigTemplate as it is admitted, which the real CABPT applies to every worker's bootstrap data): the real kubelet in the guest cannot verify the apiserver; its certificate manager retries in the background, and since the apiserver never answers it the kubelet never exits: no CSR, no Node, and nothing on the console, as on Talos",
+		"kubernetes v1.35.6 cmd/kubelet/app/server.go:933,987-990 and pkg/kubelet/certificate/transport.go:114-124 (with rotateCertificates, which Talos sets: siderolabs/talos v1.13.6 internal/app/machined/pkg/controllers/k8s/kubelet_spec.go:303, the kubelet exits only when the server answers); the patch is sim only", false, false},
 }
 
 // Catalogue lists every fault, in documentation order.

@@ -11,10 +11,12 @@ import (
 	"crypto/x509/pkix"
 	"encoding/base64"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"time"
 
 	certificatesv1 "k8s.io/api/certificates/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	certutil "k8s.io/client-go/util/cert"
@@ -37,17 +39,20 @@ const certificateWait = 2 * time.Minute
 // internal/app/machined/pkg/system/runner/restart/restart.go:77-81 RestartInterval).
 const kubeletRestart = 5 * time.Second
 
-// kubelet is a Talos worker's kubelet service until its TLS bootstrap succeeds. A kubelet whose
-// bootstrap fails exits (k8s.io/kubernetes v1.35.4 cmd/kubelet/app/server.go:1014-1017,
-// 679-681, 532-534) and Talos starts it again (kubeletRestart) with the private key it kept
-// (pkg/kubelet/certificate/bootstrap/bootstrap.go:147-159), so a token the tenant holds only
-// later is still taken, under the same CSR name. Each exit shows on the console as machined
-// says it (kubeletExited; the sim says it at the first failure and then about once a minute,
-// where the real console says it at each). The first failure is the join's refusal (refused);
-// later ones go to the guest log about once a minute, and a late success too. It
-// returns nil when ctx ends first. Not modelled: the real kubelet first waits up to a minute for
-// the apiserver's /healthz to accept its bootstrap credentials (bootstrap.go:161-163, 283-308),
-// so it retries about a minute apart where the sim retries kubeletRestart apart.
+// kubelet is a Talos worker's kubelet service until its TLS bootstrap succeeds. Talos runs the
+// kubelet with rotateCertificates (siderolabs/talos v1.13.6 internal/app/machined/pkg/controllers/
+// k8s/kubelet_spec.go:303), so the bootstrap is the certificate manager's, retried in the
+// background (k8s.io/client-go v0.35.4 util/certificate/certificate_manager.go:454-462), with
+// the private key it keeps, so a token the tenant holds only later is still taken, under the
+// same CSR name. The sim retries kubeletRestart apart. A kubelet that has had no certificate for
+// five minutes while the apiserver answers it (a refused token) exits (k8s.io/kubernetes v1.35.6
+// cmd/kubelet/app/server.go:987-990, pkg/kubelet/certificate/transport.go:114-124), and machined
+// says so on the console and starts it again: the sim says that line (kubeletExited) at the
+// first refusal by the apiserver and then about once a minute, sooner than the real five
+// minutes; an error with no answer from the apiserver (a CA that does not verify it, an endpoint
+// it cannot reach) shows nothing on the console, as on Talos. The first failure is the join's
+// refusal (refused); later ones go to the guest log about once a minute, and a late success
+// too. It returns nil when ctx ends first.
 func (gu *guest) kubelet(ctx context.Context, pool standin.Pool, d bootdata.Data, node string) client.Client {
 	vmi := gu.vmi
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
@@ -66,12 +71,18 @@ func (gu *guest) kubelet(ctx context.Context, pool standin.Pool, d bootdata.Data
 		if ctx.Err() != nil {
 			return nil
 		}
+		var status apierrors.APIStatus
+		answered := errors.As(err, &status) // the apiserver answered: the kubelet exits in time
 		switch {
 		case attempt == 1:
-			gu.con.say(kubeletExited(err))
+			if answered {
+				gu.con.say(kubeletExited(err))
+			}
 			gu.refused(pool, d, err)
 		case attempt%12 == 1: // about once a minute
-			gu.con.say(kubeletExited(err))
+			if answered {
+				gu.con.say(kubeletExited(err))
+			}
 			gu.g.logf("VMI %s/%s: the kubelet's TLS bootstrap still fails (attempt %d): %v", vmi.Namespace, vmi.Name, attempt, err)
 		}
 		if !sleep(ctx, kubeletRestart) {

@@ -124,12 +124,13 @@ func shutdownLines(os string) []string {
 }
 
 // kubeletExited is the line machined prints on a Talos console when the kubelet exits, here
-// because its TLS bootstrap failed with err: the restarter's words with the task's last output
-// (siderolabs/talos v1.13.6 internal/app/machined/pkg/system/service_runner.go:138,
-// runner/restart/restart.go:145, runner/containerd/containerd.go:244-247), which is the kubelet's
-// last log line, its command's failure (k8s.io/kubernetes v1.35.4 cmd/kubelet/app/server.go:532-534,
-// k8s.io/component-base v0.35.4 cli/run.go:72).
+// because it had no client certificate while the apiserver answered its requests with err: the
+// restarter's words with the task's last output (siderolabs/talos v1.13.6
+// internal/app/machined/pkg/system/service_runner.go:138, runner/restart/restart.go:145,
+// runner/containerd/containerd.go:244-247), the kubelet's last log lines: the certificate
+// manager's failure and the exit (k8s.io/kubernetes v1.35.6 pkg/kubelet/certificate/transport.go:120).
 func kubeletExited(err error) string {
-	last := fmt.Sprintf("\"command failed\" err=\"failed to run Kubelet: %v\"", err)
+	last := fmt.Sprintf("\"Failed while requesting a signed certificate from the control plane\" err=\"%v\"\n"+
+		"\"No valid client certificate is found and the server is responsive, exiting.\"", err)
 	return fmt.Sprintf("[talos] service[kubelet](Waiting): Error running Containerd(kubelet), going to restart forever: task %q failed: exit code 1 (last log %q)", "kubelet", last)
 }

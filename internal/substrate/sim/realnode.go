@@ -143,7 +143,7 @@ func (s *Substrate) pushWorkload(ctx context.Context, reg *node.Registry) error 
 	if err != nil {
 		return err
 	}
-	if s.mirrors == nil {
+	if s.talos == nil {
 		return nil
 	}
 	if w := s.lane.Workload; w.Image != node.WorkloadRepo || w.Digest != d.String() {
@@ -151,7 +151,7 @@ func (s *Substrate) pushWorkload(ctx context.Context, reg *node.Registry) error 
 			"the lane's workload is %s@%s: set workload.image and workload.digest in lanes/%s.yaml to the former",
 			s.lane.Name, node.WorkloadRepo, d, w.Image, w.Digest, s.lane.Name)
 	}
-	return s.mirrors.set(reg.Host, reg.MirroredHosts())
+	return s.talos.setMirrors(reg.Host, reg.MirroredHosts())
 }
 
 // startKubeVirtOnNode installs virt-handler and then virt-api as virt-operator does, and waits

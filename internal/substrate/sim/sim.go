@@ -55,11 +55,10 @@ type Substrate struct {
 	canary   string
 	standIns []StandIn
 	health   platform.HealthTimers
-	// mirrors is the registry mirror a self-joining guest is given (nil: no guest joins by
-	// itself).
-	mirrors *guestMirrors
-	dir     string
-	ownDir  bool
+	// talos changes what a real Node's Talos pools are given (nil: the world has no real Node).
+	talos  *talosTemplates
+	dir    string
+	ownDir bool
 
 	mu      sync.Mutex
 	w       *world.World
@@ -253,8 +252,10 @@ func (s *Substrate) Up(ctx context.Context, clock *budget.Clock) (c *cluster.Clu
 		}
 	}
 	if realNode {
-		s.mirrors = &guestMirrors{}
-		if err := w.Mutating(s.mirrors.webhook()); err != nil {
+		if s.talos, err = newTalosTemplates(s.env); err != nil {
+			return nil, err
+		}
+		if err := w.Mutating(s.talos.webhook()); err != nil {
 			return nil, err
 		}
 	}
