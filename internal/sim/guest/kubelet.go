@@ -40,14 +40,16 @@ const certificateWait = 2 * time.Minute
 const kubeletRestart = 5 * time.Second
 
 // kubelet is a Talos worker's kubelet service until its TLS bootstrap succeeds. Talos runs the
-// kubelet with rotateCertificates (siderolabs/talos v1.13.6 internal/app/machined/pkg/controllers/
-// k8s/kubelet_spec.go:303), so the bootstrap is the certificate manager's, retried in the
-// background (k8s.io/client-go v0.35.4 util/certificate/certificate_manager.go:454-462), with
-// the private key it keeps, so a token the tenant holds only later is still taken, under the
-// same CSR name. The sim retries kubeletRestart apart. A kubelet that has had no certificate for
-// five minutes while the apiserver answers it (a refused token) exits (k8s.io/kubernetes v1.35.6
-// cmd/kubelet/app/server.go:987-990, pkg/kubelet/certificate/transport.go:114-124), and machined
-// says so on the console and starts it again: the sim says that line (kubeletExited) at the
+// kubelet with `RotateCertificates` (siderolabs/talos v1.13.6
+// internal/app/machined/pkg/controllers/k8s/kubelet_spec.go:303), so the bootstrap is the
+// certificate manager's, retried in the background (k8s.io/client-go v0.35.4
+// util/certificate/certificate_manager.go:454-462, `ExponentialBackoffWithContext`), with the
+// private key it keeps, so a token the tenant holds only later is still taken, under the same
+// CSR name. The sim retries kubeletRestart apart. A kubelet that has had no certificate for five
+// minutes while the apiserver answers it (a refused token) exits (k8s.io/kubernetes v1.35.6
+// cmd/kubelet/app/server.go:987-990, `UpdateTransport`; pkg/kubelet/certificate/transport.go:114-124,
+// "the server is responsive, exiting"), and machined says so on the console and starts it
+// again: the sim says that line (kubeletExited) at the
 // first refusal by the apiserver and then about once a minute, sooner than the real five
 // minutes; an error with no answer from the apiserver (a CA that does not verify it, an endpoint
 // it cannot reach) shows nothing on the console, as on Talos. The first failure is the join's

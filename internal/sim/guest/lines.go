@@ -125,10 +125,12 @@ func shutdownLines(os string) []string {
 
 // kubeletExited is the line machined prints on a Talos console when the kubelet exits, here
 // because it had no client certificate while the apiserver answered its requests with err: the
-// restarter's words with the task's last output (siderolabs/talos v1.13.6
-// internal/app/machined/pkg/system/service_runner.go:138, runner/restart/restart.go:145,
-// runner/containerd/containerd.go:244-247), the kubelet's last log lines: the certificate
-// manager's failure and the exit (k8s.io/kubernetes v1.35.6 pkg/kubelet/certificate/transport.go:120).
+// event's line (siderolabs/talos v1.13.6 internal/app/machined/pkg/system/service_runner.go:138,
+// "service[%s](%s): %s"), the restarter's words (runner/restart/restart.go:145, "going to
+// restart forever") and the task's last output (runner/containerd/containerd.go:244-247, "last
+// log"): the kubelet's last log lines, the certificate manager's failure and the exit
+// (k8s.io/kubernetes v1.35.6 pkg/kubelet/certificate/transport.go:120, "the server is
+// responsive, exiting").
 func kubeletExited(err error) string {
 	last := fmt.Sprintf("\"Failed while requesting a signed certificate from the control plane\" err=\"%v\"\n"+
 		"\"No valid client certificate is found and the server is responsive, exiting.\"", err)

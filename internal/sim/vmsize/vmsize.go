@@ -4,8 +4,8 @@
 // creates it: a mutating webhook, so no VirtualMachine CAPK makes can ever carry the size
 // Cluster API asked for (a controller patching the KubevirtMachine afterwards raced CAPK, which
 // makes the VirtualMachine as soon as the Machine's bootstrap data is ready:
-// cluster-api-provider-kubevirt v0.1.10 controllers/kubevirtmachine_controller.go lines
-// 191-199). The real virt-controller then sizes the launcher from the guest memory and
+// cluster-api-provider-kubevirt v0.1.10
+// controllers/kubevirtmachine_controller.go lines 191-199, DataSecretName). The real virt-controller then sizes the launcher from the guest memory and
 // KubeVirt's overhead, and the real scheduler leaves it Pending with "Insufficient memory",
 // which virt-controller copies onto the VMI. The moment the launcher shows it is recorded by the
 // virt-handler stand-in (internal/sim/kubevirt), which watches launchers.
@@ -50,9 +50,11 @@ func Setup(mgr manager.Manager, env *simenv.Env) error {
 // Webhook is the sizing webhook: on KubevirtMachine create, a targeted pool's machine gets twice
 // the largest management Node's memory as its guest's (and as its memory request, if it has
 // one). It reads the pool from the labels Cluster API's MachineSet gives the infrastructure
-// machine (the Machine's: cluster-api v1.13.6 internal/controllers/machineset/
-// machineset_controller.go lines 1239-1258, 1932-1941) and whether it is a Kairos pool from
-// the MachineSet that owns it (lines 1907-1915), through c.
+// machine, the Machine's (sigs.k8s.io/cluster-api v1.13.6
+// internal/controllers/machineset/machineset_controller.go lines 1239-1258,
+// machineLabelsFromMachineSet, and 1932-1941, GenerateTemplateInput), and whether it is a
+// Kairos pool from the MachineSet that owns it (lines 1907-1915, the ownerReference of
+// computeDesiredInfraMachine), through c.
 func Webhook(c client.Reader, env *simenv.Env) simenv.Webhook {
 	return simenv.Webhook{
 		Name: "sim-vmsize.infrastructure.cluster.x-k8s.io",

@@ -23,9 +23,10 @@ import (
 // talosTemplates changes what a Talos pool's workers are given on a lane with a real Node,
 // where the workers join by themselves, through strategic patches added to each
 // TalosConfigTemplate as it is admitted, before Cluster API clones a TalosConfig from it. CABPT
-// applies them to the chart's machine configuration as it applies any
-// (cluster-api-bootstrap-provider-talos v0.6.12 controllers/talosconfig_controller.go lines
-// 333-355), so the guest reads them where a Talos worker would.
+// applies them to the chart's machine configuration as it applies any StrategicPatches, through
+// Talos' configpatcher (cluster-api-bootstrap-provider-talos v0.6.12
+// controllers/talosconfig_controller.go lines 333-355), so the guest reads them where a Talos
+// worker would.
 //
 // One patch is the sim's one change to a healthy pool's bootstrap data: registry mirrors. It
 // exists because this machine has no registry outside: Cozystack v1.6.1 gives tenant workers no
@@ -96,9 +97,10 @@ func (t *talosTemplates) patches(pool string) (out []string, ok bool) {
 }
 
 // webhook adds the patches to each TalosConfigTemplate created or updated (the chart's
-// talos-reconcile Job applies them with kubectl: packages/apps/kubernetes/templates/talos/
-// talos-reconcile-job.yaml lines 320-340, named <release>-<pool> and owned by the release's
-// KamajiControlPlane). One made before the local registry is up is refused, so the Job's
+// talos-reconcile Job applies them with kubectl, named <release>-<pool> and owned by the
+// release's KamajiControlPlane: github.com/cozystack/cozystack v1.6.1
+// packages/apps/kubernetes/templates/talos/talos-reconcile-job.yaml lines 320-340,
+// ownerReferences). One made before the local registry is up is refused, so the Job's
 // kubectl fails and its Job retries, rather than a worker starting without its mirrors.
 func (t *talosTemplates) webhook() simenv.Webhook {
 	return simenv.Webhook{
