@@ -131,9 +131,9 @@ func (s *Substrate) startRealNode(ctx context.Context, w *world.World, kv *upstr
 	return nil
 }
 
-// pushWorkload serves the workload image the guests run (node.WorkloadImage) and, when guests
-// join by themselves, gives them the local registry as their mirror. A lane that runs its
-// workload in the guest pins that image: a pin it does not match is refused here.
+// pushWorkload serves the workload image the guests run (node.WorkloadImage) and gives the
+// Talos pools the local registry as their mirror (talosTemplates). The lane pins that image as
+// its workload: a pin it does not match is refused here.
 func (s *Substrate) pushWorkload(ctx context.Context, reg *node.Registry) error {
 	img, err := node.WorkloadImage()
 	if err != nil {
