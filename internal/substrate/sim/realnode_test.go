@@ -47,6 +47,12 @@ func TestARealNodeLaneBringsTheNodeIntoTheWorld(t *testing.T) {
 	t.Setenv("E2E_SIM_FAULT", "")
 	l := testLane()
 	l.Sim = &lane.SimSettings{RealNode: true}
+	// A real Node's guests run the workload image built here; the lane pins it, as sim-node does.
+	img, err := node.WorkloadImage()
+	must(t, err)
+	d, err := img.Digest()
+	must(t, err)
+	l.Workload = lane.Workload{Image: node.WorkloadRepo, Digest: d.String()}
 	l.Budget.Phases[0].Ceiling = lane.Duration(7 * time.Minute)
 	s, err := sim.New(l, substrate.Options{Artifacts: t.TempDir(), Log: logWriter{t}})
 	if err != nil {
