@@ -59,12 +59,7 @@ func TestTheRealNodeLaneIsGreenOnTheRealNode(t *testing.T) {
 	}
 	root := projectRoot(t)
 	bin := buildOrchestrator(t, root)
-	// A short temporary folder: the Node's sockets live under the run's work folder.
-	tmp, err := os.MkdirTemp("/tmp", "sn")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(tmp) })
+	tmp := shortTmp(t)
 	art := filepath.Join(t.TempDir(), "artifacts")
 	ctx, cancel := context.WithTimeout(context.Background(), realNodeLaneTimeout)
 	defer cancel()
@@ -111,6 +106,18 @@ func realNodePreflight(t *testing.T) {
 		}
 		t.Skip(err)
 	}
+}
+
+// shortTmp is a short temporary folder for a real-Node run's TMPDIR: the Node's sockets live
+// under the run's work folder, and a socket's path is at most 107 bytes.
+func shortTmp(t *testing.T) string {
+	t.Helper()
+	tmp, err := os.MkdirTemp("/tmp", "sn")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(tmp) })
+	return tmp
 }
 
 // realNodeWatch records, while the lane runs, what is seen on the real Node: each Pod's phase by
