@@ -74,9 +74,9 @@ state = %q
 }
 
 // cniConfig is the node's network: a Linux bridge of its own with host-local addresses from
-// subnet (Debian's containernetworking-plugins 1.1.1, which speaks CNI 0.4.0), no masquerading
-// (the Pods need no way out) and the address store under the run folder.
-func cniConfig(bridge, subnet, ipamDir string) string {
+// subnet up to rangeEnd (Debian's containernetworking-plugins 1.1.1, which speaks CNI 0.4.0),
+// no masquerading (the Pods need no way out) and the address store under the run folder.
+func cniConfig(bridge, subnet, rangeEnd, ipamDir string) string {
 	return fmt.Sprintf(`{
   "cniVersion": "0.4.0",
   "name": "cozy-e2e-node",
@@ -89,13 +89,13 @@ func cniConfig(bridge, subnet, ipamDir string) string {
       "ipam": {
         "type": "host-local",
         "dataDir": %q,
-        "ranges": [[{"subnet": %q}]],
+        "ranges": [[{"subnet": %q, "rangeEnd": %q}]],
         "routes": [{"dst": "0.0.0.0/0"}]
       }
     }
   ]
 }
-`, bridge, ipamDir, subnet)
+`, bridge, ipamDir, subnet, rangeEnd)
 }
 
 // kubeletConfig is the kubelet's KubeletConfiguration (k8s.io/kubelet v0.35.4

@@ -41,10 +41,14 @@ type Options struct {
 
 // Node is a running real Node: containerd and the kubelet, each supervised.
 type Node struct {
-	Name       string
-	l          layout
-	bridge     string
-	Subnet     string
+	Name   string
+	l      layout
+	bridge string
+	Subnet string
+	// Unassigned is the address of Subnet no Pod is given (its last: host-local stops one
+	// short of it): on the Node's bridge, where nothing answers for it.
+	Unassigned string
+	rangeEnd   string
 	containerd *supervised
 	kubelet    *supervised
 	kubeProxy  *supervised
@@ -82,6 +86,7 @@ func Start(ctx context.Context, o Options) (*Node, error) {
 		// a bridge and a /24 of its own per run folder, so two nodes on one host do not meet;
 		// 10.89.0.0/16 is outside the sim's Pod (10.244.0.0/16) and Service (10.96.0.0/16) ranges
 		bridge: bridgePrefix + hex.EncodeToString(h[:4]), Subnet: fmt.Sprintf("%s.%d.0/24", podRangePrefix, h[4]),
+		Unassigned: fmt.Sprintf("%s.%d.254", podRangePrefix, h[4]), rangeEnd: fmt.Sprintf("%s.%d.253", podRangePrefix, h[4]),
 		hostBefore: existing(hostPaths())}
 	for _, d := range []string{"containerd", "kubelet/pki", "kubelet/pod-logs", "cni/net.d", "cni/ipam", "logs"} {
 		if err := os.MkdirAll(l.path(d), 0o755); err != nil {
@@ -131,7 +136,7 @@ func (n *Node) writeConfig(o Options) error {
 	}
 	files := map[string]string{
 		n.l.path("containerd", "config.toml"):        containerdConfig(n.l, PauseRef),
-		n.l.path("cni", "net.d", "10-node.conflist"): cniConfig(n.bridge, n.Subnet, n.l.path("cni", "ipam")),
+		n.l.path("cni", "net.d", "10-node.conflist"): cniConfig(n.bridge, n.Subnet, n.rangeEnd, n.l.path("cni", "ipam")),
 	}
 	for p, c := range files {
 		if err := os.WriteFile(p, []byte(c), 0o644); err != nil {
