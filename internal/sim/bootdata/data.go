@@ -85,6 +85,8 @@ type Talos struct {
 	AcceptedCAs [][]byte
 	// Mirrors is machine.registries.mirrors: the endpoints a registry's images are pulled from.
 	Mirrors map[string]Mirror
+	// Env is machine.env: environment variables for the OS's services (v1alpha1_types.go:322).
+	Env map[string]string
 }
 
 // Mirror is one registry's mirror configuration (machine.registries.mirrors.<registry>).
@@ -107,6 +109,7 @@ type talosConfig struct {
 			ClusterDNS  []string          `json:"clusterDNS"`
 		} `json:"kubelet"`
 		NodeLabels map[string]string `json:"nodeLabels"`
+		Env        map[string]string `json:"env"`
 		Registries struct {
 			Mirrors map[string]Mirror `json:"mirrors"`
 		} `json:"registries"`
@@ -207,7 +210,7 @@ func Parse(data []byte) (Data, error) {
 		KubeletClusterDNS: m.Kubelet.ClusterDNS, Nameservers: m.Network.Nameservers, SearchDomains: m.Network.SearchDomains,
 		NodeLabels: m.NodeLabels, KubePrism: m.Features.KubePrism.Enabled, KubePrismPort: m.Features.KubePrism.Port,
 		ExternalCloudProvider: c.ExternalCloudProvider.Enabled, DNSDomain: c.Network.DNSDomain,
-		PodSubnets: c.Network.PodSubnets, ServiceSubnets: c.Network.ServiceSubnets, Mirrors: m.Registries.Mirrors}
+		PodSubnets: c.Network.PodSubnets, ServiceSubnets: c.Network.ServiceSubnets, Mirrors: m.Registries.Mirrors, Env: m.Env}
 	for i, a := range c.AcceptedCAs {
 		crt, err := base64.StdEncoding.DecodeString(a.Crt)
 		if err != nil {

@@ -14,6 +14,12 @@ import (
 	"time"
 )
 
+// CrashOnceEnv, set to "true" in the machine configuration's machine.env, has the OS kill its
+// kubelet once per boot, as soon as it first writes to its log (Service.CrashOnce): a crash from
+// outside, as the kernel's OOM killer would deal it. No Talos reads it; the sim's fault
+// guest-kubelet-crash-once sets it.
+const CrashOnceEnv = "COZY_E2E_SIM_KUBELET_CRASH_ONCE"
+
 // Options configure Run.
 type Options struct {
 	// ConfigDrive is where the config drive is mounted.
@@ -74,6 +80,7 @@ func Run(ctx context.Context, o Options) error {
 		return fail(err)
 	}
 	k.Before, k.Healthy = removeServingCert, healthz
+	k.CrashOnce = m.Data.Talos.Env[CrashOnceEnv] == "true"
 	k.Run(ctx)
 	return nil
 }

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -39,11 +40,16 @@ type Service struct {
 	Log io.Writer
 	// Console says the service's states.
 	Console *log.Logger
+	// CrashOnce kills the task of the service's first run (SIGKILL) as soon as its output holds
+	// a whole line: the stand-in's one crash of a service (CrashOnceEnv).
+	CrashOnce bool
 
 	mu sync.Mutex
 	// health is the last health the console said (nil: none yet), kept across restarts as
 	// machined keeps a service's health (service_runner.go:116-138 says a change only).
 	health *bool
+	// crashed: CrashOnce's kill was sent.
+	crashed bool
 }
 
 func (s *Service) say(state, format string, args ...any) {
@@ -81,7 +87,7 @@ func (s *Service) runOnce(ctx context.Context) error {
 			return err
 		}
 	}
-	last := &lastLog{}
+	last := &lastLog{line: make(chan struct{})}
 	cmd := s.Cmd()
 	// One writer for both, so they share one pipe and keep their order (os/exec: Stdout ==
 	// Stderr).
@@ -98,11 +104,21 @@ func (s *Service) runOnce(ctx context.Context) error {
 	if s.Healthy != nil {
 		go s.watchHealth(hctx)
 	}
+	if s.CrashOnce && !s.crashed {
+		s.crashed = true
+		go func() {
+			select {
+			case <-last.line:
+				_ = cmd.Process.Kill()
+			case <-hctx.Done():
+			}
+		}()
+	}
 	select {
 	case err := <-done:
 		var exit *exec.ExitError
 		if errors.As(err, &exit) {
-			return fmt.Errorf("task %q failed: exit code %d (last log %q)", s.ID, exit.ExitCode(), last.String())
+			return fmt.Errorf("task %q failed: exit code %d (last log %q)", s.ID, exitCode(exit), last.String())
 		}
 		return err
 	case <-ctx.Done():
@@ -111,6 +127,15 @@ func (s *Service) runOnce(ctx context.Context) error {
 		<-done
 		return nil
 	}
+}
+
+// exitCode is a task's exit status as containerd reports it: 128+N for one killed by signal N
+// (containerd/containerd v2.2.4 pkg/sys/reaper/reaper_unix.go:281-288, exitStatus).
+func exitCode(exit *exec.ExitError) int {
+	if ws, ok := exit.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	return exit.ExitCode()
 }
 
 // watchHealth says the health check's result whenever it changes (service_runner.go:116-138).
@@ -150,12 +175,19 @@ func (s *Service) watchHealth(ctx context.Context) {
 type lastLog struct {
 	mu  sync.Mutex
 	buf []byte
+	// line is closed once the output holds a whole line.
+	line  chan struct{}
+	lined bool
 }
 
 func (l *lastLog) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.buf = append(l.buf, p...)
+	if !l.lined && bytes.IndexByte(p, '\n') >= 0 {
+		l.lined = true
+		close(l.line)
+	}
 	for len(l.buf) > 512 {
 		i := bytes.IndexByte(l.buf, '\n')
 		if i < 0 || i+1 >= len(l.buf) {

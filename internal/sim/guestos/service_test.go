@@ -95,3 +95,37 @@ func TestLastLogKeepsTheLastLines(t *testing.T) {
 		t.Errorf("a line longer than the limit keeps %d bytes, want its last 512", len(long.String()))
 	}
 }
+
+// A service with CrashOnce is killed as soon as its first run writes a line: the console says
+// it failed with exit code 137 (128+SIGKILL, as containerd reports it) and its last log, and
+// its second run, started restartInterval later, is left alone.
+func TestACrashOnceServiceIsKilledOnceAndRestarted(t *testing.T) {
+	var con syncBuffer
+	var runs atomic.Int32
+	s := &Service{ID: "kubelet", Log: io.Discard, Console: log.New(&con, "[talos] ", 0), CrashOnce: true,
+		Cmd: func() *exec.Cmd {
+			runs.Add(1)
+			return exec.Command("sh", "-c", "echo 'Flag --cloud-provider has been deprecated'; exec sleep 30")
+		}}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { s.Run(ctx); close(done) }()
+	deadline := time.Now().Add(restartInterval + 10*time.Second)
+	for strings.Count(con.String(), "Started task kubelet") < 2 && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	time.Sleep(time.Second) // the second run has written its line by now: it must not be killed
+	cancel()
+	<-done
+	out := con.String()
+	want := `[talos] service[kubelet](Waiting): Error running Containerd(kubelet), going to restart forever: task "kubelet" failed: exit code 137 (last log "Flag --cloud-provider has been deprecated")` + "\n"
+	if !strings.Contains(out, want) {
+		t.Errorf("console lacks %q:\n%s", want, out)
+	}
+	if n := strings.Count(out, "going to restart forever"); n != 1 {
+		t.Errorf("the service failed %d times, want once:\n%s", n, out)
+	}
+	if got := runs.Load(); got != 2 {
+		t.Errorf("the service ran %d times, want 2:\n%s", got, out)
+	}
+}
