@@ -35,10 +35,13 @@ const (
 	NodeLabelRemoved    Name = "node-label-removed"
 	ControllerKilled    Name = "controller-killed"
 	ControllerCrashLoop Name = "controller-crashloop"
-	// RegistryUnavailableOnce and GuestCAWrong act on a lane with a real Node only
+	// RegistryUnavailableOnce and the guest faults act on a lane with a real Node only
 	// (RealNodeOnly).
-	RegistryUnavailableOnce Name = "registry-unavailable-once"
-	GuestCAWrong            Name = "guest-ca-wrong"
+	RegistryUnavailableOnce  Name = "registry-unavailable-once"
+	GuestCAWrong             Name = "guest-ca-wrong"
+	GuestTokenExpired        Name = "guest-token-expired"
+	GuestEndpointUnreachable Name = "guest-endpoint-unreachable"
+	GuestKubeletCrashOnce    Name = "guest-kubelet-crash-once"
 )
 
 // Components are the upstream controllers a sim world runs as processes, as the controller
@@ -47,7 +50,13 @@ var components = []string{"capk", "cabpt", "helm-controller", "cdi-controller", 
 
 // RealNodeOnly reports whether fault n acts only in a world with a real Node (a lane with
 // sim.realNode), on what runs there for real; test/simlane's real-Node lane test exercises it.
-func RealNodeOnly(n Name) bool { return n == RegistryUnavailableOnce || n == GuestCAWrong }
+func RealNodeOnly(n Name) bool {
+	switch n {
+	case RegistryUnavailableOnce, GuestCAWrong, GuestTokenExpired, GuestEndpointUnreachable, GuestKubeletCrashOnce:
+		return true
+	}
+	return false
+}
 
 // OnComponent reports whether fault n names a controller, not a pool, after "@".
 func OnComponent(n Name) bool { return n == ControllerKilled || n == ControllerCrashLoop }
@@ -118,6 +127,12 @@ var catalogue = []Fault{
 		"CDI v1.64.0 cmd/cdi-importer/importer.go:187-196 (the importer's exit) and pkg/controller/import-controller.go:958 (restartPolicy OnFailure, run by the real kubelet); the registry's answer is sim only", true, false},
 	{GuestCAWrong, "on a lane with a real Node: a Talos pool's machine configuration names a CA that did not sign the tenant's apiserver (a strategic patch on its TalosConfigTemplate as it is admitted, which the real CABPT applies to every worker's bootstrap data): the real kubelet in the guest cannot verify the apiserver; its certificate manager retries in the background, and since the apiserver never answers it the kubelet never exits: no CSR, no Node, and nothing on the console, as on Talos",
 		"kubernetes v1.35.6 cmd/kubelet/app/server.go:933,987-990 and pkg/kubelet/certificate/transport.go:114-124 (with rotateCertificates, which Talos sets: siderolabs/talos v1.13.6 internal/app/machined/pkg/controllers/k8s/kubelet_spec.go:303, the kubelet exits only when the server answers); the patch is sim only", false, false},
+	{GuestTokenExpired, "on a lane with a real Node: a Talos pool's machine configuration names a bootstrap token whose Secret in the tenant (kube-system/bootstrap-token-<id>, written as the chart's bootstrap-token-tenant Job writes its own) expired an hour ago (the token, strategically patched onto its TalosConfigTemplate as it is admitted, and the Secret are the sim's): the tenant apiserver answers the real kubelet's CSR 401, its certificate manager retries, and five minutes after it started without a certificate, the server having answered, it exits; machined's console line carries its last log line and starts it again 5 s later, forever: no CSR, no Node",
+		"k8s.io/kubernetes v1.35.4 plugin/pkg/auth/authenticator/token/bootstrap/bootstrap.go:129-131 (an expired token authenticates no one); v1.35.6 cmd/kubelet/app/server.go:987-990 and pkg/kubelet/certificate/transport.go:114-124 (the exit, \"No valid client certificate is found and the server is responsive, exiting.\"); siderolabs/talos v1.13.6 internal/app/machined/pkg/system/runner/restart/restart.go:145 (the console line); the expired Secret is sim only", false, false},
+	{GuestEndpointUnreachable, "on a lane with a real Node: a Talos pool's workers cannot reach the tenant's apiserver: the /etc/hosts entry by which they resolve its Service's name (machine.network.extraHostEntries[0], JSON-patched on its TalosConfigTemplate as it is admitted, which the real CABPT applies) names an address of the real Node's pod network that no pod holds, so every connection ends in no route to host; the real kubelet's certificate manager retries, and since the server never answers it never exits: no CSR, no Node, and nothing on the console, as on Talos",
+		"k8s.io/kubernetes v1.35.6 cmd/kubelet/app/server.go:987-990 and pkg/kubelet/certificate/transport.go:114-124 (the kubelet exits only when the server answers); cozystack v1.6.1 packages/apps/kubernetes/templates/talos/talos-reconcile-job.yaml:375-379 (the host entry); the address is sim only", false, false},
+	{GuestKubeletCrashOnce, "on a lane with a real Node: the Talos guest's kubelet is killed (SIGKILL) once per boot, as soon as it first writes to its log: machined's console line says the task failed with exit code 137 and its last log line, machined starts it again 5 s later, and that kubelet joins (the request rides in the pool's machine configuration as machine.env COZY_E2E_SIM_KUBELET_CRASH_ONCE, strategically patched onto its TalosConfigTemplate, which only the stand-in OS reads)",
+		"siderolabs/talos v1.13.6 internal/app/machined/pkg/system/runner/restart/restart.go:76-82,145 (restarted 5 s later, forever, with the line) and runner/containerd/containerd.go:244-247 (the exit code and last log); containerd/containerd v2.2.4 pkg/sys/reaper/reaper_unix.go:281-288 (a task killed by signal N exits 128+N); the kill is sim only", true, false},
 }
 
 // Catalogue lists every fault, in documentation order.

@@ -19,7 +19,7 @@ import (
 const AdminKubeconfigSvcKey = "super-admin.svc"
 
 // bootstrapTokenTenant does what the chart's bootstrap-token-tenant hook Job does once the
-// tenant apiserver answers (bootstrap-token-tenant-job.yaml:112-176): through the tenant admin
+// tenant apiserver answers (bootstrap-token-tenant-job.yaml:106-163): through the tenant admin
 // kubeconfig it applies the bootstrap token Secret kube-system/bootstrap-token-<id> (the
 // release's talos-secrets bootstrapTokenId and bootstrapTokenSecret, usable for authentication
 // and signing, extra group system:bootstrappers:kubeadm:default-node-token) and the Role and

@@ -110,6 +110,9 @@ func (s *Substrate) startRealNode(ctx context.Context, w *world.World, kv *upstr
 	if err != nil {
 		return fmt.Errorf("sim: the real Node: %w", err)
 	}
+	if s.talos != nil {
+		s.talos.setUnreachable(n.Unassigned)
+	}
 	cs, err := kubernetes.NewForConfig(w.API.Admin())
 	if err != nil {
 		return err

@@ -252,7 +252,7 @@ func (s *Substrate) Up(ctx context.Context, clock *budget.Clock) (c *cluster.Clu
 		}
 	}
 	if realNode {
-		if s.talos, err = newTalosTemplates(s.env); err != nil {
+		if s.talos, err = newTalosTemplates(s.env, w.Cluster.Client); err != nil {
 			return nil, err
 		}
 		if err := w.Mutating(s.talos.webhook()); err != nil {
