@@ -57,6 +57,15 @@ func expect(f faults.Name, os string) (expectation, bool) {
 		// exits (the apiserver never answers it), and a Talos console shows nothing of it. The
 		// join runs out of time with no CSR.
 		return expectation{verdict.Deadline, join.StageJoin, false, []string{"0 CertificateSigningRequest(s)"}, false}, true
+	case faults.GuestEndpointUnreachable:
+		// As with the wrong CA: no answer, so the kubelet never exits and the console is silent.
+		return expectation{verdict.Deadline, join.StageJoin, false, []string{"0 CertificateSigningRequest(s)"}, false}, true
+	case faults.GuestTokenExpired:
+		// The apiserver answers 401: five minutes after its start the real kubelet exits, and
+		// machined's console line, with its last log line, is a suspect until the deadline,
+		// which names it.
+		return expectation{verdict.Deadline, join.StageJoin, false, []string{"going to restart forever",
+			"No valid client certificate is found and the server is responsive", "0 CertificateSigningRequest(s)"}, false}, true
 	case faults.ProviderIDMissing:
 		if os == osfamily.Kairos {
 			// Its provider patches the providerID on after registration: a suspect until the

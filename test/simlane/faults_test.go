@@ -339,7 +339,8 @@ func TestScenariosCoverTheCatalogue(t *testing.T) {
 			continue // judged by its suite's data (examples/*/faults.yaml)
 		}
 		if faults.RealNodeOnly(f.Name) {
-			continue // judged on the real Node's lane (TestTheRealNodeLaneIsGreenOnTheRealNode)
+			checkRealNodeCoverage(t, f)
+			continue
 		}
 		if !covered[f.Name] {
 			t.Errorf("no scenario exercises %s", f.Name)
@@ -370,5 +371,28 @@ func TestLaneCopies(t *testing.T) {
 	}
 	if m := l.Sim.MachineHealthCheck; m == nil || m.MaxUnhealthy != "100%" || m.NodeStartupTimeout.D() != mhcStartupTimeout {
 		t.Fatalf("sim-mhc: machineHealthCheck %+v", l.Sim.MachineHealthCheck)
+	}
+}
+
+// checkRealNodeCoverage: a fault of the real Node's lane runs there: an absorbed one in its green
+// run (realNodeGreenFaults) with a proof that it fired, one a correct harness fails in
+// guestFaultsScenario with the verdict it must bring.
+func checkRealNodeCoverage(t *testing.T, f faults.Fault) {
+	t.Helper()
+	green, err := faults.Parse(realNodeGreenFaults)
+	if err != nil {
+		t.Fatal(err)
+	}
+	red, err := faults.Parse(guestFaultsScenario)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, judged := expect(f.Name, osfamily.Talos)
+	_, proof := fired[f.Name]
+	switch {
+	case f.Passes && !(green.Selected(f.Name) && proof && !judged):
+		t.Errorf("%s passes: it belongs in realNodeGreenFaults (%v) with a proof in fired (%v) and no verdict (%v)", f.Name, green.Selected(f.Name), proof, judged)
+	case !f.Passes && !(red.Selected(f.Name) && judged):
+		t.Errorf("%s fails a pool: it belongs in guestFaultsScenario (%v) with a verdict in expect (%v)", f.Name, red.Selected(f.Name), judged)
 	}
 }

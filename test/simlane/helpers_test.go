@@ -247,14 +247,7 @@ func filteredLane(t *testing.T, root, src, filter string) string {
 func mhcLane(t *testing.T, root string, nodeStartupTimeout, ceiling time.Duration) string {
 	t.Helper()
 	return laneCopy(t, root, "sim", "sim-mhc", func(top *yaml.Node) {
-		old := setPoolsCeiling(t, top, ceiling)
-		budget := mapValue(top, "budget")
-		jobCap := mapValue(budget, "jobCap")
-		d, err := time.ParseDuration(jobCap.Value)
-		if err != nil {
-			t.Fatalf("lanes/sim.yaml: budget.jobCap %q: %v", jobCap.Value, err)
-		}
-		jobCap.Value = (d + max(ceiling-old, 0)).String()
+		growJobCap(t, top, ceiling-setPoolsCeiling(t, top, ceiling))
 		sim := mapValue(top, "sim")
 		if sim == nil {
 			t.Fatal("lanes/sim.yaml: no sim section")
@@ -294,6 +287,20 @@ func longNamesLane(t *testing.T, root string) (string, string) {
 		}
 	})
 	return path, name
+}
+
+// growJobCap adds by (when positive) to the lane's budget.jobCap.
+func growJobCap(t *testing.T, top *yaml.Node, by time.Duration) {
+	t.Helper()
+	jobCap := mapValue(mapValue(top, "budget"), "jobCap")
+	if jobCap == nil {
+		t.Fatal("the lane has no budget.jobCap")
+	}
+	d, err := time.ParseDuration(jobCap.Value)
+	if err != nil {
+		t.Fatalf("budget.jobCap %q: %v", jobCap.Value, err)
+	}
+	jobCap.Value = (d + max(by, 0)).String()
 }
 
 // setPoolsCeiling sets the pools phase's ceiling and returns the one it had.

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -26,14 +27,62 @@ import (
 // green run under a fault that never fired proves nothing. Every fault of the catalogue that
 // passes has one (TestScenariosCoverTheCatalogue).
 var fired = map[faults.Name]func(t *testing.T, l *lane.Lane, set *faults.Set, art string, obs []simenv.Observation){
-	faults.MHCReplacement:      machineReplaced,
-	faults.APIServerTransient:  transientAnswered,
-	faults.BootstrapTransient:  suspectCleared(faults.BootstrapTransient, verdict.Bootstrap, " set: ", "cleared", 0),
-	faults.MachineSetTransient: suspectCleared(faults.MachineSetTransient, verdict.Bootstrap, "cannot be called", "answers again", 0),
-	faults.ProviderIDLate:      suspectCleared(faults.ProviderIDLate, verdict.Identity, "registered", "patched", guest.ProviderIDLateDelay),
-	faults.DiskImportOOM:       importerReplaced,
-	faults.VMICrashOnce:        crashedOnce,
-	faults.ControllerKilled:    controllerRestarted,
+	faults.MHCReplacement:          machineReplaced,
+	faults.APIServerTransient:      transientAnswered,
+	faults.BootstrapTransient:      suspectCleared(faults.BootstrapTransient, verdict.Bootstrap, " set: ", "cleared", 0),
+	faults.MachineSetTransient:     suspectCleared(faults.MachineSetTransient, verdict.Bootstrap, "cannot be called", "answers again", 0),
+	faults.ProviderIDLate:          suspectCleared(faults.ProviderIDLate, verdict.Identity, "registered", "patched", guest.ProviderIDLateDelay),
+	faults.DiskImportOOM:           importerReplaced,
+	faults.VMICrashOnce:            crashedOnce,
+	faults.ControllerKilled:        controllerRestarted,
+	faults.GuestKubeletCrashOnce:   kubeletKilled,
+	faults.RegistryUnavailableOnce: checkRegistryUnavailable,
+}
+
+// kubeletKilled: in every pool the fault targets, the sim asked the guest OS to kill its kubelet
+// (its template's patch), the guest's console, read through virt-api, shows machined's line for
+// a kubelet killed by SIGKILL (exit code 137) with its last log line, and the harness showed it
+// as a join-rejected suspect that cleared as the pool joined.
+func kubeletKilled(t *testing.T, l *lane.Lane, set *faults.Set, art string, obs []simenv.Observation) {
+	t.Helper()
+	log, err := os.ReadFile(filepath.Join(art, "harness.log"))
+	if err != nil {
+		t.Errorf("%s: harness.log: %v", faults.GuestKubeletCrashOnce, err)
+	}
+	for _, p := range l.Pools {
+		if !set.Active(faults.GuestKubeletCrashOnce, p.Name, false) {
+			continue
+		}
+		asked := slices.ContainsFunc(obs, func(o simenv.Observation) bool { return o.Fault == faults.GuestKubeletCrashOnce && o.Pool == p.Name })
+		if !asked {
+			t.Errorf("pool %s: the sim recorded no %s patch: the fault did not fire", p.Name, faults.GuestKubeletCrashOnce)
+			continue
+		}
+		killed := ""
+		files, _ := filepath.Glob(filepath.Join(art, "pools", p.Name, "consoles", "*", "*.log"))
+		for _, f := range files {
+			data, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, line := range strings.Split(string(data), "\n") {
+				if strings.Contains(line, `going to restart forever: task "kubelet" failed: exit code 137 (last log "`) {
+					killed = line
+				}
+			}
+		}
+		if killed == "" {
+			t.Errorf("pool %s: no console of it shows machined's line for a kubelet killed (exit code 137): %s", p.Name, files)
+			continue
+		}
+		shown := fmt.Sprintf("pool %s: suspect %s at ", p.Name, verdict.JoinRejected)
+		gone := fmt.Sprintf("pool %s: suspect %s cleared after ", p.Name, verdict.JoinRejected)
+		if !bytes.Contains(log, []byte(shown)) || !bytes.Contains(log, []byte(gone)) {
+			t.Errorf("pool %s: harness.log does not show a %s suspect appearing and clearing under %s", p.Name, verdict.JoinRejected, faults.GuestKubeletCrashOnce)
+			continue
+		}
+		t.Logf("pool %s joined though its kubelet was killed once; the console said: %s", p.Name, killed)
+	}
 }
 
 // controllerRestarted: every controller the fault names was killed (the sim recorded it), and
