@@ -138,7 +138,7 @@ checks: lanes-check workflows-check fmt-check vet tidy-check lint examples
 test:
 	@$(MAKE) --no-print-directory -j2 tools-then-node-tools node-images checks
 	@$(MAKE) --no-print-directory citation-modules
-	$(GO) test -count=1 -timeout 50m ./test/simlane ./...
+	$(GO) test -count=1 -timeout 60m ./test/simlane ./...
 
 # The pinned modules whose files test/citations reads, each at the version its tools module (or
 # the harness's go.mod, or build.sh) pins: a warm tools folder builds nothing, so the module
