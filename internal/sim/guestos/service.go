@@ -175,7 +175,7 @@ func (s *Service) watchHealth(ctx context.Context) {
 type lastLog struct {
 	mu  sync.Mutex
 	buf []byte
-	// line is closed once the output holds a whole line.
+	// line, when not nil, is closed once the output holds a whole line.
 	line  chan struct{}
 	lined bool
 }
@@ -184,7 +184,7 @@ func (l *lastLog) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.buf = append(l.buf, p...)
-	if !l.lined && bytes.IndexByte(p, '\n') >= 0 {
+	if l.line != nil && !l.lined && bytes.IndexByte(p, '\n') >= 0 {
 		l.lined = true
 		close(l.line)
 	}

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cozystack/cozy-e2e/internal/sim/simtest"
 )
 
 // A kubelet root that is not a node's of this package (no marker: a kubelet of the host's own)
@@ -21,7 +23,7 @@ func TestAKubeletRootNotItsOwnIsLeftAlone(t *testing.T) {
 		}
 		t.Skip("the host's node lock and /var/lib/kubelet need root")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), simtest.HostSlotWait+2*time.Minute)
 	defer cancel()
 	n := &Node{Name: "real-node-0", l: layout{dir: t.TempDir()}, log: io.Discard}
 	if err := n.lockHost(ctx); err != nil {

@@ -21,6 +21,7 @@ import (
 	"github.com/cozystack/cozy-e2e/internal/controlplane"
 	"github.com/cozystack/cozy-e2e/internal/controlplane/cptest"
 	"github.com/cozystack/cozy-e2e/internal/sim/node"
+	"github.com/cozystack/cozy-e2e/internal/sim/simtest"
 )
 
 // builtImages fails the test under CI when the images are not built or this machine cannot run
@@ -241,7 +242,7 @@ func TestRealNodeRunsTheNodeLabellerFromTheLauncherImage(t *testing.T) {
 	tools := nodeHost(t)
 	imgs := builtImages(t)
 	api := cptest.APIServer(t, controlplane.APIServerOptions{})
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), simtest.HostSlotWait+8*time.Minute)
 	defer cancel()
 	c := kubernetes.NewForConfigOrDie(api.Admin())
 

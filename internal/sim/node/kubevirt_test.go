@@ -26,6 +26,7 @@ import (
 	"github.com/cozystack/cozy-e2e/internal/controlplane"
 	"github.com/cozystack/cozy-e2e/internal/controlplane/cptest"
 	"github.com/cozystack/cozy-e2e/internal/sim/node"
+	"github.com/cozystack/cozy-e2e/internal/sim/simtest"
 	"github.com/cozystack/cozy-e2e/internal/sim/upstream"
 )
 
@@ -51,7 +52,7 @@ func TestRealNodeRunsKubeVirtAndBootsAVMIUnderTCG(t *testing.T) {
 		t.Fatal(err)
 	}
 	api := cptest.APIServer(t, controlplane.APIServerOptions{AdvertiseAddress: addr})
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), simtest.HostSlotWait+10*time.Minute)
 	defer cancel()
 	dir := t.TempDir()
 	kcm, err := controlplane.StartControllerManager(ctx, cp, api, controlplane.ControllerManagerOptions{Dir: dir})

@@ -21,6 +21,7 @@ import (
 	"github.com/cozystack/cozy-e2e/internal/controlplane"
 	"github.com/cozystack/cozy-e2e/internal/controlplane/cptest"
 	"github.com/cozystack/cozy-e2e/internal/sim/node"
+	"github.com/cozystack/cozy-e2e/internal/sim/simtest"
 	"github.com/cozystack/cozy-e2e/internal/substrate/sim"
 )
 
@@ -52,7 +53,7 @@ func nodeHost(t *testing.T) node.Tools {
 func TestRealNodeRunsAPod(t *testing.T) {
 	tools := nodeHost(t)
 	api := cptest.APIServer(t, controlplane.APIServerOptions{})
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), simtest.HostSlotWait+5*time.Minute)
 	defer cancel()
 	c := kubernetes.NewForConfigOrDie(api.Admin())
 
@@ -171,7 +172,7 @@ func TestStartRemovesTheBridgeADeadNodeLeft(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = exec.Command("ip", "link", "delete", stale).Run() })
 	api := cptest.APIServer(t, controlplane.APIServerOptions{})
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), simtest.HostSlotWait+3*time.Minute)
 	defer cancel()
 	startNode(ctx, t, tools, api, registry(ctx, t, tools, io.Discard))
 	if _, err := os.Stat("/sys/class/net/" + stale); err == nil {

@@ -18,6 +18,7 @@ import (
 	"github.com/cozystack/cozy-e2e/internal/controlplane"
 	"github.com/cozystack/cozy-e2e/internal/controlplane/cptest"
 	"github.com/cozystack/cozy-e2e/internal/sim/node"
+	"github.com/cozystack/cozy-e2e/internal/sim/simtest"
 )
 
 // The real Node carries the kubernetes Service to its Pods, as a kubeadm node's kube-proxy
@@ -33,7 +34,7 @@ func TestRealNodeCarriesTheKubernetesServiceToAPod(t *testing.T) {
 		t.Fatal(err)
 	}
 	api := cptest.APIServer(t, controlplane.APIServerOptions{AdvertiseAddress: addr})
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), simtest.HostSlotWait+5*time.Minute)
 	defer cancel()
 	c := kubernetes.NewForConfigOrDie(api.Admin())
 

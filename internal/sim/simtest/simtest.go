@@ -28,6 +28,13 @@ import (
 	"github.com/cozystack/cozy-e2e/internal/sim/simenv"
 )
 
+// HostSlotWait bounds how long a test that starts a real Node (internal/sim/node) may wait for
+// the host's node slot before its own work begins: the longest another package holds that slot,
+// test/simlane's guest-faults run (its bring-up and its 9-minute pools phase, about 11 minutes,
+// TestTheRealNodeLaneJudgesGuestFaults), with room. A test's context is HostSlotWait plus what its
+// own work takes.
+const HostSlotWait = 13 * time.Minute
+
 // Env is one test's control plane.
 type Env struct {
 	API     *controlplane.APIServer

@@ -24,6 +24,7 @@ import (
 	"github.com/cozystack/cozy-e2e/internal/sim/kubevirt"
 	"github.com/cozystack/cozy-e2e/internal/sim/node"
 	"github.com/cozystack/cozy-e2e/internal/sim/simenv"
+	"github.com/cozystack/cozy-e2e/internal/sim/simtest"
 	"github.com/cozystack/cozy-e2e/internal/sim/upstream"
 	"github.com/cozystack/cozy-e2e/internal/sim/vmsize"
 	"github.com/cozystack/cozy-e2e/internal/sim/world"
@@ -53,7 +54,7 @@ func TestARealNodeLaneBringsTheNodeIntoTheWorld(t *testing.T) {
 	d, err := img.Digest()
 	must(t, err)
 	l.Workload = lane.Workload{Image: node.WorkloadRepo, Digest: d.String()}
-	l.Budget.Phases[0].Ceiling = lane.Duration(7 * time.Minute)
+	l.Budget.Phases[0].Ceiling = lane.Duration(simtest.HostSlotWait + 7*time.Minute)
 	s, err := sim.New(l, substrate.Options{Artifacts: t.TempDir(), Log: logWriter{t}})
 	if err != nil {
 		t.Fatal(err)
@@ -61,7 +62,7 @@ func TestARealNodeLaneBringsTheNodeIntoTheWorld(t *testing.T) {
 	for _, setup := range []func(ctrl.Manager, *simenv.Env) error{bootstrap.Setup, kubevirt.Setup, vmsize.Setup, cdi.Setup, guest.Setup} {
 		s.AddStandIn(func(mgr ctrl.Manager, _ *world.World, env *simenv.Env) error { return setup(mgr, env) })
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 9*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), simtest.HostSlotWait+9*time.Minute)
 	defer cancel()
 	start := time.Now()
 	_, err = s.Up(ctx, budget.New(l.Budget, budget.Options{}))
