@@ -3,20 +3,43 @@ package platform
 import (
 	"context"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
+	bootstrapapi "k8s.io/cluster-bootstrap/token/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/cozystack/cozy-e2e/framework/cluster"
+	"github.com/cozystack/cozy-e2e/internal/sim/kamaji"
 )
 
 // AdminKubeconfigSvcKey is the key of <release>-admin-kubeconfig the chart's Jobs mount as their
 // KUBECONFIG (bootstrap-token-tenant-job.yaml:71-72: /tenant-admin/super-admin.svc).
 const AdminKubeconfigSvcKey = "super-admin.svc"
+
+// BootstrapTokenSecret is the bootstrap token Secret the chart's bootstrap-token-tenant Job
+// applies into the tenant (bootstrap-token-tenant-job.yaml:106-120): kube-system/
+// bootstrap-token-<id>, usable for authentication and signing, in the extra group
+// system:bootstrappers:kubeadm:default-node-token, with description; an expiration when it is
+// not zero (the chart sets none; k8s.io/cluster-bootstrap v0.35.4 token/api/types.go:44-48,
+// BootstrapTokenExpirationKey, RFC3339).
+func BootstrapTokenSecret(id, secret, description string, expiration time.Time) *corev1.Secret {
+	data := map[string][]byte{
+		bootstrapapi.BootstrapTokenIDKey: []byte(id), bootstrapapi.BootstrapTokenSecretKey: []byte(secret),
+		bootstrapapi.BootstrapTokenDescriptionKey:      []byte(description),
+		bootstrapapi.BootstrapTokenUsageAuthentication: []byte("true"), bootstrapapi.BootstrapTokenUsageSigningKey: []byte("true"),
+		bootstrapapi.BootstrapTokenExtraGroupsKey: []byte(kamaji.NodeBootstrapTokenAuthGroup),
+	}
+	if !expiration.IsZero() {
+		data[bootstrapapi.BootstrapTokenExpirationKey] = []byte(expiration.UTC().Format(time.RFC3339))
+	}
+	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: metav1.NamespaceSystem, Name: bootstrapapi.BootstrapTokenSecretPrefix + id},
+		Type: corev1.SecretTypeBootstrapToken, Data: data}
+}
 
 // bootstrapTokenTenant does what the chart's bootstrap-token-tenant hook Job does once the
 // tenant apiserver answers (bootstrap-token-tenant-job.yaml:106-163): through the tenant admin
@@ -47,15 +70,10 @@ func (p *Platform) bootstrapTokenTenant(ctx context.Context, app App, s talosSec
 		return false, err
 	}
 	c := tc.Client
-	tok := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "bootstrap-token-" + s.BootstrapTokenID}}
+	want := BootstrapTokenSecret(s.BootstrapTokenID, s.BootstrapTokenSecret, "Talos worker bootstrap token, managed by cozystack kubernetes chart", time.Time{})
+	tok := &corev1.Secret{ObjectMeta: want.ObjectMeta}
 	if _, err := controllerutil.CreateOrUpdate(ctx, c, tok, func() error {
-		tok.Type = corev1.SecretTypeBootstrapToken
-		tok.Data = map[string][]byte{
-			"token-id": []byte(s.BootstrapTokenID), "token-secret": []byte(s.BootstrapTokenSecret),
-			"description":                    []byte("Talos worker bootstrap token, managed by cozystack kubernetes chart"),
-			"usage-bootstrap-authentication": []byte("true"), "usage-bootstrap-signing": []byte("true"),
-			"auth-extra-groups": []byte("system:bootstrappers:kubeadm:default-node-token"),
-		}
+		tok.Type, tok.Data = want.Type, want.Data
 		return nil
 	}); err != nil {
 		return false, nil // the tenant apiserver does not answer yet: the Job's pod restarts

@@ -13,7 +13,6 @@ import (
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/tools/clientcmd"
 	bootstrapapi "k8s.io/cluster-bootstrap/token/api"
@@ -27,6 +26,7 @@ import (
 	"github.com/cozystack/cozy-e2e/internal/sim/guestos"
 	"github.com/cozystack/cozy-e2e/internal/sim/kamaji"
 	"github.com/cozystack/cozy-e2e/internal/sim/names"
+	"github.com/cozystack/cozy-e2e/internal/sim/platform"
 	"github.com/cozystack/cozy-e2e/internal/sim/simenv"
 )
 
@@ -164,10 +164,8 @@ func (t *talosTemplates) patches(ctx context.Context, namespace, release, pool, 
 
 // expiredToken is guest-token-expired's token for the tenant of release in namespace: a
 // bootstrap token the sim writes into that tenant, through Kamaji's admin kubeconfig, as the
-// chart's bootstrap-token-tenant Job writes its own (cozystack v1.6.1
-// packages/apps/kubernetes/templates/talos/bootstrap-token-tenant-job.yaml:106-120, its Secret
-// bootstrap-token-${TOKEN_ID}), but with an expiration an hour past (k8s.io/cluster-bootstrap
-// v0.35.4 token/api/types.go:44-48, BootstrapTokenExpirationKey, RFC3339). The tenant apiserver
+// chart's bootstrap-token-tenant Job writes its own (platform.BootstrapTokenSecret), but with an
+// expiration an hour past. The tenant apiserver
 // authenticates no one by it (k8s.io/kubernetes v1.35.4
 // plugin/pkg/auth/authenticator/token/bootstrap/bootstrap.go:129-131, HasExpired), whether the
 // Secret is still there or the tenant's token cleaner took it.
@@ -196,18 +194,7 @@ func (t *talosTemplates) expiredToken(ctx context.Context, namespace, release st
 		return expiredToken{}, err
 	}
 	id, secret, _ := strings.Cut(token, ".")
-	sec := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: metav1.NamespaceSystem, Name: bootstrapapi.BootstrapTokenSecretPrefix + id},
-		Type:       corev1.SecretTypeBootstrapToken,
-		StringData: map[string]string{
-			bootstrapapi.BootstrapTokenIDKey: id, bootstrapapi.BootstrapTokenSecretKey: secret,
-			bootstrapapi.BootstrapTokenDescriptionKey:      "expired bootstrap token of the sim's fault guest-token-expired",
-			bootstrapapi.BootstrapTokenExpirationKey:       t.env.Now().Add(-time.Hour).UTC().Format(time.RFC3339),
-			bootstrapapi.BootstrapTokenUsageAuthentication: "true",
-			bootstrapapi.BootstrapTokenUsageSigningKey:     "true",
-			bootstrapapi.BootstrapTokenExtraGroupsKey:      kamaji.NodeBootstrapTokenAuthGroup,
-		},
-	}
+	sec := platform.BootstrapTokenSecret(id, secret, "expired bootstrap token of the sim's fault guest-token-expired", t.env.Now().Add(-time.Hour))
 	if err := tenant.Create(ctx, sec); err != nil {
 		return expiredToken{}, fmt.Errorf("guest-token-expired: writing Secret kube-system/%s into the tenant %s: %w; retry", sec.Name, key, err)
 	}

@@ -11,12 +11,23 @@ import (
 
 	jsonpatch "gomodules.xyz/jsonpatch/v2"
 	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 	"sigs.k8s.io/yaml"
 
+	"github.com/cozystack/cozy-e2e/internal/controlplane"
+	"github.com/cozystack/cozy-e2e/internal/controlplane/cptest"
 	"github.com/cozystack/cozy-e2e/internal/sim/faults"
 	"github.com/cozystack/cozy-e2e/internal/sim/guestos"
+	"github.com/cozystack/cozy-e2e/internal/sim/kamaji"
 	"github.com/cozystack/cozy-e2e/internal/sim/simenv"
 )
 
@@ -134,4 +145,85 @@ func jsonEqual(a, b any) bool {
 	x, _ := json.Marshal(a)
 	y, _ := json.Marshal(b)
 	return string(x) == string(y)
+}
+
+// guest-token-expired writes one bootstrap token per tenant through Kamaji's admin kubeconfig,
+// and a real apiserver that authenticates bootstrap tokens refuses it (401); the same Secret
+// without its expiration authenticates (403: known, not allowed), so the refusal is the
+// expiration's.
+func TestAnExpiredTokenIsWrittenIntoTheTenantAndRefused(t *testing.T) {
+	api := cptest.APIServer(t, controlplane.APIServerOptions{ExtraArgs: []string{"--enable-bootstrap-token-auth=true"}})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c, err := client.New(api.Admin(), client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// One apiserver plays both: the management cluster holding Kamaji's Secret, and the tenant.
+	admin := api.Admin()
+	kc, err := clientcmd.Write(clientcmdapi.Config{
+		Clusters:       map[string]*clientcmdapi.Cluster{"t": {Server: admin.Host, CertificateAuthorityData: admin.CAData}},
+		AuthInfos:      map[string]*clientcmdapi.AuthInfo{"t": {ClientCertificateData: admin.CertData, ClientKeyData: admin.KeyData, Token: admin.BearerToken}},
+		Contexts:       map[string]*clientcmdapi.Context{"t": {Cluster: "t", AuthInfo: "t"}},
+		CurrentContext: "t",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tenant-root"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-root", Name: kamaji.AdminKubeconfigSecret("tenant-x")},
+		Data: map[string][]byte{kamaji.AdminKubeconfigKey: kc}}); err != nil {
+		t.Fatal(err)
+	}
+	set, err := faults.Parse("guest-token-expired@md0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := &simenv.Env{Faults: set, Dir: t.TempDir(), Now: time.Now}
+	defer env.Close()
+	tt, err := newTalosTemplates(env, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := tt.expiredToken(ctx, "tenant-root", "tenant-x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again, err := tt.expiredToken(ctx, "tenant-root", "tenant-x"); err != nil || again != tok {
+		t.Fatalf("a second pool of the tenant got %+v (%v), want the first's %+v", again, err, tok)
+	}
+	var patch struct {
+		Cluster struct{ Token string } `json:"cluster"`
+	}
+	if err := yaml.Unmarshal([]byte(tok.patch), &patch); err != nil || !strings.HasPrefix(patch.Cluster.Token, tok.id+".") {
+		t.Fatalf("patch %q (%v): want cluster.token %s.<secret>", tok.patch, err, tok.id)
+	}
+	kubelet, err := kubernetes.NewForConfig(&rest.Config{Host: admin.Host, BearerToken: patch.Cluster.Token, TLSClientConfig: rest.TLSClientConfig{CAData: admin.CAData}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	answer := func() error {
+		_, err := kubelet.CertificatesV1().CertificateSigningRequests().List(ctx, metav1.ListOptions{})
+		return err
+	}
+	if err := answer(); !apierrors.IsUnauthorized(err) {
+		t.Fatalf("the expired token got %v, want 401 Unauthorized", err)
+	}
+	var sec corev1.Secret
+	if err := c.Get(ctx, client.ObjectKey{Namespace: metav1.NamespaceSystem, Name: "bootstrap-token-" + tok.id}, &sec); err != nil {
+		t.Fatal(err)
+	}
+	delete(sec.Data, "expiration")
+	if err := c.Update(ctx, &sec); err != nil {
+		t.Fatal(err)
+	}
+	var last error
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		if last = answer(); apierrors.IsForbidden(last) {
+			return
+		}
+	}
+	t.Fatalf("the same token without its expiration got %v, want 403 Forbidden (authenticated)", last)
 }
