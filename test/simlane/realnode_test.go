@@ -39,10 +39,10 @@ const realNodeLaneTimeout = 20 * time.Minute
 // brings: the registry unavailable once (registry-unavailable-once: CDI's real importer exits
 // and the real kubelet restarts it), the guest's kubelet killed once (guest-kubelet-crash-once:
 // machined starts it again and it joins; the harness shows a suspect that clears), the worker's
-// QEMU killed once and its virt-launcher Pod deleted once (realNodeWatch's outside hands: KubeVirt starts the VM again each time). Its one
-// Talos worker's VM runs on the real Node and joins by the kubelet inside it (checkGuestJoin).
-// While it runs, the test watches what `kubectl get pods -o wide` shows on the
-// management cluster (virt-handler, virt-api, the worker's virt-launcher and its importer Running
+// QEMU killed once and its virt-launcher Pod deleted once (realNodeWatch's outside hands:
+// KubeVirt starts the VM again each time). Its one Talos worker's VM runs on the real Node and
+// joins by the kubelet inside it (checkGuestJoin). While it runs, the test watches what `kubectl
+// get pods -o wide` shows on the management cluster (virt-handler, virt-api, the worker's virt-launcher and its importer Running
 // on the real Node), the host's processes (a qemu-system-x86_64 of that launcher under TCG) and
 // the Node's volumes (a folder on the host whose disk.img begins with the worker's disk built
 // here). After it: the worker's serial console in the artifacts, read through virt-api's console

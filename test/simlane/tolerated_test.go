@@ -75,9 +75,7 @@ func kubeletKilled(t *testing.T, l *lane.Lane, set *faults.Set, art string, obs 
 			t.Errorf("pool %s: no console of it shows machined's line for a kubelet killed (exit code 137): %s", p.Name, files)
 			continue
 		}
-		shown := fmt.Sprintf("pool %s: suspect %s at ", p.Name, verdict.JoinRejected)
-		gone := fmt.Sprintf("pool %s: suspect %s cleared after ", p.Name, verdict.JoinRejected)
-		if !bytes.Contains(log, []byte(shown)) || !bytes.Contains(log, []byte(gone)) {
+		if !suspectShownAndCleared(log, p.Name, verdict.JoinRejected) {
 			t.Errorf("pool %s: harness.log does not show a %s suspect appearing and clearing under %s", p.Name, verdict.JoinRejected, faults.GuestKubeletCrashOnce)
 			continue
 		}
@@ -166,15 +164,21 @@ func suspectCleared(f faults.Name, class verdict.Class, began, ended string, apa
 			case to.Sub(from) < apart:
 				t.Errorf("pool %s: %s ended %s after it began, sooner than %s", p.Name, f, to.Sub(from), apart)
 			}
-			shown := fmt.Sprintf("pool %s: suspect %s at ", p.Name, class)
-			gone := fmt.Sprintf("pool %s: suspect %s cleared after ", p.Name, class)
-			if !bytes.Contains(log, []byte(shown)) || !bytes.Contains(log, []byte(gone)) {
+			if !suspectShownAndCleared(log, p.Name, class) {
 				t.Errorf("pool %s: harness.log does not show a %s suspect appearing and clearing under %s", p.Name, class, f)
 				continue
 			}
 			t.Logf("pool %s: %s lasted %s; the harness showed it as a suspect and the pool passed", p.Name, f, to.Sub(from).Round(time.Millisecond))
 		}
 	}
+}
+
+// suspectShownAndCleared reports whether harness.log (log) shows a suspect of class on pool
+// appearing and then clearing.
+func suspectShownAndCleared(log []byte, pool string, class verdict.Class) bool {
+	shown := fmt.Sprintf("pool %s: suspect %s at ", pool, class)
+	gone := fmt.Sprintf("pool %s: suspect %s cleared after ", pool, class)
+	return bytes.Contains(log, []byte(shown)) && bytes.Contains(log, []byte(gone))
 }
 
 // checkTolerated runs the proof of every absorbed fault the run selected.
