@@ -24,8 +24,8 @@ const guestFaultsScenario = "guest-ca-wrong@md0,guest-endpoint-unreachable@md1,g
 
 // guestFaultCeiling is the copy's pools ceiling: the token's pool must reach its kubelet's
 // five-minute exit before it, three VMs booting under TCG on 2 cores side by side (on a quiet
-// machine their kubelets started 1m56s into the phase and the exit came at 7m03s; a loaded one
-// starts them later).
+// machine their kubelets started 1m55s to 1m57s into the phase and the exit came at 7m03s; a
+// loaded one starts them later).
 const guestFaultCeiling = 9 * time.Minute
 
 // guestFaultPools are the pools the copy adds to lanes/sim-node.yaml's md0.
