@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 
 	"github.com/cozystack/cozy-e2e/framework/cluster"
-	reports "github.com/cozystack/cozy-e2e/internal/report"
+	"github.com/cozystack/cozy-e2e/framework/verdict"
 )
 
 // Keeps says whether the run keeps what the suite created (E2E_KEEP), and why: always with
@@ -41,8 +41,8 @@ func (s *Suite) KeptKubeconfig(name string, c *cluster.Cluster) (string, error) 
 }
 
 // WriteKept writes kept.json into the suite's artifacts, for the orchestrator to print.
-func (s *Suite) WriteKept(k reports.Kept) error {
-	path, err := s.Env.Path(reports.KeptFile)
+func (s *Suite) WriteKept(k verdict.Kept) error {
+	path, err := s.Env.Path(verdict.KeptFile)
 	if err != nil {
 		return err
 	}

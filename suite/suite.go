@@ -95,13 +95,6 @@ func Setup(name string, env Env, phases func(*lane.Lane) ([]lane.PhaseNeed, erro
 	return s, nil
 }
 
-// Emit sends one progress event to the orchestrator's console; nothing when none listens.
-func (s *Suite) Emit(ev progress.Event) {
-	if s.events != nil {
-		s.events(ev)
-	}
-}
-
 // JoinProgress is a join's OnProgress: each change of a pool's stage or detail becomes a detail
 // event, with the replicas the pool wants (replicas, by pool) and how many are past its stage.
 // Nil when no orchestrator listens.

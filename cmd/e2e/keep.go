@@ -14,7 +14,6 @@ import (
 
 	"github.com/cozystack/cozy-e2e/framework/lane"
 	"github.com/cozystack/cozy-e2e/framework/verdict"
-	"github.com/cozystack/cozy-e2e/internal/report"
 	"github.com/cozystack/cozy-e2e/internal/substrate"
 	"github.com/cozystack/cozy-e2e/internal/substrate/kind"
 )
@@ -100,9 +99,9 @@ func (r *run) reach(why string) []string {
 	if mgmt != "" {
 		out = append(out, "  management cluster: export KUBECONFIG="+mgmt)
 	}
-	var kept []report.Kept
+	var kept []verdict.Kept
 	for _, s := range r.lane.Suites {
-		if k, err := report.ReadKept(filepath.Join(r.artifacts, "suites", s.Name, report.KeptFile)); err == nil {
+		if k, err := verdict.ReadKept(filepath.Join(r.artifacts, "suites", s.Name, verdict.KeptFile)); err == nil {
 			kept = append(kept, k)
 		}
 	}
@@ -139,7 +138,7 @@ func (r *run) reach(why string) []string {
 }
 
 // teardownCommand is how a person removes what was kept, later.
-func (r *run) teardownCommand(kept []report.Kept, mgmt string) string {
+func (r *run) teardownCommand(kept []verdict.Kept, mgmt string) string {
 	switch r.sub.Name() {
 	case "sim":
 		return fmt.Sprintf("Ctrl-C here (SIGINT or SIGTERM): the sim stops and %s is removed", r.work)

@@ -13,7 +13,6 @@ import (
 	"github.com/cozystack/cozy-e2e/framework/lane"
 	"github.com/cozystack/cozy-e2e/framework/verdict"
 	"github.com/cozystack/cozy-e2e/internal/progress"
-	"github.com/cozystack/cozy-e2e/internal/report"
 )
 
 // E2E_KEEP=1 keeps every run; on-failure a red one (a failure of the harness or of a suite, or
@@ -90,11 +89,11 @@ func TestAKeptRunSaysHowToReachEverything(t *testing.T) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	k := report.Kept{Reason: "E2E_KEEP=on-failure and the run failed", Tenant: "e2eab1", Namespace: "tenant-e2eab1",
-		Clusters: []report.KeptCluster{{Name: "kubernetes-pools-ab1", Kubeconfig: "/w/tenant.kubeconfig"}, {Name: "kubernetes-refusals-ab1"}},
-		Pools: []report.KeptPool{{Pool: "md0", Failure: "join-rejected at join", MachineDeployment: "kubernetes-pools-ab1-md0",
+	k := verdict.Kept{Reason: "E2E_KEEP=on-failure and the run failed", Tenant: "e2eab1", Namespace: "tenant-e2eab1",
+		Clusters: []verdict.KeptCluster{{Name: "kubernetes-pools-ab1", Kubeconfig: "/w/tenant.kubeconfig"}, {Name: "kubernetes-refusals-ab1"}},
+		Pools: []verdict.KeptPool{{Pool: "md0", Failure: "join-rejected at join", MachineDeployment: "kubernetes-pools-ab1-md0",
 			Machines: []string{"m1", "m2"}, VMIs: []string{"m1", "m2"}}}}
-	if err := k.Write(filepath.Join(dir, report.KeptFile)); err != nil {
+	if err := k.Write(filepath.Join(dir, verdict.KeptFile)); err != nil {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer

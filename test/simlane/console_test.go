@@ -189,7 +189,7 @@ func checkKept(t *testing.T, art, out string, deleted bool) {
 	if !strings.HasSuffix(strings.TrimRight(out, "\n"), tearLine(out)) {
 		t.Errorf("the teardown command is not the last thing printed:\n%s", tail(out, 5))
 	}
-	k, err := report.ReadKept(filepath.Join(art, "suites", "kubernetes", report.KeptFile))
+	k, err := verdict.ReadKept(filepath.Join(art, "suites", "kubernetes", verdict.KeptFile))
 	if err != nil {
 		t.Errorf("kept.json: %v", err)
 		return
