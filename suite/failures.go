@@ -9,7 +9,6 @@ import (
 
 	"github.com/onsi/ginkgo/v2/types"
 
-	"github.com/cozystack/cozy-e2e/framework/fixture"
 	"github.com/cozystack/cozy-e2e/framework/verdict"
 	"github.com/cozystack/cozy-e2e/specs"
 )
@@ -106,29 +105,21 @@ func (f *Failures) Judge(r types.SpecReport) verdict.Failure {
 	pc, bounded := f.within[spec]
 	f.mu.Unlock()
 	v := verdict.Failure{Spec: spec, Pool: PoolOf(r), Message: r.Failure.Message, At: r.EndTime}
-	var j judged
-	switch {
-	case r.State == types.SpecStateInterrupted:
-		// Whatever the spec noted on its way out, a signal ended it.
-		j = judged{Class: verdict.Deadline, Stage: "spec " + r.State.String()}
-	case ok:
-		j = classify(n.err)
-		v.At = n.at
-		if n.pool != "" {
-			v.Pool = n.pool
+	c := verdict.Cause{Ended: verdict.Ending(r.State.String())}
+	if ok {
+		c.Err = n.err
+		if r.State != types.SpecStateInterrupted {
+			v.At = n.at
+			if n.pool != "" {
+				v.Pool = n.pool
+			}
 		}
-	case r.State == types.SpecStatePanicked:
-		j = judged{Class: verdict.Harness}
-	case r.State == types.SpecStateTimedout || r.State == types.SpecStateAborted:
-		j = judged{Class: verdict.Deadline, Stage: "spec " + r.State.String()}
-	case bounded && ranOut(pc.ctx):
-		// An assertion on a read that the phase's deadline cut short says nothing about the
-		// product: the phase ran out of time.
-		dl, _ := pc.ctx.Deadline()
-		j = judged{Class: verdict.Deadline, Stage: pc.phase, At: dl}
-	default:
-		j = judged{Class: verdict.ProductAssertion}
 	}
+	if bounded && ranOut(pc.ctx) {
+		c.Phase = pc.phase
+		c.PhaseRanOut, _ = pc.ctx.Deadline()
+	}
+	j := verdict.Judge(c)
 	v.Class, v.Stage, v.Evidence = j.Class, j.Stage, j.Evidence
 	if !j.At.IsZero() {
 		v.At = j.At // decided by the wait itself, maybe before the spec reported it
@@ -174,16 +165,9 @@ func (f *Failures) Spec(r types.SpecReport) {
 	}
 }
 
-// judged is what classify finds in an error, with when it was decided (zero: unknown).
-type judged = fixture.Judgement
-
-// classify is the class, stage and evidence an error carries (fixture.Classify); an error that
-// carries none is a product assertion.
-func classify(err error) judged {
-	if j, ok := fixture.Classify(err); ok {
-		return j
-	}
-	return judged{Class: verdict.ProductAssertion}
+// classify is the class, stage and evidence an error carries (verdict.Judge).
+func classify(err error) verdict.Judgement {
+	return verdict.Judge(verdict.Cause{Err: err})
 }
 
 // PoolOf is the pool a spec reported with AddReportEntry(specs.PoolEntry, name), or "".

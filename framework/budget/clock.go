@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/cozystack/cozy-e2e/framework/lane"
+	"github.com/cozystack/cozy-e2e/framework/verdict"
 )
 
 // Options tune a Clock.
@@ -94,6 +95,11 @@ type ExhaustedError struct {
 	Reserved time.Duration // what the diagnostics and later phases keep
 }
 
+// Judgement is a deadline at the declined phase (verdict.Judge).
+func (e *ExhaustedError) Judgement() verdict.Judgement {
+	return verdict.Judgement{Class: verdict.Deadline, Stage: e.Phase, At: e.Now}
+}
+
 func (e *ExhaustedError) Error() string {
 	return fmt.Sprintf("phase %s declined: the budget is spent (%s past its latest end; %s is kept for diagnostics and the phases after it)",
 		e.Phase, e.Now.Sub(e.Deadline).Round(time.Second), e.Reserved)
@@ -104,6 +110,11 @@ func (e *ExhaustedError) Error() string {
 type UnknownPhaseError struct {
 	Phase string
 	Known string
+}
+
+// Judgement is a configuration failure: the lane lacks the phase (verdict.Judge).
+func (e *UnknownPhaseError) Judgement() verdict.Judgement {
+	return verdict.Judgement{Class: verdict.Configuration}
 }
 
 func (e *UnknownPhaseError) Error() string {

@@ -109,3 +109,8 @@ func (e *StageError) Error() string {
 	}
 	return fmt.Sprintf("pool %s: %s: %s", e.Pool, verdict.Label(e.Class, string(e.Stage)), e.Detail)
 }
+
+// Judgement is the class, stage and evidence the join decided, and when (verdict.Judge).
+func (e *StageError) Judgement() verdict.Judgement {
+	return verdict.Judgement{Class: e.Class, Stage: string(e.Stage), Evidence: e.Evidence, At: e.At}
+}

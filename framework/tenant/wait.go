@@ -38,6 +38,11 @@ type WaitError struct {
 	At time.Time
 }
 
+// Judgement is the wait's class at its phase, decided when it ended (verdict.Judge).
+func (e *WaitError) Judgement() verdict.Judgement {
+	return verdict.Judgement{Class: e.Class, Stage: e.Phase, At: e.At}
+}
+
 func (e *WaitError) Error() string {
 	who := ""
 	if e.Pool != "" {

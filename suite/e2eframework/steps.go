@@ -136,7 +136,7 @@ func (os *outcomes) judge(r *specs.Step, w *suite.World, name string, passed boo
 		spec := ginkgoSpec()
 		w.Failures.AddEvidence(spec, []string{output})
 		if o.err != nil {
-			if _, typed := fixture.Classify(o.err); typed {
+			if _, typed := verdict.Carried(o.err); typed {
 				r.Must(o.err)
 			}
 			r.Must(r.Stages.Fail(join.Stage(o.name), verdict.ProductAssertion, fmt.Sprintf("feature %q: %v", name, o.err)))
