@@ -8,7 +8,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/cozystack/cozy-e2e/framework/fixture"
 	"github.com/cozystack/cozy-e2e/framework/join"
 	"github.com/cozystack/cozy-e2e/framework/lane"
 	"github.com/cozystack/cozy-e2e/framework/verdict"
@@ -21,7 +20,7 @@ import (
 // suite.World.Lifecycle (examples/nodelabels is one, whole).
 func ExampleLifecycle_OnPool() {
 	const phase, stage = "workers", join.Stage("counted")
-	workersSpec := func(_ context.Context, input func() (specs.Lifecycle, fixture.Pool)) {
+	workersSpec := func(_ context.Context, input func() (specs.Lifecycle, join.Pool)) {
 		It("the pool has as many Machines as it asked for", func(spec SpecContext) {
 			lc, p := input()
 			rec, r := lc.OnPool(spec, phase, p)
@@ -53,7 +52,7 @@ func ExampleLanePoolFor() {
 // verdict.json, junit.xml, summary.md and report.html show the check as skipped, with the reason.
 func ExampleStep_SkipCheck() {
 	const phase, stage = "kubelets", specs.Stage("one-version")
-	kubeletsSpec := func(_ context.Context, input func() (specs.Lifecycle, fixture.Pool)) {
+	kubeletsSpec := func(_ context.Context, input func() (specs.Lifecycle, join.Pool)) {
 		It("every worker Node of the pool runs one kubelet version", func(spec SpecContext) {
 			lc, p := input()
 			rec, r := lc.OnPool(spec, phase, p)

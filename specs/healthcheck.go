@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cozystack/cozy-e2e/framework/fixture"
+	"github.com/cozystack/cozy-e2e/framework/join"
 )
 
 // checkTimeouts are the timeouts a pool's MachineHealthCheck runs with, as the installed
@@ -62,7 +63,7 @@ func timeoutsOf(mhc *clusterv1.MachineHealthCheck) checkTimeouts {
 }
 
 // healthCheckTimeouts reads pool p's MachineHealthCheck.
-func (r *Step) healthCheckTimeouts(p fixture.Pool) checkTimeouts {
+func (r *Step) healthCheckTimeouts(p join.Pool) checkTimeouts {
 	mhc := &clusterv1.MachineHealthCheck{}
 	r.Must(r.lc.Tenant.Options().Management.Client.Get(r.Ctx, types.NamespacedName{Namespace: p.Names.Namespace, Name: p.Names.MachineHealthCheck()}, mhc))
 	return timeoutsOf(mhc)
@@ -78,7 +79,7 @@ func (r *Step) healthCheckTimeouts(p fixture.Pool) checkTimeouts {
 // l.844-847). group holds the caller's own changes to the pool, written with them. The
 // installed platform's own values are reported first; a check that does not run the lane's
 // values once rendered is a configuration failure naming both.
-func (r *Step) holdTimeouts(p fixture.Pool, timers map[string]time.Duration, group map[string]any) {
+func (r *Step) holdTimeouts(p join.Pool, timers map[string]time.Duration, group map[string]any) {
 	installed := r.healthCheckTimeouts(p)
 	AddReportEntry("installed MachineHealthCheck", fmt.Sprintf("%s as the installed platform renders it: %s", p.Names.MachineHealthCheck(), installed))
 	if group == nil {
@@ -140,7 +141,7 @@ func unheld(phase, mhc string, installed, now checkTimeouts, timers map[string]t
 
 // render writes group to nodeGroups.<pool> and app to the app's nodeHealthCheck and waits
 // until the platform rendered both.
-func (r *Step) render(p fixture.Pool, group, app map[string]any) {
+func (r *Step) render(p join.Pool, group, app map[string]any) {
 	plat := r.lc.Tenant.Platform
 	names := p.Names.Names
 	if len(app) > 0 {

@@ -5,8 +5,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/cozystack/cozy-e2e/framework/fixture"
-	"github.com/cozystack/cozy-e2e/framework/tenant"
+	"github.com/cozystack/cozy-e2e/framework/join"
+	"github.com/cozystack/cozy-e2e/framework/lane"
 )
 
 // A pool of one at the chart's 50% is never remediated; at 100%, or with two workers, one is.
@@ -43,20 +43,20 @@ func TestMaxUnhealthyComesFromThePoolTheAppOrTheChart(t *testing.T) {
 	}
 }
 
-func pool(name string, replicas int, lifecycle string) fixture.Pool {
-	return fixture.Pool{Spec: tenant.PoolSpec{Name: name, Replicas: replicas}, Lifecycle: lifecycle}
+func pool(name string, replicas int, lifecycle string) join.Pool {
+	return join.Pool{Spec: lane.Pool{Name: name, Replicas: replicas, Lifecycle: lifecycle}}
 }
 
 // The lane's choice wins; otherwise remediation and rollout take the largest pool, scaling the
 // first pool of one.
 func TestEachLifecycleSpecFindsItsPool(t *testing.T) {
-	pools := []fixture.Pool{pool("md0", 2, ""), pool("kairos", 1, ""), pool("big", 3, "")}
+	pools := []join.Pool{pool("md0", 2, ""), pool("kairos", 1, ""), pool("big", 3, "")}
 	for spec, want := range map[string]string{PhaseRemediation: "big", PhaseRollout: "big", PhaseScaling: "kairos"} {
 		if got := PoolFor(pools, spec).Name(); got != want {
 			t.Errorf("%s: %s, want %s", spec, got, want)
 		}
 	}
-	pools[0].Lifecycle = PhaseScaling
+	pools[0].Spec.Lifecycle = PhaseScaling
 	if got := PoolFor(pools, PhaseScaling).Name(); got != "md0" {
 		t.Errorf("the lane gave scaling md0, the spec took %s", got)
 	}

@@ -109,7 +109,7 @@ func (r *Step) Logf(format string, a ...any) {
 // OnPool begins a spec on pool p in phase: it names the pool in the spec's report, takes the
 // pool's record from its join (the spec is skipped when the pool did not join) and starts the
 // phase (Start).
-func (lc Lifecycle) OnPool(spec context.Context, phase string, p fixture.Pool) (*join.Record, *Step) {
+func (lc Lifecycle) OnPool(spec context.Context, phase string, p join.Pool) (*join.Record, *Step) {
 	AddReportEntry(PoolEntry, p.Name())
 	rec := joined(spec, lc, p)
 	return rec, lc.Start(spec, phase, p.Name(), p.Name())
@@ -117,7 +117,7 @@ func (lc Lifecycle) OnPool(spec context.Context, phase string, p fixture.Pool) (
 
 // joined is the pool's record from its join spec; the spec is skipped when the pool did not
 // join (its join spec failed, and says why).
-func joined(spec context.Context, lc Lifecycle, p fixture.Pool) *join.Record {
+func joined(spec context.Context, lc Lifecycle, p join.Pool) *join.Record {
 	rec, err := lc.Pools.Await(spec, p.Name())
 	if err != nil || rec == nil {
 		Skip(fmt.Sprintf("pool %s did not join, so nothing of its lifecycle can be judged: %v", p.Name(), err))
@@ -128,18 +128,19 @@ func joined(spec context.Context, lc Lifecycle, p fixture.Pool) *join.Record {
 // rejoined follows pool p until replicas workers run a workload pod again, with a join of its
 // own (its join stages are not recorded again: the spec's stages say where it was), and
 // returns the pool's record; a join that fails fails the spec, noted as the pool's.
-func (r *Step) rejoined(ctx context.Context, p fixture.Pool, replicas int) *join.Record {
+func (r *Step) rejoined(ctx context.Context, p join.Pool, replicas int) *join.Record {
 	t := r.lc.Tenant
 	o := t.Options()
 	hub := t.Consoles()
 	w, err := join.Start(ctx, join.Options{Management: o.Management, Tenant: p.Kubernetes(), Namespace: p.Names.Namespace,
-		OSes: []osfamily.Family{p.OS}, OnProgress: o.OnProgress, Consoles: hub, Platform: o.Platform})
+		OSes: []osfamily.Family{p.OS}, OnProgress: o.OnProgress, Consoles: hub, Platform: o.Platform,
+		WorkloadImage: o.Lane.Workload.Ref()})
 	r.Must(err)
 	defer w.Close()
-	pool := p.JoinPool(replicas, o.Lane.Workload.Ref(), hub != nil)
-	res, err := w.Join(ctx, pool)
+	p.Spec.Replicas = replicas
+	res, err := w.Join(ctx, p)
 	r.Must(err)
-	rec, err := join.Inspect(ctx, join.InspectOptions{Management: o.Management, Tenant: p.Kubernetes()}, pool, res)
+	rec, err := join.Inspect(ctx, join.InspectOptions{Management: o.Management, Tenant: p.Kubernetes()}, p, res)
 	r.Must(err)
 	return rec
 }
@@ -151,8 +152,8 @@ func since(d time.Duration) string { return d.Round(100 * time.Millisecond).Stri
 // else by the spec's own rule: remediation and rollout take the pool with the most workers
 // (a pool of several remediates at the chart's maxUnhealthy and rolls with a worker to spare),
 // scaling the first pool of one worker; the first pool when none fits.
-func PoolFor(pools []fixture.Pool, spec string) fixture.Pool {
-	return pools[poolFor(len(pools), spec, func(i int) (string, int) { return pools[i].Lifecycle, pools[i].Spec.Replicas })]
+func PoolFor(pools []join.Pool, spec string) join.Pool {
+	return pools[poolFor(len(pools), spec, func(i int) (string, int) { return pools[i].Spec.Lifecycle, pools[i].Spec.Replicas })]
 }
 
 // LanePoolFor is the index of the lane pool PoolFor picks for spec, before any pool exists.
@@ -186,7 +187,7 @@ func poolFor(n int, spec string, of func(i int) (lifecycle string, replicas int)
 }
 
 // ScaleTo is the size the scaling spec grows pool p to (ScaleSize).
-func ScaleTo(p fixture.Pool) int { return ScaleSize(p.Spec.Replicas) }
+func ScaleTo(p join.Pool) int { return ScaleSize(p.Spec.Replicas) }
 
 // ScaleSize is the size the scaling spec grows a pool of replicas workers to: 3, or two more
 // than it has.

@@ -25,7 +25,7 @@ import (
 // Tenant.Up started.
 type PoolJoinSpecInput struct {
 	Pools *fixture.Pools
-	Pool  fixture.Pool
+	Pool  join.Pool
 	// WorkloadImage is the image the workload pods run, by digest (the lane's workload).
 	WorkloadImage string
 	Failures      Failures
@@ -56,7 +56,7 @@ func PoolJoinSpec(_ context.Context, inputGetter func() PoolJoinSpecInput) {
 // ExpectPoolJoined checks a pool's record against the conformance contract for replicas
 // workers: its MachineDeployment, bootstrap and machine templates, MachineHealthCheck, every
 // worker (ExpectWorker) and, on a kubeadm-joined pool, the tenant's clusterDNS.
-func ExpectPoolJoined(p fixture.Pool, rec *join.Record, replicas int, workloadImage string) {
+func ExpectPoolJoined(p join.Pool, rec *join.Record, replicas int, workloadImage string) {
 	res := rec.Result
 	By("its MachineDeployment, read at v1beta2, has as many ready replicas as desired")
 	md := rec.MachineDeployment
@@ -109,7 +109,7 @@ func ExpectPoolJoined(p fixture.Pool, rec *join.Record, replicas int, workloadIm
 // VMI where the family says so, the providerID kubevirt://<vmi> on KubevirtMachine, Node and
 // Machine, the Cluster API annotations, the kubelet version (never ahead of the control
 // plane), and the workload pod running on that very Node with no tolerations of its own.
-func ExpectWorker(p fixture.Pool, mr *join.MachineRecord, cpVersion, workloadImage string) {
+func ExpectWorker(p join.Pool, mr *join.MachineRecord, cpVersion, workloadImage string) {
 	m := &mr.Machine
 	Expect(m.Status.NodeRef.Name).NotTo(BeEmpty(), "Machine %s has no status.nodeRef", m.Name)
 	kvmName := m.Spec.InfrastructureRef.Name

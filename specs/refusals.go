@@ -35,7 +35,7 @@ const (
 // RefusalCluster is the cluster RefusalsSpec runs on: one pool per built-in class, at zero
 // replicas, named names. Create it early (while the pools join), so the refusals only judge.
 func RefusalCluster(names tenant.Names, version string) tenant.ClusterSpec {
-	return tenant.ClusterSpec{Names: names, Version: version, Pools: []tenant.PoolSpec{
+	return tenant.ClusterSpec{Names: names, Version: version, Pools: []lane.Pool{
 		{Name: refusalTalos, Class: tenant.ClassTalos}, {Name: refusalKairos, Class: tenant.ClassKairos}}}
 }
 

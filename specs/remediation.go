@@ -35,7 +35,7 @@ const ChartMaxUnhealthy = "50%"
 // remediate it.
 type RemediationSpecInput struct {
 	Lifecycle
-	Pool fixture.Pool
+	Pool join.Pool
 	// MaxUnhealthy is set on the pool (nodeGroups.<pool>.maxUnhealthy) when, at the value it
 	// runs with, its MachineHealthCheck would never remediate one broken worker (a pool of one
 	// at the chart's 50%); empty: such a pool is refused as a configuration error, to be sized.
@@ -112,7 +112,7 @@ type healthCheck struct {
 // prepareHealthCheck makes the pool's MachineHealthCheck able to remediate one broken worker and
 // run with the lane's timeouts: maxUnhealthy to set when the pool's size needs it (saying so),
 // and the timeouts the spec waits on (holdTimeouts).
-func (r *Step) prepareHealthCheck(p fixture.Pool, set string, timers map[string]time.Duration) healthCheck {
+func (r *Step) prepareHealthCheck(p join.Pool, set string, timers map[string]time.Duration) healthCheck {
 	app, err := r.lc.Tenant.Platform.Get(r.Ctx, p.Names.Names)
 	r.Must(err)
 	file := r.lc.Tenant.Options().Lane.File
@@ -200,7 +200,7 @@ func nodeName(mr *join.MachineRecord) string {
 // remediation): Cluster API then marks no Machine and remediates none, and looks again only when
 // a Machine or Node of the pool changes (sigs.k8s.io/cluster-api v1.13.6
 // internal/controllers/machinehealthcheck/machinehealthcheck_controller.go:290-345).
-func (r *Step) markedUnhealthy(ctx context.Context, p fixture.Pool, w fixture.Worker, hc healthCheck) error {
+func (r *Step) markedUnhealthy(ctx context.Context, p join.Pool, w fixture.Worker, hc healthCheck) error {
 	ns := p.Names.Namespace
 	machine := tenant.Ref{GVK: fixture.MachineGVK, Namespace: ns, Name: w.Machine}
 	mhc := tenant.Ref{GVK: fixture.MachineHealthGVK, Namespace: ns, Name: p.Names.MachineHealthCheck()}
@@ -235,7 +235,7 @@ func (r *Step) markedUnhealthy(ctx context.Context, p fixture.Pool, w fixture.Wo
 // pool counts its replicas again in Machines not being deleted. A MachineHealthCheck that
 // marked the Machine and will not remediate it ends the wait at once (class remediation), as
 // does an object of the broken worker that only a foreign finalizer holds (class leak).
-func (r *Step) replaced(ctx context.Context, p fixture.Pool, w fixture.Worker, hc healthCheck) error {
+func (r *Step) replaced(ctx context.Context, p join.Pool, w fixture.Worker, hc healthCheck) error {
 	ns := p.Names.Namespace
 	machines := tenant.Ref{GVK: fixture.MachineGVK, Namespace: ns}
 	mhc := tenant.Ref{GVK: fixture.MachineHealthGVK, Namespace: ns, Name: p.Names.MachineHealthCheck()}
@@ -289,7 +289,7 @@ func (r *Step) replaced(ctx context.Context, p fixture.Pool, w fixture.Worker, h
 // blocked is the terminal of a MachineHealthCheck that will not remediate the broken worker:
 // RemediationAllowed=False while it counts unhealthy Machines (the broken one among them, the
 // others having been healthy when it broke), nil otherwise.
-func blocked(mhc *unstructured.Unstructured, p fixture.Pool, w fixture.Worker, hc healthCheck) *tenant.Terminal {
+func blocked(mhc *unstructured.Unstructured, p join.Pool, w fixture.Worker, hc healthCheck) *tenant.Terminal {
 	if mhc == nil {
 		return nil
 	}

@@ -54,7 +54,7 @@ func CPUChange() RolloutChange {
 // RolloutSpecInput is the pool to roll and what to change.
 type RolloutSpecInput struct {
 	Lifecycle
-	Pool   fixture.Pool
+	Pool   join.Pool
 	Change RolloutChange
 }
 
@@ -111,7 +111,7 @@ func RolloutSpec(_ context.Context, inputGetter func() RolloutSpecInput) {
 
 // changed waits until the pool's MachineDeployment runs a machine template other than old,
 // and returns its name.
-func (r *Step) changed(p fixture.Pool, old string) string {
+func (r *Step) changed(p join.Pool, old string) string {
 	md := tenant.Ref{GVK: fixture.MachineDeployGVK, Namespace: p.Names.Namespace, Name: p.Names.MachineDeployment()}
 	var now string
 	r.Must(r.Stages.Wait(r.Ctx, r.lc.Tenant.Options().Management, StageChanged, "MachineDeployment "+md.Name+" on a new machine template",
@@ -130,7 +130,7 @@ func (r *Step) changed(p fixture.Pool, old string) string {
 // MachineSet's), replicas of them with a Ready Node and none of another template left; at every
 // change it counts the Ready workers, and fewer than floor ends it at once. It returns the
 // fewest it saw.
-func (r *Step) rolled(p fixture.Pool, template string, replicas, floor int) int {
+func (r *Step) rolled(p join.Pool, template string, replicas, floor int) int {
 	ns := p.Names.Namespace
 	mgmt := r.lc.Tenant.Options().Management
 	machines := tenant.Ref{GVK: fixture.MachineGVK, Namespace: ns}

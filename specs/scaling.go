@@ -26,7 +26,7 @@ const (
 // ScalingSpecInput is the pool to scale and how far.
 type ScalingSpecInput struct {
 	Lifecycle
-	Pool fixture.Pool
+	Pool join.Pool
 	// To is the size the pool grows to before it shrinks back to its lane size.
 	To int
 }
@@ -88,7 +88,7 @@ func ScalingSpec(_ context.Context, inputGetter func() ScalingSpecInput) {
 // resize makes pool p ask for n workers, as an operator does: minReplicas and maxReplicas on
 // the app (what the cluster-autoscaler holds the pool to), rendered, then the
 // MachineDeployment's scale subresource.
-func (r *Step) resize(p fixture.Pool, n int) error {
+func (r *Step) resize(p join.Pool, n int) error {
 	t := r.lc.Tenant
 	gen, err := t.Platform.UpdatePool(r.Ctx, p.Names.Names, p.Name(), func(g map[string]any) {
 		g["minReplicas"], g["maxReplicas"] = int64(n), int64(n)
@@ -106,7 +106,7 @@ func (r *Step) resize(p fixture.Pool, n int) error {
 
 // scaledDown waits until the pool's MachineDeployment wants n and only n of its Machines are
 // not being deleted, and returns those.
-func (r *Step) scaledDown(p fixture.Pool, n int) map[string]bool {
+func (r *Step) scaledDown(p join.Pool, n int) map[string]bool {
 	ns := p.Names.Namespace
 	machines := tenant.Ref{GVK: fixture.MachineGVK, Namespace: ns}
 	md := tenant.Ref{GVK: fixture.MachineDeployGVK, Namespace: ns, Name: p.Names.MachineDeployment()}
@@ -142,7 +142,7 @@ func (r *Step) scaledDown(p fixture.Pool, n int) map[string]bool {
 
 // removed waits until nothing of workers is left: Machine, KubevirtMachine, VM, VMI,
 // DataVolume, PVC, bootstrap Secrets, Node.
-func (r *Step) removed(p fixture.Pool, workers []fixture.Worker) error {
+func (r *Step) removed(p join.Pool, workers []fixture.Worker) error {
 	var refs []tenant.Ref
 	var names []string
 	for _, w := range workers {

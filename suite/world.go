@@ -14,6 +14,7 @@ import (
 
 	"github.com/cozystack/cozy-e2e/framework/capitree"
 	"github.com/cozystack/cozy-e2e/framework/fixture"
+	"github.com/cozystack/cozy-e2e/framework/join"
 	"github.com/cozystack/cozy-e2e/framework/platformwatch"
 	"github.com/cozystack/cozy-e2e/framework/tenant"
 	"github.com/cozystack/cozy-e2e/framework/verdict"
@@ -85,14 +86,14 @@ func (w *World) Lifecycle() specs.Lifecycle { return w.InPhase() }
 // LifecycleIn is InPhaseOn.
 //
 // Deprecated: use InPhaseOn; LifecycleIn goes in the next release.
-func (w *World) LifecycleIn(phase string, p fixture.Pool) specs.Lifecycle {
+func (w *World) LifecycleIn(phase string, p join.Pool) specs.Lifecycle {
 	return w.InPhaseOn(phase, p)
 }
 
 // InPhaseOn is InPhase for a spec in lane phase phase acting on pool p: when the lane's
 // budget puts the phase on the timeline of p's cluster, the spec runs on that timeline and
 // ends only its pools phase first, while the other clusters' joins go on (Before).
-func (w *World) InPhaseOn(phase string, p fixture.Pool) specs.Lifecycle {
+func (w *World) InPhaseOn(phase string, p join.Pool) specs.Lifecycle {
 	lc := w.InPhase()
 	// The clock takes the cluster's own phase of the name, else the shared one.
 	lc.Timeline = w.Lane.TimelineOf(p.App.Role)
@@ -121,14 +122,14 @@ func (w *World) JoinSpecs(ctx context.Context) { w.JoinSpecsOf(ctx, nil) }
 // JoinSpecsOf is JoinSpecs for the pools of is only (nil: every pool): a suite whose lane runs
 // clusters on timelines of their own registers each timeline's join specs before its other
 // specs.
-func (w *World) JoinSpecsOf(ctx context.Context, is func(fixture.Pool) bool) {
+func (w *World) JoinSpecsOf(ctx context.Context, is func(join.Pool) bool) {
 	image := w.Lane.Workload.Ref()
 	for _, p := range w.Tenant.Pools {
 		if is != nil && !is(p) {
 			continue
 		}
 		labels := ginkgo.Label("pool:"+p.Name(), "class:"+p.Spec.Class, "os:"+p.OS.Name, "cluster:"+p.App.Role, "kubernetes:"+p.App.Release.Version)
-		labels = append(labels, p.Labels...)
+		labels = append(labels, p.Spec.Labels...)
 		ginkgo.Describe(fmt.Sprintf("pool %s on class %s in %s", p.Name(), p.Spec.Class, p.Cluster()), labels, func() {
 			specs.PoolJoinSpec(ctx, func() specs.PoolJoinSpecInput {
 				return specs.PoolJoinSpecInput{Pools: w.Pools(), Pool: p, WorkloadImage: image, Failures: w.Failures, Log: w.Log}

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cozystack/cozy-e2e/framework/fixture"
+	"github.com/cozystack/cozy-e2e/framework/join"
 	"github.com/cozystack/cozy-e2e/framework/verdict"
 	"github.com/cozystack/cozy-e2e/specs"
 )
@@ -34,7 +35,7 @@ var WellKnown = []string{corev1.LabelHostname, corev1.LabelOSStable, corev1.Labe
 // failures are noted) and one pool.
 type Input struct {
 	Lifecycle specs.Lifecycle
-	Pool      fixture.Pool
+	Pool      join.Pool
 }
 
 // Spec registers one spec: every worker Node of the pool, read now from its tenant cluster,

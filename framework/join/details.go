@@ -17,7 +17,7 @@ import (
 // The words of a pool's detail: what each object says about where it stands.
 
 // missingAnnotations lists the Cluster API annotations the Node does not carry yet.
-func missingAnnotations(p Pool, m *clusterv1.Machine, n *corev1.Node) string {
+func missingAnnotations(p followed, m *clusterv1.Machine, n *corev1.Node) string {
 	var miss []string
 	for k := range wantAnnotations(p, m) {
 		if _, ok := n.Annotations[k]; !ok {
@@ -29,7 +29,7 @@ func missingAnnotations(p Pool, m *clusterv1.Machine, n *corev1.Node) string {
 }
 
 // wrongAnnotations lists the Cluster API annotations the Node carries with another value.
-func wrongAnnotations(p Pool, m *clusterv1.Machine, n *corev1.Node) string {
+func wrongAnnotations(p followed, m *clusterv1.Machine, n *corev1.Node) string {
 	var wrong []string
 	for k, want := range wantAnnotations(p, m) {
 		if got, ok := n.Annotations[k]; ok && got != want {
@@ -40,7 +40,7 @@ func wrongAnnotations(p Pool, m *clusterv1.Machine, n *corev1.Node) string {
 	return strings.Join(wrong, ", ")
 }
 
-func wantAnnotations(p Pool, m *clusterv1.Machine) map[string]string {
+func wantAnnotations(p followed, m *clusterv1.Machine) map[string]string {
 	return map[string]string{
 		tenant.AnnotationClusterName:      p.Names.Cluster(),
 		tenant.AnnotationClusterNamespace: p.Names.Namespace,

@@ -13,7 +13,7 @@ import (
 
 // detectMachine runs every detector on one Machine's objects: the first final state it finds
 // ends the join; every suspect is reported beside it.
-func detectMachine(p Pool, v *machineView) (*terminal, []Suspect) {
+func detectMachine(p followed, v *machineView) (*terminal, []Suspect) {
 	m := v.Machine
 	var found []Suspect
 	suspect := func(s *Suspect) {
@@ -81,7 +81,7 @@ func detectMachine(p Pool, v *machineView) (*terminal, []Suspect) {
 // 5 s later, forever; so no error line of one attempt is final. It clears once the guest joined
 // (its console says so, or the tenant approved its kubelet's CSR); a deadline failure names the
 // last error line.
-func consoleRefusal(p Pool, v *machineView) *Suspect {
+func consoleRefusal(p followed, v *machineView) *Suspect {
 	c := v.Console
 	if c == nil || c.Refused == "" || joinedByConsole(v) {
 		return nil
@@ -97,7 +97,7 @@ func consoleRefusal(p Pool, v *machineView) *Suspect {
 // a family whose Node takes its VMI's name (CAPK patches only the Node of the KubevirtMachine's
 // name, and the kubelet sets --provider-id only when it registers), or a Node that carries
 // another providerID (the apiserver lets a set providerID change no more).
-func identityFailure(p Pool, v *machineView, n *corev1.Node) (*terminal, *Suspect) {
+func identityFailure(p followed, v *machineView, n *corev1.Node) (*terminal, *Suspect) {
 	m, vm := v.Machine, v.vmName()
 	if p.OS.NodeNamedLikeVMI && n.Name != vm {
 		how := "without a providerID"
@@ -133,7 +133,7 @@ func identityFailure(p Pool, v *machineView, n *corev1.Node) (*terminal, *Suspec
 }
 
 // machineStageGuess is where a Machine stands, for a failure that is not tied to a stage.
-func machineStageGuess(p Pool, v *machineView) Stage {
+func machineStageGuess(p followed, v *machineView) Stage {
 	if ms := progress(p, v); ms.index < doneIndex {
 		return Stages()[ms.index]
 	}
@@ -141,7 +141,7 @@ func machineStageGuess(p Pool, v *machineView) Stage {
 }
 
 // nodeWanted says which Node the pool's family makes of VMI vm.
-func nodeWanted(p Pool, vm string) string {
+func nodeWanted(p followed, vm string) string {
 	if p.OS.NodeNamedLikeVMI {
 		return "a Node named " + vm
 	}
@@ -149,7 +149,7 @@ func nodeWanted(p Pool, vm string) string {
 }
 
 // identityHint says where a family's worker takes its name and providerID from.
-func identityHint(p Pool) string {
+func identityHint(p followed) string {
 	if p.OS.NodeNamedLikeVMI {
 		return fmt.Sprintf("a %s worker's hostname is its VMI's, from KubeVirt's config drive, unless its machine configuration names one", p.OS.Name)
 	}

@@ -55,7 +55,7 @@ func (v *machineView) vmName() string {
 
 // snapshot is the pool as last read from the management and tenant clusters.
 type snapshot struct {
-	Pool Pool
+	Pool followed
 	// Template is the pool's bootstrap template of the kind its class calls for; Other is a
 	// template of the same name and the other kind.
 	Template, OtherTemplate *unstructured.Unstructured
@@ -99,7 +99,7 @@ func evaluate(s *snapshot) outcome {
 		if s.OtherTemplate != nil {
 			return outcome{Stage: StageBootstrapTemplate, Terminal: &terminal{Class: verdict.ProductAssertion, Stage: StageBootstrapTemplate,
 				Detail: fmt.Sprintf("pool on class %s (os %s) has a %s %s, not the %s its class calls for",
-					p.Class, p.OS.Name, s.OtherTemplate.GetKind(), s.OtherTemplate.GetName(), tmplKind)}}
+					p.Spec.Class, p.OS.Name, s.OtherTemplate.GetKind(), s.OtherTemplate.GetName(), tmplKind)}}
 		}
 		return outcome{Stage: StageBootstrapTemplate,
 			Detail: fmt.Sprintf("%s %s not rendered yet (the platform's reconcile Job writes it)", tmplKind, p.Names.BootstrapTemplate())}
@@ -108,7 +108,7 @@ func evaluate(s *snapshot) outcome {
 		return outcome{Stage: t.Stage, Terminal: t}
 	}
 	out := outcome{}
-	if len(s.Machines) < p.Replicas {
+	if len(s.Machines) < p.Spec.Replicas {
 		t, suspects := machineSetFailure(s.MachineSets)
 		if t != nil {
 			return outcome{Stage: t.Stage, Terminal: t}
@@ -139,21 +139,21 @@ func evaluate(s *snapshot) outcome {
 	// The pool is as far as the least advanced of its best `replicas` Machines: a stalled
 	// Machine that a health check is replacing does not hold the pool back once its
 	// replacement overtakes it.
-	if len(stages) < p.Replicas {
+	if len(stages) < p.Spec.Replicas {
 		out.Stage = StageBootstrapData
-		out.Detail = fmt.Sprintf("%d of %d Machines (%s)", len(stages), p.Replicas, mdDetail(s.MachineDeployment, p))
+		out.Detail = fmt.Sprintf("%d of %d Machines (%s)", len(stages), p.Spec.Replicas, mdDetail(s.MachineDeployment, p))
 		return out
 	}
-	worst := stages[p.Replicas-1]
-	if p.Replicas == 0 || worst.index == doneIndex {
+	worst := stages[p.Spec.Replicas-1]
+	if p.Spec.Replicas == 0 || worst.index == doneIndex {
 		out.Done, out.Stage = true, StageWorkloadPod
-		out.Detail = fmt.Sprintf("%d of %d Nodes run a workload pod", countDone(stages), p.Replicas)
+		out.Detail = fmt.Sprintf("%d of %d Nodes run a workload pod", countDone(stages), p.Spec.Replicas)
 		return out
 	}
 	out.Stage = Stages()[worst.index]
 	out.Detail = worst.detail
 	if n := countAtLeast(stages, worst.index+1); n > 0 {
-		out.Detail += fmt.Sprintf(" (%d of %d Machines past this stage)", n, p.Replicas)
+		out.Detail += fmt.Sprintf(" (%d of %d Machines past this stage)", n, p.Spec.Replicas)
 	}
 	return out
 }
@@ -170,7 +170,7 @@ func countAtLeast(ms []machineStage, idx int) int {
 	return n
 }
 
-func mdDetail(md *clusterv1.MachineDeployment, p Pool) string {
+func mdDetail(md *clusterv1.MachineDeployment, p followed) string {
 	if md == nil {
 		return fmt.Sprintf("MachineDeployment %s not rendered yet", p.Names.MachineDeployment())
 	}
@@ -194,7 +194,7 @@ func mdDetail(md *clusterv1.MachineDeployment, p Pool) string {
 
 // evaluateMachine is where one Machine is. The detectors run first: a terminal state wins
 // over "still waiting"; a suspect is kept beside where the Machine waits.
-func evaluateMachine(p Pool, v *machineView) machineStage {
+func evaluateMachine(p followed, v *machineView) machineStage {
 	t, suspects := detectMachine(p, v)
 	if t != nil {
 		return machineStage{index: t.Stage.Index(), term: t, suspects: suspects}
@@ -205,7 +205,7 @@ func evaluateMachine(p Pool, v *machineView) machineStage {
 }
 
 // progress is the first stage one Machine has not passed, and what it waits for there.
-func progress(p Pool, v *machineView) machineStage {
+func progress(p followed, v *machineView) machineStage {
 	m := v.Machine
 	vm := v.vmName()
 	at := func(s Stage, format string, a ...any) machineStage {

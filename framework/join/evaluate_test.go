@@ -15,14 +15,15 @@ import (
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
+	"github.com/cozystack/cozy-e2e/framework/lane"
 	"github.com/cozystack/cozy-e2e/framework/osfamily"
 	"github.com/cozystack/cozy-e2e/framework/tenant"
 	"github.com/cozystack/cozy-e2e/framework/verdict"
 )
 
-func testPool(os string, replicas int) Pool {
-	return Pool{Names: tenant.For("tenant-x", "t1").Pool("p"), Class: os, OS: mustFamily(os), Replicas: replicas, Console: true,
-		WorkloadImage: "img@sha256:00"}
+func testPool(os string, replicas int) followed {
+	return followed{Pool: Pool{Spec: lane.Pool{Name: "p", Class: os, Replicas: replicas}, Names: tenant.For("tenant-x", "t1").Pool("p"),
+		OS: mustFamily(os)}, Console: true}
 }
 
 func mustFamily(name string) osfamily.Family {
@@ -34,7 +35,7 @@ func mustFamily(name string) osfamily.Family {
 }
 
 // joined is a Machine whose every stage is passed, as the controllers leave it.
-func joined(p Pool, name string) *machineView {
+func joined(p followed, name string) *machineView {
 	data := name + "-bootstrap"
 	m := &clusterv1.Machine{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: p.Names.Namespace}}
 	m.Spec.Bootstrap.DataSecretName = &data
@@ -59,7 +60,7 @@ func joined(p Pool, name string) *machineView {
 	}
 }
 
-func withTemplate(p Pool, ms ...*machineView) *snapshot {
+func withTemplate(p followed, ms ...*machineView) *snapshot {
 	t := unstructuredOf(p.OS.BootstrapTemplate)
 	t.SetName(p.Names.BootstrapTemplate())
 	return &snapshot{Pool: p, Template: t, Machines: ms}

@@ -95,7 +95,7 @@ func testEveryStage(t *testing.T, w *world.World) {
 	}
 	var pod2 corev1.Pod
 	s.must(s.c.Get(s.ctx, types.NamespacedName{Namespace: tenant.WorkloadNamespace, Name: tenant.WorkloadPod(vm)}, &pod2))
-	if pod2.Spec.NodeName != vm || pod2.Spec.Containers[0].Image != s.pool.WorkloadImage || pod2.Status.Phase != corev1.PodRunning {
+	if pod2.Spec.NodeName != vm || pod2.Spec.Containers[0].Image != workloadImage || pod2.Status.Phase != corev1.PodRunning {
 		t.Errorf("workload pod: node %q image %q phase %s", pod2.Spec.NodeName, pod2.Spec.Containers[0].Image, pod2.Status.Phase)
 	}
 	recorded := map[string]bool{}

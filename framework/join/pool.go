@@ -9,24 +9,58 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/cozystack/cozy-e2e/framework/cluster"
+	"github.com/cozystack/cozy-e2e/framework/lane"
 	"github.com/cozystack/cozy-e2e/framework/osfamily"
 	"github.com/cozystack/cozy-e2e/framework/tenant"
 	"github.com/cozystack/cozy-e2e/framework/verdict"
 )
 
-// Pool is one worker pool to follow.
+// Pool is one lane pool as the run follows it: the lane's entry, never copied field by field,
+// and what the run derives from it. The fixture makes one per lane pool (its names in its
+// conformance cluster, its OS family, its kubelet), the join follows it, the specs act on it.
 type Pool struct {
+	// Spec is the pool as the lane declares it (pools[]). A spec that re-joins a pool with
+	// another count of workers follows a copy with Spec.Replicas set.
+	Spec lane.Pool
+	// Names are the pool's names in its conformance cluster (App).
 	Names tenant.PoolNames
-	// Class is the NodeGroupClass the pool names and OS its family.
-	Class string
+	// OS is the family of the pool's class; OSErr says why it has none (an unknown OS).
 	OS    osfamily.Family
-	// Replicas is how many workers must join.
-	Replicas int
-	// Console says the guest's boot (and, for an OS that prints it, its join) is judged from
-	// its serial console, which the run's console hub reads (Options.Consoles).
+	OSErr error
+	// Kubelet is the version its workers must report.
+	Kubelet string
+	// App is the conformance cluster the pool is a node group of.
+	App *tenant.App
+}
+
+// Name is the pool's name (nodeGroups.<name>).
+func (p Pool) Name() string { return p.Spec.Name }
+
+// Cluster names the pool's conformance cluster and its release ("cluster pools at Kubernetes
+// v1.34.9"), for the reports.
+func (p Pool) Cluster() string {
+	if p.App == nil {
+		return ""
+	}
+	return p.App.String()
+}
+
+// Kubernetes is the Kubernetes cluster the pool's workers join (its Kubernetes app's cluster),
+// nil before its control plane answered.
+func (p Pool) Kubernetes() *cluster.Cluster {
+	if p.App == nil {
+		return nil
+	}
+	return p.App.Cluster
+}
+
+// followed is a Pool as one join follows it: Console says its guests' boot (and, for an OS
+// that prints it, their join) is judged from their serial consoles, which the watcher's
+// console hub reads.
+type followed struct {
+	Pool
 	Console bool
-	// WorkloadImage is the pod image pinned to each Node, by digest (lane workload).
-	WorkloadImage string
 }
 
 // Worker is one joined worker: its Machine, VMI (= KubevirtMachine = VM) and Node, and the
@@ -48,9 +82,6 @@ type Result struct {
 // (its deadline is the pools phase's, from the lane budget). Every change of stage or detail
 // is one progress line; each stage passed is recorded in the clock.
 func (w *Watcher) Join(ctx context.Context, p Pool) (*Result, error) {
-	if p.Console && w.consoles == nil {
-		return nil, fmt.Errorf("join: pool %s judges its boot from the serial console, but the watcher was started without a console hub (join.Options.Consoles)", p.Names.Pool)
-	}
 	start := time.Now()
 	var budget time.Duration
 	dl, ok := ctx.Deadline() // zero without one
@@ -59,12 +90,13 @@ func (w *Watcher) Join(ctx context.Context, p Pool) (*Result, error) {
 	}
 	events, unsubscribe := w.subscribe()
 	defer unsubscribe()
+	f := followed{Pool: p, Console: w.consoles != nil}
 	pool := p.Names.Pool
 	c := newCourse(pool, start, dl)
 	highest, passedAt := -1, start
 	created := map[string]bool{}
 	for {
-		s, err := w.read(ctx, p)
+		s, err := w.read(ctx, f)
 		if err != nil {
 			return nil, err
 		}
@@ -79,25 +111,11 @@ func (w *Watcher) Join(ctx context.Context, p Pool) (*Result, error) {
 				return nil, err
 			}
 		}
-		// Stages passed since the last look, in order; several at once get the same instant.
 		reached := out.Stage.Index()
 		if out.Done {
 			reached = doneIndex
 		}
-		for i := highest + 1; i < reached; i++ {
-			if i < 0 {
-				continue
-			}
-			from := passedAt
-			if i == c.cur.Stage.Index() {
-				from = c.cur.Since
-			}
-			w.record(pool, Stages()[i], from, now)
-			passedAt = now
-		}
-		if reached-1 > highest {
-			highest = reached - 1
-		}
+		highest, passedAt = w.recordPassed(pool, c, highest, passedAt, reached, now)
 		moved := c.look(out.Stage, out.Detail, now)
 		appeared, cleared := c.observe(out.Suspects, now)
 		if moved || len(appeared)+len(cleared) > 0 {
@@ -106,14 +124,7 @@ func (w *Watcher) Join(ctx context.Context, p Pool) (*Result, error) {
 		if moved {
 			w.logf(c.cur, now, start, budget, "")
 		}
-		for _, s := range appeared {
-			w.logf(Progress{Pool: pool, Stage: s.Stage, Detail: s.Detail, Since: s.Since}, now, start, budget,
-				fmt.Sprintf("suspect %s (%s): ", s.Class, s.Object))
-		}
-		for _, s := range cleared {
-			w.logf(Progress{Pool: pool, Stage: s.Stage, Detail: s.Detail, Since: s.Since}, now, start, budget,
-				fmt.Sprintf("suspect %s cleared (%s): ", s.Class, s.Object))
-		}
+		w.logSuspects(pool, appeared, cleared, now, start, budget)
 		if t := out.Terminal; t != nil {
 			e := &StageError{Pool: pool, Stage: t.Stage, Class: t.Class, Detail: t.Detail,
 				Elapsed: now.Sub(c.cur.Since), Budget: budget, At: now, Suspects: c.cur.Suspects}
@@ -173,6 +184,39 @@ func (w *Watcher) result(s *snapshot, took time.Duration) *Result {
 }
 
 // createWorkload creates the workload pod pinned to node: the lane's image by digest,
+// recordPassed records in the clock the stages passed since the last look, in order, below
+// reached; several at once get the same instant. It returns the highest stage passed since the
+// join began and when the last one was passed.
+func (w *Watcher) recordPassed(pool string, c *course, highest int, passedAt time.Time, reached int, now time.Time) (int, time.Time) {
+	for i := highest + 1; i < reached; i++ {
+		if i < 0 {
+			continue
+		}
+		from := passedAt
+		if i == c.cur.Stage.Index() {
+			from = c.cur.Since
+		}
+		w.record(pool, Stages()[i], from, now)
+		passedAt = now
+	}
+	if reached-1 > highest {
+		highest = reached - 1
+	}
+	return highest, passedAt
+}
+
+// logSuspects writes one progress line for each suspect that appeared and each that cleared.
+func (w *Watcher) logSuspects(pool string, appeared, cleared []Suspect, now, start time.Time, budget time.Duration) {
+	for _, s := range appeared {
+		w.logf(Progress{Pool: pool, Stage: s.Stage, Detail: s.Detail, Since: s.Since}, now, start, budget,
+			fmt.Sprintf("suspect %s (%s): ", s.Class, s.Object))
+	}
+	for _, s := range cleared {
+		w.logf(Progress{Pool: pool, Stage: s.Stage, Detail: s.Detail, Since: s.Since}, now, start, budget,
+			fmt.Sprintf("suspect %s cleared (%s): ", s.Class, s.Object))
+	}
+}
+
 // nodeName set (no scheduler), no tolerations of its own.
 func (w *Watcher) createWorkload(ctx context.Context, p Pool, node string) error {
 	zero := int64(0)
@@ -185,7 +229,7 @@ func (w *Watcher) createWorkload(ctx context.Context, p Pool, node string) error
 			NodeName:                      node,
 			RestartPolicy:                 corev1.RestartPolicyAlways,
 			TerminationGracePeriodSeconds: &zero,
-			Containers:                    []corev1.Container{{Name: "workload", Image: p.WorkloadImage}},
+			Containers:                    []corev1.Container{{Name: "workload", Image: w.o.WorkloadImage}},
 		},
 	}
 	err := w.o.Tenant.Client.Create(ctx, pod)

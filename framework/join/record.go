@@ -185,8 +185,8 @@ func waitMachineDeploymentReady(ctx context.Context, mgmt *cluster.Cluster, p Po
 			}
 			ready, _, _ := unstructured.NestedInt64(md.Object, "status", "readyReplicas")
 			want, _, _ := unstructured.NestedInt64(md.Object, "spec", "replicas")
-			return ready == want && want == int64(p.Replicas),
-				fmt.Sprintf("readyReplicas %d, spec.replicas %d, pool replicas %d", ready, want, p.Replicas), nil
+			return ready == want && want == int64(p.Spec.Replicas),
+				fmt.Sprintf("readyReplicas %d, spec.replicas %d, pool replicas %d", ready, want, p.Spec.Replicas), nil
 		}})
 	if err != nil {
 		return nil, err

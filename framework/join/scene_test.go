@@ -25,6 +25,9 @@ import (
 	"github.com/cozystack/cozy-e2e/internal/sim/world"
 )
 
+// workloadImage is the pod image each scene pins to its Nodes.
+var workloadImage = "docker.io/library/nginx@sha256:" + strings.Repeat("4", 64)
+
 // scene is one pool's objects in a namespace of its own.
 type scene struct {
 	t    *testing.T
@@ -56,8 +59,8 @@ func newSceneNamed(t *testing.T, w *world.World, os string, replicas int, app, p
 	t.Cleanup(cancel)
 	ns := fmt.Sprintf("tenant-join%d", i)
 	s := &scene{t: t, ctx: ctx, w: w, c: w.Cluster.Client, n: i * 16,
-		pool: join.Pool{Names: tenant.For(ns, fmt.Sprintf("%sj%d", app, i)).Pool(pool), Class: os, OS: family(t, os), Replicas: replicas,
-			Console: true, WorkloadImage: "docker.io/library/nginx@sha256:" + strings.Repeat("4", 64)}}
+		pool: join.Pool{Spec: lane.Pool{Name: pool, Class: os, Replicas: replicas}, Names: tenant.For(ns, fmt.Sprintf("%sj%d", app, i)).Pool(pool),
+			OS: family(t, os)}}
 	s.must(s.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
 	s.poll("the default ServiceAccount of "+ns, func() bool {
 		var sa corev1.ServiceAccount
@@ -117,7 +120,7 @@ func (s *scene) start(budgetFor time.Duration) *joinRun {
 	hub, err := console.Start(s.ctx, console.Options{Management: s.w.Cluster, Namespace: s.ns()})
 	s.must(err)
 	s.t.Cleanup(hub.Close)
-	r.w, err = join.Start(s.ctx, join.Options{Management: s.w.Cluster, Tenant: s.w.Cluster, Namespace: s.ns(), Consoles: hub,
+	r.w, err = join.Start(s.ctx, join.Options{Management: s.w.Cluster, Tenant: s.w.Cluster, Namespace: s.ns(), Consoles: hub, WorkloadImage: workloadImage,
 		OSes: []osfamily.Family{s.pool.OS}, Clock: cl, Log: r.log, OnProgress: func(p join.Progress) {
 			r.mu.Lock()
 			defer r.mu.Unlock()

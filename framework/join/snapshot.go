@@ -20,7 +20,7 @@ import (
 )
 
 // read fills a snapshot of pool p from the informers' stores (no API request).
-func (w *Watcher) read(ctx context.Context, p Pool) (*snapshot, error) {
+func (w *Watcher) read(ctx context.Context, p followed) (*snapshot, error) {
 	ns := w.o.Namespace
 	s := &snapshot{Pool: p}
 	var err error
@@ -91,7 +91,7 @@ func (w *Watcher) read(ctx context.Context, p Pool) (*snapshot, error) {
 	return s, nil
 }
 
-func (w *Watcher) readMachine(ctx context.Context, p Pool, v *machineView, pods []corev1.Pod, nodes []corev1.Node,
+func (w *Watcher) readMachine(ctx context.Context, p followed, v *machineView, pods []corev1.Pod, nodes []corev1.Node,
 	csrs []certificatesv1.CertificateSigningRequest) error {
 	ns := w.o.Namespace
 	vm := v.vmName()
@@ -139,7 +139,7 @@ func (w *Watcher) readMachine(ctx context.Context, p Pool, v *machineView, pods 
 			}
 		}
 	}
-	if v.VMI != nil && p.Console && w.consoles != nil {
+	if v.VMI != nil && p.Console {
 		w.consoles.judge(string(v.VMI.UID), p.OS)
 		if st, ok := w.consoles.get(string(v.VMI.UID)); ok {
 			v.Console = &st

@@ -47,12 +47,15 @@ type Options struct {
 	// person's console); it must not block.
 	OnProgress func(Progress)
 	// Consoles is the run's console hub for Namespace (the one the diagnostics read too, so
-	// each VMI's console is held once); required when a pool's Console is set.
+	// each VMI's console is held once); with one, the guests' boot (and, for an OS that prints
+	// it, their join) is judged from their serial consoles; nil: from the objects alone.
 	Consoles *console.Hub
 	// Platform, when set, names the platform components unavailable now (the run's platform
 	// watch, platformwatch.Watch.Outages): a pool whose wait runs out while one is fails with
 	// class platform, naming them.
 	Platform func(context.Context) []string
+	// WorkloadImage is the pod image pinned to each Node, by digest (lane workload).
+	WorkloadImage string
 }
 
 // Watcher holds informers on the management namespace and the tenant cluster, shared by the

@@ -11,38 +11,13 @@ import (
 	"github.com/cozystack/cozy-e2e/framework/osfamily"
 )
 
-// PoolSpec is one worker pool of a Kubernetes app (nodeGroups.<Name>).
-type PoolSpec struct {
-	Name string
-	// Class is the NodeGroupClass the pool names (nodeGroupClassName).
-	Class string
-	// Replicas is both minReplicas and maxReplicas: the pool neither grows nor shrinks during a run.
-	Replicas int
-	// LogSerialConsole attaches KubeVirt's guest-console-log container, whose log the harness reads.
-	LogSerialConsole bool
-	// Fields a Kairos pool must refuse; set only by refusal specs.
-	OSImage       string
-	KernelModules []string
-	GPUs          []string
-}
-
 // ClusterSpec is a Kubernetes app.
 type ClusterSpec struct {
 	Names Names
 	// Version is the platform's versions key ("v1.35"), not the patch.
 	Version string
-	Pools   []PoolSpec
-}
-
-// PoolsFromLane is the lane's pools. The guests' consoles are read through the VMIs' console
-// subresource; a pool that sets logSerialConsole gets KubeVirt's guest-console-log container,
-// read instead.
-func PoolsFromLane(l *lane.Lane) []PoolSpec {
-	out := make([]PoolSpec, 0, len(l.Pools))
-	for _, p := range l.Pools {
-		out = append(out, PoolSpec{Name: p.Name, Class: p.Class, Replicas: p.Replicas, LogSerialConsole: p.LogSerialConsole})
-	}
-	return out
+	// Pools are its node groups, as the lane declares them.
+	Pools []lane.Pool
 }
 
 // ClassFamily is the OS family of class name: a built-in's by its name, an operator class's from
@@ -118,7 +93,7 @@ const (
 
 // NodeGroup is one nodeGroups.<pool> entry. Replicas pins minReplicas and maxReplicas, so the
 // autoscaler never adds a worker (a pool at zero stays empty even with Pending system pods).
-func NodeGroup(p PoolSpec) map[string]any {
+func NodeGroup(p lane.Pool) map[string]any {
 	g := map[string]any{
 		"nodeGroupClassName": p.Class,
 		"minReplicas":        int64(p.Replicas),
@@ -130,13 +105,7 @@ func NodeGroup(p PoolSpec) map[string]any {
 		"podCpuRequest":      "100m",
 		"roles":              []any{"ingress-nginx"},
 		"logSerialConsole":   p.LogSerialConsole,
-		"gpus":               strList(p.GPUs, func(s string) any { return map[string]any{"name": s} }),
-	}
-	if p.OSImage != "" {
-		g["osImage"] = p.OSImage
-	}
-	if len(p.KernelModules) > 0 {
-		g["kernelModules"] = strList(p.KernelModules, func(s string) any { return s })
+		"gpus":               []any{},
 	}
 	return g
 }
@@ -180,12 +149,4 @@ func newObject(gvk schema.GroupVersionKind, namespace, name string) *unstructure
 	u.SetName(name)
 	u.SetLabels(map[string]string{LabelManagedBy: ManagedBy})
 	return u
-}
-
-func strList(in []string, f func(string) any) []any {
-	out := make([]any, 0, len(in))
-	for _, s := range in {
-		out = append(out, f(strings.TrimSpace(s)))
-	}
-	return out
 }

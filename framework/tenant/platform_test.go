@@ -69,10 +69,13 @@ func testAppsAndClassesAreStoredAsBuilt(t *testing.T, env *tenanttest.Env) {
 		t.Fatal(err)
 	}
 	l := testLane()
-	pools := tenant.PoolsFromLane(l)
-	pools = append(pools, tenant.PoolSpec{Name: "bad", Class: "kairos", OSImage: "x", KernelModules: []string{"drbd"}, GPUs: []string{"nvidia"}})
+	pools := append(l.Pools, lane.Pool{Name: "bad", Class: "kairos"})
 	names := run.Cluster("pools")
-	if err := c.Create(ctx, tenant.KubernetesApp(tenant.ClusterSpec{Names: names, Version: "v1.35", Pools: pools})); err != nil {
+	built := tenant.KubernetesApp(tenant.ClusterSpec{Names: names, Version: "v1.35", Pools: pools})
+	// Fields a Kairos pool must refuse, as the refusal specs write them.
+	bad := built.Object["spec"].(map[string]any)["nodeGroups"].(map[string]any)["bad"].(map[string]any)
+	bad["osImage"], bad["kernelModules"], bad["gpus"] = "x", []any{"drbd"}, []any{map[string]any{"name": "nvidia"}}
+	if err := c.Create(ctx, built); err != nil {
 		t.Fatal(err)
 	}
 	created, err := tenant.Platform{Mgmt: env.Cluster}.EnsureClasses(ctx, l)
@@ -249,7 +252,7 @@ func testWaitRenderedWaitsForTheGenerationItWrote(t *testing.T, env *tenanttest.
 	env.Namespace(t, names.Namespace)
 	p := tenant.Platform{Mgmt: env.Cluster}
 	if err := p.CreateCluster(ctx, tenant.ClusterSpec{Names: names, Version: "v1.35",
-		Pools: []tenant.PoolSpec{{Name: "kairos", Class: "kairos"}}}); err != nil {
+		Pools: []lane.Pool{{Name: "kairos", Class: "kairos"}}}); err != nil {
 		t.Fatal(err)
 	}
 	app, err := p.Get(ctx, names)
@@ -306,7 +309,7 @@ func testUpdatePoolWritesBackWhatItChanged(t *testing.T, env *tenanttest.Env) {
 	env.Namespace(t, names.Namespace)
 	p := tenant.Platform{Mgmt: env.Cluster}
 	if err := p.CreateCluster(ctx, tenant.ClusterSpec{Names: names, Version: "v1.35",
-		Pools: []tenant.PoolSpec{{Name: "a", Class: "kairos"}, {Name: "b", Class: "talos", Replicas: 1}}}); err != nil {
+		Pools: []lane.Pool{{Name: "a", Class: "kairos"}, {Name: "b", Class: "talos", Replicas: 1}}}); err != nil {
 		t.Fatal(err)
 	}
 	app, _ := p.Get(ctx, names)

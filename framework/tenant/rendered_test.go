@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cozystack/cozy-e2e/framework/lane"
 	"github.com/cozystack/cozy-e2e/framework/tenant"
 	"github.com/cozystack/cozy-e2e/framework/tenant/tenanttest"
 )
@@ -18,7 +19,7 @@ func testWaitRenderedWaitsForTheRestOfFluxsStatus(t *testing.T, env *tenanttest.
 	env.Namespace(t, names.Namespace)
 	p := tenant.Platform{Mgmt: env.Cluster}
 	if err := p.CreateCluster(ctx, tenant.ClusterSpec{Names: names, Version: "v1.35",
-		Pools: []tenant.PoolSpec{{Name: "md0", Class: "talos", Replicas: 1}}}); err != nil {
+		Pools: []lane.Pool{{Name: "md0", Class: "talos", Replicas: 1}}}); err != nil {
 		t.Fatal(err)
 	}
 	env.SetStatus(t, tenant.HelmReleaseGVK, names.Namespace, names.HelmRelease(), map[string]any{

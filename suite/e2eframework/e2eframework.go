@@ -86,7 +86,7 @@ func claim(w *suite.World, phase, feature string) string {
 }
 
 // run runs feature f on pool p, as the spec running now.
-func run(spec ginkgo.SpecContext, w *suite.World, phase string, p fixture.Pool, f types.Feature) {
+func run(spec ginkgo.SpecContext, w *suite.World, phase string, p join.Pool, f types.Feature) {
 	rec, r := w.InPhaseOn(phase, p).OnPool(spec, phase, p)
 	t := w.T()
 	if t == nil {
@@ -105,7 +105,7 @@ func run(spec ginkgo.SpecContext, w *suite.World, phase string, p fixture.Pool, 
 // config is the envconf.Config a feature on pool p is given: its client and its kubeconfig
 // file are the pool's tenant cluster's (the file in the suite's private folder, never the
 // artifacts: it holds a credential).
-func config(w *suite.World, p fixture.Pool) (*envconf.Config, error) {
+func config(w *suite.World, p join.Pool) (*envconf.Config, error) {
 	c := p.Kubernetes()
 	if c == nil || c.REST == nil {
 		return nil, fmt.Errorf("pool %s: its tenant cluster is not reachable (its control plane never came up)", p.Name())
@@ -128,7 +128,7 @@ func config(w *suite.World, p fixture.Pool) (*envconf.Config, error) {
 type key struct{}
 
 type value struct {
-	pool   fixture.Pool
+	pool   join.Pool
 	record *join.Record
 	steps  *outcomes
 }
@@ -136,10 +136,10 @@ type value struct {
 // Pool is the pool a feature runs against, from the context its steps are given, and the
 // pool's join record (its MachineDeployment, each Machine with its Node as they were right
 // after the join); false outside a feature Specs runs.
-func Pool(ctx context.Context) (fixture.Pool, *join.Record, bool) {
+func Pool(ctx context.Context) (join.Pool, *join.Record, bool) {
 	v, ok := ctx.Value(key{}).(*value)
 	if !ok {
-		return fixture.Pool{}, nil, false
+		return join.Pool{}, nil, false
 	}
 	return v.pool, v.record, true
 }

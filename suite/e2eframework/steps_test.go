@@ -16,7 +16,7 @@ import (
 
 	"github.com/cozystack/cozy-e2e/framework/fixture"
 	"github.com/cozystack/cozy-e2e/framework/join"
-	"github.com/cozystack/cozy-e2e/framework/tenant"
+	"github.com/cozystack/cozy-e2e/framework/lane"
 )
 
 // childEnv names the file the child process writes what it recorded into.
@@ -91,7 +91,7 @@ func child(t *testing.T, out string) {
 	var stages []string
 	steps := &outcomes{ctx: context.Background(), stages: &fixture.Stages{Pool: "md0",
 		OnProgress: func(p join.Progress) { stages = append(stages, string(p.Stage)) }}}
-	pool := fixture.Pool{Spec: tenant.PoolSpec{Name: "md0"}}
+	pool := join.Pool{Spec: lane.Pool{Name: "md0"}}
 	ctx := context.WithValue(context.Background(), key{}, &value{pool: pool, steps: steps})
 	e, err := env.NewWithContext(ctx, envconf.New())
 	if err != nil {

@@ -5,9 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cozystack/cozy-e2e/framework/fixture"
+	"github.com/cozystack/cozy-e2e/framework/join"
 	"github.com/cozystack/cozy-e2e/framework/lane"
-	"github.com/cozystack/cozy-e2e/framework/tenant"
 	"github.com/cozystack/cozy-e2e/specs"
 )
 
@@ -56,9 +55,9 @@ func TestLanePoolForPicksAsPoolFor(t *testing.T) {
 		{{Name: "a", Replicas: 2}, {Name: "b", Replicas: 2}},
 		{{Name: "a", Replicas: 2}, {Name: "b", Replicas: 1, Lifecycle: specs.PhaseRollout}, {Name: "c", Replicas: 5}},
 	} {
-		var fps []fixture.Pool
+		var fps []join.Pool
 		for _, p := range pools {
-			fps = append(fps, fixture.Pool{Spec: tenant.PoolSpec{Name: p.Name, Replicas: p.Replicas}, Lifecycle: p.Lifecycle})
+			fps = append(fps, join.Pool{Spec: p})
 		}
 		for _, spec := range []string{specs.PhaseRemediation, specs.PhaseScaling, specs.PhaseRollout} {
 			if got, want := pools[specs.LanePoolFor(pools, spec)].Name, specs.PoolFor(fps, spec).Name(); got != want {

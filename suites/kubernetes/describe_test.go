@@ -8,6 +8,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 
 	"github.com/cozystack/cozy-e2e/framework/fixture"
+	"github.com/cozystack/cozy-e2e/framework/join"
 	"github.com/cozystack/cozy-e2e/framework/lane"
 	"github.com/cozystack/cozy-e2e/specs"
 	"github.com/cozystack/cozy-e2e/suite"
@@ -38,7 +39,7 @@ func (r *refusals) describe(w *suite.World) {
 	lifecycle := []struct {
 		phase string
 		on    bool
-		pool  fixture.Pool
+		pool  join.Pool
 	}{
 		{specs.PhaseRemediation, sel.Remediation, specs.PoolFor(t.Pools, specs.PhaseRemediation)},
 		{specs.PhaseScaling, sel.Scaling, specs.PoolFor(t.Pools, specs.PhaseScaling)},
@@ -50,7 +51,7 @@ func (r *refusals) describe(w *suite.World) {
 	}
 	var done []string
 	for _, tl := range timelines(w.Lane) {
-		on := func(p fixture.Pool) bool { return w.Lane.TimelineOf(p.App.Role) == tl }
+		on := func(p join.Pool) bool { return w.Lane.TimelineOf(p.App.Role) == tl }
 		w.JoinSpecsOf(ctx, on)
 		for _, l := range lifecycle {
 			if l.on && on(l.pool) && w.Lane.OwnPhase(l.pool.App.Role, l.phase) {
@@ -59,7 +60,7 @@ func (r *refusals) describe(w *suite.World) {
 			}
 		}
 	}
-	w.JoinSpecsOf(ctx, func(p fixture.Pool) bool { return !w.Lane.OwnPhase(p.App.Role, fixture.PhasePools) })
+	w.JoinSpecsOf(ctx, func(p join.Pool) bool { return !w.Lane.OwnPhase(p.App.Role, fixture.PhasePools) })
 	specs.MachineDeploymentVersionsSpec(ctx, func() specs.MachineDeploymentVersionsSpecInput {
 		return specs.MachineDeploymentVersionsSpecInput{Management: w.Mgmt, Pool: t.Pools[0].Names, Before: w.EndPools}
 	})
@@ -108,7 +109,7 @@ func (r *refusals) describeRefusals(ctx context.Context, w *suite.World) {
 }
 
 // describeLifecycle registers the lifecycle spec of phase on pool p.
-func describeLifecycle(ctx context.Context, w *suite.World, phase string, p fixture.Pool) {
+func describeLifecycle(ctx context.Context, w *suite.World, phase string, p join.Pool) {
 	Describe("lifecycle", Label(LabelLifecycle), func() {
 		Describe(fmt.Sprintf("pool %s", p.Name()), Label(phase), func() {
 			switch phase {

@@ -79,7 +79,7 @@ const StageMinor specs.Stage = "kubelet-minor"
 
 type Input struct {
 	Lifecycle specs.Lifecycle
-	Pool      fixture.Pool
+	Pool      join.Pool
 }
 
 func Spec(_ context.Context, inputGetter func() Input) {

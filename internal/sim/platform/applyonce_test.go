@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/cozystack/cozy-e2e/framework/lane"
 	"github.com/cozystack/cozy-e2e/framework/tenant"
 	"github.com/cozystack/cozy-e2e/framework/tenant/tenanttest"
 )
@@ -55,7 +56,7 @@ func TestChartObjectsAreAppliedOncePerReleaseGeneration(t *testing.T) {
 	pool := names.Pool("kairos")
 	harness := tenant.Platform{Mgmt: env.Cluster}
 	if err := harness.CreateCluster(ctx, tenant.ClusterSpec{Names: names, Version: "v1.35",
-		Pools: []tenant.PoolSpec{{Name: pool.Pool, Class: tenant.ClassKairos, Replicas: 1}}}); err != nil {
+		Pools: []lane.Pool{{Name: pool.Pool, Class: tenant.ClassKairos, Replicas: 1}}}); err != nil {
 		t.Fatal(err)
 	}
 	release := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: names.Namespace, Name: names.HelmRelease()}}
