@@ -65,6 +65,73 @@ type RefusalsSpecInput struct {
 // once the refused fields are gone.
 func RefusalsSpec(_ context.Context, inputGetter func() RefusalsSpecInput) {
 	r := &refusals{restores: map[string]map[string]any{}}
+	r.registerPhase(inputGetter)
+
+	It("a running pool cannot switch from a Talos to a Kairos class", func(spec SpecContext) {
+		c, cancel := r.inPhase(spec)
+		defer cancel()
+		r.refused(c, refusalTalos, "nodeGroupClassName", func(g map[string]any) { g["nodeGroupClassName"] = tenant.ClassKairos }, "cannot switch")
+	})
+	It("a running pool cannot switch from a Kairos to a Talos class", func(spec SpecContext) {
+		c, cancel := r.inPhase(spec)
+		defer cancel()
+		r.refused(c, refusalKairos, "nodeGroupClassName", func(g map[string]any) { g["nodeGroupClassName"] = tenant.ClassTalos }, "cannot switch")
+	})
+	for _, f := range []struct {
+		field string
+		set   any
+	}{
+		{"osImage", "factory.talos.dev/installer/abc:v1.13.6"},
+		{"kernelModules", []any{"drbd"}},
+		{"gpus", []any{map[string]any{"name": "nvidia.com/GA102GL_A10"}}},
+	} {
+		field, set := f.field, f.set
+		It(fmt.Sprintf("a Kairos pool with %s is refused", field), func(spec SpecContext) {
+			c, cancel := r.inPhase(spec)
+			defer cancel()
+			r.refused(c, refusalKairos, field, func(g map[string]any) { g[field] = set })
+		})
+	}
+	It("an unknown class is refused, naming it", func(spec SpecContext) {
+		c, cancel := r.inPhase(spec)
+		defer cancel()
+		unknown := "no-such-class-" + r.in.Run.ID
+		r.refused(c, refusalKairos, "nodeGroupClassName", func(g map[string]any) { g["nodeGroupClassName"] = unknown }, unknown)
+	})
+	for _, name := range []string{tenant.ClassTalos, tenant.ClassKairos} {
+		It(fmt.Sprintf("the built-in class %s cannot be changed", name), func(spec SpecContext) {
+			c, cancel := r.inPhase(spec)
+			defer cancel()
+			r.builtInImmutable(c, name)
+		})
+	}
+	It("a tenant's credentials cannot create a NodeGroupClass", func(spec SpecContext) {
+		c, cancel := r.inPhase(spec)
+		defer cancel()
+		r.tenantCannotCreateClass(c)
+	})
+	It("the cluster is accepted again once the refused fields are gone", func(spec SpecContext) {
+		c, cancel := r.inPhase(spec)
+		defer cancel()
+		r.recovered(c)
+	})
+}
+
+// refusals is the state the refusal specs share.
+type refusals struct {
+	in     RefusalsSpecInput
+	ctx    context.Context
+	span   *budget.Span
+	failed error
+	// restores are the refusal cluster's pools a refusal spec changed, as they were before:
+	// the next write to the app puts them back.
+	restores map[string]map[string]any
+}
+
+// registerPhase registers the hooks around the refusal specs: BeforeAll reads the input, runs
+// its Before, opens the refusals phase and waits for the refusal cluster to render as valid;
+// AfterEach notes each failed spec; AfterAll ends the phase with those failures.
+func (r *refusals) registerPhase(inputGetter func() RefusalsSpecInput) {
 	BeforeAll(func(spec SpecContext) {
 		r.in = inputGetter()
 		if r.in.Before != nil {
@@ -88,72 +155,15 @@ func RefusalsSpec(_ context.Context, inputGetter func() RefusalsSpecInput) {
 			r.span.End(r.failed)
 		}
 	})
-	inPhase := func(spec context.Context) (context.Context, context.CancelFunc) {
-		dl, _ := r.ctx.Deadline()
-		c, cancel := context.WithDeadline(spec, dl)
-		Within(r.in.Failures, PhaseRefusals, c)
-		return c, cancel
-	}
-
-	It("a running pool cannot switch from a Talos to a Kairos class", func(spec SpecContext) {
-		c, cancel := inPhase(spec)
-		defer cancel()
-		r.refused(c, refusalTalos, "nodeGroupClassName", func(g map[string]any) { g["nodeGroupClassName"] = tenant.ClassKairos }, "cannot switch")
-	})
-	It("a running pool cannot switch from a Kairos to a Talos class", func(spec SpecContext) {
-		c, cancel := inPhase(spec)
-		defer cancel()
-		r.refused(c, refusalKairos, "nodeGroupClassName", func(g map[string]any) { g["nodeGroupClassName"] = tenant.ClassTalos }, "cannot switch")
-	})
-	for _, f := range []struct {
-		field string
-		set   any
-	}{
-		{"osImage", "factory.talos.dev/installer/abc:v1.13.6"},
-		{"kernelModules", []any{"drbd"}},
-		{"gpus", []any{map[string]any{"name": "nvidia.com/GA102GL_A10"}}},
-	} {
-		field, set := f.field, f.set
-		It(fmt.Sprintf("a Kairos pool with %s is refused", field), func(spec SpecContext) {
-			c, cancel := inPhase(spec)
-			defer cancel()
-			r.refused(c, refusalKairos, field, func(g map[string]any) { g[field] = set })
-		})
-	}
-	It("an unknown class is refused, naming it", func(spec SpecContext) {
-		c, cancel := inPhase(spec)
-		defer cancel()
-		unknown := "no-such-class-" + r.in.Run.ID
-		r.refused(c, refusalKairos, "nodeGroupClassName", func(g map[string]any) { g["nodeGroupClassName"] = unknown }, unknown)
-	})
-	for _, name := range []string{tenant.ClassTalos, tenant.ClassKairos} {
-		It(fmt.Sprintf("the built-in class %s cannot be changed", name), func(spec SpecContext) {
-			c, cancel := inPhase(spec)
-			defer cancel()
-			r.builtInImmutable(c, name)
-		})
-	}
-	It("a tenant's credentials cannot create a NodeGroupClass", func(spec SpecContext) {
-		c, cancel := inPhase(spec)
-		defer cancel()
-		r.tenantCannotCreateClass(c)
-	})
-	It("the cluster is accepted again once the refused fields are gone", func(spec SpecContext) {
-		c, cancel := inPhase(spec)
-		defer cancel()
-		r.recovered(c)
-	})
 }
 
-// refusals is the state the refusal specs share.
-type refusals struct {
-	in     RefusalsSpecInput
-	ctx    context.Context
-	span   *budget.Span
-	failed error
-	// restores are the refusal cluster's pools a refusal spec changed, as they were before:
-	// the next write to the app puts them back.
-	restores map[string]map[string]any
+// inPhase is the spec's context, ending when the refusals phase does; the spec's assertions
+// are bounded by it (Within).
+func (r *refusals) inPhase(spec context.Context) (context.Context, context.CancelFunc) {
+	dl, _ := r.ctx.Deadline()
+	c, cancel := context.WithDeadline(spec, dl)
+	Within(r.in.Failures, PhaseRefusals, c)
+	return c, cancel
 }
 
 // must fails the spec on an API error of the refusals phase (a deadline if the phase's time ran out).

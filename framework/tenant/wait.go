@@ -137,10 +137,50 @@ func Wait(ctx context.Context, c *cluster.Cluster, o WaitOptions) error {
 		return &WaitError{Phase: o.Phase, Pool: o.Pool, What: o.What, Class: verdict.Deadline, At: start,
 			Detail: fmt.Sprintf("the phase's context had ended before the wait began (%v)", context.Cause(ctx))}
 	}
-	dyns := map[*cluster.Cluster]dynamic.Interface{}
 	ictx, stop := context.WithCancel(ctx)
 	defer stop()
 	poke := make(chan struct{}, 1)
+	informers, err := startInformers(ictx, c, o, poke)
+	if err != nil {
+		return err
+	}
+	syncCh := cachesSynced(ictx, informers)
+	synced := false
+	detail := "not read yet (the watches have not synced)"
+	for {
+		select {
+		case <-ctx.Done():
+			return &WaitError{Phase: o.Phase, Pool: o.Pool, What: o.What, Class: verdict.Deadline, Detail: detail,
+				Elapsed: time.Since(start), Budget: budget, At: time.Now()}
+		case <-poke:
+		case <-syncCh:
+			synced, syncCh = ctx.Err() == nil, nil
+		}
+		if !synced {
+			continue
+		}
+		done, d, err := o.Judge(snapshot(informers))
+		if d != detail {
+			o.tellDetail(d, start, budget)
+		}
+		detail = d
+		var t *Terminal
+		switch {
+		case errors.As(err, &t):
+			return &WaitError{Phase: o.Phase, Pool: o.Pool, What: o.What, Class: t.Class, Detail: t.Detail,
+				Elapsed: time.Since(start), Budget: budget, At: time.Now()}
+		case err != nil:
+			return fmt.Errorf("%s: waiting for %s: %w", o.Phase, o.What, err)
+		case done:
+			return nil
+		}
+	}
+}
+
+// startInformers starts one informer, running until ictx ends, on each object o watches, in the
+// cluster its Ref names (c when none); each change of one sends to poke, without blocking.
+func startInformers(ictx context.Context, c *cluster.Cluster, o WaitOptions, poke chan<- struct{}) (map[Ref]cache.SharedIndexInformer, error) {
+	dyns := map[*cluster.Cluster]dynamic.Interface{}
 	notify := func() {
 		select {
 		case poke <- struct{}{}:
@@ -157,22 +197,27 @@ func Wait(ctx context.Context, c *cluster.Cluster, o WaitOptions) error {
 		if !ok {
 			var err error
 			if dyn, err = dynamic.NewForConfig(in.REST); err != nil {
-				return err
+				return nil, err
 			}
 			dyns[in] = dyn
 		}
 		inf, err := objectInformer(in, dyn, ref)
 		if err != nil {
-			return fmt.Errorf("%s: waiting for %s: %w", o.Phase, o.What, err)
+			return nil, fmt.Errorf("%s: waiting for %s: %w", o.Phase, o.What, err)
 		}
 		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 			AddFunc: func(any) { notify() }, UpdateFunc: func(any, any) { notify() }, DeleteFunc: func(any) { notify() },
 		}); err != nil {
-			return err
+			return nil, err
 		}
 		informers[ref] = inf
 		go inf.RunWithContext(ictx)
 	}
+	return informers, nil
+}
+
+// cachesSynced is closed once every informer has synced, or once ictx has ended.
+func cachesSynced(ictx context.Context, informers map[Ref]cache.SharedIndexInformer) <-chan struct{} {
 	syncCh := make(chan struct{})
 	go func() {
 		for _, inf := range informers {
@@ -180,50 +225,34 @@ func Wait(ctx context.Context, c *cluster.Cluster, o WaitOptions) error {
 		}
 		close(syncCh)
 	}()
-	synced := false
-	detail := "not read yet (the watches have not synced)"
-	for {
-		select {
-		case <-ctx.Done():
-			return &WaitError{Phase: o.Phase, Pool: o.Pool, What: o.What, Class: verdict.Deadline, Detail: detail,
-				Elapsed: time.Since(start), Budget: budget, At: time.Now()}
-		case <-poke:
-		case <-syncCh:
-			synced, syncCh = ctx.Err() == nil, nil
+	return syncCh
+}
+
+// snapshot is what each informer's store holds now: the watched objects, for the Judge.
+func snapshot(informers map[Ref]cache.SharedIndexInformer) Objects {
+	objs := Objects{}
+	for ref, inf := range informers {
+		objs[ref] = nil
+		for _, item := range inf.GetStore().List() {
+			objs[ref] = append(objs[ref], item.(*unstructured.Unstructured))
 		}
-		if !synced {
-			continue
+	}
+	return objs
+}
+
+// tellDetail passes a changed detail d on: a progress line to o.Log (the time since start, of
+// budget), then to o.OnDetail; each only when set.
+func (o WaitOptions) tellDetail(d string, start time.Time, budget time.Duration) {
+	if o.Log != nil {
+		ceiling := "no deadline"
+		if budget > 0 {
+			ceiling = budget.Round(time.Second).String()
 		}
-		objs := Objects{}
-		for ref, inf := range informers {
-			objs[ref] = nil
-			for _, item := range inf.GetStore().List() {
-				objs[ref] = append(objs[ref], item.(*unstructured.Unstructured))
-			}
-		}
-		done, d, err := o.Judge(objs)
-		if d != detail && o.Log != nil {
-			ceiling := "no deadline"
-			if budget > 0 {
-				ceiling = budget.Round(time.Second).String()
-			}
-			fmt.Fprintf(o.Log, "%s %s: %s: %s (%s of %s)\n", time.Now().UTC().Format("15:04:05.000"), o.Phase, o.What, d,
-				time.Since(start).Round(100*time.Millisecond), ceiling)
-		}
-		if d != detail && o.OnDetail != nil {
-			o.OnDetail(d)
-		}
-		detail = d
-		var t *Terminal
-		switch {
-		case errors.As(err, &t):
-			return &WaitError{Phase: o.Phase, Pool: o.Pool, What: o.What, Class: t.Class, Detail: t.Detail,
-				Elapsed: time.Since(start), Budget: budget, At: time.Now()}
-		case err != nil:
-			return fmt.Errorf("%s: waiting for %s: %w", o.Phase, o.What, err)
-		case done:
-			return nil
-		}
+		fmt.Fprintf(o.Log, "%s %s: %s: %s (%s of %s)\n", time.Now().UTC().Format("15:04:05.000"), o.Phase, o.What, d,
+			time.Since(start).Round(100*time.Millisecond), ceiling)
+	}
+	if o.OnDetail != nil {
+		o.OnDetail(d)
 	}
 }
 
