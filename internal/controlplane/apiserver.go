@@ -103,55 +103,15 @@ func StartAPIServer(ctx context.Context, tools Tools, o APIServerOptions) (*APIS
 		bind, advertise = "0.0.0.0", o.AdvertiseAddress
 		sans = append(sans, o.AdvertiseAddress)
 	}
-	serving, err := ca.Serving("kube-apiserver", sans...)
+	admin, users, err := writeAPIServerSecrets(o, ca, sans)
 	if err != nil {
-		return nil, err
-	}
-	admin, err := ca.Client("admin", "system:masters")
-	if err != nil {
-		return nil, err
-	}
-	caKey, err := keyPEMOf(ca)
-	if err != nil {
-		return nil, err
-	}
-	saKey, err := NewSigningKey()
-	if err != nil {
-		return nil, err
-	}
-	adminToken := randomToken()
-	users := map[string]User{"admin": {Name: "admin", Groups: []string{"system:masters"}, Token: adminToken}}
-	var tokens strings.Builder
-	fmt.Fprintf(&tokens, "%s,admin,admin,\"system:masters\"\n", adminToken)
-	for _, u := range o.Users {
-		users[u.Name] = u
-		fmt.Fprintf(&tokens, "%s,%s,%s,\"%s\"\n", u.Token, u.Name, u.Name, strings.Join(u.Groups, ","))
-	}
-	files := map[string][]byte{
-		"ca.crt": ca.CertPEM, "ca.key": caKey, "sa.key": saKey, "tokens.csv": []byte(tokens.String()),
-	}
-	for name, data := range files {
-		if err := os.WriteFile(p(name), data, 0o600); err != nil {
-			return nil, err
-		}
-	}
-	if err := serving.Write(p("apiserver.crt"), p("apiserver.key")); err != nil {
 		return nil, err
 	}
 	frontProxyCA, aggregation, err := frontProxy(o.Dir, o.Name)
 	if err != nil {
 		return nil, err
 	}
-	// The client certificate it calls kubelets with (logs, exec, port-forward), as kubeadm issues
-	// it (k8s.io/kubernetes v1.35.4 cmd/kubeadm/app/phases/certs/certlist.go:311-326: common name
-	// kube-apiserver-kubelet-client, organization kubeadm:cluster-admins,
-	// cmd/kubeadm/app/constants/constants.go:78,211) and
-	// passes it with the address types it prefers (phases/controlplane/manifests.go:196-201).
-	kubeletClient, err := ca.Client("kube-apiserver-kubelet-client", "kubeadm:cluster-admins")
-	if err != nil {
-		return nil, err
-	}
-	if err := kubeletClient.Write(p("apiserver-kubelet-client.crt"), p("apiserver-kubelet-client.key")); err != nil {
+	if err := writeKubeletClient(o.Dir, ca); err != nil {
 		return nil, err
 	}
 	a := &APIServer{
@@ -166,21 +126,7 @@ func StartAPIServer(ctx context.Context, tools Tools, o APIServerOptions) (*APIS
 	if err := cluster.WriteKubeconfig(a.AdminKubeconfig, o.Name, a.admin); err != nil {
 		return nil, err
 	}
-	args := []string{
-		"--etcd-servers=" + o.EtcdURL, "--etcd-prefix=" + o.EtcdPrefix,
-		"--bind-address=" + bind, "--advertise-address=" + advertise, fmt.Sprintf("--secure-port=%d", port),
-		"--cert-dir=" + o.Dir, "--tls-cert-file=" + p("apiserver.crt"), "--tls-private-key-file=" + p("apiserver.key"),
-		"--client-ca-file=" + p("ca.crt"), "--token-auth-file=" + p("tokens.csv"),
-		"--service-account-issuer=https://kubernetes.default.svc", "--service-account-key-file=" + p("sa.key"),
-		"--service-account-signing-key-file=" + p("sa.key"),
-		"--service-cluster-ip-range=" + o.ServiceCIDR,
-		"--kubelet-client-certificate=" + p("apiserver-kubelet-client.crt"), "--kubelet-client-key=" + p("apiserver-kubelet-client.key"),
-		"--kubelet-preferred-address-types=InternalIP,ExternalIP,Hostname",
-		"--authorization-mode=Node,RBAC", "--allow-privileged=true",
-		"--enable-priority-and-fairness=false",
-		"--profiling=false", "--v=1",
-	}
-	args = append(args, aggregation...)
+	args := append(apiServerArgs(o, bind, advertise, port), aggregation...)
 	a.Process = Process{Name: "kube-apiserver " + o.Name, Path: tools.Path("kube-apiserver"), LogPath: p("kube-apiserver.log"),
 		Args: append(args, o.ExtraArgs...)}
 	if err := a.Start(); err != nil {
@@ -197,6 +143,86 @@ func StartAPIServer(ctx context.Context, tools Tools, o APIServerOptions) (*APIS
 		return nil, err
 	}
 	return a, nil
+}
+
+// writeAPIServerSecrets signs the serving certificate for sans and the admin's client
+// certificate, and writes into o.Dir the CA, the service account key, the token file (the
+// admin's token and o.Users') and the serving pair. It returns the admin's pair and the token
+// users by name.
+func writeAPIServerSecrets(o APIServerOptions, ca *CA, sans []string) (KeyPair, map[string]User, error) {
+	p := func(name string) string { return filepath.Join(o.Dir, name) }
+	serving, err := ca.Serving("kube-apiserver", sans...)
+	if err != nil {
+		return KeyPair{}, nil, err
+	}
+	admin, err := ca.Client("admin", "system:masters")
+	if err != nil {
+		return KeyPair{}, nil, err
+	}
+	caKey, err := keyPEMOf(ca)
+	if err != nil {
+		return KeyPair{}, nil, err
+	}
+	saKey, err := NewSigningKey()
+	if err != nil {
+		return KeyPair{}, nil, err
+	}
+	adminToken := randomToken()
+	users := map[string]User{"admin": {Name: "admin", Groups: []string{"system:masters"}, Token: adminToken}}
+	var tokens strings.Builder
+	fmt.Fprintf(&tokens, "%s,admin,admin,\"system:masters\"\n", adminToken)
+	for _, u := range o.Users {
+		users[u.Name] = u
+		fmt.Fprintf(&tokens, "%s,%s,%s,\"%s\"\n", u.Token, u.Name, u.Name, strings.Join(u.Groups, ","))
+	}
+	files := map[string][]byte{
+		"ca.crt": ca.CertPEM, "ca.key": caKey, "sa.key": saKey, "tokens.csv": []byte(tokens.String()),
+	}
+	for name, data := range files {
+		if err := os.WriteFile(p(name), data, 0o600); err != nil {
+			return KeyPair{}, nil, err
+		}
+	}
+	if err := serving.Write(p("apiserver.crt"), p("apiserver.key")); err != nil {
+		return KeyPair{}, nil, err
+	}
+	return admin, users, nil
+}
+
+// writeKubeletClient signs and writes into dir the client certificate the apiserver calls
+// kubelets with.
+func writeKubeletClient(dir string, ca *CA) error {
+	// The client certificate it calls kubelets with (logs, exec, port-forward), as kubeadm issues
+	// it (k8s.io/kubernetes v1.35.4 cmd/kubeadm/app/phases/certs/certlist.go:311-326: common name
+	// kube-apiserver-kubelet-client, organization kubeadm:cluster-admins,
+	// cmd/kubeadm/app/constants/constants.go:78,211) and
+	// passes it with the address types it prefers (phases/controlplane/manifests.go:196-201).
+	kubeletClient, err := ca.Client("kube-apiserver-kubelet-client", "kubeadm:cluster-admins")
+	if err != nil {
+		return err
+	}
+	return kubeletClient.Write(filepath.Join(dir, "apiserver-kubelet-client.crt"), filepath.Join(dir, "apiserver-kubelet-client.key"))
+}
+
+// apiServerArgs are kube-apiserver's flags for o, listening on bind:port and advertising
+// advertise, with the files writeAPIServerSecrets and writeKubeletClient wrote into o.Dir
+// (without the aggregation flags and o.ExtraArgs).
+func apiServerArgs(o APIServerOptions, bind, advertise string, port int) []string {
+	p := func(name string) string { return filepath.Join(o.Dir, name) }
+	return []string{
+		"--etcd-servers=" + o.EtcdURL, "--etcd-prefix=" + o.EtcdPrefix,
+		"--bind-address=" + bind, "--advertise-address=" + advertise, fmt.Sprintf("--secure-port=%d", port),
+		"--cert-dir=" + o.Dir, "--tls-cert-file=" + p("apiserver.crt"), "--tls-private-key-file=" + p("apiserver.key"),
+		"--client-ca-file=" + p("ca.crt"), "--token-auth-file=" + p("tokens.csv"),
+		"--service-account-issuer=https://kubernetes.default.svc", "--service-account-key-file=" + p("sa.key"),
+		"--service-account-signing-key-file=" + p("sa.key"),
+		"--service-cluster-ip-range=" + o.ServiceCIDR,
+		"--kubelet-client-certificate=" + p("apiserver-kubelet-client.crt"), "--kubelet-client-key=" + p("apiserver-kubelet-client.key"),
+		"--kubelet-preferred-address-types=InternalIP,ExternalIP,Hostname",
+		"--authorization-mode=Node,RBAC", "--allow-privileged=true",
+		"--enable-priority-and-fairness=false",
+		"--profiling=false", "--v=1",
+	}
 }
 
 func (a *APIServer) waitReady(ctx context.Context) error {

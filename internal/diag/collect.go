@@ -156,30 +156,7 @@ func runCollectors(ctx context.Context, a *Artifacts, m *Manifest, process strin
 			}
 			continue
 		}
-		cctx, ccancel := context.WithTimeout(ctx, bound)
-		w := &work{a: a, limits: limits}
-		err := c.run(cctx, w)
-		timedOut := cctx.Err() != nil
-		ccancel()
-		e.Duration = secondsSince(now(), e.Start)
-		e.Paths, e.Bytes, e.Items, e.Notes = w.paths, w.bytes, w.items, w.notes
-		switch {
-		case timedOut:
-			e.Status = Truncated
-			e.Error = fmt.Sprintf("stopped at its time bound of %s", bound.Round(time.Millisecond))
-			if err != nil && !errors.Is(err, context.DeadlineExceeded) {
-				e.Error += ": " + err.Error()
-			}
-		case err != nil:
-			e.Status, e.Error = Failed, err.Error()
-		case len(w.truncated) > 0:
-			e.Status, e.Error = Truncated, w.truncated[0]
-			if len(w.truncated) > 1 {
-				e.Error += fmt.Sprintf(" (and %d more)", len(w.truncated)-1)
-			}
-		default:
-			e.Status = Complete
-		}
+		e = runCollector(ctx, c, e, bound, a, limits, now)
 		m.Add(e)
 		out = append(out, e)
 		if slot != nil {
@@ -188,4 +165,35 @@ func runCollectors(ctx context.Context, a *Artifacts, m *Manifest, process strin
 		}
 	}
 	return out
+}
+
+// runCollector runs collector c, begun as e, within its time bound and returns e with what it
+// wrote, how long it took and its status: truncated when it ran out of time or hit a limit,
+// failed on its error, else complete.
+func runCollector(ctx context.Context, c collector, e Entry, bound time.Duration, a *Artifacts, limits Limits, now func() time.Time) Entry {
+	cctx, ccancel := context.WithTimeout(ctx, bound)
+	w := &work{a: a, limits: limits}
+	err := c.run(cctx, w)
+	timedOut := cctx.Err() != nil
+	ccancel()
+	e.Duration = secondsSince(now(), e.Start)
+	e.Paths, e.Bytes, e.Items, e.Notes = w.paths, w.bytes, w.items, w.notes
+	switch {
+	case timedOut:
+		e.Status = Truncated
+		e.Error = fmt.Sprintf("stopped at its time bound of %s", bound.Round(time.Millisecond))
+		if err != nil && !errors.Is(err, context.DeadlineExceeded) {
+			e.Error += ": " + err.Error()
+		}
+	case err != nil:
+		e.Status, e.Error = Failed, err.Error()
+	case len(w.truncated) > 0:
+		e.Status, e.Error = Truncated, w.truncated[0]
+		if len(w.truncated) > 1 {
+			e.Error += fmt.Sprintf(" (and %d more)", len(w.truncated)-1)
+		}
+	default:
+		e.Status = Complete
+	}
+	return e
 }

@@ -73,40 +73,13 @@ func (s *scene) identity(pn tenant.PoolNames) collector {
 func identityReport(pn tenant.PoolNames, vmis, machines []unstructured.Unstructured, nodes []corev1.Node, owner func(*corev1.Node) (tenant.PoolNames, bool)) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "pool %s (%s): %d VMI(s), %d Machine(s)\n", pn.Pool, pn.MachineDeployment(), len(vmis), len(machines))
-	byName := map[string]*corev1.Node{}
-	byProviderID := map[string]*corev1.Node{}
-	byIP := map[string]*corev1.Node{}
-	for i := range nodes {
-		byName[nodes[i].Name] = &nodes[i]
-		if id := nodes[i].Spec.ProviderID; id != "" {
-			byProviderID[id] = &nodes[i]
-		}
-		for _, ip := range nodeIPs(nodes[i].Status.Addresses) {
-			byIP[ip] = &nodes[i]
-		}
-	}
+	index := indexNodes(nodes)
 	seen := map[string]bool{}
 	for _, v := range vmis {
 		name := v.GetName()
 		phase, _, _ := unstructured.NestedString(v.Object, "status", "phase")
 		fmt.Fprintf(&b, "VMI %s (phase %s):", name, orNone(phase))
-		n, ok := byName[name]
-		how := "named like it"
-		if !ok {
-			// A worker whose kubelet set --provider-id under a name of its own (Kairos: metal-<id>).
-			n, ok = byProviderID[tenant.ProviderID(name)]
-			how = "by its providerID"
-		}
-		if !ok {
-			// A worker named otherwise before its providerID came: its InternalIP is the VMI's.
-			for _, ip := range unstructuredIPs("VirtualMachineInstance", &v) {
-				if n, ok = byIP[ip]; ok && (n.Spec.ProviderID == "" || n.Spec.ProviderID == tenant.ProviderID(name)) {
-					how = "by its address " + ip
-					break
-				}
-				ok = false
-			}
-		}
+		n, how, ok := index.nodeOf(&v)
 		switch {
 		case owner == nil:
 			b.WriteString(" tenant Nodes not readable\n")
@@ -116,18 +89,7 @@ func identityReport(pn tenant.PoolNames, vmis, machines []unstructured.Unstructu
 			continue
 		}
 		seen[n.Name] = true
-		fmt.Fprintf(&b, " Node %s (%s) exists", n.Name, how)
-		if want := tenant.ProviderID(name); n.Spec.ProviderID != want {
-			fmt.Fprintf(&b, "; MISMATCH providerID %q, want %q", n.Spec.ProviderID, want)
-		} else {
-			b.WriteString("; providerID ok")
-		}
-		for _, a := range []string{tenant.AnnotationClusterName, tenant.AnnotationClusterNamespace, tenant.AnnotationMachine} {
-			if n.Annotations[a] == "" {
-				fmt.Fprintf(&b, "; annotation %s missing", a)
-			}
-		}
-		fmt.Fprintf(&b, "; %s\n", nodeCondition(n))
+		writeVMINode(&b, name, n, how)
 	}
 	for _, m := range machines {
 		ref, _, _ := unstructured.NestedString(m.Object, "status", "nodeRef", "name")
@@ -152,6 +114,67 @@ func identityReport(pn tenant.PoolNames, vmis, machines []unstructured.Unstructu
 		}
 	}
 	return b.String()
+}
+
+// nodeIndex holds the tenant's Nodes by name, by providerID and by address.
+type nodeIndex struct {
+	byName, byProviderID, byIP map[string]*corev1.Node
+}
+
+// indexNodes indexes nodes by name, providerID (when set) and each of their addresses.
+func indexNodes(nodes []corev1.Node) nodeIndex {
+	x := nodeIndex{byName: map[string]*corev1.Node{}, byProviderID: map[string]*corev1.Node{}, byIP: map[string]*corev1.Node{}}
+	for i := range nodes {
+		x.byName[nodes[i].Name] = &nodes[i]
+		if id := nodes[i].Spec.ProviderID; id != "" {
+			x.byProviderID[id] = &nodes[i]
+		}
+		for _, ip := range nodeIPs(nodes[i].Status.Addresses) {
+			x.byIP[ip] = &nodes[i]
+		}
+	}
+	return x
+}
+
+// nodeOf is the tenant Node of VMI v and how it was found: named like it, else by its
+// providerID, else by an address of the VMI on a Node with no other providerID.
+func (x nodeIndex) nodeOf(v *unstructured.Unstructured) (*corev1.Node, string, bool) {
+	name := v.GetName()
+	n, ok := x.byName[name]
+	how := "named like it"
+	if !ok {
+		// A worker whose kubelet set --provider-id under a name of its own (Kairos: metal-<id>).
+		n, ok = x.byProviderID[tenant.ProviderID(name)]
+		how = "by its providerID"
+	}
+	if !ok {
+		// A worker named otherwise before its providerID came: its InternalIP is the VMI's.
+		for _, ip := range unstructuredIPs("VirtualMachineInstance", v) {
+			if n, ok = x.byIP[ip]; ok && (n.Spec.ProviderID == "" || n.Spec.ProviderID == tenant.ProviderID(name)) {
+				how = "by its address " + ip
+				break
+			}
+			ok = false
+		}
+	}
+	return n, how, ok
+}
+
+// writeVMINode writes that Node n (found how) exists for VMI name, whether its providerID is
+// the VMI's, which Cluster API annotations it lacks and its Ready condition.
+func writeVMINode(b *strings.Builder, name string, n *corev1.Node, how string) {
+	fmt.Fprintf(b, " Node %s (%s) exists", n.Name, how)
+	if want := tenant.ProviderID(name); n.Spec.ProviderID != want {
+		fmt.Fprintf(b, "; MISMATCH providerID %q, want %q", n.Spec.ProviderID, want)
+	} else {
+		b.WriteString("; providerID ok")
+	}
+	for _, a := range []string{tenant.AnnotationClusterName, tenant.AnnotationClusterNamespace, tenant.AnnotationMachine} {
+		if n.Annotations[a] == "" {
+			fmt.Fprintf(b, "; annotation %s missing", a)
+		}
+	}
+	fmt.Fprintf(b, "; %s\n", nodeCondition(n))
 }
 
 func nodeCondition(n *corev1.Node) string {

@@ -32,8 +32,30 @@ type SummaryInput struct {
 // the phases and each pool's stages (failures marked), the failures with links to their evidence, each pool's stage timeline, the budget planned against spent per
 // phase, the diagnostics, and the comparison with a baseline when one is given.
 func WriteSummary(w io.Writer, in SummaryInput) error {
-	v := in.Verdict
 	b := &strings.Builder{}
+	writeHeadline(b, in)
+	writeClusters(b, in)
+	writeFailures(b, in)
+	writeMarks(b, in)
+	writeSkipped(b, in)
+	writeJoinStages(b, in)
+	writeBudget(b, in)
+	writeTrees(b, in)
+	writeDiagnostics(b, in)
+	if in.Baseline != nil {
+		writeComparison(b, in)
+	}
+	if in.Repro.Command != "" {
+		fmt.Fprintf(b, "### Reproduce\n\n```sh\n%s\n```\n", in.Repro.Command)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// writeHeadline writes the lane's title with its result and exit code, the timeline chart, the
+// run's facts (run id, commit, start to end), the reason and how many checks were skipped.
+func writeHeadline(b *strings.Builder, in SummaryInput) {
+	v := in.Verdict
 	fmt.Fprintf(b, "## Lane %s: %s (exit %d)\n\n", v.Lane, strings.ToUpper(string(v.Result)), v.ExitCode)
 	if tl := BuildTimeline(in.Timings, v.Failures); len(tl.Rows) > 0 && !tl.Start.IsZero() {
 		b.WriteString(tl.Mermaid(fmt.Sprintf("lane %s %s, run %s", v.Lane, v.Result, orUnknown(v.RunID))))
@@ -62,72 +84,90 @@ func WriteSummary(w io.Writer, in SummaryInput) error {
 	if n := len(v.Skipped); n > 0 {
 		fmt.Fprintf(b, "%d check(s) skipped, each with its reason ([below](#skipped-checks)).\n\n", n)
 	}
-	if len(v.Clusters) > 0 {
-		b.WriteString("### Conformance clusters\n\n| cluster | Kubernetes | pools | result |\n| --- | --- | --- | --- |\n")
-		for _, c := range v.Clusters {
-			result := string(c.Result)
-			if c.Failures > 0 {
-				result += fmt.Sprintf(" (%d failure(s))", c.Failures)
-			}
-			fmt.Fprintf(b, "| %s | %s (%s) | %s | %s |\n", cell(c.Name), code(c.Version), code(c.Patch), cell(strings.Join(c.Pools, ", ")), result)
-		}
-		b.WriteString("\n")
+}
+
+// writeClusters writes the table of conformance clusters with their versions, pools and
+// results, when the run had any.
+func writeClusters(b *strings.Builder, in SummaryInput) {
+	if len(in.Verdict.Clusters) == 0 {
+		return
 	}
-	if len(v.Failures) > 0 {
-		b.WriteString("### Failures\n\n| pool | class | stage | hard/soft | message | evidence |\n| --- | --- | --- | --- | --- | --- |\n")
-		for _, f := range v.Failures {
-			hs := "hard"
-			if f.Soft {
-				hs = "soft"
-			}
-			fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s |\n", cell(firstNonEmpty(f.Pool, "-")), code(string(f.Class)), cell(firstNonEmpty(f.Stage, "-")),
-				hs, cell(clip(f.Message, 300)), links(in.LinkBase, f.Evidence, 4))
+	b.WriteString("### Conformance clusters\n\n| cluster | Kubernetes | pools | result |\n| --- | --- | --- | --- |\n")
+	for _, c := range in.Verdict.Clusters {
+		result := string(c.Result)
+		if c.Failures > 0 {
+			result += fmt.Sprintf(" (%d failure(s))", c.Failures)
 		}
-		b.WriteString("\n")
+		fmt.Fprintf(b, "| %s | %s (%s) | %s | %s |\n", cell(c.Name), code(c.Version), code(c.Patch), cell(strings.Join(c.Pools, ", ")), result)
 	}
-	writeMarks(b, in)
-	if len(v.Skipped) > 0 {
-		b.WriteString("### Skipped checks\n\n| pool | spec | check | reason |\n| --- | --- | --- | --- |\n")
-		for _, s := range v.Skipped {
-			fmt.Fprintf(b, "| %s | %s | %s | %s |\n", cell(firstNonEmpty(s.Pool, "-")), cell(s.Spec), cell(s.Check), cell(clip(s.Reason, 300)))
+	b.WriteString("\n")
+}
+
+// writeFailures writes the table of failures with their pool, class, stage, weight, message
+// and links to their evidence, when there are any.
+func writeFailures(b *strings.Builder, in SummaryInput) {
+	if len(in.Verdict.Failures) == 0 {
+		return
+	}
+	b.WriteString("### Failures\n\n| pool | class | stage | hard/soft | message | evidence |\n| --- | --- | --- | --- | --- | --- |\n")
+	for _, f := range in.Verdict.Failures {
+		hs := "hard"
+		if f.Soft {
+			hs = "soft"
 		}
-		b.WriteString("\n")
+		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s |\n", cell(firstNonEmpty(f.Pool, "-")), code(string(f.Class)), cell(firstNonEmpty(f.Stage, "-")),
+			hs, cell(clip(f.Message, 300)), links(in.LinkBase, f.Evidence, 4))
 	}
+	b.WriteString("\n")
+}
+
+// writeSkipped writes the table of skipped checks with their reasons, when there are any.
+func writeSkipped(b *strings.Builder, in SummaryInput) {
+	if len(in.Verdict.Skipped) == 0 {
+		return
+	}
+	b.WriteString("### Skipped checks\n\n| pool | spec | check | reason |\n| --- | --- | --- | --- |\n")
+	for _, s := range in.Verdict.Skipped {
+		fmt.Fprintf(b, "| %s | %s | %s | %s |\n", cell(firstNonEmpty(s.Pool, "-")), cell(s.Spec), cell(s.Check), cell(clip(s.Reason, 300)))
+	}
+	b.WriteString("\n")
+}
+
+// writeJoinStages writes each pool's join stages with the seconds each took, when the timings
+// have any.
+func writeJoinStages(b *strings.Builder, in SummaryInput) {
 	pools := stageTimeline(in.Timings)
-	if len(pools) > 0 {
-		b.WriteString("### Pools: join stages (seconds from the stage before)\n\n")
-		for _, p := range pools {
-			fmt.Fprintf(b, "- **%s**: %s\n", cell(p.pool), p.line)
+	if len(pools) == 0 {
+		return
+	}
+	b.WriteString("### Pools: join stages (seconds from the stage before)\n\n")
+	for _, p := range pools {
+		fmt.Fprintf(b, "- **%s**: %s\n", cell(p.pool), p.line)
+	}
+	b.WriteString("\n")
+}
+
+// writeBudget writes the table of the lane's phases, each with its ceiling, time spent, share
+// of the ceiling and outcome, when the timings have any.
+func writeBudget(b *strings.Builder, in SummaryInput) {
+	if len(in.Timings.Phases) == 0 {
+		return
+	}
+	b.WriteString("### Budget: planned against spent\n\n| phase | ceiling | spent | share | outcome |\n| --- | ---: | ---: | ---: | --- |\n")
+	for _, p := range in.Timings.Phases {
+		share := "-"
+		if p.Planned > 0 {
+			share = fmt.Sprintf("%.0f%%", 100*p.Spent.D().Seconds()/p.Planned.D().Seconds())
 		}
-		b.WriteString("\n")
-	}
-	if len(in.Timings.Phases) > 0 {
-		b.WriteString("### Budget: planned against spent\n\n| phase | ceiling | spent | share | outcome |\n| --- | ---: | ---: | ---: | --- |\n")
-		for _, p := range in.Timings.Phases {
-			share := "-"
-			if p.Planned > 0 {
-				share = fmt.Sprintf("%.0f%%", 100*p.Spent.D().Seconds()/p.Planned.D().Seconds())
-			}
-			outcome := string(p.Outcome)
-			if p.Error != "" {
-				outcome += ": " + clip(p.Error, 120)
-			} else if p.Note != "" {
-				outcome += ": " + clip(p.Note, 120)
-			}
-			fmt.Fprintf(b, "| %s | %s | %s | %s | %s |\n", cell(p.Label()), secs(p.Planned.D()), secs(p.Spent.D()), share, cell(outcome))
+		outcome := string(p.Outcome)
+		if p.Error != "" {
+			outcome += ": " + clip(p.Error, 120)
+		} else if p.Note != "" {
+			outcome += ": " + clip(p.Note, 120)
 		}
-		b.WriteString("\n")
+		fmt.Fprintf(b, "| %s | %s | %s | %s | %s |\n", cell(p.Label()), secs(p.Planned.D()), secs(p.Spent.D()), share, cell(outcome))
 	}
-	writeTrees(b, in)
-	writeDiagnostics(b, in)
-	if in.Baseline != nil {
-		writeComparison(b, in)
-	}
-	if in.Repro.Command != "" {
-		fmt.Fprintf(b, "### Reproduce\n\n```sh\n%s\n```\n", in.Repro.Command)
-	}
-	_, err := io.WriteString(w, b.String())
-	return err
+	b.WriteString("\n")
 }
 
 func writeDiagnostics(b *strings.Builder, in SummaryInput) {

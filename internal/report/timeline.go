@@ -44,37 +44,13 @@ func (b Bar) Failed() bool {
 // BuildTimeline lays out t and the failures.
 func BuildTimeline(t budget.Timings, failures []verdict.Failure) Timeline {
 	tl := Timeline{}
-	widen := func(a, b time.Time) {
-		if !a.IsZero() && (tl.Start.IsZero() || a.Before(tl.Start)) {
-			tl.Start = a
-		}
-		if b.After(tl.End) {
-			tl.End = b
-		}
-	}
 	// A phase that starts before the one before it ended (the pools phase, with the first
 	// conformance cluster up) is drawn on a row of its own, below, so neither hides the other.
 	phases := []Row{{Name: "phases"}}
 	var poolsStart time.Time
 	for _, p := range t.Phases {
-		status := "ok"
-		switch p.Outcome {
-		case budget.OutcomeFailed, budget.OutcomeDeadline:
-			status = "failed"
-		case budget.OutcomeSkipped:
-			status = "skipped"
-		case budget.OutcomeDeclined:
-			status = "declined"
-		}
-		title := fmt.Sprintf("phase %s %s in %s", p.Label(), p.Outcome, secs(p.Spent.D()))
-		if p.Planned > 0 {
-			title += fmt.Sprintf(" (ceiling %s)", secs(p.Planned.D()))
-		}
-		if why := firstNonEmpty(p.Error, p.Note); why != "" {
-			title += ": " + why
-		}
-		phases = placePhase(phases, Bar{Label: p.Label(), Start: p.Start, End: p.End, Status: status, Title: title})
-		widen(p.Start, p.End)
+		phases = placePhase(phases, phaseBar(p))
+		tl.widen(p.Start, p.End)
 		if p.Name == "pools" && (poolsStart.IsZero() || p.Start.Before(poolsStart)) {
 			poolsStart = p.Start
 		}
@@ -82,7 +58,7 @@ func BuildTimeline(t budget.Timings, failures []verdict.Failure) Timeline {
 	byPool := map[string][]budget.StageTiming{}
 	for _, s := range t.Stages {
 		byPool[s.Pool] = append(byPool[s.Pool], s)
-		widen(s.Start, s.End)
+		tl.widen(s.Start, s.End)
 	}
 	for _, f := range failures {
 		if f.Pool != "" {
@@ -98,38 +74,76 @@ func BuildTimeline(t budget.Timings, failures []verdict.Failure) Timeline {
 	sort.Strings(names)
 	var rows []Row
 	for _, pool := range names {
-		stages := byPool[pool]
-		sort.SliceStable(stages, func(i, j int) bool { return stages[i].End.Before(stages[j].End) })
-		row := Row{Name: "pool " + pool, Pool: pool}
-		last := poolsStart
-		for _, s := range stages {
-			row.Bars = append(row.Bars, Bar{Label: s.Stage, Start: s.Start, End: s.End, Status: "ok",
-				Title: fmt.Sprintf("pool %s passed %s in %s", pool, s.Stage, secs(s.Spent.D()))})
-			if s.End.After(last) {
-				last = s.End
-			}
-		}
-		for _, f := range failures {
-			if f.Pool != pool || f.At.IsZero() {
-				continue
-			}
-			start := last
-			if start.IsZero() || !start.Before(f.At) {
-				start = f.At.Add(-time.Second)
-			}
-			row.Bars = append(row.Bars, Bar{Label: verdict.Label(f.Class, f.Stage), Start: start, End: f.At, Status: "failure", Title: f.Line()})
-			widen(start, f.At)
-		}
-		rows = append(rows, row)
+		rows = append(rows, tl.poolRow(pool, byPool[pool], poolsStart, failures))
 	}
 	for _, f := range failures {
 		if f.Pool == "" && !f.At.IsZero() {
 			phases[0].Bars = append(phases[0].Bars, Bar{Label: string(f.Class), Start: f.At, End: f.At, Status: "failure", Title: f.Line()})
-			widen(f.At, f.At)
+			tl.widen(f.At, f.At)
 		}
 	}
 	tl.Rows = append(phases, rows...)
 	return tl
+}
+
+// widen stretches the timeline to hold a to b (a zero a does not move its start).
+func (tl *Timeline) widen(a, b time.Time) {
+	if !a.IsZero() && (tl.Start.IsZero() || a.Before(tl.Start)) {
+		tl.Start = a
+	}
+	if b.After(tl.End) {
+		tl.End = b
+	}
+}
+
+// phaseBar is phase p's bar: its status from its outcome, and a title with its time spent,
+// ceiling and error or note.
+func phaseBar(p budget.PhaseTiming) Bar {
+	status := "ok"
+	switch p.Outcome {
+	case budget.OutcomeFailed, budget.OutcomeDeadline:
+		status = "failed"
+	case budget.OutcomeSkipped:
+		status = "skipped"
+	case budget.OutcomeDeclined:
+		status = "declined"
+	}
+	title := fmt.Sprintf("phase %s %s in %s", p.Label(), p.Outcome, secs(p.Spent.D()))
+	if p.Planned > 0 {
+		title += fmt.Sprintf(" (ceiling %s)", secs(p.Planned.D()))
+	}
+	if why := firstNonEmpty(p.Error, p.Note); why != "" {
+		title += ": " + why
+	}
+	return Bar{Label: p.Label(), Start: p.Start, End: p.End, Status: status, Title: title}
+}
+
+// poolRow is pool's row: the stages it passed in the order they ended, then each of its
+// failures drawn from the end of the last stage (or the pools phase's start) to when it was
+// seen; the timeline widens to hold the failures.
+func (tl *Timeline) poolRow(pool string, stages []budget.StageTiming, poolsStart time.Time, failures []verdict.Failure) Row {
+	sort.SliceStable(stages, func(i, j int) bool { return stages[i].End.Before(stages[j].End) })
+	row := Row{Name: "pool " + pool, Pool: pool}
+	last := poolsStart
+	for _, s := range stages {
+		row.Bars = append(row.Bars, Bar{Label: s.Stage, Start: s.Start, End: s.End, Status: "ok",
+			Title: fmt.Sprintf("pool %s passed %s in %s", pool, s.Stage, secs(s.Spent.D()))})
+		if s.End.After(last) {
+			last = s.End
+		}
+	}
+	for _, f := range failures {
+		if f.Pool != pool || f.At.IsZero() {
+			continue
+		}
+		start := last
+		if start.IsZero() || !start.Before(f.At) {
+			start = f.At.Add(-time.Second)
+		}
+		row.Bars = append(row.Bars, Bar{Label: verdict.Label(f.Class, f.Stage), Start: start, End: f.At, Status: "failure", Title: f.Line()})
+		tl.widen(start, f.At)
+	}
+	return row
 }
 
 // placePhase puts b on the first phases row whose bars all ended by its start, or on a new row

@@ -62,53 +62,8 @@ func Write(o Options) (verdict.Verdict, error) {
 	if err != nil {
 		o.Failures = append(o.Failures, verdict.Failure{Spec: "lane policy", Class: verdict.Configuration, Message: err.Error(), At: o.End})
 	}
-	var errs []error
-	timings := o.Timings
-	failures := append([]verdict.Failure(nil), o.Failures...)
-	manifest := diag.NewManifest()
-	if o.Manifest != nil {
-		manifest.Merge(o.Manifest.Entries())
-	}
-	suites := map[string]*Suites{}
-	var skipped []verdict.Skip
-	for _, s := range o.Suites {
-		dir := filepath.Join(o.Dir, "suites", s)
-		rel := "suites/" + s + "/"
-		fs, err := verdict.ReadFailures(filepath.Join(dir, "failures.json"))
-		switch {
-		case errors.Is(err, os.ErrNotExist):
-			failures = append(failures, verdict.Failure{Spec: "suite " + s, Class: verdict.Harness, Stage: "suites",
-				Message:  "the suite wrote no failures.json: it crashed or was stopped before its end; see its output in " + rel,
-				Evidence: []string{rel}, At: o.End})
-		case err != nil:
-			failures = append(failures, verdict.Failure{Spec: "suite " + s, Class: verdict.Harness, Stage: "suites",
-				Message: err.Error(), Evidence: []string{rel + "failures.json"}, At: o.End})
-		default:
-			failures = append(failures, fs...)
-		}
-		if t, err := budget.ReadTimings(filepath.Join(dir, "timings.json")); err == nil {
-			timings = timings.Merge(t)
-		} else if !errors.Is(err, os.ErrNotExist) {
-			errs = append(errs, err)
-		}
-		if j, err := ReadJUnit(filepath.Join(dir, "junit.xml")); err == nil {
-			suites[s] = &j
-			skipped = append(skipped, Skips(&j)...)
-		} else {
-			suites[s] = nil
-			if !errors.Is(err, os.ErrNotExist) {
-				errs = append(errs, err)
-			}
-		}
-		if entries, err := diag.ReadManifest(filepath.Join(dir, "manifest.json")); err == nil {
-			manifest.Merge(entries)
-		} else if !errors.Is(err, os.ErrNotExist) {
-			errs = append(errs, err)
-		}
-	}
-	if timings.Lane == "" {
-		timings.Lane = o.Lane
-	}
+	r := readSuites(o)
+	errs := r.errs
 	repro := o.Repro
 	repro.Lane, repro.RunID = o.Lane, o.RunID
 	if o.LaneFile != "" {
@@ -124,9 +79,9 @@ func Write(o Options) (verdict.Verdict, error) {
 			errs = append(errs, fmt.Errorf("baseline: %w", err))
 		}
 	}
-	in := verdict.Input{Lane: o.Lane, RunID: o.RunID, Policy: policy, Failures: failures, Skipped: skipped, Interrupted: o.Interrupted,
+	in := verdict.Input{Lane: o.Lane, RunID: o.RunID, Policy: policy, Failures: r.failures, Skipped: r.skipped, Interrupted: o.Interrupted,
 		Signal: o.Signal, Start: o.Start, End: o.End, Clusters: o.Clusters}
-	v, err := writeAll(o, in, timings, manifest, suites, repro, base)
+	v, err := writeAll(o, in, r.timings, r.manifest, r.suites, repro, base)
 	if err != nil {
 		return v, errors.Join(append(errs, err)...)
 	}
@@ -135,12 +90,78 @@ func Write(o Options) (verdict.Verdict, error) {
 			_, serr := diag.ScrubTree(o.Dir, diag.NewRedactor(o.Secrets...))
 			in.Failures = append(in.Failures, verdict.Failure{Spec: "artifacts hold no secret", Class: verdict.Harness, Stage: "report",
 				Message: leak.Error() + " (the files were scrubbed after the fact)", At: o.End})
-			if v, err = writeAll(o, in, timings, manifest, suites, repro, base); err != nil || serr != nil {
+			if v, err = writeAll(o, in, r.timings, r.manifest, r.suites, repro, base); err != nil || serr != nil {
 				errs = append(errs, err, serr)
 			}
 		}
 	}
 	return v, errors.Join(errs...)
+}
+
+// suiteResults are the harness's own timings, failures and manifest with what the suites wrote
+// merged in, each suite's JUnit report (nil when it wrote none), the checks they skipped, and
+// the errors met reading them.
+type suiteResults struct {
+	timings  budget.Timings
+	failures []verdict.Failure
+	manifest *diag.Manifest
+	suites   map[string]*Suites
+	skipped  []verdict.Skip
+	errs     []error
+}
+
+// readSuites reads what each of o's suites wrote into Dir/suites/<suite>, merged with the
+// harness's own, the timings named after o's lane when no suite named them.
+func readSuites(o Options) suiteResults {
+	r := suiteResults{timings: o.Timings, failures: append([]verdict.Failure(nil), o.Failures...), manifest: diag.NewManifest(), suites: map[string]*Suites{}}
+	if o.Manifest != nil {
+		r.manifest.Merge(o.Manifest.Entries())
+	}
+	for _, s := range o.Suites {
+		r.read(o.Dir, s, o.End)
+	}
+	if r.timings.Lane == "" {
+		r.timings.Lane = o.Lane
+	}
+	return r
+}
+
+// read merges in suite s's failures.json (its absence is a harness failure at end), timings.json,
+// junit.xml and manifest.json from root/suites/<s>; a file that is missing is no error.
+func (r *suiteResults) read(root, s string, end time.Time) {
+	dir := filepath.Join(root, "suites", s)
+	rel := "suites/" + s + "/"
+	fs, err := verdict.ReadFailures(filepath.Join(dir, "failures.json"))
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		r.failures = append(r.failures, verdict.Failure{Spec: "suite " + s, Class: verdict.Harness, Stage: "suites",
+			Message:  "the suite wrote no failures.json: it crashed or was stopped before its end; see its output in " + rel,
+			Evidence: []string{rel}, At: end})
+	case err != nil:
+		r.failures = append(r.failures, verdict.Failure{Spec: "suite " + s, Class: verdict.Harness, Stage: "suites",
+			Message: err.Error(), Evidence: []string{rel + "failures.json"}, At: end})
+	default:
+		r.failures = append(r.failures, fs...)
+	}
+	if t, err := budget.ReadTimings(filepath.Join(dir, "timings.json")); err == nil {
+		r.timings = r.timings.Merge(t)
+	} else if !errors.Is(err, os.ErrNotExist) {
+		r.errs = append(r.errs, err)
+	}
+	if j, err := ReadJUnit(filepath.Join(dir, "junit.xml")); err == nil {
+		r.suites[s] = &j
+		r.skipped = append(r.skipped, Skips(&j)...)
+	} else {
+		r.suites[s] = nil
+		if !errors.Is(err, os.ErrNotExist) {
+			r.errs = append(r.errs, err)
+		}
+	}
+	if entries, err := diag.ReadManifest(filepath.Join(dir, "manifest.json")); err == nil {
+		r.manifest.Merge(entries)
+	} else if !errors.Is(err, os.ErrNotExist) {
+		r.errs = append(r.errs, err)
+	}
 }
 
 func writeAll(o Options, in verdict.Input, timings budget.Timings, manifest *diag.Manifest, suites map[string]*Suites, repro Repro, base *Baseline) (verdict.Verdict, error) {

@@ -141,76 +141,14 @@ func (r *kairos) cloudConfig(ctx context.Context, s *scope, providerID string) (
 	if err := yaml.Unmarshal(js, &spec); err != nil {
 		return nil, fmt.Errorf("spec: %w", err)
 	}
-	join := map[string]any{}
-	if spec.Kubeadm != nil && spec.Kubeadm.JoinConfiguration != nil {
-		join = spec.Kubeadm.JoinConfiguration
-	}
-	password := spec.UserPassword
-	if ref := spec.UserPasswordSecretRef; ref != nil {
-		ns, key := ref.Namespace, ref.Key
-		if ns == "" {
-			ns = s.config.GetNamespace()
-		}
-		if key == "" {
-			key = "password"
-		}
-		var sec corev1.Secret
-		// The provider's words (kairosconfig_controller.go:936-960).
-		if err := r.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: ref.Name}, &sec); err != nil {
-			return nil, &passwordError{ns: ns, name: ref.Name, err: fmt.Errorf("get user password secret %s/%s: %w", ns, ref.Name, err)}
-		}
-		if _, ok := sec.Data[key]; !ok {
-			return nil, fmt.Errorf("user password secret %s/%s does not contain key %q", ns, ref.Name, key)
-		}
-		password = string(sec.Data[key])
+	password, err := r.userPassword(ctx, s, spec)
+	if err != nil {
+		return nil, err
 	}
 	ep := s.cluster.Spec.ControlPlaneEndpoint
-	server := ep.Host + ":" + strconv.Itoa(int(ep.Port))
-	discovery, _ := join["discovery"].(map[string]any)
-	if discovery == nil {
-		discovery = map[string]any{}
-	}
-	bt, _ := discovery["bootstrapToken"].(map[string]any)
-	if bt == nil {
-		bt = map[string]any{}
-	}
-	bt["apiServerEndpoint"], bt["token"] = server, randHex(6)+"."+randHex(16)
-	discovery["bootstrapToken"] = bt
-	join["discovery"] = discovery
-	reg, _ := join["nodeRegistration"].(map[string]any)
-	if reg == nil {
-		reg = map[string]any{}
-	}
-	if providerID != "" {
-		// kubeadm v1beta4: kubeletExtraArgs is a list of name/value pairs.
-		args, _ := reg["kubeletExtraArgs"].([]any)
-		reg["kubeletExtraArgs"] = append(args, map[string]any{"name": "provider-id", "value": providerID})
-	}
-	join["nodeRegistration"] = reg
-
-	hostname := spec.Hostname
-	prefix := "metal-"
+	join, token := joinConfiguration(spec, ep.Host+":"+strconv.Itoa(int(ep.Port)), providerID)
 	pool := standin.PoolOfMachine(s.machine)
-	if spec.HostnamePrefix != nil && !pool.Active(r.env, faults.ProviderIDMissing) && !pool.Active(r.env, faults.ProviderIDLate) {
-		// Under provider-id-missing and providerid-late the provider's default prefix stands,
-		// as for a class that leaves hostnamePrefix unset: the Node is not named like the VMI,
-		// so CAPK does not patch its providerID. Under provider-id-missing (providerID above)
-		// no --provider-id is passed and no post-bootstrap step patches it either.
-		prefix = *spec.HostnamePrefix
-	}
-	if hostname == "" && prefix != "" {
-		hostname = prefix + "{{ trunc 4 .MachineID }}"
-	}
-	user := map[string]any{"name": or(spec.UserName, "kairos"), "groups": spec.UserGroups}
-	if password != "" {
-		user["passwd"] = password
-	}
-	if spec.SSHPublicKey != "" {
-		user["ssh_authorized_keys"] = []string{spec.SSHPublicKey}
-	}
-	if spec.GitHubUser != "" {
-		user["ssh_authorized_keys"] = append(stringSlice(user["ssh_authorized_keys"]), "github:"+spec.GitHubUser)
-	}
+	hostname := r.hostname(spec, pool)
 	options, err := yaml.Marshal(map[string]any{
 		"clusterConfiguration": map[string]any{"kubernetesVersion": spec.KubernetesVersion},
 		"joinConfiguration":    join,
@@ -219,10 +157,10 @@ func (r *kairos) cloudConfig(ctx context.Context, s *scope, providerID string) (
 		return nil, err
 	}
 	doc := map[string]any{
-		"users":   []any{user},
+		"users":   []any{kairosUser(spec, password)},
 		"install": map[string]any{"auto": true, "device": "auto", "reboot": true},
 		"cluster": map[string]any{
-			"cluster_token": bt["token"], "control_plane_host": ep.Host, "role": "worker",
+			"cluster_token": token, "control_plane_host": ep.Host, "role": "worker",
 			"config": string(options),
 		},
 	}
@@ -235,6 +173,113 @@ func (r *kairos) cloudConfig(ctx context.Context, s *scope, providerID string) (
 	if len(spec.Files) > 0 {
 		doc["write_files"] = spec.Files
 	}
+	if stages := r.stages(s, spec, pool); len(stages) > 0 {
+		doc["stages"] = stages
+	}
+	body, err := yaml.Marshal(doc)
+	if err != nil {
+		return nil, err
+	}
+	return append([]byte("#cloud-config\n"), body...), nil
+}
+
+// userPassword is the worker user's password: the spec's userPassword, or the key of the Secret
+// userPasswordSecretRef names (key "password" and the config's namespace when unset), refused
+// as the provider refuses it when the Secret or its key is missing.
+func (r *kairos) userPassword(ctx context.Context, s *scope, spec kairosSpec) (string, error) {
+	password := spec.UserPassword
+	if ref := spec.UserPasswordSecretRef; ref != nil {
+		ns, key := ref.Namespace, ref.Key
+		if ns == "" {
+			ns = s.config.GetNamespace()
+		}
+		if key == "" {
+			key = "password"
+		}
+		var sec corev1.Secret
+		// The provider's words (kairosconfig_controller.go:936-960).
+		if err := r.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: ref.Name}, &sec); err != nil {
+			return "", &passwordError{ns: ns, name: ref.Name, err: fmt.Errorf("get user password secret %s/%s: %w", ns, ref.Name, err)}
+		}
+		if _, ok := sec.Data[key]; !ok {
+			return "", fmt.Errorf("user password secret %s/%s does not contain key %q", ns, ref.Name, key)
+		}
+		password = string(sec.Data[key])
+	}
+	return password, nil
+}
+
+// joinConfiguration is the spec's kubeadm JoinConfiguration with a fresh bootstrap token for
+// server and, when providerID is known, the kubelet's --provider-id; it returns the token too.
+func joinConfiguration(spec kairosSpec, server, providerID string) (map[string]any, string) {
+	join := map[string]any{}
+	if spec.Kubeadm != nil && spec.Kubeadm.JoinConfiguration != nil {
+		join = spec.Kubeadm.JoinConfiguration
+	}
+	discovery, _ := join["discovery"].(map[string]any)
+	if discovery == nil {
+		discovery = map[string]any{}
+	}
+	bt, _ := discovery["bootstrapToken"].(map[string]any)
+	if bt == nil {
+		bt = map[string]any{}
+	}
+	token := randHex(6) + "." + randHex(16)
+	bt["apiServerEndpoint"], bt["token"] = server, token
+	discovery["bootstrapToken"] = bt
+	join["discovery"] = discovery
+	reg, _ := join["nodeRegistration"].(map[string]any)
+	if reg == nil {
+		reg = map[string]any{}
+	}
+	if providerID != "" {
+		// kubeadm v1beta4: kubeletExtraArgs is a list of name/value pairs.
+		args, _ := reg["kubeletExtraArgs"].([]any)
+		reg["kubeletExtraArgs"] = append(args, map[string]any{"name": "provider-id", "value": providerID})
+	}
+	join["nodeRegistration"] = reg
+	return join, token
+}
+
+// hostname is the worker's hostname: the spec's, or its prefix (the provider's default "metal-"
+// unless the spec sets one and no provider-id fault is active on pool) and four characters of
+// the machine ID.
+func (r *kairos) hostname(spec kairosSpec, pool standin.Pool) string {
+	hostname := spec.Hostname
+	prefix := "metal-"
+	if spec.HostnamePrefix != nil && !pool.Active(r.env, faults.ProviderIDMissing) && !pool.Active(r.env, faults.ProviderIDLate) {
+		// Under provider-id-missing and providerid-late the provider's default prefix stands,
+		// as for a class that leaves hostnamePrefix unset: the Node is not named like the VMI,
+		// so CAPK does not patch its providerID. Under provider-id-missing (providerID above)
+		// no --provider-id is passed and no post-bootstrap step patches it either.
+		prefix = *spec.HostnamePrefix
+	}
+	if hostname == "" && prefix != "" {
+		hostname = prefix + "{{ trunc 4 .MachineID }}"
+	}
+	return hostname
+}
+
+// kairosUser is the cloud-config's user: the spec's name (default kairos), groups, password and
+// SSH keys (its own and its GitHub user's).
+func kairosUser(spec kairosSpec, password string) map[string]any {
+	user := map[string]any{"name": or(spec.UserName, "kairos"), "groups": spec.UserGroups}
+	if password != "" {
+		user["passwd"] = password
+	}
+	if spec.SSHPublicKey != "" {
+		user["ssh_authorized_keys"] = []string{spec.SSHPublicKey}
+	}
+	if spec.GitHubUser != "" {
+		user["ssh_authorized_keys"] = append(stringSlice(user["ssh_authorized_keys"]), "github:"+spec.GitHubUser)
+	}
+	return user
+}
+
+// stages are the cloud-config's stages: the spec's pre and post commands at boot, and the
+// post-bootstrap step that patches the Node's providerID unless provider-id-missing is active
+// on pool.
+func (r *kairos) stages(s *scope, spec kairosSpec, pool standin.Pool) map[string]any {
 	stages := map[string]any{}
 	if len(spec.PreCommands)+len(spec.PostCommands) > 0 {
 		stages["boot.before"] = []any{map[string]any{"commands": spec.PreCommands}}
@@ -243,14 +288,7 @@ func (r *kairos) cloudConfig(ctx context.Context, s *scope, providerID string) (
 	if !pool.Active(r.env, faults.ProviderIDMissing) {
 		stages[postBootstrapStage] = []any{postBootstrap(names.ProviderID(s.machine.Spec.InfrastructureRef.Name))}
 	}
-	if len(stages) > 0 {
-		doc["stages"] = stages
-	}
-	body, err := yaml.Marshal(doc)
-	if err != nil {
-		return nil, err
-	}
-	return append([]byte("#cloud-config\n"), body...), nil
+	return stages
 }
 
 // validateKubeadm is the provider's admission of a kubeadm KairosConfig: the role and

@@ -96,26 +96,7 @@ func (r *issuer) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, 
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	duration := 90 * 24 * time.Hour // cert-manager's default
-	if spec.Duration != "" {
-		if d, err := time.ParseDuration(spec.Duration); err == nil {
-			duration = d
-		}
-	}
-	now := time.Now()
-	tmpl := &x509.Certificate{
-		SerialNumber: serial(), Subject: pkix.Name{CommonName: spec.CommonName}, DNSNames: spec.DNSNames,
-		NotBefore: now.Add(-time.Minute), NotAfter: now.Add(duration), IsCA: spec.IsCA, BasicConstraintsValid: true,
-		KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
-	}
-	for _, ip := range spec.IPAddresses {
-		tmpl.IPAddresses = append(tmpl.IPAddresses, net.ParseIP(ip))
-	}
-	if spec.IsCA {
-		tmpl.KeyUsage |= x509.KeyUsageCertSign
-	} else {
-		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
-	}
+	tmpl := certTemplate(spec)
 	parent, parentKey := tmpl, crypto.Signer(key)
 	if signer != nil {
 		parent, parentKey = signerCert, signer
@@ -149,6 +130,33 @@ func (r *issuer) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, 
 		return ctrl.Result{}, err
 	}
 	return ctrl.Result{}, r.ready(ctx, cert, crt)
+}
+
+// certTemplate is the certificate spec asks for: its names and addresses, valid from a minute
+// ago for its duration (cert-manager's 90 days when unset or unreadable), a CA that signs
+// certificates or a serving certificate.
+func certTemplate(spec certSpec) *x509.Certificate {
+	duration := 90 * 24 * time.Hour // cert-manager's default
+	if spec.Duration != "" {
+		if d, err := time.ParseDuration(spec.Duration); err == nil {
+			duration = d
+		}
+	}
+	now := time.Now()
+	tmpl := &x509.Certificate{
+		SerialNumber: serial(), Subject: pkix.Name{CommonName: spec.CommonName}, DNSNames: spec.DNSNames,
+		NotBefore: now.Add(-time.Minute), NotAfter: now.Add(duration), IsCA: spec.IsCA, BasicConstraintsValid: true,
+		KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
+	}
+	for _, ip := range spec.IPAddresses {
+		tmpl.IPAddresses = append(tmpl.IPAddresses, net.ParseIP(ip))
+	}
+	if spec.IsCA {
+		tmpl.KeyUsage |= x509.KeyUsageCertSign
+	} else {
+		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
+	}
+	return tmpl
 }
 
 // signer is the CA a ca Issuer signs with; nil for a selfSigned Issuer.

@@ -96,26 +96,71 @@ func (r *runner) runContainer(ctx context.Context, pod *corev1.Pod, c *corev1.Co
 	for i := range argv {
 		argv[i] = rewrite(expand(argv[i], env))
 	}
-	bin := filepath.Join(dir, "bin")
-	home := filepath.Join(dir, "home")
+	bin, home, err := r.hostDirs(dir, argv)
+	if err != nil {
+		return 0, err
+	}
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Dir = home
+	if c.WorkingDir != "" {
+		cmd.Dir = rewrite(c.WorkingDir)
+	}
+	cmd.Env = containerEnv(env, rewrite, mounts, bin, home)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	logPath, err := r.o.Logs.ContainerLog(pod.Namespace, pod.Name, c.Name)
+	if err != nil {
+		return 0, err
+	}
+	if restarts > 0 {
+		// The kubelet keeps the last instance's log for `kubectl logs --previous`.
+		_ = simenv.RestartContainerLog(logPath)
+	}
+	err = runLogged(cmd, logPath)
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		return 0, nil
+	case errors.As(err, &ee):
+		if code := ee.ExitCode(); code >= 0 {
+			return code, nil
+		}
+		return 137, nil // killed
+	default:
+		return 0, fmt.Errorf("container %s: %w", c.Name, err)
+	}
+}
+
+// hostDirs makes the container's bin (kubectl, and the host's bash as sh) and home folders
+// under dir, and points argv at that sh when it runs /bin/sh.
+func (r *runner) hostDirs(dir string, argv []string) (bin, home string, err error) {
+	bin = filepath.Join(dir, "bin")
+	home = filepath.Join(dir, "home")
 	for _, d := range []string{bin, home} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
-			return 0, err
+			return "", "", err
 		}
 	}
 	if err := os.Symlink(r.o.Kubectl, filepath.Join(bin, "kubectl")); err != nil && !errors.Is(err, os.ErrExist) {
-		return 0, err
+		return "", "", err
 	}
 	// The chart's image (alpine/k8s) has busybox ash as /bin/sh, which takes `set -o pipefail`;
 	// the host's sh may not (dash), so its bash, run as sh (POSIX mode, pipefail kept), is.
 	if bash, err := exec.LookPath("bash"); err == nil {
 		if err := os.Symlink(bash, filepath.Join(bin, "sh")); err != nil && !errors.Is(err, os.ErrExist) {
-			return 0, err
+			return "", "", err
 		}
 		if argv[0] == "/bin/sh" {
 			argv[0] = filepath.Join(bin, "sh")
 		}
 	}
+	return bin, home, nil
+}
+
+// containerEnv is the container's environment as KEY=value, sorted: its variables with the
+// paths rewritten, the service account's kubeconfig unless it sets KUBECONFIG, bin first on
+// the host's PATH, and home as HOME.
+func containerEnv(env []corev1.EnvVar, rewrite func(string) string, mounts map[string]string, bin, home string) []string {
 	vars := map[string]string{}
 	for _, e := range env {
 		vars[e.Name] = rewrite(e.Value)
@@ -127,29 +172,21 @@ func (r *runner) runContainer(ctx context.Context, pod *corev1.Pod, c *corev1.Co
 	}
 	vars["PATH"] = bin + string(os.PathListSeparator) + os.Getenv("PATH")
 	vars["HOME"] = home
-	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-	cmd.Dir = home
-	if c.WorkingDir != "" {
-		cmd.Dir = rewrite(c.WorkingDir)
-	}
 	keys := make([]string, 0, len(vars))
 	for k := range vars {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
+	var out []string
 	for _, k := range keys {
-		cmd.Env = append(cmd.Env, k+"="+vars[k])
+		out = append(out, k+"="+vars[k])
 	}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	logPath, err := r.o.Logs.ContainerLog(pod.Namespace, pod.Name, c.Name)
-	if err != nil {
-		return 0, err
-	}
-	if restarts > 0 {
-		// The kubelet keeps the last instance's log for `kubectl logs --previous`.
-		_ = simenv.RestartContainerLog(logPath)
-	}
+	return out
+}
+
+// runLogged runs cmd with its output written line by line, timestamped, into the container log
+// at logPath, and returns when both the command and the copying ended.
+func runLogged(cmd *exec.Cmd, logPath string) error {
 	out, w := io.Pipe()
 	cmd.Stdout, cmd.Stderr = w, w
 	var copied sync.WaitGroup
@@ -163,21 +200,10 @@ func (r *runner) runContainer(ctx context.Context, pod *corev1.Pod, c *corev1.Co
 		}
 		_, _ = io.Copy(io.Discard, out)
 	}()
-	err = cmd.Run()
+	err := cmd.Run()
 	_ = w.Close()
 	copied.Wait()
-	var ee *exec.ExitError
-	switch {
-	case err == nil:
-		return 0, nil
-	case errors.As(err, &ee):
-		if code := ee.ExitCode(); code >= 0 {
-			return code, nil
-		}
-		return 137, nil // killed
-	default:
-		return 0, fmt.Errorf("container %s: %w", c.Name, err)
-	}
+	return err
 }
 
 // rewriter replaces each of the container's volume mount paths by the folder the volume is

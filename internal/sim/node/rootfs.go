@@ -81,7 +81,6 @@ func writeLayer(root, path string) error {
 	zw := gzip.NewWriter(f)
 	tw := tar.NewWriter(zw)
 	links := map[[2]uint64]string{}
-	epoch := time.Unix(0, 0)
 	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -97,59 +96,15 @@ func writeLayer(root, path string) error {
 			}
 			return nil
 		}
-		fi, err := os.Lstat(p)
+		hdr, err := layerHeader(p, rel, links)
 		if err != nil {
 			return err
-		}
-		var target string
-		if fi.Mode()&fs.ModeSymlink != 0 {
-			if target, err = os.Readlink(p); err != nil {
-				return err
-			}
-		}
-		hdr, err := tar.FileInfoHeader(fi, target)
-		if err != nil {
-			return fmt.Errorf("%s: %w", rel, err)
-		}
-		hdr.Name = filepath.ToSlash(rel)
-		hdr.Uname, hdr.Gname = "", ""
-		hdr.ModTime, hdr.AccessTime, hdr.ChangeTime = epoch, time.Time{}, time.Time{}
-		hdr.Format = tar.FormatPAX
-		st, _ := fi.Sys().(*syscall.Stat_t)
-		if st != nil {
-			hdr.Uid, hdr.Gid = int(st.Uid), int(st.Gid)
-		}
-		switch {
-		case fi.IsDir():
-			hdr.Name += "/"
-		case fi.Mode().IsRegular() && st != nil && st.Nlink > 1:
-			key := [2]uint64{uint64(st.Dev), st.Ino}
-			if first, ok := links[key]; ok {
-				hdr.Typeflag, hdr.Linkname, hdr.Size = tar.TypeLink, first, 0
-			} else {
-				links[key] = hdr.Name
-			}
-		case !fi.Mode().IsRegular() && fi.Mode()&fs.ModeSymlink == 0:
-			return fmt.Errorf("%s: a %s, which an image layer here does not carry", rel, fi.Mode().Type())
-		}
-		if fi.Mode().IsRegular() {
-			if capv, ok := fileCaps(p); ok {
-				hdr.PAXRecords = map[string]string{"SCHILY.xattr." + capXattr: capv}
-			}
 		}
 		if err := tw.WriteHeader(hdr); err != nil {
 			return fmt.Errorf("%s: %w", rel, err)
 		}
 		if hdr.Typeflag == tar.TypeReg {
-			src, err := os.Open(p)
-			if err != nil {
-				return err
-			}
-			_, err = io.Copy(tw, src)
-			src.Close()
-			if err != nil {
-				return fmt.Errorf("%s: %w", rel, err)
-			}
+			return copyLayerFile(tw, p, rel)
 		}
 		return nil
 	})
@@ -163,6 +118,68 @@ func writeLayer(root, path string) error {
 		return err
 	}
 	return f.Close()
+}
+
+// layerHeader is the tar header of p (rel from the root): its owner's ids kept, their names
+// dropped, its modification time the epoch, a regular file whose other links are already in
+// the layer (links, by device and inode) a hard link to the first, its file capabilities kept.
+// Anything but a folder, regular file or symbolic link is refused.
+func layerHeader(p, rel string, links map[[2]uint64]string) (*tar.Header, error) {
+	fi, err := os.Lstat(p)
+	if err != nil {
+		return nil, err
+	}
+	var target string
+	if fi.Mode()&fs.ModeSymlink != 0 {
+		if target, err = os.Readlink(p); err != nil {
+			return nil, err
+		}
+	}
+	hdr, err := tar.FileInfoHeader(fi, target)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", rel, err)
+	}
+	hdr.Name = filepath.ToSlash(rel)
+	hdr.Uname, hdr.Gname = "", ""
+	hdr.ModTime, hdr.AccessTime, hdr.ChangeTime = time.Unix(0, 0), time.Time{}, time.Time{}
+	hdr.Format = tar.FormatPAX
+	st, _ := fi.Sys().(*syscall.Stat_t)
+	if st != nil {
+		hdr.Uid, hdr.Gid = int(st.Uid), int(st.Gid)
+	}
+	switch {
+	case fi.IsDir():
+		hdr.Name += "/"
+	case fi.Mode().IsRegular() && st != nil && st.Nlink > 1:
+		key := [2]uint64{uint64(st.Dev), st.Ino}
+		if first, ok := links[key]; ok {
+			hdr.Typeflag, hdr.Linkname, hdr.Size = tar.TypeLink, first, 0
+		} else {
+			links[key] = hdr.Name
+		}
+	case !fi.Mode().IsRegular() && fi.Mode()&fs.ModeSymlink == 0:
+		return nil, fmt.Errorf("%s: a %s, which an image layer here does not carry", rel, fi.Mode().Type())
+	}
+	if fi.Mode().IsRegular() {
+		if capv, ok := fileCaps(p); ok {
+			hdr.PAXRecords = map[string]string{"SCHILY.xattr." + capXattr: capv}
+		}
+	}
+	return hdr, nil
+}
+
+// copyLayerFile copies regular file p (rel from the root) into the layer after its header.
+func copyLayerFile(tw *tar.Writer, p, rel string) error {
+	src, err := os.Open(p)
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(tw, src)
+	src.Close()
+	if err != nil {
+		return fmt.Errorf("%s: %w", rel, err)
+	}
+	return nil
 }
 
 // fileCaps is the file's capability attribute, if it has one.

@@ -11,6 +11,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // Worker disk sources the chart renders: the Talos image factory for Talos pools, the
@@ -25,6 +26,38 @@ const (
 // KubevirtMachineTemplate, and its bootstrap template; or the chart's refusal.
 func (r *renderer) pool(p string) ([]*unstructured.Unstructured, *unstructured.Unstructured, error) {
 	spec := r.poolSpec[p]
+	class, version, err := r.poolClass(p, spec)
+	if err != nil {
+		return nil, nil, err
+	}
+	kairos := class.OS == ClassKairos
+	md := r.release + "-" + p
+	kmt := r.machineTemplate(p, spec, class, version)
+	bootstrap := r.bootstrapTemplate(p, spec, class, version)
+	mdObj := r.machineDeployment(md, spec, version, bootstrapTemplateGVK(kairos), kmt)
+	mhc, err := r.machineHealthCheck(p, md, spec)
+	if err != nil {
+		return nil, nil, err
+	}
+	if kairos && !r.live.ControlPlaneUp {
+		bootstrap = nil
+	}
+	return []*unstructured.Unstructured{kmt, mdObj, mhc}, bootstrap, nil
+}
+
+// bootstrapTemplateGVK is the kind of bootstrap template a pool's Machines take: Kairos's on a
+// Kairos class, Talos's otherwise.
+func bootstrapTemplateGVK(kairos bool) schema.GroupVersionKind {
+	if kairos {
+		return KairosConfigTemplateGVK
+	}
+	return TalosConfigTemplateGVK
+}
+
+// poolClass is pool p's NodeGroupClass (Talos when unset) and the Kubernetes version its
+// Machines run, or the chart's refusal: an unknown class, fields a Kairos class leaves empty
+// set, a running pool switching between Talos and Kairos, a class image built for another minor.
+func (r *renderer) poolClass(p string, spec map[string]any) (Class, string, error) {
 	className, _ := spec["nodeGroupClassName"].(string)
 	if className == "" {
 		className = ClassTalos
@@ -32,41 +65,42 @@ func (r *renderer) pool(p string) ([]*unstructured.Unstructured, *unstructured.U
 	class, ok := Class{Name: className, OS: className}, className == ClassTalos || className == ClassKairos
 	if !ok {
 		if class, ok = r.classes(className); !ok {
-			return nil, nil, &Refusal{Pool: p, Field: "nodeGroupClassName", Message: fmt.Sprintf("NodeGroupClass %q not found", className)}
+			return Class{}, "", &Refusal{Pool: p, Field: "nodeGroupClassName", Message: fmt.Sprintf("NodeGroupClass %q not found", className)}
 		}
 	}
 	kairos := class.OS == ClassKairos
 	if kairos {
 		for _, f := range []string{"osImage", "kernelModules", "gpus"} {
 			if !empty(spec[f]) {
-				return nil, nil, &Refusal{Pool: p, Field: f, Message: fmt.Sprintf("must be empty on a pool on Kairos class %q (%s)", class.Name, kairosRefusalReason(f))}
+				return Class{}, "", &Refusal{Pool: p, Field: f, Message: fmt.Sprintf("must be empty on a pool on Kairos class %q (%s)", class.Name, kairosRefusalReason(f))}
 			}
 		}
 	}
 	md := r.release + "-" + p
-	want, bootstrapGVK := "TalosConfigTemplate", TalosConfigTemplateGVK
-	if kairos {
-		want, bootstrapGVK = "KairosConfigTemplate", KairosConfigTemplateGVK
-	}
+	want := bootstrapTemplateGVK(kairos).Kind
 	if live := r.live.BootstrapKind[p]; (live == "TalosConfigTemplate" || live == "KairosConfigTemplate") && live != want {
-		return nil, nil, &Refusal{Pool: p, Field: "nodeGroupClassName", Message: fmt.Sprintf(
+		return Class{}, "", &Refusal{Pool: p, Field: "nodeGroupClassName", Message: fmt.Sprintf(
 			"MachineDeployment %s runs on a %s; a running pool cannot switch between a Talos and a Kairos class (class %q is %s)", md, live, class.Name, class.OS)}
 	}
 	version := r.version
 	if class.Image != "" {
 		if minor(class.KubernetesVersion) != minor(r.version) {
-			return nil, nil, &Refusal{Pool: p, Field: "nodeGroupClassName", Message: fmt.Sprintf(
+			return Class{}, "", &Refusal{Pool: p, Field: "nodeGroupClassName", Message: fmt.Sprintf(
 				"NodeGroupClass %q is built for Kubernetes %s, the cluster runs %s", class.Name, class.KubernetesVersion, minor(r.version))}
 		}
 		version = class.KubernetesVersion
 	}
-	roles := strs(spec["roles"])
-	kmt := r.machineTemplate(p, spec, class, version)
+	return class, version, nil
+}
+
+// machineDeployment is the pool's MachineDeployment md: its autoscaler annotations, and Machines
+// at version with the pool's roles as Node labels, bootstrapped from the template of kind
+// bootstrapGVK named md, on KubevirtMachineTemplate kmt.
+func (r *renderer) machineDeployment(md string, spec map[string]any, version string, bootstrapGVK schema.GroupVersionKind, kmt *unstructured.Unstructured) *unstructured.Unstructured {
 	templateLabels := map[string]string{"cluster.x-k8s.io/cluster-name": r.release, "cluster.x-k8s.io/deployment-name": md}
-	for _, role := range roles {
+	for _, role := range strs(spec["roles"]) {
 		templateLabels["node-role.kubernetes.io/"+role] = ""
 	}
-	bootstrap := r.bootstrapTemplate(p, spec, class, version)
 	minR, maxR := num(spec["minReplicas"], 0), num(spec["maxReplicas"], 10)
 	mdObj := object(MachineDeploymentGVK, r.app.Namespace, md, r.labels())
 	mdObj.SetAnnotations(map[string]string{
@@ -95,6 +129,13 @@ func (r *renderer) pool(p string) ([]*unstructured.Unstructured, *unstructured.U
 			},
 		},
 	}
+	return mdObj
+}
+
+// machineHealthCheck is the MachineHealthCheck md of pool p, with the cluster-wide timers as
+// the app's and then the pool's own values override them, or the chart's refusal of a
+// maxUnhealthy that is neither an integer nor a percentage.
+func (r *renderer) machineHealthCheck(p, md string, spec map[string]any) (*unstructured.Unstructured, error) {
 	mhc := object(MachineHealthCheckGVK, r.app.Namespace, md, r.labels())
 	h := r.o.Health
 	// The app's nodeHealthCheck, then the node group's own, override the cluster-wide values
@@ -108,7 +149,7 @@ func (r *renderer) pool(p string) ([]*unstructured.Unstructured, *unstructured.U
 	if !strings.HasSuffix(maxUnhealthy, "%") {
 		n, err := strconv.ParseInt(maxUnhealthy, 10, 32)
 		if err != nil {
-			return nil, nil, &Refusal{Pool: p, Field: "maxUnhealthy", Message: fmt.Sprintf("must be a bare integer (e.g. 0, 1) or an integer percentage (e.g. 50%%), got %q", maxUnhealthy)}
+			return nil, &Refusal{Pool: p, Field: "maxUnhealthy", Message: fmt.Sprintf("must be a bare integer (e.g. 0, 1) or an integer percentage (e.g. 50%%), got %q", maxUnhealthy)}
 		}
 		mu = n
 	}
@@ -122,10 +163,7 @@ func (r *renderer) pool(p string) ([]*unstructured.Unstructured, *unstructured.U
 			map[string]any{"type": "Ready", "status": "False", "timeout": h.ReadyFalseTimeout.String()},
 		},
 	}
-	if kairos && !r.live.ControlPlaneUp {
-		bootstrap = nil
-	}
-	return []*unstructured.Unstructured{kmt, mdObj, mhc}, bootstrap, nil
+	return mhc, nil
 }
 
 func kairosRefusalReason(field string) string {

@@ -101,47 +101,12 @@ func Start(ctx context.Context, o Options) (_ *World, err error) {
 		}
 	}()
 	start := time.Now()
-	if w.Etcd, err = controlplane.StartEtcd(ctx, o.Tools, mkdir(o.Dir, "etcd")); err != nil {
+	if err := w.startControlPlane(ctx, start); err != nil {
 		return nil, err
 	}
-	w.procs = append(w.procs, &w.Etcd.Process)
-	w.API, err = controlplane.StartAPIServer(ctx, o.Tools, controlplane.APIServerOptions{
-		Name: "management", Dir: mkdir(o.Dir, "apiserver"), EtcdURL: w.Etcd.ClientURL,
-		EtcdPrefix: "/management", ServiceCIDR: o.ServiceCIDR, Users: o.Users, ExtraArgs: o.APIServerArgs,
-		AdvertiseAddress: o.AdvertiseAddress,
-	})
-	if err != nil {
+	if err := w.establishCRDs(ctx); err != nil {
 		return nil, err
 	}
-	w.procs = append(w.procs, &w.API.Process)
-	fmt.Fprintf(o.Log, "sim: management etcd and kube-apiserver ready in %s\n", since(start))
-	if w.Cluster, err = cluster.New("management", w.API.Admin()); err != nil {
-		return nil, err
-	}
-	w.Cluster.KubeconfigPath = w.API.AdminKubeconfig
-
-	// The webhook server's address must be known before the CRDs name it.
-	if w.webhooks, err = newWebhookServing(mkdir(o.Dir, "webhooks")); err != nil {
-		return nil, err
-	}
-	t := time.Now()
-	also := make(chan error, 1)
-	go func() {
-		if o.AlsoInstall == nil {
-			also <- nil
-			return
-		}
-		also <- o.AlsoInstall(ctx, w.Cluster)
-	}()
-	err = installCRDs(ctx, w.Cluster, w.webhooks, o.Replaced)
-	if alsoErr := <-also; err == nil {
-		err = alsoErr
-	}
-	if err != nil {
-		return nil, err
-	}
-	fmt.Fprintf(o.Log, "sim: CRDs established in %s\n", since(t))
-
 	if err := w.startComponents(ctx); err != nil {
 		return nil, err
 	}
@@ -165,6 +130,61 @@ func Start(ctx context.Context, o Options) (_ *World, err error) {
 	}
 	fmt.Fprintf(o.Log, "sim: management cluster up in %s\n", since(start))
 	return w, nil
+}
+
+// startControlPlane starts the management etcd and kube-apiserver (each kept for Stop as soon as
+// it runs), says how long since start they took, and makes the admin's cluster client.
+func (w *World) startControlPlane(ctx context.Context, start time.Time) error {
+	o := w.opts
+	var err error
+	if w.Etcd, err = controlplane.StartEtcd(ctx, o.Tools, mkdir(o.Dir, "etcd")); err != nil {
+		return err
+	}
+	w.procs = append(w.procs, &w.Etcd.Process)
+	w.API, err = controlplane.StartAPIServer(ctx, o.Tools, controlplane.APIServerOptions{
+		Name: "management", Dir: mkdir(o.Dir, "apiserver"), EtcdURL: w.Etcd.ClientURL,
+		EtcdPrefix: "/management", ServiceCIDR: o.ServiceCIDR, Users: o.Users, ExtraArgs: o.APIServerArgs,
+		AdvertiseAddress: o.AdvertiseAddress,
+	})
+	if err != nil {
+		return err
+	}
+	w.procs = append(w.procs, &w.API.Process)
+	fmt.Fprintf(o.Log, "sim: management etcd and kube-apiserver ready in %s\n", since(start))
+	if w.Cluster, err = cluster.New("management", w.API.Admin()); err != nil {
+		return err
+	}
+	w.Cluster.KubeconfigPath = w.API.AdminKubeconfig
+	return nil
+}
+
+// establishCRDs makes the webhook server's address, then installs the fixture CRDs (naming it)
+// and, beside them, what Options.AlsoInstall installs, and waits for both.
+func (w *World) establishCRDs(ctx context.Context) error {
+	o := w.opts
+	var err error
+	// The webhook server's address must be known before the CRDs name it.
+	if w.webhooks, err = newWebhookServing(mkdir(o.Dir, "webhooks")); err != nil {
+		return err
+	}
+	t := time.Now()
+	also := make(chan error, 1)
+	go func() {
+		if o.AlsoInstall == nil {
+			also <- nil
+			return
+		}
+		also <- o.AlsoInstall(ctx, w.Cluster)
+	}()
+	err = installCRDs(ctx, w.Cluster, w.webhooks, o.Replaced)
+	if alsoErr := <-also; err == nil {
+		err = alsoErr
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(o.Log, "sim: CRDs established in %s\n", since(t))
+	return nil
 }
 
 func (w *World) startComponents(ctx context.Context) error {

@@ -168,40 +168,82 @@ func (s *Substrate) Up(ctx context.Context, clock *budget.Clock) (c *cluster.Clu
 			}
 		}
 	}()
+	in, err := s.prepareUp()
+	if err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	admin := controlplane.User{Name: HarnessUser, Groups: []string{"system:masters"}, Token: token()}
+	w, err := s.startWorld(pctx, in, admin)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.addControllers(w, in); err != nil {
+		return nil, err
+	}
+	if err := s.runWorld(pctx, w, in); err != nil {
+		return nil, err
+	}
+	c, err = s.harnessCluster(w, admin)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(s.o.Log, "sim: up in %s (faults: %s)\n", time.Since(start).Round(time.Millisecond), orNone(s.env.Faults.String()))
+	return c, nil
+}
+
+// upInputs are what Up's steps share: the control plane binaries, the upstream controllers and
+// the CRDs they replace, whether the world has a real Node and the address the apiservers
+// advertise to it.
+type upInputs struct {
+	tools     controlplane.Tools
+	real      *realControllers
+	replaced  []string
+	realNode  bool
+	advertise string
+}
+
+// prepareUp finds the binaries, makes the work folder, finds the upstream controllers (keeping
+// them on the substrate for Down) and prepares the real Node when the lane has one.
+func (s *Substrate) prepareUp() (upInputs, error) {
 	tools, err := controlplane.FindTools()
 	if err != nil {
-		return nil, &substrate.PreflightError{Substrate: "sim", Missing: err.Error(), Hint: "run `make tools`"}
+		return upInputs{}, &substrate.PreflightError{Substrate: "sim", Missing: err.Error(), Hint: "run `make tools`"}
 	}
 	if err := s.workDir(); err != nil {
-		return nil, err
+		return upInputs{}, err
 	}
 	s.env.Dir = s.dir
 	real, err := newRealControllers(tools, filepath.Join(s.dir, "upstream"), s.o.Log)
 	if err != nil {
-		return nil, &substrate.PreflightError{Substrate: "sim", Missing: err.Error(), Hint: "run `make tools`"}
+		return upInputs{}, &substrate.PreflightError{Substrate: "sim", Missing: err.Error(), Hint: "run `make tools`"}
 	}
 	real.podMetrics = filepath.Join(s.dir, simenv.PodMetricsDir)
 	realNode := s.lane.Sim != nil && s.lane.Sim.RealNode
 	advertise, err := s.prepareRealNode(realNode, real)
 	if err != nil {
-		return nil, err
+		return upInputs{}, err
 	}
 	s.mu.Lock()
 	s.real = real
 	s.mu.Unlock()
 	replaced, err := real.replaced()
 	if err != nil {
-		return nil, err
+		return upInputs{}, err
 	}
-	start := time.Now()
-	admin := controlplane.User{Name: HarnessUser, Groups: []string{"system:masters"}, Token: token()}
+	return upInputs{tools: tools, real: real, replaced: replaced, realNode: realNode, advertise: advertise}, nil
+}
+
+// startWorld starts the management world with admin as its one user (and the audit log when
+// asked for), keeping it on the substrate even when it fails, so Up and Down can reach it.
+func (s *Substrate) startWorld(ctx context.Context, in upInputs, admin controlplane.User) (*world.World, error) {
 	audit, err := auditArgs(s.dir, os.Getenv(AuditLogEnv))
 	if err != nil {
 		return nil, err
 	}
-	w, err := world.Start(pctx, world.Options{Tools: tools, Dir: filepath.Join(s.dir, "management"), Users: []controlplane.User{admin},
-		Replaced: replaced, AlsoInstall: real.installCRDs, DNSService: true, HostJobs: true, APIServerArgs: audit,
-		AdvertiseAddress: advertise, Log: s.o.Log})
+	w, err := world.Start(ctx, world.Options{Tools: in.tools, Dir: filepath.Join(s.dir, "management"), Users: []controlplane.User{admin},
+		Replaced: in.replaced, AlsoInstall: in.real.installCRDs, DNSService: true, HostJobs: true, APIServerArgs: audit,
+		AdvertiseAddress: in.advertise, Log: s.o.Log})
 	s.mu.Lock()
 	s.w = w
 	s.mu.Unlock()
@@ -210,20 +252,28 @@ func (s *Substrate) Up(ctx context.Context, clock *budget.Clock) (c *cluster.Clu
 	}
 	s.env.Logs = w
 	s.env.Webhooks = w
+	return w, nil
+}
+
+// addControllers registers on the world's manager, before it runs: the Kamaji stand-in, the
+// platform at the chart's versions, cert-manager, the host's Job kubelets, the stand-ins added
+// before Up and, with a real Node, the Talos templates' webhook.
+func (s *Substrate) addControllers(w *world.World, in upInputs) error {
+	var err error
 	s.k, err = kamaji.Add(w.Manager(), kamaji.Options{
-		Tools: tools, EtcdURL: w.Etcd.ClientURL, Dir: filepath.Join(s.dir, "tenants"), Canary: s.canary, Log: s.o.Log,
-		AdvertiseAddress: advertise,
+		Tools: in.tools, EtcdURL: w.Etcd.ClientURL, Dir: filepath.Join(s.dir, "tenants"), Canary: s.canary, Log: s.o.Log,
+		AdvertiseAddress: in.advertise,
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	w.OnStop(s.k.Stop)
 	// The versions the chart the sim renders offers, as its own files say: a cluster at any of
 	// them renders at that release (the tenant control plane reports it, the Talos workers'
 	// kubelet runs it), one outside them is refused as the chart refuses it.
-	versions, err := real.b.ChartVersions()
+	versions, err := in.real.b.ChartVersions()
 	if err != nil {
-		return nil, &substrate.PreflightError{Substrate: "sim", Missing: err.Error(), Hint: "run `make tools`"}
+		return &substrate.PreflightError{Substrate: "sim", Missing: err.Error(), Hint: "run `make tools`"}
 	}
 	offered := map[string]string{}
 	for _, v := range versions {
@@ -233,61 +283,72 @@ func (s *Substrate) Up(ctx context.Context, clock *budget.Clock) (c *cluster.Clu
 		Versions: offered,
 		Canary:   s.canary, Faults: s.env.Faults, Health: s.health, Log: s.o.Log,
 	}); err != nil {
-		return nil, err
+		return err
 	}
 	// cert-manager, and the kubelets of the Job pods (the Kubernetes chart's kubectl scripts),
 	// which run on the host.
 	if err := certmanager.Setup(w.Manager()); err != nil {
-		return nil, err
+		return err
 	}
 	if err := hostjobs.Setup(w.Manager(), hostjobs.Options{
-		Kubectl: tools.Path("kubectl"), APIServerURL: w.API.URL, APIServerCA: w.API.CA.CertPEM,
+		Kubectl: in.tools.Path("kubectl"), APIServerURL: w.API.URL, APIServerCA: w.API.CA.CertPEM,
 		Logs: w, Dir: mkdir(s.dir, "jobs"), Log: s.o.Log,
 	}); err != nil {
-		return nil, err
+		return err
 	}
 	for _, f := range s.standIns {
 		if err := f(w.Manager(), w, s.env); err != nil {
-			return nil, fmt.Errorf("sim: registering a stand-in: %w", err)
+			return fmt.Errorf("sim: registering a stand-in: %w", err)
 		}
 	}
-	if realNode {
+	if in.realNode {
 		if s.talos, err = newTalosTemplates(s.env, w.Cluster.Client); err != nil {
-			return nil, err
+			return err
 		}
 		if err := w.Mutating(s.talos.webhook()); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	if err := w.Run(pctx); err != nil {
-		return nil, err
+	return nil
+}
+
+// runWorld runs the world's manager, starts the upstream controllers (with their faults) and
+// the real Node when there is one, and installs what the platform has before any test: the
+// builtins, the storage and the Kubernetes app's definition.
+func (s *Substrate) runWorld(ctx context.Context, w *world.World, in upInputs) error {
+	if err := w.Run(ctx); err != nil {
+		return err
 	}
 	t := time.Now()
-	if err := real.start(pctx, w); err != nil {
-		return nil, err
+	if err := in.real.start(ctx, w); err != nil {
+		return err
 	}
-	fmt.Fprintf(s.o.Log, "sim: upstream controllers running in %s (%s)\n", time.Since(t).Round(time.Millisecond), real.summary())
-	real.injectControllerFaults(w, s.env, s.o.Log)
-	if realNode {
-		if err := s.startRealNode(pctx, w, real.kubevirt); err != nil {
-			return nil, err
+	fmt.Fprintf(s.o.Log, "sim: upstream controllers running in %s (%s)\n", time.Since(t).Round(time.Millisecond), in.real.summary())
+	in.real.injectControllerFaults(w, s.env, s.o.Log)
+	if in.realNode {
+		if err := s.startRealNode(ctx, w, in.real.kubevirt); err != nil {
+			return err
 		}
 	}
-	if err := platform.InstallBuiltins(pctx, w.Cluster.Client); err != nil {
-		return nil, err
+	if err := platform.InstallBuiltins(ctx, w.Cluster.Client); err != nil {
+		return err
 	}
-	if err := installStorage(pctx, w, s.o.Log); err != nil {
-		return nil, err
+	if err := installStorage(ctx, w, s.o.Log); err != nil {
+		return err
 	}
 	// The Kubernetes app's definition carries the values schema of the chart the sim renders,
 	// as the platform's does: the harness reads the tenant versions offered from it.
-	valuesSchema, err := os.ReadFile(filepath.Join(real.b.ChartDir(), "values.schema.json"))
+	valuesSchema, err := os.ReadFile(filepath.Join(in.real.b.ChartDir(), "values.schema.json"))
 	if err != nil {
-		return nil, &substrate.PreflightError{Substrate: "sim", Missing: err.Error(), Hint: "run `make tools`"}
+		return &substrate.PreflightError{Substrate: "sim", Missing: err.Error(), Hint: "run `make tools`"}
 	}
-	if err := platform.PublishKubernetesDefinition(pctx, w.Cluster.Client, valuesSchema); err != nil {
-		return nil, err
-	}
+	return platform.PublishKubernetesDefinition(ctx, w.Cluster.Client, valuesSchema)
+}
+
+// harnessCluster starts the proxy in front of the management apiserver and returns the
+// management cluster as the harness reaches it through the proxy as admin, with its
+// kubeconfig written to the work folder.
+func (s *Substrate) harnessCluster(w *world.World, admin controlplane.User) (*cluster.Cluster, error) {
 	px, err := startProxy(w.API, w.API.Admin(), s.env, s.o.Log)
 	if err != nil {
 		return nil, err
@@ -296,7 +357,7 @@ func (s *Substrate) Up(ctx context.Context, clock *budget.Clock) (c *cluster.Clu
 	s.px = px
 	s.mu.Unlock()
 	cfg := &rest.Config{Host: px.URL, BearerToken: admin.Token, TLSClientConfig: rest.TLSClientConfig{CAData: px.CA.CertPEM}}
-	c, err = cluster.New("management", cfg)
+	c, err := cluster.New("management", cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -305,7 +366,6 @@ func (s *Substrate) Up(ctx context.Context, clock *budget.Clock) (c *cluster.Clu
 		return nil, err
 	}
 	c.KubeconfigPath = s.kubecfg
-	fmt.Fprintf(s.o.Log, "sim: up in %s (faults: %s)\n", time.Since(start).Round(time.Millisecond), orNone(s.env.Faults.String()))
 	return c, nil
 }
 
