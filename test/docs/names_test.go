@@ -64,7 +64,7 @@ func TestKnobsAreDocumented(t *testing.T) {
 		for _, m := range e2eLiteral.FindAllStringSubmatch(text, -1) {
 			inCode[m[1]] = true
 		}
-		if strings.HasSuffix(filepath.ToSlash(p), "cmd/e2e/knobs.go") {
+		if strings.HasSuffix(filepath.ToSlash(p), "internal/e2ecmd/knobs.go") {
 			for _, m := range knobName.FindAllStringSubmatch(text, -1) {
 				inCode[m[1]] = true
 			}
@@ -194,7 +194,7 @@ func intConsts(t *testing.T, rel string, re *regexp.Regexp) map[int]bool {
 func TestExitCodesAreDocumented(t *testing.T) {
 	exit := regexp.MustCompile(`^[eE]xit[A-Z]`)
 	byInt := func(x, y int) bool { return x < y }
-	for _, rel := range []string{"cmd/e2e/main.go", "framework/verdict/verdict.go"} {
+	for _, rel := range []string{"internal/e2ecmd/main.go", "framework/verdict/verdict.go"} {
 		inCode := intConsts(t, rel, exit)
 		page := "docs/artifacts.md"
 		inDocs := map[int]bool{}

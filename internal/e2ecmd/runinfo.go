@@ -1,4 +1,4 @@
-package main
+package e2ecmd
 
 import (
 	"bufio"
@@ -15,25 +15,25 @@ import (
 	"github.com/cozystack/cozy-e2e/internal/substrate/kind"
 )
 
-// RunInfo is run.json: which run this is and the machine it ran on, so a red run is compared
+// runInfo is run.json: which run this is and the machine it ran on, so a red run is compared
 // knowing where it ran (repro.json holds what reruns it).
-type RunInfo struct {
-	Lane      string    `json:"lane"`
-	RunID     string    `json:"runId"`
-	Substrate string    `json:"substrate"`
-	Started   time.Time `json:"started"`
-	JobStart  time.Time `json:"jobStart"`
-	Runner    Runner    `json:"runner"`
+type runInfo struct {
+	Lane      string     `json:"lane"`
+	RunID     string     `json:"runId"`
+	Substrate string     `json:"substrate"`
+	Started   time.Time  `json:"started"`
+	JobStart  time.Time  `json:"jobStart"`
+	Runner    runnerInfo `json:"runner"`
 	// Components are the real upstream components the run uses, with version and module sum,
 	// when its substrate lists them (written once preflight passed).
 	Components []substrate.Component `json:"components,omitempty"`
 	// NodeImage is a kind lane's node image, as the run creates its nodes from it, and where its
 	// pin comes from (the lane's component, or E2E_KIND_NODE_IMAGE).
-	NodeImage *NodeImage `json:"nodeImage,omitempty"`
+	NodeImage *nodeImage `json:"nodeImage,omitempty"`
 }
 
-// NodeImage is the kind node image of a run: image:tag@digest, or the reason there is none.
-type NodeImage struct {
+// nodeImage is the kind node image of a run: image:tag@digest, or the reason there is none.
+type nodeImage struct {
 	Image  string `json:"image,omitempty"`
 	Source string `json:"source,omitempty"`
 	// Unpinned says why the run has no usable node image (the preflight refuses it).
@@ -42,22 +42,22 @@ type NodeImage struct {
 
 // nodeImageOf is lane l's node image under the environment's E2E_KIND_NODE_IMAGE; nil for a
 // lane that is not a kind lane.
-func nodeImageOf(l *lane.Lane, getenv func(string) string) *NodeImage {
+func nodeImageOf(l *lane.Lane, getenv func(string) string) *nodeImage {
 	if l.Substrate != lane.SubstrateKind {
 		return nil
 	}
 	if v := getenv(kind.NodeImageEnv); v != "" {
 		ref, err := kind.ParseNodeImage(v)
 		if err != nil {
-			return &NodeImage{Unpinned: kind.NodeImageEnv + ": " + err.Error()}
+			return &nodeImage{Unpinned: kind.NodeImageEnv + ": " + err.Error()}
 		}
 		l = kind.WithNodeImage(l, ref)
 	}
 	image, _, err := kind.NodeImage(l)
 	if err != nil {
-		return &NodeImage{Unpinned: err.Error()}
+		return &nodeImage{Unpinned: err.Error()}
 	}
-	out := &NodeImage{Image: image}
+	out := &nodeImage{Image: image}
 	for _, c := range l.Components {
 		if c.Name == lane.KindNodeComponent {
 			out.Source = c.Source
@@ -66,8 +66,8 @@ func nodeImageOf(l *lane.Lane, getenv func(string) string) *NodeImage {
 	return out
 }
 
-// Runner is the machine identity: red runs are compared knowing where they ran.
-type Runner struct {
+// runnerInfo is the machine identity: red runs are compared knowing where they ran.
+type runnerInfo struct {
 	Hostname  string `json:"hostname"`
 	OS        string `json:"os"`
 	CPUs      int    `json:"cpus"`
@@ -77,7 +77,7 @@ type Runner struct {
 }
 
 func writeRunInfo(r *run) error {
-	info := RunInfo{
+	info := runInfo{
 		Lane: r.lane.Name, RunID: r.opts.RunID, Substrate: string(r.lane.Substrate),
 		Started: r.started.UTC(), JobStart: r.clock.JobStart().UTC(),
 		Runner: runner(), Components: r.components, NodeImage: nodeImageOf(r.lane, os.Getenv),
@@ -89,9 +89,9 @@ func writeRunInfo(r *run) error {
 	return os.WriteFile(filepath.Join(r.artifacts, "run.json"), append(data, '\n'), 0o644)
 }
 
-func runner() Runner {
+func runner() runnerInfo {
 	host, _ := os.Hostname()
-	r := Runner{Hostname: host, OS: runtime.GOOS + "/" + runtime.GOARCH, CPUs: runtime.NumCPU(), GoVersion: runtime.Version()}
+	r := runnerInfo{Hostname: host, OS: runtime.GOOS + "/" + runtime.GOARCH, CPUs: runtime.NumCPU(), GoVersion: runtime.Version()}
 	if data, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
 		r.Kernel = strings.TrimSpace(string(data))
 	}

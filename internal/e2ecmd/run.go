@@ -1,4 +1,4 @@
-package main
+package e2ecmd
 
 import (
 	"context"
@@ -32,7 +32,7 @@ type runOptions struct {
 	Artifacts string
 	RunID     string
 	JobStart  time.Time
-	Keep      Keep
+	Keep      keepMode
 	Reuse     bool
 	NoBuild   bool
 	// CheckOnly checks the flags, the lane and the knobs, and stops (make e2e does it before

@@ -1,4 +1,4 @@
-package main
+package e2ecmd
 
 import (
 	"context"
@@ -18,31 +18,31 @@ import (
 	"github.com/cozystack/cozy-e2e/internal/substrate/kind"
 )
 
-// Keep is what E2E_KEEP asks for: nothing, everything, or a red run.
-type Keep string
+// keepMode is what E2E_KEEP asks for: nothing, everything, or a red run.
+type keepMode string
 
 const (
-	KeepNever     Keep = ""
-	KeepAlways    Keep = "1"
-	KeepOnFailure Keep = "on-failure"
+	keepNever     keepMode = ""
+	keepAlways    keepMode = "1"
+	keepOnFailure keepMode = "on-failure"
 )
 
 // keepEnv reads E2E_KEEP (checked by the knobs first): 1, on-failure, or anything else never.
-func keepEnv(v string) Keep {
-	switch Keep(v) {
-	case KeepAlways, KeepOnFailure:
-		return Keep(v)
+func keepEnv(v string) keepMode {
+	switch keepMode(v) {
+	case keepAlways, keepOnFailure:
+		return keepMode(v)
 	}
-	return KeepNever
+	return keepNever
 }
 
 // keeps decides, before anything is torn down, whether the run keeps everything (E2E_KEEP): always
 // with 1; with on-failure when the run is red (an interrupted run is not judged red).
 func (r *run) keeps(interrupted bool) (bool, string) {
 	switch r.opts.Keep {
-	case KeepAlways:
+	case keepAlways:
 		return true, "E2E_KEEP=1"
-	case KeepOnFailure:
+	case keepOnFailure:
 		if !interrupted && r.red() {
 			return true, "E2E_KEEP=on-failure and the run failed"
 		}

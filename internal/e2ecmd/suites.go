@@ -1,4 +1,4 @@
-package main
+package e2ecmd
 
 import (
 	"bytes"
@@ -38,6 +38,8 @@ func (r *run) runSuites(ctx context.Context, mgmt *cluster.Cluster) {
 	}
 }
 
+// runSuite runs suite s's binary against the management cluster's kubeconfig, with its output
+// in suites/<name>/output.log and its progress events drawn on the console, and collects it.
 func (r *run) runSuite(ctx context.Context, s lane.Suite, kubeconfig string) {
 	dir := filepath.Join(r.artifacts, "suites", s.Name)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -55,32 +57,7 @@ func (r *run) runSuite(ctx context.Context, s lane.Suite, kubeconfig string) {
 		return
 	}
 	defer out.Close()
-	// Ginkgo ends the suite itself a little before the root deadline, so its own cleanup and
-	// reports run; SIGINT (on our interrupt) does the same sooner.
-	timeout := time.Until(r.clock.RootDeadline()) - suiteGrace
-	args := []string{
-		"-test.timeout=0", "-test.v",
-		"-ginkgo.timeout=" + timeout.Round(time.Second).String(),
-		"-ginkgo.grace-period=" + (suiteGrace / 2).String(),
-		"-ginkgo.junit-report=" + filepath.Join(dir, "junit.xml"),
-		"-ginkgo.json-report=" + filepath.Join(dir, "report.json"),
-		"-ginkgo.no-color",
-	}
-	if s.LabelFilter != "" {
-		args = append(args, "-ginkgo.label-filter="+s.LabelFilter)
-	}
-	cmd := exec.Command(bin, args...)
-	cmd.Dir = suiteDir(r.root, s)
-	cmd.Env = append(os.Environ(),
-		"E2E_LANE_FILE="+r.laneCopy(),
-		"E2E_KUBECONFIG="+kubeconfig,
-		"E2E_ARTIFACTS="+r.artifacts,
-		"E2E_SUITE_ARTIFACTS="+dir,
-		"E2E_JOB_START="+r.clock.JobStart().UTC().Format(time.RFC3339Nano),
-		"E2E_RUN_ID="+r.opts.RunID,
-		"E2E_KEEP="+string(r.opts.Keep),
-		"E2E_SUITE_WORK="+filepath.Join(r.work, "suites", s.Name),
-	)
+	cmd := r.suiteCommand(s, bin, dir, kubeconfig)
 	// Its output is kept (output.log, harness.log); what a person reads comes as progress
 	// events on a pipe of its own (fd 3, E2E_PROGRESS_FD), drawn by the console.
 	cmd.Stdout = io.MultiWriter(out, r.con.LogOnly())
@@ -115,23 +92,61 @@ func (r *run) runSuite(ctx context.Context, s lane.Suite, kubeconfig string) {
 			events.Close()
 		}
 	}()
+	r.collectSuite(s.Name, dir, r.waitSuite(ctx, s.Name, cmd))
+}
+
+// suiteCommand is the command of suite s's binary bin: its flags (the Ginkgo timeout, the
+// reports in dir), its folder and its environment (the lane, the kubeconfig, the artifacts).
+func (r *run) suiteCommand(s lane.Suite, bin, dir, kubeconfig string) *exec.Cmd {
+	// Ginkgo ends the suite itself a little before the root deadline, so its own cleanup and
+	// reports run; SIGINT (on our interrupt) does the same sooner.
+	timeout := time.Until(r.clock.RootDeadline()) - suiteGrace
+	args := []string{
+		"-test.timeout=0", "-test.v",
+		"-ginkgo.timeout=" + timeout.Round(time.Second).String(),
+		"-ginkgo.grace-period=" + (suiteGrace / 2).String(),
+		"-ginkgo.junit-report=" + filepath.Join(dir, "junit.xml"),
+		"-ginkgo.json-report=" + filepath.Join(dir, "report.json"),
+		"-ginkgo.no-color",
+	}
+	if s.LabelFilter != "" {
+		args = append(args, "-ginkgo.label-filter="+s.LabelFilter)
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Dir = suiteDir(r.root, s)
+	cmd.Env = append(os.Environ(),
+		"E2E_LANE_FILE="+r.laneCopy(),
+		"E2E_KUBECONFIG="+kubeconfig,
+		"E2E_ARTIFACTS="+r.artifacts,
+		"E2E_SUITE_ARTIFACTS="+dir,
+		"E2E_JOB_START="+r.clock.JobStart().UTC().Format(time.RFC3339Nano),
+		"E2E_RUN_ID="+r.opts.RunID,
+		"E2E_KEEP="+string(r.opts.Keep),
+		"E2E_SUITE_WORK="+filepath.Join(r.work, "suites", s.Name),
+	)
+	return cmd
+}
+
+// waitSuite waits for the started suite name to end. On an interrupt (ctx done) it sends the
+// suite SIGINT and gives it suiteGrace to clean up and report, then kills its process group.
+func (r *run) waitSuite(ctx context.Context, name string, cmd *exec.Cmd) error {
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	var waitErr error
 	select {
 	case waitErr = <-done:
 	case <-ctx.Done():
-		r.logf("suite %s: interrupting (%v); it has %s to clean up and report", s.Name, context.Cause(ctx), suiteGrace)
+		r.logf("suite %s: interrupting (%v); it has %s to clean up and report", name, context.Cause(ctx), suiteGrace)
 		_ = cmd.Process.Signal(os.Interrupt)
 		select {
 		case waitErr = <-done:
 		case <-time.After(suiteGrace):
 			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 			waitErr = <-done
-			r.fail(verdict.Harness, "suite "+s.Name, fmt.Errorf("did not end within %s of its interrupt; killed", suiteGrace))
+			r.fail(verdict.Harness, "suite "+name, fmt.Errorf("did not end within %s of its interrupt; killed", suiteGrace))
 		}
 	}
-	r.collectSuite(s.Name, dir, waitErr)
+	return waitErr
 }
 
 // collectSuite checks the one thing the report cannot see: a suite that failed while its

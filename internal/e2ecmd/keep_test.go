@@ -1,4 +1,4 @@
-package main
+package e2ecmd
 
 import (
 	"bytes"
@@ -36,20 +36,20 @@ func TestKeepKeepsWhatItSays(t *testing.T) {
 	red := []verdict.Failure{{Pool: "md0", Class: verdict.JoinRejected}}
 	cases := []struct {
 		name        string
-		keep        Keep
+		keep        keepMode
 		harness     bool              // the harness failed
 		suite       []verdict.Failure // nil: no failures.json
 		interrupted bool
 		want        bool
 	}{
-		{"never", KeepNever, true, red, false, false},
-		{"always, green", KeepAlways, false, []verdict.Failure{}, false, true},
-		{"always, interrupted", KeepAlways, false, []verdict.Failure{}, true, true},
-		{"on-failure, green", KeepOnFailure, false, []verdict.Failure{}, false, false},
-		{"on-failure, a pool failed", KeepOnFailure, false, red, false, true},
-		{"on-failure, the harness failed", KeepOnFailure, true, []verdict.Failure{}, false, true},
-		{"on-failure, the suite left no failures.json", KeepOnFailure, false, nil, false, true},
-		{"on-failure, interrupted", KeepOnFailure, false, red, true, false},
+		{"never", keepNever, true, red, false, false},
+		{"always, green", keepAlways, false, []verdict.Failure{}, false, true},
+		{"always, interrupted", keepAlways, false, []verdict.Failure{}, true, true},
+		{"on-failure, green", keepOnFailure, false, []verdict.Failure{}, false, false},
+		{"on-failure, a pool failed", keepOnFailure, false, red, false, true},
+		{"on-failure, the harness failed", keepOnFailure, true, []verdict.Failure{}, false, true},
+		{"on-failure, the suite left no failures.json", keepOnFailure, false, nil, false, true},
+		{"on-failure, interrupted", keepOnFailure, false, red, true, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -1,4 +1,4 @@
-package main
+package e2ecmd
 
 import (
 	"bytes"
@@ -47,7 +47,7 @@ func TestAKindRunRecordsItsNodeImage(t *testing.T) {
 		t.Fatalf("exit %d\n%s", code, out.String())
 	}
 	r.close()
-	var info RunInfo
+	var info runInfo
 	readJSON(t, filepath.Join(art, "run.json"), &info)
 	if info.NodeImage == nil || info.NodeImage.Image != override ||
 		info.NodeImage.Source != "E2E_KIND_NODE_IMAGE (the lane pins docker.io/kindest/node:v1.35.0@sha256:452d707d4862f52530247495d180205e029056831160e22870e37e3f6c1ac31f)" {
