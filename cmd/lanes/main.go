@@ -20,6 +20,7 @@ import (
 	"github.com/cozystack/cozy-e2e/internal/install"
 	"github.com/cozystack/cozy-e2e/internal/install/catalog"
 	"github.com/cozystack/cozy-e2e/internal/registry"
+	"github.com/cozystack/cozy-e2e/internal/workflows"
 )
 
 func main() {
@@ -34,7 +35,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("lanes", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	dir := fs.String("dir", "lanes", "folder holding the lane files")
-	out := fs.String("out", lane.WorkflowPath, "the generated workflow")
+	out := fs.String("out", workflows.WorkflowPath, "the generated workflow")
 	name := fs.String("lane", "", "lane name or file (plan)")
 	cmd, rest := args[0], args[1:]
 	sub := ""
@@ -107,7 +108,7 @@ func workflow(sub, dir, out string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "lanes workflow: the lanes do not load:\n%v\n", err)
 		return 2
 	}
-	all, err := lane.Workflows(lanes)
+	all, err := workflows.Workflows(lanes)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 2
@@ -117,8 +118,8 @@ func workflow(sub, dir, out string, stdout, stderr io.Writer) int {
 		path string
 		want []byte
 	}{
-		{out, all[lane.WorkflowPath]},
-		{filepath.Join(filepath.Dir(out), filepath.Base(lane.ReusableWorkflowPath)), all[lane.ReusableWorkflowPath]},
+		{out, all[workflows.WorkflowPath]},
+		{filepath.Join(filepath.Dir(out), filepath.Base(workflows.ReusableWorkflowPath)), all[workflows.ReusableWorkflowPath]},
 	}
 	switch sub {
 	case "write":
@@ -145,16 +146,16 @@ func workflow(sub, dir, out string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stdout, "%s matches %s/*.yaml\n", f.path, dir)
 		}
 		// The CI workflow is written by hand; it must run every sim lane.
-		ci := filepath.Join(filepath.Dir(dir), filepath.FromSlash(lane.CIPath))
+		ci := filepath.Join(filepath.Dir(dir), filepath.FromSlash(workflows.CIPath))
 		data, err := os.ReadFile(ci)
 		if err == nil {
-			err = lane.CheckCI(data, lanes, filepath.Dir(dir))
+			err = workflows.CheckCI(data, lanes, filepath.Dir(dir))
 		}
 		if err != nil {
 			fmt.Fprintln(stderr, err)
 			return 2
 		}
-		fmt.Fprintf(stdout, "%s runs every sim lane\n", lane.CIPath)
+		fmt.Fprintf(stdout, "%s runs every sim lane\n", workflows.CIPath)
 		return code
 	}
 	fmt.Fprintf(stderr, "lanes workflow: want write or check, got %q\n", sub)
