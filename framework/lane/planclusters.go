@@ -125,5 +125,5 @@ func writeClusters(w io.Writer, l *Lane) {
 		fmt.Fprintf(w, "  %-14s Kubernetes %-6s (kubelet %s)  %d workers: %s  [%s]\n", c.Name, c.Kubernetes.Version, c.Kubernetes.Patch, workers, strings.Join(pools, ", "), from)
 	}
 	tv := l.TenantVersions()
-	fmt.Fprintf(w, "  versions held to the platform's Kubernetes chart at the pinned revision: %s; releases from %s\n\n", tv, tv.Patches)
+	fmt.Fprintf(w, "  versions held to the platform's Kubernetes chart at the pinned revision: %s; releases from %s\n\n", tv, tv.Patches())
 }
