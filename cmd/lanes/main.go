@@ -19,6 +19,7 @@ import (
 	"github.com/cozystack/cozy-e2e/framework/lane"
 	"github.com/cozystack/cozy-e2e/internal/install"
 	"github.com/cozystack/cozy-e2e/internal/install/catalog"
+	"github.com/cozystack/cozy-e2e/internal/laneplan"
 	"github.com/cozystack/cozy-e2e/internal/registry"
 	"github.com/cozystack/cozy-e2e/internal/workflows"
 )
@@ -61,7 +62,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		sections := append(catalog.PlanSections(l), registry.PlanSections(l)...)
 		sections = append(sections, install.StoragePlanSection())
-		lane.WritePlanWith(stdout, l, sections...)
+		laneplan.Write(stdout, l, sections...)
 		return 0
 	}
 	fmt.Fprintf(stderr, "lanes: unknown command %q (check, workflow, plan)\n", cmd)

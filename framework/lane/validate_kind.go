@@ -2,9 +2,11 @@ package lane
 
 import (
 	"fmt"
+	"maps"
 	"net/netip"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/cozystack/cozy-e2e/internal/install/upstream"
@@ -97,7 +99,7 @@ func (l *Lane) validateKind(v *validator) {
 			}
 		}
 	}
-	for _, host := range sortedKeys(k.RegistryMirrors) {
+	for _, host := range slices.Sorted(maps.Keys(k.RegistryMirrors)) {
 		path := "kind.registryMirrors." + host
 		if len(k.RegistryMirrors[host]) == 0 {
 			v.fail(path, "names no mirror endpoint")
