@@ -104,12 +104,26 @@ func (v Versions) String() string {
 // TenantVersions are the tenant versions the platform's Kubernetes chart offers at the revision
 // the lane is held to: the sim's chart (cozystack v1.6.1) on a sim lane, the platform's
 // (cozystack main as read) on a kind or existing lane.
-func (l *Lane) TenantVersions() upstream.TenantVersions {
+func (l *Lane) TenantVersions() TenantOffer { return TenantOffer{l.tenantVersions()} }
+
+// tenantVersions is TenantVersions as internal/install/upstream holds it, each version with its
+// release, for the checks and the expansion of versions.
+func (l *Lane) tenantVersions() upstream.TenantVersions {
 	if l.Substrate == SubstrateSim {
 		return upstream.SimTenantVersions()
 	}
 	return upstream.KindTenantVersions()
 }
+
+// TenantOffer is what the platform's Kubernetes chart offers a lane's conformance clusters at
+// one revision (Lane.TenantVersions); it prints as "cozystack <revision> offers v1.35, v1.34,
+// ... (<the values schema, path:lines>)".
+type TenantOffer struct{ tv upstream.TenantVersions }
+
+func (o TenantOffer) String() string { return o.tv.String() }
+
+// Patches is where the chart gives each version its release (path:lines of its version map).
+func (o TenantOffer) Patches() string { return o.tv.Patches }
 
 // ConformanceClusters are the lane's conformance clusters in the order of their first pool,
 // each with its release (Cluster).
@@ -139,7 +153,7 @@ func (l *Lane) Cluster(name string) (c Cluster, ok bool) {
 	if c.Kubernetes != nil {
 		r = *c.Kubernetes
 		if r.Patch == "" {
-			if o, found := l.TenantVersions().Find(r.Version); found {
+			if o, found := l.tenantVersions().Find(r.Version); found {
 				r.Patch = o.Patch
 			}
 		}
@@ -189,7 +203,7 @@ func selected(v Versions, tv upstream.TenantVersions) ([]upstream.TenantVersion,
 // entry names pools, says either kubernetes or versions, and every version is one the chart
 // offers at the pinned revision, its patch the chart's.
 func (l *Lane) validateClusters(v *validator) {
-	tv := l.TenantVersions()
+	tv := l.tenantVersions()
 	l.validateRelease(v, "kubernetes", Release{Version: l.Kubernetes.Version, Patch: l.Kubernetes.Patch}, tv)
 	seen := map[string]bool{}
 	for i, c := range l.ClusterSpecs {
@@ -252,7 +266,7 @@ func (l *Lane) validateRelease(v *validator, path string, r Release, tv upstream
 // that names it one pool per cluster. It runs once the lane is valid; after it the lane has
 // no versions left, and Validate holds the expanded names (label lengths, uniqueness).
 func (l *Lane) expand() {
-	tv := l.TenantVersions()
+	tv := l.tenantVersions()
 	var clusters []Cluster
 	pools := l.Pools
 	for i, c := range l.ClusterSpecs {

@@ -97,6 +97,9 @@ func (d *decoder) fail(path string, n *yaml.Node, format string, args ...any) {
 	d.errs = append(d.errs, &FieldError{File: d.file, Path: path, Line: line, From: from, Issue: fmt.Sprintf(format, args...)})
 }
 
+// decode sets v from node n at field path path: an alias by what it names, null as the zero
+// value, a pointer through what it points to, a type with a decoder of its own by it, any other
+// by its kind (decodeValue).
 func (d *decoder) decode(path string, n *yaml.Node, v reflect.Value) {
 	if n.Kind == yaml.AliasNode {
 		n = n.Alias
@@ -112,48 +115,44 @@ func (d *decoder) decode(path string, n *yaml.Node, v reflect.Value) {
 		d.decode(path, n, v.Elem())
 		return
 	}
+	if d.decodeOwn(path, n, v) {
+		return
+	}
+	d.decodeValue(path, n, v)
+}
+
+// decodeOwn decodes n into a v whose type decodes itself (nodeDecoder, scalarDecoder) and
+// reports whether it did.
+func (d *decoder) decodeOwn(path string, n *yaml.Node, v reflect.Value) bool {
 	if nd, ok := v.Addr().Interface().(nodeDecoder); ok {
 		if err := nd.decodeNode(n); err != nil {
 			d.fail(path, n, "%v", err)
 		}
-		return
+		return true
 	}
 	if sd, ok := v.Addr().Interface().(scalarDecoder); ok {
 		if n.Kind != yaml.ScalarNode {
 			d.fail(path, n, "want a single value, found a %s", kindName(n))
-			return
+			return true
 		}
 		if err := sd.decodeScalar(n.Value); err != nil {
 			d.fail(path, n, "%v", err)
 		}
-		return
+		return true
 	}
+	return false
+}
+
+// decodeValue decodes n into v by v's kind: a struct field by field, a list item by item, a
+// mapping key by key, a string, a whole number or a boolean as the scalar it must be.
+func (d *decoder) decodeValue(path string, n *yaml.Node, v reflect.Value) {
 	switch v.Kind() {
 	case reflect.Struct:
 		d.decodeStruct(path, n, v)
 	case reflect.Slice:
-		if n.Kind != yaml.SequenceNode {
-			d.fail(path, n, "want a list, found a %s", kindName(n))
-			return
-		}
-		out := reflect.MakeSlice(v.Type(), len(n.Content), len(n.Content))
-		for i, item := range n.Content {
-			d.decode(fmt.Sprintf("%s[%d]", path, i), item, out.Index(i))
-		}
-		v.Set(out)
+		d.decodeSlice(path, n, v)
 	case reflect.Map:
-		if n.Kind != yaml.MappingNode {
-			d.fail(path, n, "want a mapping, found a %s", kindName(n))
-			return
-		}
-		out := reflect.MakeMap(v.Type())
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			key := n.Content[i].Value
-			elem := reflect.New(v.Type().Elem()).Elem()
-			d.decode(join(path, key), n.Content[i+1], elem)
-			out.SetMapIndex(reflect.ValueOf(key).Convert(v.Type().Key()), elem)
-		}
-		v.Set(out)
+		d.decodeMap(path, n, v)
 	case reflect.String:
 		if n.Kind != yaml.ScalarNode {
 			d.fail(path, n, "want a string, found a %s", kindName(n))
@@ -177,6 +176,35 @@ func (d *decoder) decode(path string, n *yaml.Node, v reflect.Value) {
 	default:
 		d.fail(path, n, "cannot decode into %s", v.Type())
 	}
+}
+
+// decodeSlice decodes a list into v, each item at path[i].
+func (d *decoder) decodeSlice(path string, n *yaml.Node, v reflect.Value) {
+	if n.Kind != yaml.SequenceNode {
+		d.fail(path, n, "want a list, found a %s", kindName(n))
+		return
+	}
+	out := reflect.MakeSlice(v.Type(), len(n.Content), len(n.Content))
+	for i, item := range n.Content {
+		d.decode(fmt.Sprintf("%s[%d]", path, i), item, out.Index(i))
+	}
+	v.Set(out)
+}
+
+// decodeMap decodes a mapping into v, each value at path.key.
+func (d *decoder) decodeMap(path string, n *yaml.Node, v reflect.Value) {
+	if n.Kind != yaml.MappingNode {
+		d.fail(path, n, "want a mapping, found a %s", kindName(n))
+		return
+	}
+	out := reflect.MakeMap(v.Type())
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		key := n.Content[i].Value
+		elem := reflect.New(v.Type().Elem()).Elem()
+		d.decode(join(path, key), n.Content[i+1], elem)
+		out.SetMapIndex(reflect.ValueOf(key).Convert(v.Type().Key()), elem)
+	}
+	v.Set(out)
 }
 
 func (d *decoder) decodeStruct(path string, n *yaml.Node, v reflect.Value) {

@@ -156,3 +156,22 @@ func TestFindNamesTheKnownLanes(t *testing.T) {
 		t.Fatalf("want the known lanes named, got %v", err)
 	}
 }
+
+// The old lane names still load, for one release, as the lane they merged into, saying so; the
+// lane's own name loads it without a deprecation.
+func TestOldLaneNamesLoadTheMergedLane(t *testing.T) {
+	dir := filepath.Join("..", "..", "lanes")
+	for old, a := range Aliases {
+		l, err := Find(dir, old)
+		if err != nil {
+			t.Fatalf("%s: %v", old, err)
+		}
+		if l.Name != a.Lane || !strings.Contains(l.Deprecation, "lane "+old+" is deprecated and runs lane "+a.Lane) || !strings.Contains(l.Deprecation, "the old name goes in the next release") {
+			t.Errorf("%s: lane %s, deprecation %q", old, l.Name, l.Deprecation)
+		}
+	}
+	l, err := Find(dir, "kubernetes")
+	if err != nil || l.Deprecation != "" {
+		t.Fatalf("the lane by its own name: %v %q", err, l.Deprecation)
+	}
+}

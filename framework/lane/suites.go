@@ -2,6 +2,8 @@ package lane
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -159,7 +161,7 @@ func (l *Lane) checkNeed(v *validator, suite string, n PhaseNeed, idx int) {
 	if missing {
 		return
 	}
-	for _, w := range sortedKeys(n.Fixed) {
+	for _, w := range slices.Sorted(maps.Keys(n.Fixed)) {
 		f := n.Fixed[w]
 		if d := p.Timeouts[w].D(); d < f.Value {
 			v.fail(fmt.Sprintf("budget.phases[%d].timeouts.%s", idx, w), "%s is under %s, what the platform runs it at and no spec of suite %s can set (%s): a ceiling counted from it would not hold the wait",

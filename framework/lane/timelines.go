@@ -34,6 +34,13 @@ type Timeline struct {
 	Ceiling time.Duration
 }
 
+// ClusterPhases are the phases every conformance cluster runs at the same time, each cluster
+// on its own (the kubernetes suite's fixture: tenant brings every cluster's control plane up at
+// once, pools joins every cluster's pools at once, each from its own control plane up): each
+// ceiling holds the slowest cluster and is budgeted once, not once per cluster. A test of
+// framework/fixture holds these names to its own.
+var ClusterPhases = []string{"tenant", "pools"}
+
 // Timed reports whether any phase runs on a cluster's own timeline.
 func (b Budget) Timed() bool {
 	return slices.ContainsFunc(b.Phases, func(p Phase) bool { return p.Cluster != "" })

@@ -2,9 +2,11 @@ package lane
 
 import (
 	"fmt"
+	"maps"
 	"net/netip"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/cozystack/cozy-e2e/internal/install/upstream"
@@ -19,50 +21,9 @@ var (
 // validateKind checks what only a kind lane has: the pinned node image, the platform's package
 // lists, the node networking, port mappings, registry mirrors and the LoadBalancer range.
 func (l *Lane) validateKind(v *validator) {
-	var node *Component
-	for i := range l.Components {
-		if l.Components[i].Name == KindNodeComponent {
-			node = &l.Components[i]
-		}
-	}
-	if node == nil {
-		v.fail("components", "a kind lane pins its node image as component %q (image kindest/node, digest)", KindNodeComponent)
-	} else if node.Image == "" {
-		v.fail("components", "component %q names no image", KindNodeComponent)
-	} else if node.Digest != DigestUnknown {
-		// A pinned node image is a release kind tags with its Kubernetes version, in the range
-		// the lane's Cluster API runs on.
-		if err := CheckKindNodeVersion(node.Version); err != nil {
-			v.fail("components", "component %q: %v", KindNodeComponent, err)
-		}
-	}
+	l.validateNodeImage(v)
 	if p := l.Platform; p != nil {
-		seen := map[string]string{}
-		for i, name := range p.Packages {
-			seen[name] = fmt.Sprintf("platform.packages[%d]", i)
-		}
-		for i, d := range p.DisabledPackages {
-			if at, ok := seen[d.Name]; ok {
-				v.fail(fmt.Sprintf("platform.disabledPackages[%d]", i), "%q is also enabled at %s", d.Name, at)
-			}
-			seen[d.Name] = fmt.Sprintf("platform.disabledPackages[%d]", i)
-		}
-		// The operator creates no HelmRelease for a Package whose dependency is missing: a set
-		// that orphans a Package is refused here, before anything is installed.
-		problems, err := upstream.CheckDisabled(p.DisabledNames())
-		if err != nil {
-			v.fail("platform.disabledPackages", "%v", err)
-		}
-		for _, problem := range problems {
-			v.fail("platform.disabledPackages", "%s", problem)
-		}
-		// release:unknown is the lane saying no release is pinned yet; the preflight refuses it
-		// with the lane's note.
-		if p.Source != "release:"+DigestUnknown {
-			if _, err := ParseSource(p.Source); err != nil {
-				v.fail("platform.source", "%v", err)
-			}
-		}
+		validatePlatform(v, p)
 	}
 	k := l.Kind
 	if k == nil {
@@ -80,7 +41,72 @@ func (l *Lane) validateKind(v *validator) {
 		}
 		l.validateRanges(v, n)
 	}
-	for i, m := range k.PortMappings {
+	validatePortMappings(v, k.PortMappings)
+	validateRegistryMirrors(v, k.RegistryMirrors)
+	if r := k.LoadBalancerRange; r != "" {
+		if _, _, err := ParseRange(r); err != nil {
+			v.fail("kind.loadBalancerRange", "%v", err)
+		}
+	}
+}
+
+// validateNodeImage checks the kind node image the lane pins as a component: named, with an
+// image, and a pinned one a kind release in the range the lane's Cluster API runs on.
+func (l *Lane) validateNodeImage(v *validator) {
+	var node *Component
+	for i := range l.Components {
+		if l.Components[i].Name == KindNodeComponent {
+			node = &l.Components[i]
+		}
+	}
+	if node == nil {
+		v.fail("components", "a kind lane pins its node image as component %q (image kindest/node, digest)", KindNodeComponent)
+	} else if node.Image == "" {
+		v.fail("components", "component %q names no image", KindNodeComponent)
+	} else if node.Digest != DigestUnknown {
+		// A pinned node image is a release kind tags with its Kubernetes version, in the range
+		// the lane's Cluster API runs on.
+		if err := CheckKindNodeVersion(node.Version); err != nil {
+			v.fail("components", "component %q: %v", KindNodeComponent, err)
+		}
+	}
+}
+
+// validatePlatform checks the platform's package lists (no package both enabled and disabled,
+// no disabled set that orphans a Package) and its source.
+func validatePlatform(v *validator, p *Platform) {
+	seen := map[string]string{}
+	for i, name := range p.Packages {
+		seen[name] = fmt.Sprintf("platform.packages[%d]", i)
+	}
+	for i, d := range p.DisabledPackages {
+		if at, ok := seen[d.Name]; ok {
+			v.fail(fmt.Sprintf("platform.disabledPackages[%d]", i), "%q is also enabled at %s", d.Name, at)
+		}
+		seen[d.Name] = fmt.Sprintf("platform.disabledPackages[%d]", i)
+	}
+	// The operator creates no HelmRelease for a Package whose dependency is missing: a set
+	// that orphans a Package is refused here, before anything is installed.
+	problems, err := upstream.CheckDisabled(p.DisabledNames())
+	if err != nil {
+		v.fail("platform.disabledPackages", "%v", err)
+	}
+	for _, problem := range problems {
+		v.fail("platform.disabledPackages", "%s", problem)
+	}
+	// release:unknown is the lane saying no release is pinned yet; the preflight refuses it
+	// with the lane's note.
+	if p.Source != "release:"+DigestUnknown {
+		if _, err := ParseSource(p.Source); err != nil {
+			v.fail("platform.source", "%v", err)
+		}
+	}
+}
+
+// validatePortMappings checks kind.portMappings: ports in range, a known protocol, an IP
+// address to listen on.
+func validatePortMappings(v *validator, mappings []KindPortMapping) {
+	for i, m := range mappings {
 		path := fmt.Sprintf("kind.portMappings[%d]", i)
 		if m.ContainerPort < 1 || m.ContainerPort > 65535 {
 			v.fail(path+".containerPort", "%d is not a port", m.ContainerPort)
@@ -97,21 +123,21 @@ func (l *Lane) validateKind(v *validator) {
 			}
 		}
 	}
-	for _, host := range sortedKeys(k.RegistryMirrors) {
+}
+
+// validateRegistryMirrors checks kind.registryMirrors: each host names at least one http(s)
+// endpoint.
+func validateRegistryMirrors(v *validator, mirrors map[string][]string) {
+	for _, host := range slices.Sorted(maps.Keys(mirrors)) {
 		path := "kind.registryMirrors." + host
-		if len(k.RegistryMirrors[host]) == 0 {
+		if len(mirrors[host]) == 0 {
 			v.fail(path, "names no mirror endpoint")
 		}
-		for i, ep := range k.RegistryMirrors[host] {
+		for i, ep := range mirrors[host] {
 			u, err := url.Parse(ep)
 			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 				v.fail(fmt.Sprintf("%s[%d]", path, i), "%q is not an http(s):// endpoint", ep)
 			}
-		}
-	}
-	if r := k.LoadBalancerRange; r != "" {
-		if _, _, err := ParseRange(r); err != nil {
-			v.fail("kind.loadBalancerRange", "%v", err)
 		}
 	}
 }

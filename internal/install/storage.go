@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 
-	"github.com/cozystack/cozy-e2e/framework/lane"
+	"github.com/cozystack/cozy-e2e/internal/laneplan"
 )
 
 // PoolStorageClasses are the classes a pool's disk lands on: the chart's storageClass value
@@ -137,8 +137,8 @@ func ProfileClaims(sp *unstructured.Unstructured) []ClaimProperty {
 // StoragePlanSection is the lane plan's storage block: each StorageClass the harness creates, its
 // provisioner and binding, and the access and volume modes its CDI StorageProfile offers the
 // pool disks (what CDI puts on their claims).
-func StoragePlanSection() lane.PlanSection {
-	sec := lane.PlanSection{Title: "storage (internal/install; the sim's storage is set up by the same code, judged by the real cdi-controller)"}
+func StoragePlanSection() laneplan.Section {
+	sec := laneplan.Section{Title: "storage (internal/install; the sim's storage is set up by the same code, judged by the real cdi-controller)"}
 	profiles := map[string]string{}
 	for _, o := range StorageProfiles() {
 		sets, _, _ := unstructured.NestedSlice(o.Obj.Object, "spec", "claimPropertySets")

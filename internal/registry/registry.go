@@ -13,6 +13,7 @@ import (
 
 	"github.com/cozystack/cozy-e2e/framework/lane"
 	"github.com/cozystack/cozy-e2e/framework/tenant"
+	"github.com/cozystack/cozy-e2e/internal/laneplan"
 	"github.com/cozystack/cozy-e2e/internal/sim/capacity"
 	"github.com/cozystack/cozy-e2e/internal/sim/world"
 	"github.com/cozystack/cozy-e2e/suite"
@@ -246,13 +247,13 @@ func PerPoolLine(l *lane.Lane) string {
 // PlanSections are the suites' sections of a lane's plan: the per-pool phases as the budget
 // holds them, the worker VMs and what holds them, the pods on a kind lane's node against the
 // kubelet's maxPods, and the lifecycle phases' timeouts.
-func PlanSections(l *lane.Lane) []lane.PlanSection {
-	var out []lane.PlanSection
+func PlanSections(l *lane.Lane) []laneplan.Section {
+	var out []laneplan.Section
 	if line := PerPoolLine(l); line != "" {
-		out = append(out, lane.PlanSection{Title: "per-pool phases", Lines: []string{line}})
+		out = append(out, laneplan.Section{Title: "per-pool phases", Lines: []string{line}})
 	}
 	if line := WorkersLine(l); line != "" {
-		out = append(out, lane.PlanSection{Title: "workers", Lines: append([]string{line}, NodePodsLine(l)...)})
+		out = append(out, laneplan.Section{Title: "workers", Lines: append([]string{line}, NodePodsLine(l)...)})
 	}
 	return append(out, lifecycleSection(l)...)
 }

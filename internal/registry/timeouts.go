@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/cozystack/cozy-e2e/framework/lane"
+	"github.com/cozystack/cozy-e2e/internal/laneplan"
 	"github.com/cozystack/cozy-e2e/specs"
 	"github.com/cozystack/cozy-e2e/suites/kubernetes"
 )
@@ -47,10 +48,10 @@ func LifecycleTimeoutLines(l *lane.Lane) []string {
 }
 
 // lifecycleSection is the plan's section of lifecycle timeouts, nil when there are none.
-func lifecycleSection(l *lane.Lane) []lane.PlanSection {
+func lifecycleSection(l *lane.Lane) []laneplan.Section {
 	lines := LifecycleTimeoutLines(l)
 	if len(lines) == 0 {
 		return nil
 	}
-	return []lane.PlanSection{{Title: "lifecycle timeouts (the installed platform's MachineHealthCheck, held to the lane's)", Lines: lines}}
+	return []laneplan.Section{{Title: "lifecycle timeouts (the installed platform's MachineHealthCheck, held to the lane's)", Lines: lines}}
 }

@@ -6,18 +6,19 @@ import (
 
 	"github.com/cozystack/cozy-e2e/framework/lane"
 	"github.com/cozystack/cozy-e2e/internal/install/upstream"
+	"github.com/cozystack/cozy-e2e/internal/laneplan"
 )
 
-// PlanSections are the kind lane's install steps and gates, for lane.WritePlanWith. A lane that
+// PlanSections are the kind lane's install steps and gates, for laneplan.Write. A lane that
 // is not a kind lane has none; a kind lane whose pins do not match the catalog gets one section
 // saying so.
-func PlanSections(l *lane.Lane) []lane.PlanSection {
+func PlanSections(l *lane.Lane) []laneplan.Section {
 	if l.Substrate != lane.SubstrateKind && l.Substrate != lane.SubstrateExisting {
 		return nil
 	}
 	pinned, err := ForLane(l)
 	if err != nil {
-		return []lane.PlanSection{{Title: "install (cannot plan)", Lines: []string{err.Error()}}}
+		return []laneplan.Section{{Title: "install (cannot plan)", Lines: []string{err.Error()}}}
 	}
 	install := []string{
 		"phase cluster: kind cluster " + l.Name + " from the generated node config, created without waiting for Ready; kubeconfig exported to the run's work folder;",
@@ -43,7 +44,7 @@ func PlanSections(l *lane.Lane) []lane.PlanSection {
 		"  built-in NodeGroupClasses talos and kairos present, APIServices v1alpha1.apps.cozystack.io and v1alpha1.core.cozystack.io Available,",
 		"  then the root tenant's etcd: Tenant "+upstream.RootTenantNamespace+"/"+upstream.RootTenant+" spec.etcd true (as Cozystack's e2e patches it),",
 		"  HelmRelease "+upstream.RootTenantNamespace+"/"+upstream.RootEtcdRelease+" Ready and DataStore "+upstream.RootDataStore+" present (the tenant clusters' datastore)")
-	return []lane.PlanSection{{Title: "install (kind substrate; the existing substrate runs the gates only)", Lines: install}}
+	return []laneplan.Section{{Title: "install (kind substrate; the existing substrate runs the gates only)", Lines: install}}
 }
 
 func gateLine(p Pinned) string {

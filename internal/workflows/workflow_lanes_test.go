@@ -1,4 +1,4 @@
-package lane
+package workflows
 
 import (
 	"encoding/json"
@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	yamlv3 "go.yaml.in/yaml/v3"
+
+	"github.com/cozystack/cozy-e2e/framework/lane"
 )
 
 type wfStep struct {
@@ -59,9 +61,9 @@ type wfFile struct {
 	Jobs map[string]wfJob `json:"jobs"`
 }
 
-func shippedWorkflows(t *testing.T) ([]*Lane, map[string]wfFile, map[string][]byte) {
+func shippedWorkflows(t *testing.T) ([]*lane.Lane, map[string]wfFile, map[string][]byte) {
 	t.Helper()
-	lanes, err := LoadDir(filepath.Join("..", "..", "lanes"))
+	lanes, err := lane.LoadDir(filepath.Join("..", "..", "lanes"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +99,7 @@ func TestCommittedReusableWorkflowMatchesTheLanes(t *testing.T) {
 		t.Fatal(err)
 	}
 	if string(have) != string(want[ReusableWorkflowPath]) {
-		t.Fatalf("%s drifted from lanes/*.yaml; run `make workflows`:\n%s", ReusableWorkflowPath, Diff(string(have), string(want[ReusableWorkflowPath])))
+		t.Fatalf("%s drifted from lanes/*.yaml; run `make workflows`:\n%s", ReusableWorkflowPath, lane.Diff(string(have), string(want[ReusableWorkflowPath])))
 	}
 }
 
@@ -117,7 +119,7 @@ func TestWorkflowsTakeEachLanesCapAndRunner(t *testing.T) {
 		}
 		n := 0
 		for _, l := range lanes {
-			if l.Substrate != SubstrateKind {
+			if l.Substrate != lane.SubstrateKind {
 				continue
 			}
 			n++
@@ -126,8 +128,8 @@ func TestWorkflowsTakeEachLanesCapAndRunner(t *testing.T) {
 			}
 		}
 		if path == ReusableWorkflowPath {
-			// The old lane names a caller may pass (Aliases) run their lane, on its runner.
-			for old, a := range Aliases {
+			// The old lane names a caller may pass (lane.Aliases) run their lane, on its runner.
+			for old, a := range lane.Aliases {
 				n++
 				if caps[old] != caps[a.Lane] || strings.Join(runners[old], ",") != strings.Join(runners[a.Lane], ",") {
 					t.Errorf("%s: old name %s: timeout %d runner %v, want lane %s's", path, old, caps[old], runners[old], a.Lane)
@@ -164,16 +166,16 @@ func TestWorkflowMatrixKeepsNightlyLanesOffPullRequests(t *testing.T) {
 	// the specs of its lane of every change on the same install.
 	nightlySetups := map[string]bool{}
 	for _, l := range lanes {
-		if l.Substrate == SubstrateKind && l.Runner.Nightly {
-			nightlySetups[l.ManagementSetup()] = true
+		if l.Substrate == lane.SubstrateKind && l.Runner.Nightly {
+			nightlySetups[managementSetup(l)] = true
 		}
 	}
 	for _, l := range lanes {
-		if l.Substrate != SubstrateKind {
+		if l.Substrate != lane.SubstrateKind {
 			continue
 		}
 		wantAll = append(wantAll, l.Name)
-		if l.Runner.Nightly || !nightlySetups[l.ManagementSetup()] {
+		if l.Runner.Nightly || !nightlySetups[managementSetup(l)] {
 			wantNightly = append(wantNightly, l.Name)
 		}
 		if !l.Runner.Nightly {
@@ -212,7 +214,7 @@ func TestWorkflowGuardsConcurrencyAndInputs(t *testing.T) {
 	d := wfs[WorkflowPath].On.WorkflowDispatch.Inputs
 	var kind []string
 	for _, l := range lanes {
-		if l.Substrate == SubstrateKind {
+		if l.Substrate == lane.SubstrateKind {
 			kind = append(kind, l.Name)
 		}
 	}
@@ -269,7 +271,7 @@ func TestHostedRunnerStepsComeBeforeThePreflight(t *testing.T) {
 var pinnedUses = regexp.MustCompile(`^\s*(?:-\s+)?uses:\s+([\w.-]+/[\w.-]+)@([0-9a-f]{40}) # (v\d+\.\d+\.\d+)$`)
 
 // Every third-party action in every workflow is pinned by full commit, its version in a
-// comment, at the commit lane.ActionPins records for it.
+// comment, at the commit workflows.ActionPins records for it.
 func TestEveryActionIsPinnedByCommit(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("..", "..", ".github", "workflows", "*.yaml"))
 	if err != nil || len(files) < 3 {
@@ -290,7 +292,7 @@ func TestEveryActionIsPinnedByCommit(t *testing.T) {
 				continue
 			}
 			if p, ok := ActionPins[m[1]]; !ok || p.Commit != m[2] || p.Tag != m[3] {
-				t.Errorf("%s:%d: %s@%s # %s is not the pin lane.ActionPins records (%+v)", f, i+1, m[1], m[2], m[3], p)
+				t.Errorf("%s:%d: %s@%s # %s is not the pin workflows.ActionPins records (%+v)", f, i+1, m[1], m[2], m[3], p)
 			}
 		}
 	}

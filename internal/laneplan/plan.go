@@ -1,25 +1,46 @@
-package lane
+// Package laneplan prints a lane's whole ordered plan without touching a cluster (lanes plan,
+// make e2e-plan): phases with their ceilings and latest ends, pins, the machine, classes and
+// pools, suites, policy, and the artifacts a run leaves.
+package laneplan
 
 import (
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strings"
 
+	"github.com/cozystack/cozy-e2e/framework/lane"
 	"github.com/cozystack/cozy-e2e/internal/install/upstream"
 )
 
-// PlanSection is a titled block of plan lines that another package contributes (the kind
-// lane's install steps and gates come from internal/install/catalog).
-type PlanSection struct {
+// Section is a titled block of plan lines that another package contributes (the kind lane's
+// install steps and gates come from internal/install/catalog).
+type Section struct {
 	Title string
 	Lines []string
 }
 
-// WritePlanWith prints the whole ordered plan of a lane without touching a cluster: phases
-// with their ceilings and latest ends, pins, classes and pools, suites, policy, and the
-// artifacts a run leaves; extra sections are printed after the pins.
-func WritePlanWith(w io.Writer, l *Lane, extra ...PlanSection) {
+// Write prints the whole ordered plan of a lane without touching a cluster: phases with their
+// ceilings and latest ends, pins, classes and pools, suites, policy, and the artifacts a run
+// leaves; extra sections are printed after the pins.
+func Write(w io.Writer, l *lane.Lane, extra ...Section) {
+	writeHeader(w, l)
+	writeClusters(w, l)
+
+	writePhases(w, l)
+	fmt.Fprintf(w, "  then diagnostics (on failure) within %s, artifacts within %s\n\n", l.Budget.DiagnosticsReserve, l.Budget.ArtifactReserve)
+
+	writeComponents(w, l)
+	writeMachine(w, l)
+	writeSections(w, extra)
+	writeWorkers(w, l)
+	writeSuites(w, l)
+	writeArtifacts(w, l)
+}
+
+// writeHeader prints the lane, its conformance clusters' versions and the job cap's arithmetic.
+func writeHeader(w io.Writer, l *lane.Lane) {
 	a := l.Budget.Arithmetic()
 	var versions []string
 	for _, c := range l.ConformanceClusters() {
@@ -39,31 +60,35 @@ func WritePlanWith(w io.Writer, l *Lane, extra ...PlanSection) {
 		fmt.Fprintf(w, "  where the numbers come from: %s\n", l.Budget.Note)
 	}
 	fmt.Fprintln(w)
-	writeClusters(w, l)
+}
 
-	writePhases(w, l)
-	fmt.Fprintf(w, "  then diagnostics (on failure) within %s, artifacts within %s\n\n", l.Budget.DiagnosticsReserve, l.Budget.ArtifactReserve)
-
-	if len(l.Components) > 0 {
-		fmt.Fprintln(w, "components")
-		for _, c := range l.Components {
-			pin := c.Version
-			if c.Image != "" {
-				pin += "  " + c.Image + "@" + c.Digest
-			} else if c.Digest != "" {
-				pin += "  " + c.Digest
-			}
-			if c.Source != "" {
-				pin += "  from " + c.Source
-			}
-			fmt.Fprintf(w, "  %-28s %s\n", c.Name, pin)
-			if c.Digest == DigestUnknown {
-				fmt.Fprintf(w, "  %-28s   digest not pinned yet: %s\n", "", c.Note)
-			}
-		}
-		fmt.Fprintln(w)
+// writeComponents prints the pins: each component's version, image and digest, and where it
+// comes from; a digest not pinned yet with its note.
+func writeComponents(w io.Writer, l *lane.Lane) {
+	if len(l.Components) == 0 {
+		return
 	}
-	writeMachine(w, l)
+	fmt.Fprintln(w, "components")
+	for _, c := range l.Components {
+		pin := c.Version
+		if c.Image != "" {
+			pin += "  " + c.Image + "@" + c.Digest
+		} else if c.Digest != "" {
+			pin += "  " + c.Digest
+		}
+		if c.Source != "" {
+			pin += "  from " + c.Source
+		}
+		fmt.Fprintf(w, "  %-28s %s\n", c.Name, pin)
+		if c.Digest == lane.DigestUnknown {
+			fmt.Fprintf(w, "  %-28s   digest not pinned yet: %s\n", "", c.Note)
+		}
+	}
+	fmt.Fprintln(w)
+}
+
+// writeSections prints the sections other packages contribute, each under its title.
+func writeSections(w io.Writer, extra []Section) {
 	for _, sec := range extra {
 		fmt.Fprintln(w, sec.Title)
 		for _, line := range sec.Lines {
@@ -71,6 +96,11 @@ func WritePlanWith(w io.Writer, l *Lane, extra ...PlanSection) {
 		}
 		fmt.Fprintln(w)
 	}
+}
+
+// writeWorkers prints the operator classes, the pools in their conformance clusters and the
+// workload.
+func writeWorkers(w io.Writer, l *lane.Lane) {
 	for _, c := range l.Classes {
 		fmt.Fprintf(w, "class %s: os %s", c.Name, c.OS)
 		if c.Image != "" {
@@ -83,6 +113,11 @@ func WritePlanWith(w io.Writer, l *Lane, extra ...PlanSection) {
 		fmt.Fprintf(w, "  %-10s cluster %-10s class %-12s replicas %d\n", p.Name, p.ClusterName(), p.Class, p.Replicas)
 	}
 	fmt.Fprintf(w, "workload %s\n\n", l.Workload.Ref())
+}
+
+// writeSuites prints the suites with their label filters and the policy: the soft failure
+// classes and, off the sim, the HelmReleases remediated.
+func writeSuites(w io.Writer, l *lane.Lane) {
 	fmt.Fprintln(w, "suites")
 	for _, s := range l.Suites {
 		filter := s.LabelFilter
@@ -96,17 +131,21 @@ func WritePlanWith(w io.Writer, l *Lane, extra ...PlanSection) {
 		soft = strings.Join(l.Policy.Soft, ", ")
 	}
 	fmt.Fprintf(w, "soft failure classes: %s\n", soft)
-	if l.Substrate != SubstrateSim {
+	if l.Substrate != lane.SubstrateSim {
 		r := l.Policy.Remediation
 		fmt.Fprintf(w, "remediated HelmReleases (a failed or uninstalled release in status.history): at install %s, on the tenant's Kubernetes release %s\n",
 			r.InstallPolicy(), r.TenantPolicy())
 	}
 	fmt.Fprintln(w)
+}
+
+// writeArtifacts prints the files a run leaves, and a kind lane's substrate files.
+func writeArtifacts(w io.Writer, l *lane.Lane) {
 	fmt.Fprintln(w, "artifacts ($E2E_ARTIFACTS, default _artifacts/<lane>-<UTC time>/)")
 	for _, f := range []string{"junit.xml", "verdict.json", "timings.json", "summary.md", "manifest.json", "repro.txt"} {
 		fmt.Fprintf(w, "  %s\n", f)
 	}
-	if l.Substrate == SubstrateKind {
+	if l.Substrate == lane.SubstrateKind {
 		for _, f := range []string{
 			"substrate/preflight.txt      what the preflight found (docker, KVM, CPU, memory, disk, inotify, cgroup)",
 			"substrate/kind-config.yaml   the generated kind node config",
@@ -121,11 +160,11 @@ func WritePlanWith(w io.Writer, l *Lane, extra ...PlanSection) {
 }
 
 // writeMachine prints what the lane needs of the runner, the kind cluster and the platform.
-func writeMachine(w io.Writer, l *Lane) {
+func writeMachine(w io.Writer, l *lane.Lane) {
 	r := l.Runner
 	if r.CPUs > 0 || r.MemoryGiB > 0 || r.DiskGiB > 0 {
 		fmt.Fprintf(w, "runner %v: at least %d CPUs, %d GiB memory, %d GiB free disk", r.RunsOn, r.CPUs, r.MemoryGiB, r.DiskGiB)
-		if l.Substrate == SubstrateKind {
+		if l.Substrate == lane.SubstrateKind {
 			fmt.Fprint(w, ", docker, hardware KVM (/dev/kvm)")
 			if l.Kind != nil && l.Kind.Emulation {
 				fmt.Fprint(w, " or software emulation (this lane allows it)")
@@ -138,7 +177,7 @@ func writeMachine(w io.Writer, l *Lane) {
 		if r.Nightly {
 			fmt.Fprintln(w, "  e2e workflow: the nightly schedule and dispatch only, not pull requests or pushes (runner.nightly)")
 		}
-		if l.Substrate == SubstrateKind {
+		if l.Substrate == lane.SubstrateKind {
 			fmt.Fprintln(w, "  e2e-lane workflow (reusable): a pull request of the calling repository, or a fork's from a workflow_run caller (platform-run-id, platform-head-sha: the artifact downloaded from that run with the caller's token, the harness pinned by commit, no registry login, nothing of the fork built on the runner)")
 		}
 		fmt.Fprintln(w)
@@ -165,7 +204,7 @@ func writeMachine(w io.Writer, l *Lane) {
 			upstream.ControlPlaneLabel, upstream.ControlPlaneLabelValue, upstream.PlatformVariant, upstream.ExcludeFromExternalLBLabel)
 		fmt.Fprintf(w, "  registry login (E2E_PLATFORM_REGISTRY with _USERNAME and _PASSWORD, none by default): every node's kubelet reads it at %s (a read-only mount from the run's work folder, kind's way), the operator through a dockerconfigjson Secret in %s its %s names; the run scans every artifact for it. It does not reach CDI's importer, which pulls a Kairos pool's disk with the DataVolume's own secretRef (the chart sets none), nor tenant workers (the platform-wide registries value no longer reaches them): the preflight refuses a pool whose Kairos disk is on the registry the run logs in to\n",
 			upstream.KubeletDockerConfig, upstream.PlatformSourceSecretNamespace, upstream.PlatformSourceSecretFlag)
-		for _, host := range sortedKeys(k.RegistryMirrors) {
+		for _, host := range slices.Sorted(maps.Keys(k.RegistryMirrors)) {
 			fmt.Fprintf(w, "  mirror %s -> %s\n", host, strings.Join(k.RegistryMirrors[host], ", "))
 		}
 		for _, m := range k.PortMappings {
@@ -199,12 +238,12 @@ func writeMachine(w io.Writer, l *Lane) {
 
 // writeNodeImage prints the kind node image every node is created from, where its pin comes
 // from and why, and how a run overrides it.
-func writeNodeImage(w io.Writer, l *Lane) {
+func writeNodeImage(w io.Writer, l *lane.Lane) {
 	for _, c := range l.Components {
-		if c.Name != KindNodeComponent {
+		if c.Name != lane.KindNodeComponent {
 			continue
 		}
-		if c.Digest == DigestUnknown || c.Digest == "" {
+		if c.Digest == lane.DigestUnknown || c.Digest == "" {
 			fmt.Fprintf(w, "  node image %s:%s, digest not pinned: the preflight refuses it unless E2E_KIND_NODE_IMAGE pins one\n", c.Image, c.Version)
 		} else {
 			fmt.Fprintf(w, "  node image %s:%s@%s, from %s\n", c.Image, c.Version, c.Digest, c.Source)
@@ -213,19 +252,6 @@ func writeNodeImage(w io.Writer, l *Lane) {
 			}
 		}
 		fmt.Fprintf(w, "    E2E_KIND_NODE_IMAGE=<image>:<tag>@sha256:<hex> overrides it for a run (%s); run.json and repro.json record the image used, a repro refuses another\n",
-			ManagementRange)
+			lane.ManagementRange)
 	}
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	for i := 1; i < len(keys); i++ {
-		for j := i; j > 0 && keys[j] < keys[j-1]; j-- {
-			keys[j], keys[j-1] = keys[j-1], keys[j]
-		}
-	}
-	return keys
 }

@@ -1,4 +1,4 @@
-package lane
+package workflows
 
 import (
 	"crypto/sha256"

@@ -1,4 +1,4 @@
-package lane_test
+package laneplan_test
 
 import (
 	"bytes"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/cozystack/cozy-e2e/framework/lane"
 	"github.com/cozystack/cozy-e2e/internal/install/catalog"
+	"github.com/cozystack/cozy-e2e/internal/laneplan"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden plans")
@@ -25,7 +26,7 @@ func TestPlanGolden(t *testing.T) {
 				t.Fatal(err)
 			}
 			var b bytes.Buffer
-			lane.WritePlanWith(&b, l, catalog.PlanSections(l)...)
+			laneplan.Write(&b, l, catalog.PlanSections(l)...)
 			path := filepath.Join("testdata", "plan-"+name+".golden")
 			if *update {
 				if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
@@ -34,7 +35,7 @@ func TestPlanGolden(t *testing.T) {
 			}
 			want, err := os.ReadFile(path)
 			if err != nil {
-				t.Fatalf("%v (go test ./framework/lane -run TestPlanGolden -update writes it)", err)
+				t.Fatalf("%v (go test ./internal/laneplan -run TestPlanGolden -update writes it)", err)
 			}
 			if b.String() != string(want) {
 				t.Fatalf("the plan of %s changed (review, then -update):\n%s", name, lane.Diff(b.String(), string(want)))

@@ -1,4 +1,4 @@
-package lane
+package workflows
 
 import "text/template"
 

@@ -1,13 +1,19 @@
-package lane
+// Package workflows generates the GitHub workflows that run the kind lanes (the e2e workflow
+// and the reusable one another repository calls) from the lane files, and holds the CI workflow,
+// written by hand, to the sim lanes.
+package workflows
 
 import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"text/template"
 
+	"github.com/cozystack/cozy-e2e/framework/lane"
 	"github.com/cozystack/cozy-e2e/internal/install/upstream"
 )
 
@@ -39,14 +45,14 @@ var ActionPins = map[string]ActionPin{
 func uses(action string) (string, error) {
 	p, ok := ActionPins[action]
 	if !ok {
-		return "", fmt.Errorf("action %s has no pin in lane.ActionPins", action)
+		return "", fmt.Errorf("action %s has no pin in workflows.ActionPins", action)
 	}
 	return action + "@" + p.Commit + " # " + p.Tag, nil
 }
 
 // workflowData is what both workflows are generated from.
 type workflowData struct {
-	Lanes []*Lane
+	Lanes []*lane.Lane
 	// LaneNames, EveryChange, Nightly, RunsOn and Timeouts are JSON for the workflows'
 	// fromJSON: the kind lanes, those of them that run on every pull request and push (not
 	// runner.nightly), those the nightly schedule runs (Scheduled), each lane's runner labels,
@@ -187,13 +193,13 @@ jobs:
 // Workflow renders the e2e workflow: a matrix over the kind lanes (one on dispatch), each
 // with its job cap as timeout-minutes and its runner labels. Lanes are given in any order; the
 // output is sorted by name.
-func Workflow(lanes []*Lane) ([]byte, error) { return render(workflowTmpl, lanes) }
+func Workflow(lanes []*lane.Lane) ([]byte, error) { return render(workflowTmpl, lanes) }
 
 // ReusableWorkflow renders the reusable workflow that runs one kind lane for a caller.
-func ReusableWorkflow(lanes []*Lane) ([]byte, error) { return render(reusableTmpl, lanes) }
+func ReusableWorkflow(lanes []*lane.Lane) ([]byte, error) { return render(reusableTmpl, lanes) }
 
 // Workflows are both generated workflows by their path under the project root.
-func Workflows(lanes []*Lane) (map[string][]byte, error) {
+func Workflows(lanes []*lane.Lane) (map[string][]byte, error) {
 	wf, err := Workflow(lanes)
 	if err != nil {
 		return nil, err
@@ -205,10 +211,10 @@ func Workflows(lanes []*Lane) (map[string][]byte, error) {
 	return map[string][]byte{WorkflowPath: wf, ReusableWorkflowPath: re}, nil
 }
 
-func render(t *template.Template, lanes []*Lane) ([]byte, error) {
-	var kind []*Lane
+func render(t *template.Template, lanes []*lane.Lane) ([]byte, error) {
+	var kind []*lane.Lane
 	for _, l := range lanes {
-		if l.Substrate == SubstrateKind {
+		if l.Substrate == lane.SubstrateKind {
 			kind = append(kind, l)
 		}
 	}
@@ -244,8 +250,8 @@ func render(t *template.Template, lanes []*Lane) ([]byte, error) {
 	d.RunsOn, d.Timeouts = compactJSON(runsOn), compactJSON(timeouts)
 	// An old lane name a caller of the reusable workflow may still pass runs the lane it merged
 	// into (Aliases).
-	for _, old := range sortedKeys(Aliases) {
-		a := Aliases[old]
+	for _, old := range slices.Sorted(maps.Keys(lane.Aliases)) {
+		a := lane.Aliases[old]
 		if _, ok := runsOn[a.Lane]; ok {
 			d.Aliases = append(d.Aliases, old)
 			runsOn[old], timeouts[old] = runsOn[a.Lane], timeouts[a.Lane]

@@ -1,15 +1,19 @@
-package lane
+package workflows
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
+
+	"github.com/cozystack/cozy-e2e/framework/lane"
 )
 
-// ManagementSetup is what a kind lane's management cluster is: the platform source it
+// managementSetup is what a kind lane's management cluster is: the platform source it
 // installs and the Kubernetes version of its kind node. Lanes of one setup differ only in what
 // runs on it (tenant versions, pools), which one install holds as conformance clusters.
-func (l *Lane) ManagementSetup() string {
+func managementSetup(l *lane.Lane) string {
 	src := ""
 	if l.Platform != nil {
 		src = l.Platform.Source
@@ -19,7 +23,7 @@ func (l *Lane) ManagementSetup() string {
 	}
 	node := ""
 	for _, c := range l.Components {
-		if c.Name == KindNodeComponent {
+		if c.Name == lane.KindNodeComponent {
 			node = c.Version
 		}
 	}
@@ -30,15 +34,15 @@ func (l *Lane) ManagementSetup() string {
 // request and push: one install holds both lanes' tenant versions as conformance clusters
 // (clusters[]), so two jobs would install the same platform twice. A nightly lane is apart: it
 // runs on the schedule only (runner.nightly says why the lane stands alone), one per setup.
-func oneJobPerSetup(kind []*Lane) error {
+func oneJobPerSetup(kind []*lane.Lane) error {
 	// by[nightly][setup] are the lanes of one setup that run on every change, or nightly.
 	by := map[bool]map[string][]string{false: {}, true: {}}
 	for _, l := range kind {
-		by[l.Runner.Nightly][l.ManagementSetup()] = append(by[l.Runner.Nightly][l.ManagementSetup()], l.Name)
+		by[l.Runner.Nightly][managementSetup(l)] = append(by[l.Runner.Nightly][managementSetup(l)], l.Name)
 	}
 	var errs []string
 	for _, nightly := range []bool{true, false} {
-		for _, setup := range sortedKeys(by[nightly]) {
+		for _, setup := range slices.Sorted(maps.Keys(by[nightly])) {
 			names := by[nightly][setup]
 			if len(names) < 2 {
 				continue
@@ -64,16 +68,16 @@ func oneJobPerSetup(kind []*Lane) error {
 // runner.nightly lane where it has one (a nightly lane runs the specs of the lanes that run on
 // every change too, on the same install: lanes/kubernetes-lifecycle.yaml), else its lane of
 // every change.
-func Scheduled(kind []*Lane) []string {
+func Scheduled(kind []*lane.Lane) []string {
 	nightly := map[string]bool{}
 	for _, l := range kind {
 		if l.Runner.Nightly {
-			nightly[l.ManagementSetup()] = true
+			nightly[managementSetup(l)] = true
 		}
 	}
 	var out []string
 	for _, l := range kind {
-		if l.Runner.Nightly || !nightly[l.ManagementSetup()] {
+		if l.Runner.Nightly || !nightly[managementSetup(l)] {
 			out = append(out, l.Name)
 		}
 	}
@@ -81,7 +85,7 @@ func Scheduled(kind []*Lane) []string {
 }
 
 // setupLines say, per kind lane, its management setup and its tenant clusters at their versions.
-func setupLines(kind []*Lane) []string {
+func setupLines(kind []*lane.Lane) []string {
 	var out []string
 	for _, l := range kind {
 		var cs []string
@@ -92,7 +96,7 @@ func setupLines(kind []*Lane) []string {
 		if l.Runner.Nightly {
 			when = "nightly"
 		}
-		out = append(out, fmt.Sprintf("%s (%s): %s; tenant clusters %s", l.Name, when, l.ManagementSetup(), strings.Join(cs, ", ")))
+		out = append(out, fmt.Sprintf("%s (%s): %s; tenant clusters %s", l.Name, when, managementSetup(l), strings.Join(cs, ", ")))
 	}
 	return out
 }

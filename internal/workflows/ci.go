@@ -1,4 +1,4 @@
-package lane
+package workflows
 
 import (
 	"fmt"
@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	yaml "go.yaml.in/yaml/v3"
+
+	"github.com/cozystack/cozy-e2e/framework/lane"
 )
 
 // CIPath is the workflow that runs the unit tests and every sim lane on each change.
@@ -14,7 +16,7 @@ const CIPath = ".github/workflows/ci.yaml"
 // CheckCI holds the CI workflow (ci, CIPath's content) to the sim lanes: each must be run by a
 // step (bin/e2e run --lane <its name, or its file relative to root, the checkout>), so a sim
 // lane added is a sim lane CI runs.
-func CheckCI(ci []byte, lanes []*Lane, root string) error {
+func CheckCI(ci []byte, lanes []*lane.Lane, root string) error {
 	var wf struct {
 		Jobs map[string]struct {
 			Steps []struct {
@@ -47,7 +49,7 @@ func CheckCI(ci []byte, lanes []*Lane, root string) error {
 		if strings.HasPrefix(file, "lanes/") {
 			arg = l.Name
 		}
-		if l.Substrate == SubstrateSim && !ran[l.Name] && !ran[file] {
+		if l.Substrate == lane.SubstrateSim && !ran[l.Name] && !ran[file] {
 			missing = append(missing, fmt.Sprintf("%s (a step: bin/e2e run --lane %s)", file, arg))
 		}
 	}

@@ -1,4 +1,4 @@
-package lane
+package workflows
 
 import (
 	"os"
@@ -7,12 +7,14 @@ import (
 	"testing"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/cozystack/cozy-e2e/framework/lane"
 )
 
 // The committed workflow is exactly what the lanes generate: the workflow and the budgets
 // cannot drift apart (workflow_lanes_test.go checks what it says of each lane).
 func TestCommittedWorkflowMatchesTheLanes(t *testing.T) {
-	lanes, err := LoadDir(filepath.Join("..", "..", "lanes"))
+	lanes, err := lane.LoadDir(filepath.Join("..", "..", "lanes"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -25,7 +27,7 @@ func TestCommittedWorkflowMatchesTheLanes(t *testing.T) {
 		t.Fatal(err)
 	}
 	if string(have) != string(want) {
-		t.Fatalf("%s drifted from lanes/*.yaml; run `make workflows`:\n%s", WorkflowPath, Diff(string(have), string(want)))
+		t.Fatalf("%s drifted from lanes/*.yaml; run `make workflows`:\n%s", WorkflowPath, lane.Diff(string(have), string(want)))
 	}
 	var wf map[string]any
 	if err := yaml.Unmarshal(have, &wf); err != nil {
@@ -36,7 +38,7 @@ func TestCommittedWorkflowMatchesTheLanes(t *testing.T) {
 // The workflow runs the lane through bin/e2e, whose exit code is the run's (README's exit code
 // table); `make e2e` would turn every failure into make's own 2.
 func TestWorkflowRunsTheHarnessThatCarriesTheExitCode(t *testing.T) {
-	lanes, err := LoadDir(filepath.Join("..", "..", "lanes"))
+	lanes, err := lane.LoadDir(filepath.Join("..", "..", "lanes"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,12 +71,12 @@ func TestWorkflowRunsTheHarnessThatCarriesTheExitCode(t *testing.T) {
 // A lane set whose kind lanes are all nightly would leave pull requests an empty matrix, which
 // GitHub refuses: the workflow is not generated, and the error says why.
 func TestWorkflowRefusesOnlyNightlyKindLanes(t *testing.T) {
-	lanes, err := LoadDir(filepath.Join("..", "..", "lanes"))
+	lanes, err := lane.LoadDir(filepath.Join("..", "..", "lanes"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, l := range lanes {
-		l.Runner.Nightly = l.Substrate == SubstrateKind
+		l.Runner.Nightly = l.Substrate == lane.SubstrateKind
 	}
 	if _, err := Workflow(lanes); err == nil || !strings.Contains(err.Error(), "every kind lane is runner.nightly") {
 		t.Fatalf("every kind lane nightly: %v", err)
@@ -85,24 +87,24 @@ func TestWorkflowRefusesOnlyNightlyKindLanes(t *testing.T) {
 // that install the same platform on the same management Kubernetes are refused (their tenant
 // versions belong in one lane's clusters), and the shipped matrix holds one lane per setup.
 func TestWorkflowRunsOneKindJobPerManagementSetup(t *testing.T) {
-	lanes, err := LoadDir(filepath.Join("..", "..", "lanes"))
+	lanes, err := lane.LoadDir(filepath.Join("..", "..", "lanes"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	setups := map[string]string{}
 	for _, l := range lanes {
-		if l.Substrate != SubstrateKind || l.Runner.Nightly {
+		if l.Substrate != lane.SubstrateKind || l.Runner.Nightly {
 			continue
 		}
-		if other, dup := setups[l.ManagementSetup()]; dup {
-			t.Errorf("lanes %s and %s share the management setup %s", other, l.Name, l.ManagementSetup())
+		if other, dup := setups[managementSetup(l)]; dup {
+			t.Errorf("lanes %s and %s share the management setup %s", other, l.Name, managementSetup(l))
 		}
-		setups[l.ManagementSetup()] = l.Name
+		setups[managementSetup(l)] = l.Name
 	}
 	if len(setups) == 0 {
 		t.Fatal("no every-change kind lane")
 	}
-	var twin *Lane
+	var twin *lane.Lane
 	for _, l := range lanes {
 		if l.Name == "kubernetes" {
 			c := *l
@@ -124,9 +126,9 @@ func TestWorkflowRunsOneKindJobPerManagementSetup(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "nightly kind lanes kubernetes-lifecycle, kubernetes-twin install the same management setup") {
 		t.Fatalf("two nightly lanes of one setup: %v", err)
 	}
-	var kind []*Lane
+	var kind []*lane.Lane
 	for _, l := range lanes {
-		if l.Substrate == SubstrateKind {
+		if l.Substrate == lane.SubstrateKind {
 			kind = append(kind, l)
 		}
 	}
@@ -135,24 +137,11 @@ func TestWorkflowRunsOneKindJobPerManagementSetup(t *testing.T) {
 	}
 }
 
-// The old lane names still run, for one release, as the lane they merged into, saying so; the
-// reusable workflow takes them and gives them that lane's runner and job cap.
+// The reusable workflow takes the old lane names, for one release, and gives them the runner and
+// job cap of the lane they merged into (framework/lane's TestOldLaneNamesLoadTheMergedLane holds
+// what the old names load).
 func TestOldLaneNamesRunTheMergedLane(t *testing.T) {
-	dir := filepath.Join("..", "..", "lanes")
-	for old, a := range Aliases {
-		l, err := Find(dir, old)
-		if err != nil {
-			t.Fatalf("%s: %v", old, err)
-		}
-		if l.Name != a.Lane || !strings.Contains(l.Deprecation, "lane "+old+" is deprecated and runs lane "+a.Lane) || !strings.Contains(l.Deprecation, "the old name goes in the next release") {
-			t.Errorf("%s: lane %s, deprecation %q", old, l.Name, l.Deprecation)
-		}
-	}
-	l, err := Find(dir, "kubernetes")
-	if err != nil || l.Deprecation != "" {
-		t.Fatalf("the lane by its own name: %v %q", err, l.Deprecation)
-	}
-	lanes, err := LoadDir(dir)
+	lanes, err := lane.LoadDir(filepath.Join("..", "..", "lanes"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +149,7 @@ func TestOldLaneNamesRunTheMergedLane(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for old := range Aliases {
+	for old := range lane.Aliases {
 		if !strings.Contains(string(re), `"`+old+`":215`) || !strings.Contains(string(re), `"`+old+`":["oracle-vm-32cpu-128gb-x86-64"]`) {
 			t.Errorf("the reusable workflow does not take %s", old)
 		}

@@ -1,26 +1,22 @@
-package lane
+package laneplan
 
 import (
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/cozystack/cozy-e2e/framework/lane"
 )
 
-// ClusterPhases are the phases every conformance cluster runs at the same time, each cluster
-// on its own (the kubernetes suite's fixture: tenant brings every cluster's control plane up at
-// once, pools joins every cluster's pools at once, each from its own control plane up): each
-// ceiling holds the slowest cluster and is budgeted once, not once per cluster. A test of
-// framework/fixture holds these names to its own.
-var ClusterPhases = []string{"tenant", "pools"}
-
-// phaseGroup is the plan's heading for phase i: the install's phases once before the
+// phaseGroup is the plan's heading for phase i of lane l: the install's phases once before the
 // clusters, the clusters' phases at once, and what follows them.
-func (l *Lane) phaseGroup(i int) string {
+func phaseGroup(l *lane.Lane, i int) string {
 	first, last := -1, -1
 	for j, p := range l.Budget.Phases {
-		if slices.Contains(ClusterPhases, p.Name) {
+		if slices.Contains(lane.ClusterPhases, p.Name) {
 			if first < 0 {
 				first = j
 			}
@@ -43,7 +39,7 @@ func (l *Lane) phaseGroup(i int) string {
 // (offset from the job's start if every phase before it used its ceiling): the shared phases,
 // then each cluster's own timeline from the same start, side by side, then the shared phases
 // after the longest.
-func writePhases(w io.Writer, l *Lane) {
+func writePhases(w io.Writer, l *lane.Lane) {
 	fmt.Fprintln(w, "phases (offset from job start: latest end if every phase before used its ceiling)")
 	b := l.Budget
 	lay := b.Layout()
@@ -55,12 +51,12 @@ func writePhases(w io.Writer, l *Lane) {
 		if p.Note != "" {
 			fmt.Fprintf(w, "%s     %s\n", indent, p.Note)
 		}
-		for _, name := range sortedKeys(p.Timeouts) {
+		for _, name := range slices.Sorted(maps.Keys(p.Timeouts)) {
 			fmt.Fprintf(w, "%s     timeout %s %s\n", indent, name, p.Timeouts[name])
 		}
 	}
 	for _, i := range lay.Before {
-		if g := l.phaseGroup(i); g != group {
+		if g := phaseGroup(l, i); g != group {
 			group = g
 			fmt.Fprintf(w, "  %s\n", g)
 		}
@@ -98,7 +94,7 @@ func writePhases(w io.Writer, l *Lane) {
 
 // writeClusters prints the conformance clusters: each with its release and pools, where its
 // version comes from, and what the chart offers at the pinned revision.
-func writeClusters(w io.Writer, l *Lane) {
+func writeClusters(w io.Writer, l *lane.Lane) {
 	cs := l.ConformanceClusters()
 	if len(cs) == 0 {
 		return
@@ -125,5 +121,5 @@ func writeClusters(w io.Writer, l *Lane) {
 		fmt.Fprintf(w, "  %-14s Kubernetes %-6s (kubelet %s)  %d workers: %s  [%s]\n", c.Name, c.Kubernetes.Version, c.Kubernetes.Patch, workers, strings.Join(pools, ", "), from)
 	}
 	tv := l.TenantVersions()
-	fmt.Fprintf(w, "  versions held to the platform's Kubernetes chart at the pinned revision: %s; releases from %s\n\n", tv, tv.Patches)
+	fmt.Fprintf(w, "  versions held to the platform's Kubernetes chart at the pinned revision: %s; releases from %s\n\n", tv, tv.Patches())
 }
