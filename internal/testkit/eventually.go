@@ -16,15 +16,19 @@ const (
 	longestPause = 250 * time.Millisecond
 )
 
+// sayAfter is how long a wait lasts before its end is worth a line in the test's log.
+const sayAfter = time.Second
+
 // progressEvery is how often a long wait says in the test's log how long it has left and where
 // it is stuck.
 const progressEvery = 30 * time.Second
 
 // Eventually looks at cond until it holds, for at most timeout and not after ctx ends. cond says
 // whether it holds and, when not, why: the reason is where the wait is stuck. A wait that lasts
-// says every progressEvery what it waits for, how long it has left and the last reason; one that
-// gives up ends the test saying what it waited for, how long, the last reason seen before ctx
-// ended, and what each evidence returns then (the end of a log, what a recorder heard).
+// says in the test's log when it ended (after sayAfter) and, every progressEvery before, what it
+// waits for, how long it has left and the last reason. One that gives up ends the test saying
+// what it waited for, how long, the last reason seen before ctx ended, and what each evidence
+// returns then (the end of a log, what a recorder heard).
 func Eventually(ctx context.Context, t testing.TB, what string, timeout time.Duration, cond func() (bool, string), evidence ...func() string) {
 	t.Helper()
 	start := time.Now()
@@ -38,7 +42,9 @@ func Eventually(ctx context.Context, t testing.TB, what string, timeout time.Dur
 	for pause := firstPause; ; pause = min(2*pause, longestPause) {
 		ok, reason := cond()
 		if ok {
-			t.Logf("%s after %s", what, since(start))
+			if time.Since(start) >= sayAfter {
+				t.Logf("%s after %s", what, since(start))
+			}
 			return
 		}
 		if ctx.Err() == nil || last == "" {
