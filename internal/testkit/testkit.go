@@ -1,16 +1,17 @@
 // Package testkit is the one kit of the module's tests: Must for an error that ends a test,
 // Eventually for every wait (it says what it waits for, how long it has left and where it is
-// stuck), a Buffer that a writer and the test share, LogWriter into the test's log, Context with a
-// deadline, Ptr and Tail. Every test package uses it instead of copies of its own; it imports
-// nothing of the module, so a package's in-package tests can use it too. Environments that start a
-// real apiserver live beside it: internal/testkit/tenantenv, internal/controlplane/cptest and
-// internal/sim/simtest.
+// stuck), Unavailable for what a test needs and the host lacks, a Buffer that a writer and the
+// test share, LogWriter into the test's log, Context with a deadline, Ptr and Tail. Every test
+// package uses it instead of copies of its own; it imports nothing of the module, so a package's
+// in-package tests can use it too. Environments that start a real apiserver live beside it:
+// internal/testkit/tenantenv, internal/controlplane/cptest and internal/sim/simtest.
 package testkit
 
 import (
 	"bytes"
 	"context"
 	"io"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -72,4 +73,14 @@ type logWriter struct{ t testing.TB }
 func (w logWriter) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimRight(string(p), "\n"))
 	return len(p), nil
+}
+
+// Unavailable says that what the test needs (a built tool, root, a host's piece) is missing:
+// under CI (CI set), where everything is installed, that fails the test; elsewhere it skips it.
+func Unavailable(t testing.TB, args ...any) {
+	t.Helper()
+	if os.Getenv("CI") != "" {
+		t.Fatal(args...)
+	}
+	t.Skip(args...)
 }

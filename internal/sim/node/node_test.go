@@ -32,10 +32,7 @@ import (
 func nodeHost(t *testing.T) node.Tools {
 	t.Helper()
 	if err := sim.NodePreflight(sim.ThisHost()); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal(err)
-		}
-		t.Skip(err)
+		testkit.Unavailable(t, err)
 	}
 	tools, err := node.FindTools()
 	if err != nil {
