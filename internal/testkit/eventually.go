@@ -3,7 +3,6 @@ package testkit
 import (
 	"context"
 	"fmt"
-	"math"
 	"strings"
 	"testing"
 	"time"
@@ -80,12 +79,13 @@ func Holds(check func() bool) func() (bool, string) {
 	return func() (bool, string) { return check(), "not yet" }
 }
 
-// Left is how long ctx has before its deadline; forever for a context without one.
+// Left is how long ctx has before its deadline; a century, as good as forever, for a context
+// without one.
 func Left(ctx context.Context) time.Duration {
 	if d, ok := ctx.Deadline(); ok {
 		return time.Until(d)
 	}
-	return time.Duration(math.MaxInt64)
+	return 100 * 365 * 24 * time.Hour
 }
 
 // gaveUp says why and when a wait of timeout begun at start gave up: ctx ended, or was at its

@@ -78,3 +78,10 @@ func TestTail(t *testing.T) {
 		t.Errorf("%q", got)
 	}
 }
+
+// Without a deadline, Left is long enough to wait on and short enough to add to now.
+func TestLeftWithoutADeadline(t *testing.T) {
+	if d := testkit.Left(context.Background()); d < 24*time.Hour || time.Now().Add(d).Before(time.Now()) {
+		t.Errorf("Left %s", d)
+	}
+}
