@@ -1,10 +1,11 @@
 // Package testkit is the one kit of the module's tests: Must for an error that ends a test,
 // Eventually for every wait (it says what it waits for, how long it has left and where it is
-// stuck), Unavailable for what a test needs and the host lacks, a Buffer that a writer and the
-// test share, LogWriter into the test's log, Context with a deadline, Ptr and Tail. Every test
-// package uses it instead of copies of its own; it imports nothing of the module, so a package's
-// in-package tests can use it too. Environments that start a real apiserver live beside it:
-// internal/testkit/tenantenv, internal/controlplane/cptest and internal/sim/simtest.
+// stuck), Unavailable for what a test needs and the host lacks, Main for a TestMain that keeps
+// controller-runtime quiet, a Buffer that a writer and the test share, LogWriter into the test's
+// log, Context with a deadline, Ptr and Tail. Every test package uses it instead of copies of its
+// own; it imports nothing of the module, so a package's in-package tests can use it too.
+// Environments that start a real apiserver live beside it: internal/testkit/tenantenv,
+// internal/controlplane/cptest and internal/sim/simtest.
 package testkit
 
 import (

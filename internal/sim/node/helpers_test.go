@@ -12,12 +12,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/cozystack/cozy-e2e/internal/controlplane"
 	"github.com/cozystack/cozy-e2e/internal/sim/node"
@@ -26,12 +24,7 @@ import (
 	"github.com/cozystack/cozy-e2e/internal/testkit"
 )
 
-func TestMain(m *testing.M) {
-	// controller-runtime's global logger (which its client's API warnings go to) is set, so it
-	// does not print a stack trace into the test output.
-	ctrllog.SetLogger(logr.Discard())
-	os.Exit(m.Run())
-}
+func TestMain(m *testing.M) { testkit.Main(m) }
 
 // checkMarks: the Node carries the label and the taint, and not the annotation kwok manages
 // Nodes by.

@@ -9,12 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/yaml"
 
 	"github.com/cozystack/cozy-e2e/framework/cluster"
@@ -25,12 +23,7 @@ import (
 	"github.com/cozystack/cozy-e2e/internal/testkit"
 )
 
-func TestMain(m *testing.M) {
-	// The world's controllers log through their manager's logger; controller-runtime's global
-	// one is set so it does not print a stack trace into the test output after 30 s.
-	ctrllog.SetLogger(logr.Discard())
-	os.Exit(m.Run())
-}
+func TestMain(m *testing.M) { testkit.Main(m) }
 
 // findBuild finds what `make tools` built. Like the control plane, missing binaries fail the
 // test under CI (CI set) and skip it elsewhere, saying `make tools`.

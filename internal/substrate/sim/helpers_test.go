@@ -3,14 +3,13 @@ package sim_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 
-	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/cozystack/cozy-e2e/internal/testkit"
 )
 
 func errorf(f string, a ...any) error { return fmt.Errorf(f, a...) }
@@ -46,9 +45,4 @@ func readyFalse(ctx context.Context, c client.Client, o *unstructured.Unstructur
 	return nil
 }
 
-func TestMain(m *testing.M) {
-	// The world's controllers log through their manager's logger; controller-runtime's global
-	// one is set so it does not print a stack trace into the test output after 30 s.
-	ctrllog.SetLogger(logr.Discard())
-	os.Exit(m.Run())
-}
+func TestMain(m *testing.M) { testkit.Main(m) }
