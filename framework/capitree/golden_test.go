@@ -20,6 +20,7 @@ import (
 	"github.com/cozystack/cozy-e2e/framework/cluster"
 	"github.com/cozystack/cozy-e2e/internal/controlplane"
 	"github.com/cozystack/cozy-e2e/internal/controlplane/cptest"
+	"github.com/cozystack/cozy-e2e/internal/testkit"
 )
 
 // -clusterctl names a clusterctl binary (v1.13.6) to rewrite testdata/*.golden with: each file
@@ -149,7 +150,7 @@ func goldenTenant(t *testing.T, ctx context.Context, api *controlplane.APIServer
 	if c, err = cluster.New("management", api.Admin()); err != nil { // fresh discovery
 		t.Fatal(err)
 	}
-	must(t, c.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: goldenNS}}))
+	testkit.Must(t, c.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: goldenNS}}))
 	labels := func(kv ...string) map[string]string {
 		l := map[string]string{clusterv1.ClusterNameLabel: goldenName}
 		for i := 0; i+1 < len(kv); i += 2 {
@@ -200,7 +201,7 @@ func goldenTenant(t *testing.T, ctx context.Context, api *controlplane.APIServer
 		ControlPlane: &clusterv1.ClusterControlPlaneStatus{DesiredReplicas: ptr.To[int32](2), Replicas: ptr.To[int32](2), ReadyReplicas: ptr.To[int32](2), UpToDateReplicas: ptr.To[int32](2)},
 		Workers:      &clusterv1.WorkersStatus{DesiredReplicas: ptr.To[int32](5), Replicas: ptr.To[int32](5), AvailableReplicas: ptr.To[int32](2), ReadyReplicas: ptr.To[int32](2), UpToDateReplicas: ptr.To[int32](5)},
 	}
-	must(t, c.Client.Status().Update(ctx, cl))
+	testkit.Must(t, c.Client.Status().Update(ctx, cl))
 
 	pools := []struct {
 		md       string
@@ -228,7 +229,7 @@ func goldenTenant(t *testing.T, ctx context.Context, api *controlplane.APIServer
 				gcond("Deleting", "False", "NotDeleting", "", y16),
 				gcond("Paused", "False", "NotPaused", "", y16),
 			}}
-		must(t, c.Client.Status().Update(ctx, md))
+		testkit.Must(t, c.Client.Status().Update(ctx, md))
 		md.SetGroupVersionKind(clusterv1.GroupVersion.WithKind("MachineDeployment"))
 		ms := &clusterv1.MachineSet{ObjectMeta: om(p.md+"-x", labels(clusterv1.MachineDeploymentNameLabel, p.md), md), Spec: clusterv1.MachineSetSpec{ClusterName: goldenName,
 			Replicas: ptr.To(n), Selector: metav1.LabelSelector{MatchLabels: labels(clusterv1.MachineDeploymentNameLabel, p.md)}, Template: tmpl}}
@@ -283,7 +284,7 @@ func goldenTenant(t *testing.T, ctx context.Context, api *controlplane.APIServer
 					gcond("ScalingDown", "False", "NotScalingDown", "", y16),
 					gcond("NodeReady", "True", "Ready", "kubelet is posting ready status", y13))
 			}
-			must(t, c.Client.Status().Update(ctx, m))
+			testkit.Must(t, c.Client.Status().Update(ctx, m))
 		}
 	}
 	return c
@@ -309,16 +310,9 @@ func create(t *testing.T, ctx context.Context, c *cluster.Cluster, obj client.Ob
 	if ok {
 		status = u.Object["status"]
 	}
-	must(t, c.Client.Create(ctx, obj))
+	testkit.Must(t, c.Client.Create(ctx, obj))
 	if ok && status != nil {
 		u.Object["status"] = status
-		must(t, c.Client.Status().Update(ctx, u))
-	}
-}
-
-func must(t *testing.T, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatal(err)
+		testkit.Must(t, c.Client.Status().Update(ctx, u))
 	}
 }

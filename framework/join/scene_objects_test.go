@@ -23,6 +23,7 @@ import (
 	"github.com/cozystack/cozy-e2e/internal/console"
 	"github.com/cozystack/cozy-e2e/internal/sim/simenv"
 	"github.com/cozystack/cozy-e2e/internal/sim/world"
+	"github.com/cozystack/cozy-e2e/internal/testkit"
 )
 
 // The objects of a scene, written the way their controllers would: the platform's reconcile Job,
@@ -140,7 +141,7 @@ func (s *scene) dataVolume(vm string, phase cdiv1.DataVolumePhase, progress stri
 	var dv cdiv1.DataVolume
 	if err := s.c.Get(s.ctx, key, &dv); err != nil {
 		dv = cdiv1.DataVolume{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name},
-			Spec: cdiv1.DataVolumeSpec{Source: &cdiv1.DataVolumeSource{Registry: &cdiv1.DataVolumeSourceRegistry{URL: ptr("docker://example.invalid/kairos@sha256:" + strings.Repeat("0", 64))}},
+			Spec: cdiv1.DataVolumeSpec{Source: &cdiv1.DataVolumeSource{Registry: &cdiv1.DataVolumeSourceRegistry{URL: testkit.Ptr("docker://example.invalid/kairos@sha256:" + strings.Repeat("0", 64))}},
 				Storage: &cdiv1.StorageSpec{Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("20Gi")}}}}}
 		s.must(s.c.Create(s.ctx, &dv))
 	}

@@ -1,7 +1,6 @@
 package join_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"strings"
@@ -23,6 +22,7 @@ import (
 	"github.com/cozystack/cozy-e2e/framework/tenant"
 	"github.com/cozystack/cozy-e2e/internal/console"
 	"github.com/cozystack/cozy-e2e/internal/sim/world"
+	"github.com/cozystack/cozy-e2e/internal/testkit"
 )
 
 // workloadImage is the pod image each scene pins to its Nodes.
@@ -80,17 +80,11 @@ func (s *scene) must(err error) {
 // Each of show is printed when the wait fails, to say where it was stuck.
 func (s *scene) poll(what string, ok func() bool, show ...fmt.Stringer) {
 	s.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !ok() {
-		if time.Now().After(deadline) {
-			var b strings.Builder
-			for _, sh := range show {
-				b.WriteString("\n" + sh.String())
-			}
-			s.t.Fatalf("waited 30s for %s%s", what, b.String())
-		}
-		time.Sleep(20 * time.Millisecond)
+	evidence := make([]func() string, len(show))
+	for i, sh := range show {
+		evidence[i] = sh.String
 	}
+	testkit.Eventually(s.ctx, s.t, what, 30*time.Second, testkit.Holds(ok), evidence...)
 }
 
 func (s *scene) ns() string { return s.pool.Names.Namespace }
@@ -98,7 +92,7 @@ func (s *scene) ns() string { return s.pool.Names.Namespace }
 // joinRun is Join running in the background.
 type joinRun struct {
 	w    *join.Watcher
-	log  *syncBuffer
+	log  *testkit.Buffer
 	done chan struct{}
 	res  *join.Result
 	err  error
@@ -116,7 +110,7 @@ func (s *scene) start(budgetFor time.Duration) *joinRun {
 	pctx, span, err := cl.Phase(s.ctx, "pools")
 	s.must(err)
 	s.t.Cleanup(func() { span.End(nil) })
-	r := &joinRun{log: &syncBuffer{}, done: make(chan struct{}), cl: cl}
+	r := &joinRun{log: &testkit.Buffer{}, done: make(chan struct{}), cl: cl}
 	hub, err := console.Start(s.ctx, console.Options{Management: s.w.Cluster, Namespace: s.ns()})
 	s.must(err)
 	s.t.Cleanup(hub.Close)
@@ -193,13 +187,6 @@ func toLinked(s *scene) (string, string, string) {
 	return vm, pod, ip
 }
 
-func ptr[T any](v T) *T { return &v }
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
 // progressOf shows where the join of a pool is.
 type progressOf struct {
 	w    *join.Watcher
@@ -212,18 +199,6 @@ func (p progressOf) String() string {
 		return "no progress of " + p.pool
 	}
 	return fmt.Sprintf("progress of %s: %+v", p.pool, pr)
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }
 
 func family(t *testing.T, name string) osfamily.Family {

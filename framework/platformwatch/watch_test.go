@@ -1,10 +1,8 @@
 package platformwatch
 
 import (
-	"bytes"
 	"context"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,24 +13,8 @@ import (
 
 	"github.com/cozystack/cozy-e2e/internal/controlplane"
 	"github.com/cozystack/cozy-e2e/internal/controlplane/cptest"
+	"github.com/cozystack/cozy-e2e/internal/testkit"
 )
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // The platform's own objects, as the kind lane's cluster holds them: virt-controller's
 // Deployment and its Pod (labels as virt-operator sets them), restarted once, then crash-looping,
@@ -84,7 +66,7 @@ func TestWatchNamesARestartAndAnOutageFromThePlatformsObjects(t *testing.T) {
 	}
 	running := corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.Now()}}
 	setStatus(0, true, running, nil, time.Now())
-	var log syncBuffer
+	var log testkit.Buffer
 	w, err := Start(ctx, Options{Kube: kube, Log: &log})
 	if err != nil {
 		t.Fatal(err)
@@ -92,41 +74,30 @@ func TestWatchNamesARestartAndAnOutageFromThePlatformsObjects(t *testing.T) {
 	defer w.Stop()
 	// The informers' first listing may come from the apiserver's watch cache, a moment behind
 	// the Pod's Ready status: wait for the healthy state rather than assume it.
-	waitFor(ctx, t, "a healthy platform without outages", func() bool { return len(w.Outages(ctx)) == 0 })
+	testkit.Eventually(ctx, t, "a healthy platform without outages", testkit.Left(ctx), testkit.Holds(func() bool { return len(w.Outages(ctx)) == 0 }))
 	// Killed once, restarted, ready again: an event, no outage.
 	setStatus(1, true, running, &corev1.ContainerStateTerminated{ExitCode: 137, Signal: 9, Reason: "Error", Message: "leader election lost"}, time.Now())
-	waitFor(ctx, t, "the restart seen", func() bool { return strings.Contains(log.String(), "virt-controller restarted") })
+	testkit.Eventually(ctx, t, "the restart seen", testkit.Left(ctx), testkit.Holds(func() bool { return strings.Contains(log.String(), "virt-controller restarted") }))
 	// Crash-looping: the outage names it, since when, why, its last exit and last log line.
 	downAt := time.Date(2026, 12, 5, 10, 41, 7, 0, time.UTC)
 	setStatus(3, false, corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}},
 		&corev1.ContainerStateTerminated{ExitCode: 2, Reason: "Error", Message: "starting\nunknown flag: --bogus\n"}, downAt)
 	want := "virt-controller unavailable since 10:41:07, CrashLoopBackOff (Pod cozy-kubevirt/virt-controller-7d9f-abcde, 3 restart(s)), last exit 2 Error: unknown flag: --bogus"
 	var out []string
-	waitFor(ctx, t, "the outage named", func() bool {
+	testkit.Eventually(ctx, t, "the outage named", testkit.Left(ctx), testkit.Holds(func() bool {
 		out = w.Outages(ctx)
 		return len(out) == 1 && out[0] == want
-	})
+	}))
 	if !strings.Contains(log.String(), "platform: virt-controller unavailable: "+want) {
 		t.Fatalf("the outage was not logged as it was seen; log:\n%s", log.String())
 	}
 	// Recovered: the run can say so.
 	setStatus(4, true, running, &corev1.ContainerStateTerminated{ExitCode: 2, Reason: "Error"}, time.Now())
-	waitFor(ctx, t, "the recovery seen", func() bool {
+	testkit.Eventually(ctx, t, "the recovery seen", testkit.Left(ctx), testkit.Holds(func() bool {
 		l := log.String()
 		return len(w.Outages(ctx)) == 0 && strings.Contains(l[strings.Index(l, want):], "virt-controller available again")
-	})
+	}))
 	if s := w.Summary(); s != "virt-controller restarted 4 time(s), available again" {
 		t.Fatalf("summary %q; log:\n%s", s, log.String())
-	}
-}
-
-func waitFor(ctx context.Context, t *testing.T, what string, ok func() bool) {
-	t.Helper()
-	for !ok() {
-		select {
-		case <-ctx.Done():
-			t.Fatalf("%s: not before the test's deadline", what)
-		case <-time.After(20 * time.Millisecond):
-		}
 	}
 }

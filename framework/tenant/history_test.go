@@ -7,13 +7,14 @@ import (
 
 	"github.com/cozystack/cozy-e2e/framework/lane"
 	"github.com/cozystack/cozy-e2e/framework/tenant"
-	"github.com/cozystack/cozy-e2e/framework/tenant/tenanttest"
+	"github.com/cozystack/cozy-e2e/internal/testkit"
+	"github.com/cozystack/cozy-e2e/internal/testkit/tenantenv"
 )
 
 // The tenant's release is judged by its history as Cozystack's e2e judges it, and the lane's
 // policy decides whether a remediation fails the run or is reported.
-func testReleaseHistoryFollowsThePolicy(t *testing.T, env *tenanttest.Env) {
-	ctx := ctxFor(t, 30*time.Second)
+func testReleaseHistoryFollowsThePolicy(t *testing.T, env *tenantenv.Env) {
+	ctx := testkit.Context(t, 30*time.Second)
 	p := tenant.Platform{Mgmt: env.Cluster}
 	env.Namespace(t, "tenant-h")
 	for _, tc := range []struct {
@@ -33,7 +34,7 @@ func testReleaseHistoryFollowsThePolicy(t *testing.T, env *tenanttest.Env) {
 		t.Run(tc.name, func(t *testing.T) {
 			names := tenant.For("tenant-h", "h"+strings.ReplaceAll(strings.ReplaceAll(tc.name, ",", ""), " ", "-"))
 			env.HelmRelease(t, names, "", "", "")
-			status := map[string]any{"conditions": []any{tenanttest.Ready("True", "InstallSucceeded", "ok")}}
+			status := map[string]any{"conditions": []any{tenantenv.Ready("True", "InstallSucceeded", "ok")}}
 			if tc.history != nil {
 				status["history"] = tc.history
 			}

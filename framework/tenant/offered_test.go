@@ -8,15 +8,16 @@ import (
 
 	"github.com/cozystack/cozy-e2e/framework/lane"
 	"github.com/cozystack/cozy-e2e/framework/tenant"
-	"github.com/cozystack/cozy-e2e/framework/tenant/tenanttest"
 	"github.com/cozystack/cozy-e2e/internal/sim/platform"
+	"github.com/cozystack/cozy-e2e/internal/testkit"
+	"github.com/cozystack/cozy-e2e/internal/testkit/tenantenv"
 )
 
 // The installed platform's ApplicationDefinition says the tenant versions it offers; a lane
 // cluster at another is refused naming the cluster, the offer and the revision the lane was held
 // to. With no definition, the error names it.
-func testTheInstalledPlatformSaysTheVersionsItOffers(t *testing.T, env *tenanttest.Env) {
-	ctx := ctxFor(t, time.Minute)
+func testTheInstalledPlatformSaysTheVersionsItOffers(t *testing.T, env *tenantenv.Env) {
+	ctx := testkit.Context(t, time.Minute)
 	p := tenant.Platform{Mgmt: env.Cluster}
 	if _, err := p.OfferedVersions(ctx); err == nil || !strings.Contains(err.Error(), "the installed platform's ApplicationDefinition kubernetes (cozystack.io/v1alpha1)") {
 		t.Fatalf("no definition: %v", err)

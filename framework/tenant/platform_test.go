@@ -16,21 +16,16 @@ import (
 	"github.com/cozystack/cozy-e2e/framework/budget"
 	"github.com/cozystack/cozy-e2e/framework/lane"
 	"github.com/cozystack/cozy-e2e/framework/tenant"
-	"github.com/cozystack/cozy-e2e/framework/tenant/tenanttest"
 	"github.com/cozystack/cozy-e2e/framework/verdict"
+	"github.com/cozystack/cozy-e2e/internal/testkit"
+	"github.com/cozystack/cozy-e2e/internal/testkit/tenantenv"
 )
-
-func ctxFor(t *testing.T, d time.Duration) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
-}
 
 // One apiserver for every test of the package: starting one costs seconds, and each test
 // works in namespaces and names of its own.
 func TestPlatform(t *testing.T) {
-	env := tenanttest.Start(t)
-	for name, f := range map[string]func(*testing.T, *tenanttest.Env){
+	env := tenantenv.Start(t)
+	for name, f := range map[string]func(*testing.T, *tenantenv.Env){
 		"AppsAndClassesAreStoredAsBuilt":                 testAppsAndClassesAreStoredAsBuilt,
 		"AClassWithAnotherSpecIsNamed":                   testAClassWithAnotherSpecIsNamed,
 		"WaitControlPlaneReturnsTheTenantCluster":        testWaitControlPlaneReturnsTheTenantCluster,
@@ -56,8 +51,8 @@ func testLane() *lane.Lane {
 }
 
 // The builders write what the platform's schemas accept: nothing is pruned on the way in.
-func testAppsAndClassesAreStoredAsBuilt(t *testing.T, env *tenanttest.Env) {
-	ctx := ctxFor(t, time.Minute)
+func testAppsAndClassesAreStoredAsBuilt(t *testing.T, env *tenantenv.Env) {
+	ctx := testkit.Context(t, time.Minute)
 	c := env.Cluster.Client
 	run, _ := tenant.NewRun("ab12")
 	for _, ns := range []string{tenant.RootNamespace, run.Namespace()} {
@@ -135,8 +130,8 @@ func testAppsAndClassesAreStoredAsBuilt(t *testing.T, env *tenanttest.Env) {
 }
 
 // A class of the lane's name with another spec is not silently reused.
-func testAClassWithAnotherSpecIsNamed(t *testing.T, env *tenanttest.Env) {
-	ctx := ctxFor(t, time.Minute)
+func testAClassWithAnotherSpecIsNamed(t *testing.T, env *tenantenv.Env) {
+	ctx := testkit.Context(t, time.Minute)
 	l := testLane()
 	l.Classes[0].Name = "beta-kairos"
 	other := *l
@@ -153,8 +148,8 @@ func testAClassWithAnotherSpecIsNamed(t *testing.T, env *tenanttest.Env) {
 // The admin kubeconfig Secret alone does not end the control plane wait (Kamaji writes it before
 // the control plane runs); the TenantControlPlane's Ready does, and the wait hands back a working
 // client of the cluster the Secret names.
-func testWaitControlPlaneReturnsTheTenantCluster(t *testing.T, env *tenanttest.Env) {
-	ctx := ctxFor(t, time.Minute)
+func testWaitControlPlaneReturnsTheTenantCluster(t *testing.T, env *tenantenv.Env) {
+	ctx := testkit.Context(t, time.Minute)
 	names := tenant.For("tenant-x", "t1")
 	env.Namespace(t, names.Namespace)
 	env.HelmRelease(t, names, "", "", "")
@@ -188,8 +183,8 @@ func testWaitControlPlaneReturnsTheTenantCluster(t *testing.T, env *tenanttest.E
 
 // The chart's awaiting-etcd ConfigMap ends the wait at once as a configuration failure with its
 // message: no control plane comes without a DataStore.
-func testWaitControlPlaneEndsOnTheAwaitingEtcdBeacon(t *testing.T, env *tenanttest.Env) {
-	ctx := ctxFor(t, 30*time.Second)
+func testWaitControlPlaneEndsOnTheAwaitingEtcdBeacon(t *testing.T, env *tenantenv.Env) {
+	ctx := testkit.Context(t, 30*time.Second)
 	names := tenant.For("tenant-e", "t1")
 	env.Namespace(t, names.Namespace)
 	env.HelmRelease(t, names, "True", "InstallSucceeded", "Helm install succeeded")
@@ -212,11 +207,11 @@ func testWaitControlPlaneEndsOnTheAwaitingEtcdBeacon(t *testing.T, env *tenantte
 	}
 }
 
-func testWaitControlPlaneEndsOnARefusalAndOnTheDeadline(t *testing.T, env *tenanttest.Env) {
+func testWaitControlPlaneEndsOnARefusalAndOnTheDeadline(t *testing.T, env *tenantenv.Env) {
 	names := tenant.For("tenant-y", "t1")
 	env.Namespace(t, names.Namespace)
 	env.HelmRelease(t, names, "False", "InstallFailed", "nodeGroups.kairos: gpus is not supported on a Kairos class")
-	ctx := ctxFor(t, 30*time.Second)
+	ctx := testkit.Context(t, 30*time.Second)
 	_, err := tenant.Platform{Mgmt: env.Cluster}.WaitControlPlane(ctx, names)
 	var we *tenant.WaitError
 	if !errors.As(err, &we) || we.Class != verdict.ProductAssertion || !strings.Contains(we.Detail, "gpus is not supported") {
@@ -245,8 +240,8 @@ func testWaitControlPlaneEndsOnARefusalAndOnTheDeadline(t *testing.T, env *tenan
 // WaitRendered waits until Flux attempted the HelmRelease generation that carries the harness's
 // write, so a stale answer to an earlier spec is never taken for this one; the app itself has no
 // generation (cozystack-api serves it from the HelmRelease).
-func testWaitRenderedWaitsForTheGenerationItWrote(t *testing.T, env *tenanttest.Env) {
-	ctx := ctxFor(t, 30*time.Second)
+func testWaitRenderedWaitsForTheGenerationItWrote(t *testing.T, env *tenantenv.Env) {
+	ctx := testkit.Context(t, 30*time.Second)
 	run, _ := tenant.NewRun("r1")
 	names := run.Cluster("refusals")
 	env.Namespace(t, names.Namespace)
@@ -303,8 +298,8 @@ func testWaitRenderedWaitsForTheGenerationItWrote(t *testing.T, env *tenanttest.
 	}
 }
 
-func testUpdatePoolWritesBackWhatItChanged(t *testing.T, env *tenanttest.Env) {
-	ctx := ctxFor(t, 30*time.Second)
+func testUpdatePoolWritesBackWhatItChanged(t *testing.T, env *tenantenv.Env) {
+	ctx := testkit.Context(t, 30*time.Second)
 	names := tenant.For("tenant-z", "t1")
 	env.Namespace(t, names.Namespace)
 	p := tenant.Platform{Mgmt: env.Cluster}

@@ -6,14 +6,15 @@ import (
 
 	"github.com/cozystack/cozy-e2e/framework/lane"
 	"github.com/cozystack/cozy-e2e/framework/tenant"
-	"github.com/cozystack/cozy-e2e/framework/tenant/tenanttest"
+	"github.com/cozystack/cozy-e2e/internal/testkit"
+	"github.com/cozystack/cozy-e2e/internal/testkit/tenantenv"
 )
 
 // Flux writes a release's Ready condition before the rest of its status (history,
 // observedGeneration): WaitRendered answers only once both are there, so the history read
 // after it holds the release.
-func testWaitRenderedWaitsForTheRestOfFluxsStatus(t *testing.T, env *tenanttest.Env) {
-	ctx := ctxFor(t, 30*time.Second)
+func testWaitRenderedWaitsForTheRestOfFluxsStatus(t *testing.T, env *tenantenv.Env) {
+	ctx := testkit.Context(t, 30*time.Second)
 	run, _ := tenant.NewRun("r2")
 	names := run.Cluster("pools")
 	env.Namespace(t, names.Namespace)
@@ -23,7 +24,7 @@ func testWaitRenderedWaitsForTheRestOfFluxsStatus(t *testing.T, env *tenanttest.
 		t.Fatal(err)
 	}
 	env.SetStatus(t, tenant.HelmReleaseGVK, names.Namespace, names.HelmRelease(), map[string]any{
-		"lastAttemptedGeneration": int64(1), "conditions": []any{tenanttest.Ready("True", "InstallSucceeded", "ok")}})
+		"lastAttemptedGeneration": int64(1), "conditions": []any{tenantenv.Ready("True", "InstallSucceeded", "ok")}})
 	done := make(chan error, 1)
 	var r tenant.Rendering
 	go func() {

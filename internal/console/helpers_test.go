@@ -7,7 +7,6 @@ import (
 	"io"
 	"strings"
 	"sync"
-	"testing"
 	"time"
 )
 
@@ -212,25 +211,7 @@ func withoutUnreadable(text string) string {
 	return strings.Join(kept, "\n")
 }
 
-func eventually(t *testing.T, what string, ok func() bool, heard ...*recorder) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !ok() {
-		if time.Now().After(deadline) {
-			for _, r := range heard {
-				t.Logf("heard:\n%s", r.text())
-			}
-			t.Fatalf("waited 30s for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+// heardBy is the evidence of a wait that what r heard is.
+func heardBy(r *recorder) func() string {
+	return func() string { return "heard:\n" + r.text() }
 }
-
-func must(t *testing.T, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
-func ptr[T any](v T) *T { return &v }

@@ -17,6 +17,7 @@ import (
 	"github.com/cozystack/cozy-e2e/internal/controlplane/cptest"
 	"github.com/cozystack/cozy-e2e/internal/sim/simenv"
 	"github.com/cozystack/cozy-e2e/internal/sim/world"
+	"github.com/cozystack/cozy-e2e/internal/testkit"
 )
 
 const ns = "tenant-console"
@@ -34,16 +35,16 @@ func TestHubHoldsOneConnectionPerVMIAndGivesATakenConsoleUp(t *testing.T) {
 
 	ports.refuse("vm-a", errors.New(`Can't connect to websocket (400): VMI is not running`))
 	vmiA := runGuest(t, ctx, w, "vm-a")
-	eventually(t, "vm-a's refusal heard", func() bool { return rec.has("unreadable vm-a console subresource: Can't connect") })
+	testkit.Eventually(t.Context(), t, "vm-a's refusal heard", 30*time.Second, testkit.Holds(func() bool { return rec.has("unreadable vm-a console subresource: Can't connect") }))
 	ports.accept("vm-a")
-	eventually(t, "vm-a connected", func() bool { return ports.connections("vm-a") == 1 })
+	testkit.Eventually(t.Context(), t, "vm-a connected", 30*time.Second, testkit.Holds(func() bool { return ports.connections("vm-a") == 1 }))
 	ports.say("vm-a", "[    0.000000] Linux version 6.12", "[talos] task startAllServices")
-	eventually(t, "vm-a's two lines", func() bool { return rec.count("line vm-a") == 2 }, rec)
+	testkit.Eventually(t.Context(), t, "vm-a's two lines", 30*time.Second, testkit.Holds(func() bool { return rec.count("line vm-a") == 2 }), heardBy(rec))
 
 	// A person connects: KubeVirt closes the harness's connection. The harness does not dial
 	// again while the VMI runs, whatever changes.
 	ports.kick("vm-a")
-	eventually(t, "vm-a's stream ended", func() bool { return rec.has("ended vm-a " + EndedTaken) })
+	testkit.Eventually(t.Context(), t, "vm-a's stream ended", 30*time.Second, testkit.Holds(func() bool { return rec.has("ended vm-a " + EndedTaken) }))
 	touch(t, ctx, c, vmiA)
 	time.Sleep(300 * time.Millisecond)
 	if n := ports.connections("vm-a"); n != 1 {
@@ -54,18 +55,18 @@ func TestHubHoldsOneConnectionPerVMIAndGivesATakenConsoleUp(t *testing.T) {
 	stopVMI(t, ctx, c, vmiA)
 	ports.accept("vm-a")
 	vmiA2 := runGuest(t, ctx, w, "vm-a")
-	eventually(t, "the replacement connected", func() bool { return ports.connections("vm-a") == 2 })
+	testkit.Eventually(t.Context(), t, "the replacement connected", 30*time.Second, testkit.Holds(func() bool { return ports.connections("vm-a") == 2 }))
 	ports.say("vm-a", "replacement boots")
-	eventually(t, "the replacement's line", func() bool { return rec.has("line vm-a replacement boots uid=" + string(vmiA2.UID)) })
+	testkit.Eventually(t.Context(), t, "the replacement's line", 30*time.Second, testkit.Holds(func() bool { return rec.has("line vm-a replacement boots uid=" + string(vmiA2.UID)) }))
 
 	// A VMI that stops ends its stream with that reason.
 	stopVMI(t, ctx, c, vmiA2)
-	eventually(t, "the replacement's end", func() bool { return rec.has("ended vm-a the VMI stopped running") })
+	testkit.Eventually(t.Context(), t, "the replacement's end", 30*time.Second, testkit.Holds(func() bool { return rec.has("ended vm-a the VMI stopped running") }))
 
 	// Close ends the rest.
 	ports.accept("vm-b")
 	runGuest(t, ctx, w, "vm-b")
-	eventually(t, "vm-b started", func() bool { return rec.has("started vm-b console subresource") })
+	testkit.Eventually(t.Context(), t, "vm-b started", 30*time.Second, testkit.Holds(func() bool { return rec.has("started vm-b console subresource") }))
 	h.Close()
 	if !rec.has("ended vm-b the run stopped reading") {
 		t.Fatalf("Close did not end vm-b's stream:\n%s", rec.text())
@@ -86,18 +87,18 @@ func TestHubReadsTheConsoleLogWhereTheLauncherHasOne(t *testing.T) {
 
 	// The launcher runs before the VMI does, as on a real cluster.
 	vmi := &kubevirtv1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Name: "vm-log", Namespace: ns}}
-	must(t, c.Client.Create(ctx, vmi))
+	testkit.Must(t, c.Client.Create(ctx, vmi))
 	logged := time.Date(2026, 12, 3, 7, 0, 0, 123456789, time.UTC)
 	launcher(t, ctx, w, vmi, "tmp01", true, "temporary launcher: no guest")
 	pod := launcher(t, ctx, w, vmi, "abcde", false, "[    1.000000] kairos: agent started", "This node has joined the cluster")
-	eventually(t, "the launcher's console container running", func() bool {
+	testkit.Eventually(t.Context(), t, "the launcher's console container running", 30*time.Second, testkit.Holds(func() bool {
 		var p corev1.Pod
 		_ = c.Client.Get(ctx, client.ObjectKeyFromObject(pod), &p)
 		_, _, ok := logStatus(&p)
 		return ok
-	})
+	}))
 	vmi.Status.Phase = kubevirtv1.Running
-	must(t, c.Client.Status().Update(ctx, vmi))
+	testkit.Must(t, c.Client.Status().Update(ctx, vmi))
 	path, err := w.ContainerLog(ns, pod.Name, LogContainer)
 	if err != nil {
 		t.Fatal(err)
@@ -105,7 +106,7 @@ func TestHubReadsTheConsoleLogWhereTheLauncherHasOne(t *testing.T) {
 	if err := simenv.WriteContainerLog(path, logged, "late line"); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the log's three lines", func() bool { return rec.count("line vm-log") == 3 })
+	testkit.Eventually(t.Context(), t, "the log's three lines", 30*time.Second, testkit.Holds(func() bool { return rec.count("line vm-log") == 3 }))
 	if ports.dials("vm-log") != 0 {
 		t.Fatal("the subresource was dialled for a VMI whose launcher logs its console")
 	}
@@ -130,7 +131,7 @@ func TestHubReadsTheConsoleLogWhereTheLauncherHasOne(t *testing.T) {
 	if err := simenv.WriteContainerLog(path, logged.Add(time.Second), "after the late subscriber"); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the next line at the late subscriber", func() bool { return late.has("line vm-log after the late subscriber") }, late)
+	testkit.Eventually(t.Context(), t, "the next line at the late subscriber", 30*time.Second, testkit.Holds(func() bool { return late.has("line vm-log after the late subscriber") }), heardBy(late))
 }
 
 func startWorld(t *testing.T) (*world.World, context.Context) {
@@ -146,10 +147,10 @@ func startWorld(t *testing.T) (*world.World, context.Context) {
 	if err := w.Cluster.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the default ServiceAccount of "+ns, func() bool {
+	testkit.Eventually(t.Context(), t, "the default ServiceAccount of "+ns, 30*time.Second, testkit.Holds(func() bool {
 		var sa corev1.ServiceAccount
 		return w.Cluster.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "default"}, &sa) == nil
-	})
+	}))
 	return w, ctx
 }
 
@@ -172,9 +173,9 @@ func startHub(t *testing.T, ctx context.Context, c *cluster.Cluster, ports *port
 func runVMI(t *testing.T, ctx context.Context, c *cluster.Cluster, name string) *kubevirtv1.VirtualMachineInstance {
 	t.Helper()
 	vmi := &kubevirtv1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}}
-	must(t, c.Client.Create(ctx, vmi))
+	testkit.Must(t, c.Client.Create(ctx, vmi))
 	vmi.Status.Phase = kubevirtv1.Running
-	must(t, c.Client.Status().Update(ctx, vmi))
+	testkit.Must(t, c.Client.Status().Update(ctx, vmi))
 	return vmi
 }
 
@@ -189,21 +190,21 @@ func runGuest(t *testing.T, ctx context.Context, w *world.World, name string) *k
 // stopVMI sets the VMI Succeeded, then deletes it.
 func stopVMI(t *testing.T, ctx context.Context, c *cluster.Cluster, vmi *kubevirtv1.VirtualMachineInstance) {
 	t.Helper()
-	must(t, c.Client.Get(ctx, client.ObjectKeyFromObject(vmi), vmi))
+	testkit.Must(t, c.Client.Get(ctx, client.ObjectKeyFromObject(vmi), vmi))
 	vmi.Status.Phase = kubevirtv1.Succeeded
-	must(t, c.Client.Status().Update(ctx, vmi))
-	must(t, c.Client.Delete(ctx, vmi))
-	eventually(t, "VMI "+vmi.Name+" gone", func() bool {
+	testkit.Must(t, c.Client.Status().Update(ctx, vmi))
+	testkit.Must(t, c.Client.Delete(ctx, vmi))
+	testkit.Eventually(t.Context(), t, "VMI "+vmi.Name+" gone", 30*time.Second, testkit.Holds(func() bool {
 		return apierrors.IsNotFound(c.Client.Get(ctx, client.ObjectKeyFromObject(vmi), &kubevirtv1.VirtualMachineInstance{}))
-	})
+	}))
 }
 
 // touch changes the VMI, so the hub looks at it again.
 func touch(t *testing.T, ctx context.Context, c *cluster.Cluster, vmi *kubevirtv1.VirtualMachineInstance) {
 	t.Helper()
-	must(t, c.Client.Get(ctx, client.ObjectKeyFromObject(vmi), vmi))
+	testkit.Must(t, c.Client.Get(ctx, client.ObjectKeyFromObject(vmi), vmi))
 	vmi.Labels = map[string]string{"touched": "yes"}
-	must(t, c.Client.Update(ctx, vmi))
+	testkit.Must(t, c.Client.Update(ctx, vmi))
 }
 
 // launcher creates VMI vmi's launcher Pod (temporary: the one of a volume waiting for its first
@@ -218,16 +219,16 @@ func launcherPod(t *testing.T, ctx context.Context, w *world.World, vmi *kubevir
 	name := "virt-launcher-" + vmi.Name + "-" + suffix
 	for _, ct := range []string{"compute", LogContainer} {
 		path, err := w.ContainerLog(ns, name, ct)
-		must(t, err)
+		testkit.Must(t, err)
 		if ct == LogContainer {
-			must(t, simenv.WriteContainerLog(path, time.Now(), lines...))
+			testkit.Must(t, simenv.WriteContainerLog(path, time.Now(), lines...))
 		}
 	}
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns,
 			Labels: map[string]string{"kubevirt.io": "virt-launcher", labelCreatedBy: string(vmi.UID)},
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "kubevirt.io/v1", Kind: "VirtualMachineInstance", Name: vmi.Name,
-				UID: vmi.UID, Controller: ptr(true)}}},
+				UID: vmi.UID, Controller: testkit.Ptr(true)}}},
 		Spec: corev1.PodSpec{
 			Tolerations: []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
 			Containers: []corev1.Container{
@@ -241,6 +242,6 @@ func launcherPod(t *testing.T, ctx context.Context, w *world.World, vmi *kubevir
 	if temporary {
 		pod.Annotations = map[string]string{annEphemeral: "true"}
 	}
-	must(t, w.Cluster.Client.Create(ctx, pod))
+	testkit.Must(t, w.Cluster.Client.Create(ctx, pod))
 	return pod
 }

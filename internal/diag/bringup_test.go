@@ -13,6 +13,7 @@ import (
 	"github.com/cozystack/cozy-e2e/framework/cluster"
 	"github.com/cozystack/cozy-e2e/internal/controlplane"
 	"github.com/cozystack/cozy-e2e/internal/controlplane/cptest"
+	"github.com/cozystack/cozy-e2e/internal/testkit"
 )
 
 // A failed bring-up leaves its error, the Pods that are not ready and a dump; with no
@@ -32,14 +33,14 @@ func TestCollectBringUp(t *testing.T) {
 
 	api := cptest.APIServer(t, controlplane.APIServerOptions{Name: "management"})
 	c, err := cluster.New("management", api.Admin())
-	must(t, err)
-	must(t, c.Client.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: "default"}}))
+	testkit.Must(t, err)
+	testkit.Must(t, c.Client.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: "default"}}))
 	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "capi-controller-manager-x", Namespace: "default"},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "manager", Image: "capi"}}}}
-	must(t, c.Client.Create(ctx, p))
+	testkit.Must(t, c.Client.Create(ctx, p))
 	p.Status = corev1.PodStatus{Phase: corev1.PodPending, Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled,
 		Status: corev1.ConditionFalse, Reason: "Unschedulable", Message: "0/0 nodes are available"}}}
-	must(t, c.Client.Status().Update(ctx, p))
+	testkit.Must(t, c.Client.Status().Update(ctx, p))
 	dir = t.TempDir()
 	a, _ = NewArtifacts(dir, NewRedactor(), 0)
 	res = CollectBringUp(ctx, BringUpOptions{Artifacts: a, Manifest: NewManifest(), Management: c, Phase: "cluster",

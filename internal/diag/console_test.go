@@ -18,6 +18,7 @@ import (
 	"github.com/cozystack/cozy-e2e/internal/controlplane/cptest"
 	"github.com/cozystack/cozy-e2e/internal/sim/simenv"
 	"github.com/cozystack/cozy-e2e/internal/sim/world"
+	"github.com/cozystack/cozy-e2e/internal/testkit"
 )
 
 // Each VMI's serial console is streamed from its launcher's start into a file of its own, with
@@ -35,12 +36,12 @@ func TestConsolesAreStreamedPerLauncherAndSurviveReplacement(t *testing.T) {
 	}
 	defer w.Stop()
 	c := w.Cluster
-	must(t, c.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
-	poll(t, ctx, "the default ServiceAccount of "+ns, func() bool {
+	testkit.Must(t, c.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+	testkit.Eventually(ctx, t, "the default ServiceAccount of "+ns, 30*time.Second, testkit.Holds(func() bool {
 		var sa corev1.ServiceAccount
 		return c.Client.Get(ctx, clientKey(ns, "default"), &sa) == nil
-	})
-	must(t, c.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "canary", Namespace: ns}, StringData: map[string]string{"v": canary}}))
+	}))
+	testkit.Must(t, c.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "canary", Namespace: ns}, StringData: map[string]string{"v": canary}}))
 
 	dir := t.TempDir()
 	a, _ := NewArtifacts(dir, NewRedactor(), 20<<20)
@@ -60,21 +61,21 @@ func TestConsolesAreStreamedPerLauncherAndSurviveReplacement(t *testing.T) {
 		labels := map[string]string{tenant.LabelClusterName: pn.Cluster(), tenant.LabelDeploymentName: pn.MachineDeployment()}
 		owner := &kubevirtv1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Name: vmi, Namespace: ns, Labels: labels}}
 		if err := c.Client.Create(ctx, owner); err != nil {
-			must(t, c.Client.Get(ctx, clientKey(ns, vmi), owner))
+			testkit.Must(t, c.Client.Get(ctx, clientKey(ns, vmi), owner))
 		}
 		for _, ct := range []string{"compute", ConsoleContainer} {
 			path, err := w.ContainerLog(ns, name, ct)
-			must(t, err)
+			testkit.Must(t, err)
 			if ct == ConsoleContainer {
-				must(t, simenv.WriteContainerLog(path, time.Now(), lines...))
+				testkit.Must(t, simenv.WriteContainerLog(path, time.Now(), lines...))
 			}
 		}
-		must(t, c.Client.Create(ctx, &corev1.Pod{
+		testkit.Must(t, c.Client.Create(ctx, &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{
 				"kubevirt.io": "virt-launcher", "kubevirt.io/created-by": string(owner.UID),
 				tenant.LabelClusterName: pn.Cluster(), tenant.LabelDeploymentName: pn.MachineDeployment()},
 				OwnerReferences: []metav1.OwnerReference{{APIVersion: "kubevirt.io/v1", Kind: "VirtualMachineInstance", Name: vmi,
-					UID: owner.UID, Controller: ptrTo(true)}}},
+					UID: owner.UID, Controller: testkit.Ptr(true)}}},
 			Spec: corev1.PodSpec{
 				Tolerations: []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
 				Containers: []corev1.Container{
@@ -84,30 +85,30 @@ func TestConsolesAreStreamedPerLauncherAndSurviveReplacement(t *testing.T) {
 		}))
 		// The VMI runs once its launcher does, as virt-handler reports it.
 		owner.Status.Phase = kubevirtv1.Running
-		must(t, c.Client.Status().Update(ctx, owner))
+		testkit.Must(t, c.Client.Status().Update(ctx, owner))
 		return name
 	}
 	vmi1 := pn.MachineDeployment() + "-5c7d9-aaaaa"
 	pod1 := launch(vmi1, "x1x1x", "[    0.000000] Linux version 6.12", "[    1.234567] talos: machine config token "+canary)
 	file1 := "pools/md0/consoles/" + vmi1 + "/" + pod1 + "-0.log"
-	poll(t, ctx, "the first console streamed", func() bool { return fileHas(dir, file1, "[    1.234567] talos") })
+	testkit.Eventually(ctx, t, "the first console streamed", 30*time.Second, testkit.Holds(func() bool { return fileHas(dir, file1, "[    1.234567] talos") }))
 
 	path1, _ := w.ContainerLog(ns, pod1, ConsoleContainer)
-	must(t, simenv.WriteContainerLog(path1, time.Now(), "[    2.500000] appended while following"))
-	poll(t, ctx, "a line appended while following", func() bool { return fileHas(dir, file1, "appended while following") })
+	testkit.Must(t, simenv.WriteContainerLog(path1, time.Now(), "[    2.500000] appended while following"))
+	testkit.Eventually(ctx, t, "a line appended while following", 30*time.Second, testkit.Holds(func() bool { return fileHas(dir, file1, "appended while following") }))
 
 	// The Machine is remediated: its VMI stops and its launcher goes, a new VMI comes with a
 	// launcher of its own.
 	old := &kubevirtv1.VirtualMachineInstance{}
-	must(t, c.Client.Get(ctx, clientKey(ns, vmi1), old))
+	testkit.Must(t, c.Client.Get(ctx, clientKey(ns, vmi1), old))
 	old.Status.Phase = kubevirtv1.Succeeded
-	must(t, c.Client.Status().Update(ctx, old))
-	must(t, c.Client.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: pod1, Namespace: ns}}, clientGrace0()))
+	testkit.Must(t, c.Client.Status().Update(ctx, old))
+	testkit.Must(t, c.Client.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: pod1, Namespace: ns}}, clientGrace0()))
 	vmi2 := pn.MachineDeployment() + "-5c7d9-bbbbb"
 	pod2 := launch(vmi2, "y2y2y", "[    0.000000] Linux version 6.12 (replacement)")
 	file2 := "pools/md0/consoles/" + vmi2 + "/" + pod2 + "-0.log"
-	poll(t, ctx, "the replacement's console streamed", func() bool { return fileHas(dir, file2, "replacement") })
-	poll(t, ctx, "the replaced console's read end filled in", func() bool { return fileHas(dir, file1, "the VMI stopped running") })
+	testkit.Eventually(ctx, t, "the replacement's console streamed", 30*time.Second, testkit.Holds(func() bool { return fileHas(dir, file2, "replacement") }))
+	testkit.Eventually(ctx, t, "the replaced console's read end filled in", 30*time.Second, testkit.Holds(func() bool { return fileHas(dir, file1, "the VMI stopped running") }))
 
 	rec.Stop()
 	body := readFile(t, dir, file1)
@@ -151,5 +152,3 @@ func readFile(t *testing.T, dir, rel string) string {
 	}
 	return string(data)
 }
-
-func ptrTo[T any](v T) *T { return &v }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/cozystack/cozy-e2e/framework/tenant"
 	"github.com/cozystack/cozy-e2e/framework/verdict"
+	"github.com/cozystack/cozy-e2e/internal/testkit"
 )
 
 // A pool that failed because a platform component was down has the platform's Pods and Events
@@ -25,16 +26,16 @@ func TestAPlatformFailuresEvidenceIsThePlatformsPodsAndEvents(t *testing.T) {
 	dir, _, _, rec := w.startRecorder(t, ctx)
 	defer rec.Stop()
 	c := w.mgmt.Client
-	must(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "cozy-kubevirt"}}))
-	must(t, c.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: "cozy-kubevirt"}}))
+	testkit.Must(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "cozy-kubevirt"}}))
+	testkit.Must(t, c.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: "cozy-kubevirt"}}))
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "virt-controller-7d9f", Namespace: "cozy-kubevirt", Labels: map[string]string{"kubevirt.io": "virt-controller"}},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "virt-controller", Image: "quay.io/kubevirt/virt-controller:v1.8.4"}}}}
-	must(t, c.Create(ctx, pod))
+	testkit.Must(t, c.Create(ctx, pod))
 	pod.Status = corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{{Name: "virt-controller", RestartCount: 4,
 		State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}}}}}
-	must(t, c.Status().Update(ctx, pod))
+	testkit.Must(t, c.Status().Update(ctx, pod))
 	now := metav1.Now()
-	must(t, c.Create(ctx, &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: "virt-controller-7d9f.1", Namespace: "cozy-kubevirt"},
+	testkit.Must(t, c.Create(ctx, &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: "virt-controller-7d9f.1", Namespace: "cozy-kubevirt"},
 		InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: "cozy-kubevirt", Name: pod.Name},
 		Type:           corev1.EventTypeWarning, Reason: "BackOff", Message: "Back-off restarting failed container virt-controller", FirstTimestamp: now, LastTimestamp: now, Count: 3}))
 

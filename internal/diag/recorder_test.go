@@ -14,7 +14,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/cozystack/cozy-e2e/framework/cluster"
@@ -22,6 +21,7 @@ import (
 	"github.com/cozystack/cozy-e2e/framework/verdict"
 	"github.com/cozystack/cozy-e2e/internal/controlplane"
 	"github.com/cozystack/cozy-e2e/internal/controlplane/cptest"
+	"github.com/cozystack/cozy-e2e/internal/testkit"
 )
 
 const ns = "tenant-e2eabc"
@@ -49,12 +49,12 @@ func newTwoClusters(t *testing.T, ctx context.Context) *twoClusters {
 	if w.mgmt, err = cluster.New("management", mapi.Admin()); err != nil { // fresh discovery
 		t.Fatal(err)
 	}
-	must(t, w.mgmt.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+	testkit.Must(t, w.mgmt.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
 	// What kube-controller-manager would create in a new namespace.
-	must(t, w.mgmt.Client.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: ns}}))
+	testkit.Must(t, w.mgmt.Client.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: ns}}))
 	// The sim plants the canary in the tenant namespace and in the tenant cluster.
 	for _, c := range []*cluster.Cluster{w.mgmt, w.tenant} {
-		must(t, c.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "canary", Namespace: map[bool]string{true: ns, false: "default"}[c == w.mgmt]},
+		testkit.Must(t, c.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "canary", Namespace: map[bool]string{true: ns, false: "default"}[c == w.mgmt]},
 			StringData: map[string]string{"value": canary}}))
 	}
 	return w
@@ -87,7 +87,7 @@ func TestRecorderStreamsAndCollectsWithoutLeakingSecrets(t *testing.T) {
 	dir, a, m, rec := w.startRecorder(t, ctx)
 	defer rec.Stop()
 	rec.WatchPool(w.pn)
-	must(t, rec.SetTenant(ctx, Tenant, w.pn.Names, w.tenant))
+	testkit.Must(t, rec.SetTenant(ctx, Tenant, w.pn.Names, w.tenant))
 
 	vmi := w.pn.MachineDeployment() + "-7d9f8c6b5x-abcde"
 	launcher := tenant.LauncherPrefix + vmi + "-q2w3e"
@@ -100,19 +100,19 @@ func TestRecorderStreamsAndCollectsWithoutLeakingSecrets(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: launcher, Namespace: ns, Labels: map[string]string{"kubevirt.io/created-by": string(owner.UID), "kubevirt.io": "virt-launcher",
 			tenant.LabelClusterName: w.pn.Cluster(), tenant.LabelDeploymentName: w.pn.MachineDeployment()},
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "kubevirt.io/v1", Kind: "VirtualMachineInstance", Name: vmi,
-				UID: owner.UID, Controller: ptrTo(true)}}},
+				UID: owner.UID, Controller: testkit.Ptr(true)}}},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{
 			{Name: "compute", Image: "virt-launcher", Env: []corev1.EnvVar{{Name: "LEAK", Value: canary}}},
 			{Name: ConsoleContainer, Image: "virt-launcher"},
 		}},
 	}
-	must(t, w.mgmt.Client.Create(ctx, pod))
+	testkit.Must(t, w.mgmt.Client.Create(ctx, pod))
 	pod.Status = corev1.PodStatus{Phase: corev1.PodPending, Conditions: []corev1.PodCondition{{
 		Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: "Unschedulable",
 		Message: "0/1 nodes are available: 1 Insufficient memory.", LastTransitionTime: metav1.Now()}}}
-	must(t, w.mgmt.Client.Status().Update(ctx, pod))
+	testkit.Must(t, w.mgmt.Client.Status().Update(ctx, pod))
 	now := metav1.Now()
-	must(t, w.mgmt.Client.Create(ctx, &corev1.Event{
+	testkit.Must(t, w.mgmt.Client.Create(ctx, &corev1.Event{
 		ObjectMeta:     metav1.ObjectMeta{Name: launcher + ".1", Namespace: ns},
 		InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: ns, Name: launcher},
 		Type:           corev1.EventTypeWarning, Reason: "FailedScheduling", Count: 1, FirstTimestamp: now, LastTimestamp: now,
@@ -124,24 +124,24 @@ func TestRecorderStreamsAndCollectsWithoutLeakingSecrets(t *testing.T) {
 		"spec": map[string]any{"clusterName": w.pn.Release(), "bootstrap": map[string]any{"dataSecretName": "x"},
 			"infrastructureRef": map[string]any{"apiGroup": "infrastructure.cluster.x-k8s.io", "kind": "KubevirtMachine", "name": vmi}},
 	}}
-	must(t, w.mgmt.Client.Create(ctx, machine))
+	testkit.Must(t, w.mgmt.Client.Create(ctx, machine))
 	// The guest registered under another name than its VMI.
-	must(t, w.tenant.Client.Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "metal-4f2a", Labels: map[string]string{"kubernetes.io/hostname": "metal-4f2a"}}}))
-	must(t, w.tenant.Client.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: tenant.KubeletConfigName, Namespace: tenant.KubeletConfigNamespace},
+	testkit.Must(t, w.tenant.Client.Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "metal-4f2a", Labels: map[string]string{"kubernetes.io/hostname": "metal-4f2a"}}}))
+	testkit.Must(t, w.tenant.Client.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: tenant.KubeletConfigName, Namespace: tenant.KubeletConfigNamespace},
 		Data: map[string]string{tenant.KubeletConfigKey: "kind: KubeletConfiguration\nclusterDNS: []\n# " + canary + "\n"}}))
-	must(t, w.tenant.Client.Create(ctx, &certv1.CertificateSigningRequest{ObjectMeta: metav1.ObjectMeta{Name: "csr-metal"},
+	testkit.Must(t, w.tenant.Client.Create(ctx, &certv1.CertificateSigningRequest{ObjectMeta: metav1.ObjectMeta{Name: "csr-metal"},
 		Spec: certv1.CertificateSigningRequestSpec{Request: csrPEM(t), SignerName: "kubernetes.io/kube-apiserver-client-kubelet",
 			Usages: []certv1.KeyUsage{certv1.UsageDigitalSignature, certv1.UsageClientAuth}}}))
 
-	poll(t, ctx, "the launcher's Unschedulable condition in the pool timeline", func() bool {
+	testkit.Eventually(ctx, t, "the launcher's Unschedulable condition in the pool timeline", 30*time.Second, testkit.Holds(func() bool {
 		return fileHas(dir, "pools/md0/timeline.jsonl", "Insufficient memory")
-	})
-	poll(t, ctx, "the FailedScheduling event in the pool's events", func() bool {
+	}))
+	testkit.Eventually(ctx, t, "the FailedScheduling event in the pool's events", 30*time.Second, testkit.Holds(func() bool {
 		return fileHas(dir, "pools/md0/events.jsonl", "FailedScheduling")
-	})
-	poll(t, ctx, "the tenant Node in the tenant timeline", func() bool {
+	}))
+	testkit.Eventually(ctx, t, "the tenant Node in the tenant timeline", 30*time.Second, testkit.Holds(func() bool {
 		return fileHas(dir, "clusters/tenant/timeline.jsonl", "metal-4f2a")
-	})
+	}))
 
 	res := rec.Collect(ctx, CollectOptions{Budget: Budget{Reserve: 30 * time.Second}, Pools: []tenant.PoolNames{w.pn},
 		Class: verdict.VMUnschedulable})
@@ -192,7 +192,7 @@ func TestRecorderStreamsAndCollectsWithoutLeakingSecrets(t *testing.T) {
 		}
 	}
 	rec.Stop()
-	must(t, m.Write(filepath.Join(dir, "manifest.json")))
+	testkit.Must(t, m.Write(filepath.Join(dir, "manifest.json")))
 	entries, err := ReadManifest(filepath.Join(dir, "manifest.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -217,22 +217,6 @@ func fileHas(dir, rel, want string) bool {
 	return err == nil && strings.Contains(string(data), want)
 }
 
-func poll(t *testing.T, ctx context.Context, what string, f func() bool) {
-	t.Helper()
-	start := time.Now()
-	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) { return f(), nil })
-	if err != nil {
-		t.Fatalf("waiting %s for %s: %v", time.Since(start).Round(time.Millisecond), what, err)
-	}
-}
-
-func must(t *testing.T, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
 // With two conformance clusters, a failing pool's join is read in its own tenant cluster: the
 // other cluster's CSRs, kubelet configuration and dumps are no evidence of it.
 func TestAPoolsEvidenceIsOfItsOwnCluster(t *testing.T) {
@@ -244,8 +228,8 @@ func TestAPoolsEvidenceIsOfItsOwnCluster(t *testing.T) {
 	other := tenant.For(ns, "classes-abc").Pool("kairos")
 	rec.WatchPool(w.pn)
 	rec.WatchPool(other)
-	must(t, rec.SetTenant(ctx, Tenant, w.pn.Names, w.tenant))
-	must(t, rec.SetTenant(ctx, "tenant-classes", other.Names, w.tenant))
+	testkit.Must(t, rec.SetTenant(ctx, Tenant, w.pn.Names, w.tenant))
+	testkit.Must(t, rec.SetTenant(ctx, "tenant-classes", other.Names, w.tenant))
 
 	collected := func(pn tenant.PoolNames) (map[string]bool, []string) {
 		res := rec.Collect(ctx, CollectOptions{Budget: Budget{Reserve: 30 * time.Second}, Pools: []tenant.PoolNames{pn},

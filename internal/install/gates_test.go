@@ -11,6 +11,7 @@ import (
 
 	"github.com/cozystack/cozy-e2e/framework/lane"
 	"github.com/cozystack/cozy-e2e/internal/install/catalog"
+	"github.com/cozystack/cozy-e2e/internal/testkit"
 )
 
 // provider makes a provider Deployment with its ReplicaSet and one pod, owned as the
@@ -75,7 +76,7 @@ func TestWebhookServicesSelectOnlyTheirProvidersPods(t *testing.T) {
 	e.webhookConfig("capi-validating-webhook-configuration", ns, "capi-webhook-service")
 	e.webhookConfig("capi-kairos-bootstrap-validating-webhook-configuration", ns, "capi-kairos-bootstrap-webhook-service")
 
-	ctx := ctxFor(t, 30*time.Second)
+	ctx := testkit.Context(t, 30*time.Second)
 	deps := []string{"capi-controller-manager", "capi-kairos-bootstrap-controller-manager"}
 	err := WebhookSelectors(ctx, e.dyn, ns, deps)
 	for _, want := range []string{
@@ -107,7 +108,7 @@ func TestVersionGate(t *testing.T) {
 	e.crds(nil, "operator.cluster.x-k8s.io.yaml")
 	ns := "cozy-cluster-api"
 	e.namespace(ns)
-	ctx := ctxFor(t, 30*time.Second)
+	ctx := testkit.Context(t, 30*time.Second)
 	gvrCore := schema.GroupVersionResource{Group: "operator.cluster.x-k8s.io", Version: "v1alpha2", Resource: "coreproviders"}
 	cp := obj("operator.cluster.x-k8s.io/v1alpha2", "CoreProvider", ns, "cluster-api")
 	cp.Object["spec"] = map[string]any{"version": "v1.10.1-core"}
@@ -164,22 +165,22 @@ func TestKubeVirtNeverEmulatesSilently(t *testing.T) {
 	comp, _ := catalog.Find("kubevirt")
 	p := catalog.Pinned{Component: comp, Pin: lane.Component{Version: "v1.8.4"}}
 	start := time.Now()
-	err := KubeVirtReady(ctxFor(t, 20*time.Second), e.dyn, p, GateOptions{})
+	err := KubeVirtReady(testkit.Context(t, 20*time.Second), e.dyn, p, GateOptions{})
 	if err == nil || !strings.Contains(err.Error(), "useEmulation is true but the lane's kind.emulation is false") || time.Since(start) > 10*time.Second {
 		t.Fatalf("want a terminal error at once, got %v after %s", err, time.Since(start))
 	}
 	unstructured.SetNestedField(kv.Object, false, "spec", "configuration", "developerConfiguration", "useEmulation")
-	kv, err = e.dyn.Resource(gvr).Namespace("cozy-kubevirt").Update(ctxFor(t, 10*time.Second), kv, metav1.UpdateOptions{})
+	kv, err = e.dyn.Resource(gvr).Namespace("cozy-kubevirt").Update(testkit.Context(t, 10*time.Second), kv, metav1.UpdateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	e.setStatus(gvr, kv, map[string]any{"phase": "Deployed", "observedKubeVirtVersion": "v1.8.4",
 		"conditions": []any{map[string]any{"type": "Available", "status": "True", "reason": "AllComponentsReady"}}})
 	var rec strings.Builder
-	if err := KubeVirtReady(ctxFor(t, 20*time.Second), e.dyn, p, GateOptions{Record: &rec}); err != nil {
+	if err := KubeVirtReady(testkit.Context(t, 20*time.Second), e.dyn, p, GateOptions{Record: &rec}); err != nil {
 		t.Fatal(err)
 	}
-	if res, err := CheckVersion(ctxFor(t, 10*time.Second), e.dyn, p); err != nil || !res.Checked {
+	if res, err := CheckVersion(testkit.Context(t, 10*time.Second), e.dyn, p); err != nil || !res.Checked {
 		t.Fatalf("version: %+v %v", res, err)
 	}
 	if !strings.Contains(rec.String(), "serial console log off by default; pools with logSerialConsole turn it on per VM") {

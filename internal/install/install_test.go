@@ -21,6 +21,7 @@ import (
 	"github.com/cozystack/cozy-e2e/internal/controlplane"
 	"github.com/cozystack/cozy-e2e/internal/controlplane/cptest"
 	"github.com/cozystack/cozy-e2e/internal/install/catalog"
+	"github.com/cozystack/cozy-e2e/internal/testkit"
 )
 
 // env is one local apiserver shared by the subtests of a test.
@@ -44,17 +45,11 @@ func newEnv(t *testing.T) *env {
 	return &env{t: t, c: c, a: a, dyn: a.Dynamic()}
 }
 
-func ctxFor(t *testing.T, d time.Duration) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
-}
-
 // crds installs CRDs (the vendored and written fixtures by name, and files under fixtures/kind)
 // and waits until the apiserver serves them.
 func (e *env) crds(names []string, files ...string) {
 	e.t.Helper()
-	ctx := ctxFor(e.t, time.Minute)
+	ctx := testkit.Context(e.t, time.Minute)
 	all, err := fixtures.CRDs()
 	if err != nil {
 		e.t.Fatal(err)
@@ -151,7 +146,7 @@ func TestManifestsPassAServerSideDryRun(t *testing.T) {
 	e := newEnv(t)
 	e.crds(nil, "packages.cozystack.io.yaml", "metallb.io.yaml")
 	e.namespace("cozy-metallb")
-	ctx := ctxFor(t, time.Minute)
+	ctx := testkit.Context(t, time.Minute)
 	dry := &Applier{c: e.c, dyn: e.dyn, DryRun: true}
 
 	if err := dry.Apply(ctx, StorageClasses()); err != nil {
@@ -249,11 +244,11 @@ func TestCRDAndDeploymentGates(t *testing.T) {
 	e := newEnv(t)
 	capi, _ := catalog.Find("capi-core")
 	e.crds(capi.CRDs)
-	if err := CRDsEstablished(ctxFor(t, 30*time.Second), e.dyn, capi.CRDs, GateOptions{}); err != nil {
+	if err := CRDsEstablished(testkit.Context(t, 30*time.Second), e.dyn, capi.CRDs, GateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	kairos, _ := catalog.Find("capi-kairos-bootstrap")
-	err := CRDsEstablished(ctxFor(t, 2*time.Second), e.dyn, append([]string{capi.CRDs[0]}, kairos.CRDs...), GateOptions{})
+	err := CRDsEstablished(testkit.Context(t, 2*time.Second), e.dyn, append([]string{capi.CRDs[0]}, kairos.CRDs...), GateOptions{})
 	var stuck *StuckError
 	if !errors.As(err, &stuck) || !strings.Contains(err.Error(), "CRD kairosconfigs.bootstrap.cluster.x-k8s.io not created yet") {
 		t.Fatalf("want stuck at the missing CRD, got %v", err)
@@ -264,7 +259,7 @@ func TestCRDAndDeploymentGates(t *testing.T) {
 	e.available(ready, "True", "MinimumReplicasAvailable", "")
 	slow := e.deployment("cozy-kubevirt", "virt-api", "quay.io/kubevirt/virt-api:v1.8.4", nil)
 	e.available(slow, "False", "MinimumReplicasUnavailable", "Deployment does not have minimum availability.")
-	err = DeploymentsAvailable(ctxFor(t, 2*time.Second), e.dyn, "cozy-kubevirt", []string{"virt-operator", "virt-api", "virt-controller"}, GateOptions{})
+	err = DeploymentsAvailable(testkit.Context(t, 2*time.Second), e.dyn, "cozy-kubevirt", []string{"virt-operator", "virt-api", "virt-controller"}, GateOptions{})
 	for _, want := range []string{"stuck for", "deployment virt-api: Available=\"False\" (MinimumReplicasUnavailable: Deployment does not have minimum availability.)", "deployment virt-controller not created yet"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("want %q in %v", want, err)
@@ -275,7 +270,7 @@ func TestCRDAndDeploymentGates(t *testing.T) {
 		e.available(slow, "True", "MinimumReplicasAvailable", "")
 	}()
 	start := time.Now()
-	if err := DeploymentsAvailable(ctxFor(t, 20*time.Second), e.dyn, "cozy-kubevirt", []string{"virt-operator", "virt-api"}, GateOptions{}); err != nil {
+	if err := DeploymentsAvailable(testkit.Context(t, 20*time.Second), e.dyn, "cozy-kubevirt", []string{"virt-operator", "virt-api"}, GateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if time.Since(start) > 10*time.Second {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/cozystack/cozy-e2e/framework/lane"
 	"github.com/cozystack/cozy-e2e/internal/substrate"
+	"github.com/cozystack/cozy-e2e/internal/testkit"
 )
 
 // What the lanes disabled before issue 9: monitoring and seaweedfs among them.
@@ -35,7 +36,7 @@ func TestAnOrphanedPackageIsAConfigurationFailure(t *testing.T) {
 	e.platformChart(graphAt(t, "main"), oldDisabled)
 
 	start := time.Now()
-	err := PackagesReady(ctxFor(t, 30*time.Second), e.dyn, oldDisabled, GateOptions{})
+	err := PackagesReady(testkit.Context(t, 30*time.Second), e.dyn, oldDisabled, GateOptions{})
 	var ce *substrate.ConfigurationError
 	if !errors.As(err, &ce) {
 		t.Fatalf("want a configuration failure, got %T %v", err, err)
@@ -53,7 +54,7 @@ func TestAnOrphanedPackageIsAConfigurationFailure(t *testing.T) {
 	if took := time.Since(start); took > 20*time.Second {
 		t.Errorf("decided after %s", took)
 	}
-	ctx := ctxFor(t, 10*time.Second)
+	ctx := testkit.Context(t, 10*time.Second)
 	for _, name := range []string{"cozystack.tenant-application", "cozystack.cozystack-basics", "cozystack.kubevirt-cdi"} {
 		p, err := e.dyn.Resource(gvrPackage).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
@@ -77,7 +78,7 @@ func TestAnOrphanedPackageIsAConfigurationFailure(t *testing.T) {
 		l.Platform.DisabledPackages = append(l.Platform.DisabledPackages, lane.DisabledPackage{Name: d, Reason: "test"})
 	}
 	start = time.Now()
-	err = Components(ctxFor(t, 40*time.Second), e.c, Options{Lane: l, GatesOnly: true})
+	err = Components(testkit.Context(t, 40*time.Second), e.c, Options{Lane: l, GatesOnly: true})
 	if !errors.As(err, &ce) || !strings.Contains(err.Error(), "component cozystack-operator (Cozystack operator): Package ") {
 		t.Fatalf("the component gates: %T %v", err, err)
 	}
@@ -97,10 +98,10 @@ func TestTheLanesDisabledSetInstallsEveryPackage(t *testing.T) {
 			l := testLane(t)
 			g := graphAt(t, ref)
 			e.platformChart(g, l.Platform.DisabledNames())
-			if err := PackagesReady(ctxFor(t, 60*time.Second), e.dyn, l.Platform.DisabledNames(), GateOptions{}); err != nil {
+			if err := PackagesReady(testkit.Context(t, 60*time.Second), e.dyn, l.Platform.DisabledNames(), GateOptions{}); err != nil {
 				t.Fatal(err)
 			}
-			hrs, err := e.dyn.Resource(gvrHelmRelease).List(ctxFor(t, 10*time.Second), metav1.ListOptions{})
+			hrs, err := e.dyn.Resource(gvrHelmRelease).List(testkit.Context(t, 10*time.Second), metav1.ListOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}

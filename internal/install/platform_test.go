@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/cozystack/cozy-e2e/internal/testkit"
 )
 
 func (e *env) helmRelease(ns, name string) *unstructured.Unstructured {
@@ -45,7 +47,7 @@ func TestPlatformGate(t *testing.T) {
 	etcd := e.helmRelease("tenant-root", "etcd")
 	e.setStatus(gvrHelmRelease, etcd, hrStatus("False", "InstallFailed", "Helm install failed for release tenant-root/etcd: context deadline exceeded", "failed"))
 
-	err := PlatformGate(ctxFor(t, 2*time.Second), e.dyn, GateOptions{})
+	err := PlatformGate(testkit.Context(t, 2*time.Second), e.dyn, GateOptions{})
 	for _, want := range []string{
 		"1 of 2 HelmReleases not Ready on a fresh listing",
 		`HelmRelease tenant-root/etcd Ready="False" (InstallFailed): Helm install failed for release tenant-root/etcd: context deadline exceeded`,
@@ -66,13 +68,13 @@ func TestPlatformGate(t *testing.T) {
 	h := st["history"].([]any)
 	h[1].(map[string]any)["lastDeployed"] = "2026-01-01T10:02:03Z"
 	e.setStatus(gvrHelmRelease, etcd, st)
-	err = PlatformGate(ctxFor(t, 10*time.Second), e.dyn, GateOptions{Remediation: "fail"})
+	err = PlatformGate(testkit.Context(t, 10*time.Second), e.dyn, GateOptions{Remediation: "fail"})
 	if err == nil || !strings.Contains(err.Error(), "HelmRelease tenant-root/etcd: 1 remediated (v1 failed), last at 2026-01-01T10:02:03Z") {
 		t.Fatalf("remediation under policy fail: %v", err)
 	}
 	var notes []string
 	var rec strings.Builder
-	err = PlatformGate(ctxFor(t, 2*time.Second), e.dyn, GateOptions{Record: &rec, Note: func(n string) { notes = append(notes, n) }})
+	err = PlatformGate(testkit.Context(t, 2*time.Second), e.dyn, GateOptions{Record: &rec, Note: func(n string) { notes = append(notes, n) }})
 	if err == nil || strings.Contains(err.Error(), "remediat") {
 		t.Fatalf("under policy report the gate stopped at the remediation: %v", err)
 	}
@@ -84,7 +86,7 @@ func TestPlatformGate(t *testing.T) {
 	}
 	e.setStatus(gvrHelmRelease, kamaji, hrStatus("True", "InstallSucceeded", "ok", "deployed", "superseded"))
 
-	err = PlatformGate(ctxFor(t, 2*time.Second), e.dyn, GateOptions{})
+	err = PlatformGate(testkit.Context(t, 2*time.Second), e.dyn, GateOptions{})
 	if err == nil || !strings.Contains(err.Error(), "built-in NodeGroupClasses (talos, kairos): stuck") || !strings.Contains(err.Error(), "missing talos, kairos") {
 		t.Fatalf("missing classes not named: %v", err)
 	}
@@ -101,7 +103,7 @@ func TestPlatformGate(t *testing.T) {
 		e.create(gvrAPIService, s)
 	}
 	var passed strings.Builder
-	if err := PlatformGate(ctxFor(t, 30*time.Second), e.dyn, GateOptions{Record: &passed}); err != nil {
+	if err := PlatformGate(testkit.Context(t, 30*time.Second), e.dyn, GateOptions{Record: &passed}); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(passed.String(), "2 HelmReleases Ready;") {

@@ -8,6 +8,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/cozystack/cozy-e2e/internal/testkit"
 )
 
 // The platform phase as a run calls it, against a local apiserver holding the platform's
@@ -29,7 +31,7 @@ func TestPlatformPhaseEnablesTheRootTenantsEtcd(t *testing.T) {
 	}
 	for _, name := range platformAPIServices() {
 		// A CRD of the group registers its APIService itself (tenants.apps.cozystack.io here).
-		if _, err := e.dyn.Resource(gvrAPIService).Get(ctxFor(t, 5*time.Second), name, metav1.GetOptions{}); err == nil {
+		if _, err := e.dyn.Resource(gvrAPIService).Get(testkit.Context(t, 5*time.Second), name, metav1.GetOptions{}); err == nil {
 			continue
 		}
 		s := obj("apiregistration.k8s.io/v1", "APIService", "", name)
@@ -44,10 +46,10 @@ func TestPlatformPhaseEnablesTheRootTenantsEtcd(t *testing.T) {
 	var rec strings.Builder
 	o := Options{Lane: l}
 	o.Record = &rec
-	if err := Platform(ctxFor(t, 90*time.Second), e.c, o); err != nil {
+	if err := Platform(testkit.Context(t, 90*time.Second), e.c, o); err != nil {
 		t.Fatalf("%v\n%s", err, rec.String())
 	}
-	root, err := e.dyn.Resource(gvrTenant).Namespace("tenant-root").Get(ctxFor(t, 5*time.Second), "root", metav1.GetOptions{})
+	root, err := e.dyn.Resource(gvrTenant).Namespace("tenant-root").Get(testkit.Context(t, 5*time.Second), "root", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

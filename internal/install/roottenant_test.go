@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/cozystack/cozy-e2e/internal/substrate"
+	"github.com/cozystack/cozy-e2e/internal/testkit"
 )
 
 // tenantChart plays the platform's tenant chart for tenant-root: once Tenant root has
@@ -60,17 +61,17 @@ func TestRootTenantGetsItsEtcd(t *testing.T) {
 	e.tenantChart(ctx)
 
 	// A cluster the harness did not install is judged, not changed.
-	err := RootEtcd(ctxFor(t, 10*time.Second), e.dyn, true, GateOptions{})
+	err := RootEtcd(testkit.Context(t, 10*time.Second), e.dyn, true, GateOptions{})
 	var ce *substrate.ConfigurationError
 	if !errors.As(err, &ce) || !strings.Contains(err.Error(), "Tenant tenant-root/root has spec.etcd false") {
 		t.Fatalf("gates only: %v", err)
 	}
 
 	var rec strings.Builder
-	if err := RootEtcd(ctxFor(t, 30*time.Second), e.dyn, false, GateOptions{Record: &rec}); err != nil {
+	if err := RootEtcd(testkit.Context(t, 30*time.Second), e.dyn, false, GateOptions{Record: &rec}); err != nil {
 		t.Fatal(err)
 	}
-	root, err := e.dyn.Resource(gvrTenant).Namespace("tenant-root").Get(ctxFor(t, 5*time.Second), "root", metav1.GetOptions{})
+	root, err := e.dyn.Resource(gvrTenant).Namespace("tenant-root").Get(testkit.Context(t, 5*time.Second), "root", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +85,7 @@ func TestRootTenantGetsItsEtcd(t *testing.T) {
 		t.Fatalf("record %q", rec.String())
 	}
 	// Judged again on the same cluster (E2E_REUSE, the existing substrate): nothing to change.
-	if err := RootEtcd(ctxFor(t, 10*time.Second), e.dyn, true, GateOptions{}); err != nil {
+	if err := RootEtcd(testkit.Context(t, 10*time.Second), e.dyn, true, GateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -94,7 +95,7 @@ func TestRootTenantEtcdThatNeverComesIsNamed(t *testing.T) {
 	e := newEnv(t)
 	e.crds([]string{"tenants.apps.cozystack.io", "helmreleases.helm.toolkit.fluxcd.io"}, "kamaji.clastix.io.yaml")
 	e.rootTenant(false)
-	err := RootEtcd(ctxFor(t, 3*time.Second), e.dyn, false, GateOptions{})
+	err := RootEtcd(testkit.Context(t, 3*time.Second), e.dyn, false, GateOptions{})
 	var stuck *StuckError
 	if !errors.As(err, &stuck) || !strings.Contains(err.Error(), "HelmRelease tenant-root/etcd not created yet") {
 		t.Fatalf("want stuck at the etcd HelmRelease, got %v", err)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/cozystack/cozy-e2e/framework/lane"
 	"github.com/cozystack/cozy-e2e/internal/install/catalog"
+	"github.com/cozystack/cozy-e2e/internal/testkit"
 )
 
 // The Flux gate against Flux as Cozystack installs it (internal/fluxinstall/manifests/
@@ -46,7 +47,7 @@ func TestFluxGateAgainstTheSingleFluxDeployment(t *testing.T) {
 	pin := catalog.Pinned{Component: flux, Pin: lane.Component{Name: "flux", Version: "v2.8.0"}}
 	var rec strings.Builder
 	start := time.Now()
-	if err := Gate(ctxFor(t, 20*time.Second), e.dyn, pin, GateOptions{Record: &rec}); err != nil {
+	if err := Gate(testkit.Context(t, 20*time.Second), e.dyn, pin, GateOptions{Record: &rec}); err != nil {
 		t.Fatal(err)
 	}
 	if took := time.Since(start); took > 10*time.Second {
@@ -56,12 +57,12 @@ func TestFluxGateAgainstTheSingleFluxDeployment(t *testing.T) {
 		t.Fatalf("record: %q", rec.String())
 	}
 	for _, name := range []string{"helm-controller", "source-controller"} {
-		if _, err := e.dyn.Resource(gvrDeployment).Namespace("cozy-fluxcd").Get(ctxFor(t, 5*time.Second), name, metav1.GetOptions{}); err == nil {
+		if _, err := e.dyn.Resource(gvrDeployment).Namespace("cozy-fluxcd").Get(testkit.Context(t, 5*time.Second), name, metav1.GetOptions{}); err == nil {
 			t.Fatalf("the test made a Deployment %s, which Cozystack never does", name)
 		}
 	}
 	// A Flux whose pod lacks the helm-controller is named as such.
-	if err := DeploymentRuns(ctxFor(t, 5*time.Second), e.dyn, "cozy-fluxcd", "flux", []string{"helm-controller", "image-reflector-controller"}); err == nil ||
+	if err := DeploymentRuns(testkit.Context(t, 5*time.Second), e.dyn, "cozy-fluxcd", "flux", []string{"helm-controller", "image-reflector-controller"}); err == nil ||
 		!strings.Contains(err.Error(), "deployment cozy-fluxcd/flux runs no container image-reflector-controller") {
 		t.Fatalf("missing container: %v", err)
 	}
@@ -83,7 +84,7 @@ func TestKamajiProviderGateChecksNoWebhooks(t *testing.T) {
 	e.service(ns, "capi-webhook-service", map[string]any{"cluster.x-k8s.io/provider": "cluster-api"})
 	e.webhookConfig("capi-validating-webhook-configuration", ns, "capi-webhook-service")
 	for _, name := range []string{"capi-kamaji-controller-manager", "capi-controller-manager"} {
-		d, err := e.dyn.Resource(gvrDeployment).Namespace(ns).Get(ctxFor(t, 5*time.Second), name, metav1.GetOptions{})
+		d, err := e.dyn.Resource(gvrDeployment).Namespace(ns).Get(testkit.Context(t, 5*time.Second), name, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -95,14 +96,14 @@ func TestKamajiProviderGateChecksNoWebhooks(t *testing.T) {
 	e.setStatus(gvr, e.create(gvr, cp), map[string]any{"installedVersion": "v0.19.0-cozystack.0"})
 
 	pin := catalog.Pinned{Component: kamaji, Pin: lane.Component{Name: "capi-kamaji", Version: "v0.19.0-cozystack.0"}}
-	if err := Gate(ctxFor(t, 20*time.Second), e.dyn, pin, GateOptions{}); err != nil {
+	if err := Gate(testkit.Context(t, 20*time.Second), e.dyn, pin, GateOptions{}); err != nil {
 		t.Fatalf("the Kamaji provider, which has no webhooks, was refused: %v", err)
 	}
-	err := WebhookSelectors(ctxFor(t, 10*time.Second), e.dyn, ns, kamaji.Deployments)
+	err := WebhookSelectors(testkit.Context(t, 10*time.Second), e.dyn, ns, kamaji.Deployments)
 	if err == nil || !strings.Contains(err.Error(), "no webhook Service in cozy-cluster-api selects only the pods of Deployment capi-kamaji-controller-manager") {
 		t.Fatalf("the selector check of a provider without webhooks: %v", err)
 	}
-	if err := WebhookSelectors(ctxFor(t, 10*time.Second), e.dyn, ns, []string{"capi-controller-manager"}); err != nil {
+	if err := WebhookSelectors(testkit.Context(t, 10*time.Second), e.dyn, ns, []string{"capi-controller-manager"}); err != nil {
 		t.Fatalf("the core provider's own webhook: %v", err)
 	}
 }

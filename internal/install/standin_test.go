@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/cozystack/cozy-e2e/internal/install/upstream"
+	"github.com/cozystack/cozy-e2e/internal/testkit"
 )
 
 var gvrPackageSource = schema.GroupVersionResource{Group: "cozystack.io", Version: "v1alpha1", Resource: "packagesources"}
@@ -143,7 +144,7 @@ func (e *env) platformChart(g *upstream.Graph, disabled []string) {
 	for _, d := range disabled {
 		off[d] = true
 	}
-	ctx := ctxFor(e.t, time.Minute)
+	ctx := testkit.Context(e.t, time.Minute)
 	for _, p := range g.Packages {
 		short := strings.TrimPrefix(p.Name, "cozystack.")
 		var deps []any

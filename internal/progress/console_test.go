@@ -1,30 +1,13 @@
 package progress
 
 import (
-	"bytes"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/cozystack/cozy-e2e/internal/testkit"
 )
-
-// syncBuffer is a bytes.Buffer safe for the console's writer and the test to share.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 type fakeNow struct {
 	mu sync.Mutex
@@ -49,23 +32,12 @@ func lines(s string) []string {
 	return strings.Split(s, "\n")
 }
 
-// eventually waits until cond holds, up to a second (the console writes from its own goroutine).
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if cond() {
-			return
-		}
-	}
-	t.Fatalf("never: %s", what)
-}
-
 // Without a terminal, a person reads only permanent lines: a phase's end, the stages a pool
 // passed (those passed at one instant on one line), a failure, the harness's own lines; every
 // detail goes to harness.log alone.
 func TestWithoutATerminalOnlyWhatMattersIsPrinted(t *testing.T) {
 	now := &fakeNow{t: t0}
-	var out, log syncBuffer
+	var out, log testkit.Buffer
 	c := NewConsole(Options{Out: &out, Log: &log, Now: now.Now})
 	c.Printf("lane sim (sim substrate)")
 	c.Event(Event{At: t0, Kind: PhaseStart, Phase: "pools", Ceiling: 3 * time.Minute})
@@ -114,7 +86,7 @@ func TestWithoutATerminalOnlyWhatMattersIsPrinted(t *testing.T) {
 // only while it waits.
 func TestAWaitingPoolHasAHeartbeat(t *testing.T) {
 	now := &fakeNow{t: t0}
-	var out syncBuffer
+	var out testkit.Buffer
 	c := NewConsole(Options{Out: &out, Heartbeat: 30 * time.Second, Now: now.Now})
 	defer c.Close()
 	c.Event(Event{At: t0, Kind: PhaseStart, Phase: "pools", Ceiling: 3 * time.Minute})
@@ -127,7 +99,7 @@ func TestAWaitingPoolHasAHeartbeat(t *testing.T) {
 	}
 	c.Event(Event{At: now.Now(), Kind: StagePassed, Pool: "acme", Stage: "workload-pod", Since: t0})
 	now.Add(21 * time.Second)
-	eventually(t, "md0's heartbeat", func() bool { return strings.Contains(out.String(), "pool md0: at disk-import") })
+	testkit.Eventually(t.Context(), t, "md0's heartbeat", 2*time.Second, testkit.Holds(func() bool { return strings.Contains(out.String(), "pool md0: at disk-import") }))
 	time.Sleep(300 * time.Millisecond)
 	got := lines(out.String())
 	want := []string{
@@ -143,13 +115,13 @@ func TestAWaitingPoolHasAHeartbeat(t *testing.T) {
 		t.Fatalf("a second heartbeat within 30s: %q", out.String())
 	}
 	now.Add(2 * time.Second)
-	eventually(t, "the next heartbeat", func() bool { return len(lines(out.String())) == 3 })
+	testkit.Eventually(t.Context(), t, "the next heartbeat", 2*time.Second, testkit.Holds(func() bool { return len(lines(out.String())) == 3 }))
 }
 
 // A pool that passed its last stage is reported joined, with the time since its first event.
 func TestAPoolThatJoinedSaysHowLongItTook(t *testing.T) {
 	now := &fakeNow{t: t0}
-	var out syncBuffer
+	var out testkit.Buffer
 	c := NewConsole(Options{Out: &out, Now: now.Now})
 	c.Event(Event{At: t0, Kind: Detail, Pool: "kairos", Stage: "bootstrap-template", Detail: "not rendered", Since: t0, Replicas: 1})
 	at := t0.Add(20 * time.Second)
@@ -173,7 +145,7 @@ func TestAPoolThatJoinedSaysHowLongItTook(t *testing.T) {
 // spec's phase ends.
 func TestAJoinedPoolIsFollowedThroughItsLifecycle(t *testing.T) {
 	now := &fakeNow{t: t0}
-	var out syncBuffer
+	var out testkit.Buffer
 	c := NewConsole(Options{Out: &out, Now: now.Now, Heartbeat: time.Second})
 	stages := []string{"bootstrap-template", "bootstrap-data", "disk-import", "vmi-running", "guest-boot", "join",
 		"node-registered", "provider-id", "node-ref", "ready", "schedulable", "workload-pod"}
@@ -186,9 +158,9 @@ func TestAJoinedPoolIsFollowedThroughItsLifecycle(t *testing.T) {
 	c.Event(Event{At: at, Kind: StagePassed, Pool: "remed", Stage: "broken", Since: at.Add(-time.Second)})
 	c.Event(Event{At: at, Kind: Detail, Pool: "remed", Stage: "marked-unhealthy", Detail: "Node remed-a Ready=True", Since: at})
 	now.Add(2 * time.Second)
-	eventually(t, "a heartbeat of the pool at its lifecycle stage", func() bool {
+	testkit.Eventually(t.Context(), t, "a heartbeat of the pool at its lifecycle stage", 2*time.Second, testkit.Holds(func() bool {
 		return strings.Contains(out.String(), "pool remed: at marked-unhealthy 2.0s: Node remed-a Ready=True")
-	})
+	}))
 	end := at.Add(80 * time.Second)
 	c.Event(Event{At: end, Kind: StagePassed, Pool: "remed", Stage: "marked-unhealthy", Since: at})
 	c.Event(Event{At: end, Kind: PhaseEnd, Phase: "remediation", Since: at, Outcome: "ok", Ceiling: 4 * time.Minute})

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/cozystack/cozy-e2e/internal/testkit"
 )
 
 // redraw is the cursor going up over the live lines and erasing them, to draw them again.
@@ -35,7 +37,7 @@ func liveScript(c *Console, now *fakeNow) {
 // the permanent lines scroll above it; after Close nothing is redrawn.
 func TestOnATerminalThePoolLineIsRedrawnInPlace(t *testing.T) {
 	now := &fakeNow{t: t0}
-	var out syncBuffer
+	var out testkit.Buffer
 	c := NewConsole(Options{Out: &out, Live: true, Now: now.Now})
 	liveScript(c, now)
 	got := out.String()
@@ -65,7 +67,7 @@ func TestOnATerminalThePoolLineIsRedrawnInPlace(t *testing.T) {
 // lines to the terminal's width and redraws them in place.
 func TestOnAPseudoTerminalTheConsoleDrawsLive(t *testing.T) {
 	master, slave := openPty(t, 60)
-	var out syncBuffer
+	var out testkit.Buffer
 	copied := make(chan struct{})
 	go func() { _, _ = io.Copy(&out, master); close(copied) }()
 	if !IsTerminal(slave) && os.Getenv("TERM") != "dumb" {
@@ -143,7 +145,7 @@ func checkErasedAtTheEnd(t *testing.T, got string) {
 // only its suspects changed is not logged twice. Without a terminal the heartbeat carries it.
 func TestASuspectIsShownOnThePoolLineAndLoggedUntilCleared(t *testing.T) {
 	now := &fakeNow{t: t0}
-	var out, log syncBuffer
+	var out, log testkit.Buffer
 	c := NewConsole(Options{Out: &out, Log: &log, Live: true, Now: now.Now})
 	detail := Event{At: now.Now(), Kind: Detail, Pool: "kairos", Stage: "bootstrap-data", Detail: "Machine m1: no bootstrap data yet", Since: t0, Replicas: 1}
 	c.Event(detail)
@@ -153,9 +155,9 @@ func TestASuspectIsShownOnThePoolLineAndLoggedUntilCleared(t *testing.T) {
 		Detail: `KairosConfig m1 reports failureReason BootstrapDataSecretGenerationFailed: secrets "pw" not found`}}
 	c.Event(sus)
 	now.Add(3 * time.Second)
-	eventually(t, "the suspect on the live line", func() bool {
+	testkit.Eventually(t.Context(), t, "the suspect on the live line", 2*time.Second, testkit.Holds(func() bool {
 		return strings.Contains(out.String(), "bootstrap-data 4.0s · 0/1 past · suspect bootstrap 3.0s: KairosConfig m1 reports")
-	})
+	}))
 	cleared := detail
 	cleared.At = now.Add(time.Second)
 	c.Event(cleared)
@@ -173,13 +175,13 @@ func TestASuspectIsShownOnThePoolLineAndLoggedUntilCleared(t *testing.T) {
 		t.Errorf("the unchanged detail was logged %d times:\n%s", n, got)
 	}
 	now2 := &fakeNow{t: t0}
-	var out2 syncBuffer
+	var out2 testkit.Buffer
 	c2 := NewConsole(Options{Out: &out2, Now: now2.Now, Heartbeat: time.Second})
 	sus.At = t0
 	c2.Event(sus)
 	now2.Add(2 * time.Second)
-	eventually(t, "the heartbeat with the suspect", func() bool {
+	testkit.Eventually(t.Context(), t, "the heartbeat with the suspect", 2*time.Second, testkit.Holds(func() bool {
 		return strings.Contains(out2.String(), "no bootstrap data yet; suspect bootstrap 1.0s: KairosConfig m1 reports")
-	})
+	}))
 	c2.Close()
 }

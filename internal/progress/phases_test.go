@@ -6,13 +6,15 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cozystack/cozy-e2e/internal/testkit"
 )
 
 // The pools phase starts while the tenant phase still waits for a cluster: both run, each
 // keeps its line, a detail outside any pool belongs to the tenant phase (the oldest) until it
 // ends, and the end of one leaves the other running.
 func TestOverlappingPhasesEachKeepTheirOwn(t *testing.T) {
-	var out syncBuffer
+	var out testkit.Buffer
 	c := NewConsole(Options{Out: &out, Now: (&fakeNow{t: t0}).Now})
 	defer c.Close()
 	c.Event(Event{At: t0, Kind: PhaseStart, Phase: "tenant", Ceiling: 10 * time.Minute})
@@ -36,7 +38,7 @@ func TestOverlappingPhasesEachKeepTheirOwn(t *testing.T) {
 	if strings.Join(names, ",") != "pools" || details[0] != "refusal cluster rendering" {
 		t.Fatalf("after the tenant phase: phases %v, details %q; want pools alone with its detail", names, details)
 	}
-	eventually(t, "the tenant phase's end", func() bool { return strings.Contains(out.String(), "10:00:17 phase tenant ok in 17.0s (of 10m0s)") })
+	testkit.Eventually(t.Context(), t, "the tenant phase's end", 2*time.Second, testkit.Holds(func() bool { return strings.Contains(out.String(), "10:00:17 phase tenant ok in 17.0s (of 10m0s)") }))
 }
 
 // The suite's emitter gives a detail without a phase to the oldest phase running, else to

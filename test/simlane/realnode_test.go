@@ -30,6 +30,7 @@ import (
 	"github.com/cozystack/cozy-e2e/internal/sim/node"
 	"github.com/cozystack/cozy-e2e/internal/sim/simenv"
 	"github.com/cozystack/cozy-e2e/internal/substrate/sim"
+	"github.com/cozystack/cozy-e2e/internal/testkit"
 )
 
 // realNodeLaneTimeout bounds one run of lanes/sim-node.yaml: its jobCap.
@@ -117,10 +118,7 @@ const realNodeGreenFaults = string(faults.RegistryUnavailableOnce) + "," + strin
 func realNodePreflight(t *testing.T) {
 	t.Helper()
 	if err := sim.NodePreflight(sim.ThisHost()); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal(err)
-		}
-		t.Skip(err)
+		testkit.Unavailable(t, err)
 	}
 }
 

@@ -3,11 +3,11 @@ package cptest
 
 import (
 	"context"
-	"os"
 	"testing"
 	"time"
 
 	"github.com/cozystack/cozy-e2e/internal/controlplane"
+	"github.com/cozystack/cozy-e2e/internal/testkit"
 )
 
 // Tools finds the binaries `make tools` builds. When they are missing the test fails under
@@ -17,10 +17,7 @@ func Tools(t testing.TB) controlplane.Tools {
 	t.Helper()
 	tools, err := controlplane.FindTools()
 	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("%v", err)
-		}
-		t.Skipf("%v", err)
+		testkit.Unavailable(t, err)
 	}
 	return tools
 }

@@ -2,14 +2,15 @@ package cptest
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cozystack/cozy-e2e/fixtures"
+	"github.com/cozystack/cozy-e2e/internal/testkit"
 )
 
 // InstallFixtureCRDs installs the fixture CRDs (fixtures/crds) of kinds through c and waits
@@ -35,23 +36,26 @@ func InstallFixtureCRDs(t testing.TB, ctx context.Context, c client.Client, kind
 		if err := c.Create(ctx, crd); err != nil {
 			t.Fatalf("creating CRD %s: %v", crd.Name, err)
 		}
-		err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-			var got apiextensionsv1.CustomResourceDefinition
-			if c.Get(ctx, client.ObjectKey{Name: crd.Name}, &got) != nil {
-				return false, nil
-			}
-			for _, cond := range got.Status.Conditions {
-				if cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue {
-					return true, nil
-				}
-			}
-			return false, nil
-		})
-		if err != nil {
-			t.Fatalf("CRD %s never Established: %v", crd.Name, err)
-		}
+		Established(ctx, t, c, crd.Name, time.Minute)
 	}
 	if len(want) > 0 {
 		t.Fatalf("fixtures/crds has no CRD of kinds %v", want)
 	}
+}
+
+// Established waits up to timeout until CRD name is Established.
+func Established(ctx context.Context, t testing.TB, c client.Client, name string, timeout time.Duration) {
+	t.Helper()
+	testkit.Eventually(ctx, t, "CRD "+name+" Established", timeout, func() (bool, string) {
+		var got apiextensionsv1.CustomResourceDefinition
+		if err := c.Get(ctx, client.ObjectKey{Name: name}, &got); err != nil {
+			return false, err.Error()
+		}
+		for _, cond := range got.Status.Conditions {
+			if cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue {
+				return true, ""
+			}
+		}
+		return false, fmt.Sprintf("conditions %v", got.Status.Conditions)
+	})
 }

@@ -15,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/clientcmd"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
@@ -32,6 +31,7 @@ import (
 	"github.com/cozystack/cozy-e2e/internal/sim/names"
 	"github.com/cozystack/cozy-e2e/internal/sim/simenv"
 	"github.com/cozystack/cozy-e2e/internal/sim/simtest"
+	"github.com/cozystack/cozy-e2e/internal/testkit"
 )
 
 const (
@@ -71,31 +71,31 @@ func start(t *testing.T, fault string) *world {
 	e.Manager(t, setups...)
 	w := &world{mgmt: e, tenant: tc, env: env, c: e.Cluster.Client, guestMemory: map[string]string{}}
 	ctx := t.Context()
-	must(t, w.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Namespace: "", Name: ns}}))
+	testkit.Must(t, w.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Namespace: "", Name: ns}}))
 	kc, err := clientcmd.Write(*kubeconfig(tapi.Admin().Host, tapi.Admin().CAData, tapi.Admin().CertData, tapi.Admin().KeyData))
-	must(t, err)
-	must(t, w.c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: release + "-kubeconfig"},
+	testkit.Must(t, err)
+	testkit.Must(t, w.c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: release + "-kubeconfig"},
 		Data: map[string][]byte{names.KubeconfigKey: kc}}))
 	cl := &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: release},
 		Spec: clusterv1.ClusterSpec{
 			InfrastructureRef:    clusterv1.ContractVersionedObjectReference{APIGroup: names.KubevirtClusterGVK.Group, Kind: "KubevirtCluster", Name: release},
 			ControlPlaneEndpoint: clusterv1.APIEndpoint{Host: release + "." + ns + ".svc", Port: 6443},
 		}}
-	must(t, w.c.Create(ctx, cl))
+	testkit.Must(t, w.c.Create(ctx, cl))
 	yes := true
 	cl.Status.Initialization = clusterv1.ClusterInitializationStatus{InfrastructureProvisioned: &yes, ControlPlaneInitialized: &yes}
-	must(t, w.c.Status().Update(ctx, cl))
+	testkit.Must(t, w.c.Status().Update(ctx, cl))
 
 	// What Kamaji publishes: the apiserver's Service (here leading to its loopback address) and
 	// the tenant's bootstrap-token RBAC; what the chart's bootstrap-token-tenant Job writes: the
 	// bootstrap token.
 	u, err := url.Parse(tapi.URL)
-	must(t, err)
+	testkit.Must(t, err)
 	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: release, Annotations: map[string]string{simenv.LoopbackAnnotation: u.Host}},
 		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "kube-apiserver", Port: 6443}}}}
-	must(t, w.c.Create(ctx, svc))
-	must(t, kamaji.EnsureBootstrapTokenRBAC(ctx, tc.Client))
-	must(t, tc.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "bootstrap-token-" + tokenID},
+	testkit.Must(t, w.c.Create(ctx, svc))
+	testkit.Must(t, kamaji.EnsureBootstrapTokenRBAC(ctx, tc.Client))
+	testkit.Must(t, tc.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "bootstrap-token-" + tokenID},
 		Type: corev1.SecretTypeBootstrapToken, Data: map[string][]byte{"token-id": []byte(tokenID), "token-secret": []byte(tokenSecret),
 			"usage-bootstrap-authentication": []byte("true"), "auth-extra-groups": []byte(kamaji.NodeBootstrapTokenAuthGroup)}}))
 	w.serviceIP, w.clusterCA = svc.Spec.ClusterIP, tapi.CA.CertPEM
@@ -146,7 +146,7 @@ func (w *world) machineWith(t *testing.T, pool, name string, kairos bool, passwo
 			Bootstrap:         clusterv1.Bootstrap{ConfigRef: clusterv1.ContractVersionedObjectReference{APIGroup: gvk.Group, Kind: kind, Name: name}},
 			InfrastructureRef: clusterv1.ContractVersionedObjectReference{APIGroup: names.KubevirtMachineGVK.Group, Kind: "KubevirtMachine", Name: name}},
 	}
-	must(t, w.c.Create(ctx, m))
+	testkit.Must(t, w.c.Create(ctx, m))
 	owner := []metav1.OwnerReference{{APIVersion: clusterv1.GroupVersion.String(), Kind: "Machine", Name: name, UID: m.UID}}
 	var secret string
 	if kairos {
@@ -158,7 +158,7 @@ func (w *world) machineWith(t *testing.T, pool, name string, kairos bool, passwo
 		cfg.SetName(name)
 		cfg.SetLabels(map[string]string{clusterv1.ClusterNameLabel: release})
 		cfg.SetOwnerReferences(owner)
-		must(t, w.c.Create(ctx, cfg))
+		testkit.Must(t, w.c.Create(ctx, cfg))
 		w.until(t, kind+" "+name+" dataSecretName", func(ctx context.Context) (bool, error) {
 			if err := w.c.Get(ctx, client.ObjectKeyFromObject(cfg), cfg); err != nil {
 				return false, err
@@ -171,11 +171,11 @@ func (w *world) machineWith(t *testing.T, pool, name string, kairos bool, passwo
 		// (under guest-join-rejected the guest itself presents a token the tenant does not hold).
 		token := tokenID + "." + tokenSecret
 		secret = name + "-bootstrap-data"
-		must(t, w.c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: secret,
+		testkit.Must(t, w.c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: secret,
 			Labels: map[string]string{clusterv1.ClusterNameLabel: release}}, Data: map[string][]byte{"value": []byte(w.talosData(token))}}))
 	}
 	m.Spec.Bootstrap.DataSecretName = &secret
-	must(t, w.c.Update(ctx, m))
+	testkit.Must(t, w.c.Update(ctx, m))
 	w.createVMLikeCAPK(t, pool, name, secret, kairos)
 }
 
@@ -189,8 +189,8 @@ func (w *world) createVMLikeCAPK(t *testing.T, pool, name, dataSecret string, ka
 	t.Helper()
 	ctx := t.Context()
 	var data corev1.Secret
-	must(t, w.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: dataSecret}, &data))
-	must(t, w.c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: dataSecret + "-userdata",
+	testkit.Must(t, w.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: dataSecret}, &data))
+	testkit.Must(t, w.c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: dataSecret + "-userdata",
 		Labels: data.Labels}, Type: clusterv1.ClusterSecretType, Data: map[string][]byte{"userdata": data.Data["value"]}}))
 	labels := map[string]string{clusterv1.MachineDeploymentNameLabel: release + "-" + pool,
 		"kubevirt.io/vm": name, "name": name, "cluster.x-k8s.io/role": "worker", clusterv1.ClusterNameLabel: release}
@@ -199,7 +199,7 @@ func (w *world) createVMLikeCAPK(t *testing.T, pool, name, dataSecret string, ka
 	if kairos {
 		url := "docker://ghcr.io/cozystack/cozystack/kairos-worker-1.35"
 		source = cdiv1.DataVolumeSource{Registry: &cdiv1.DataVolumeSourceRegistry{URL: &url}}
-		firmware = &kubevirtv1.Firmware{Bootloader: &kubevirtv1.Bootloader{EFI: &kubevirtv1.EFI{SecureBoot: ptrTo(false)}}}
+		firmware = &kubevirtv1.Firmware{Bootloader: &kubevirtv1.Bootloader{EFI: &kubevirtv1.EFI{SecureBoot: testkit.Ptr(false)}}}
 	}
 	disk := name + "-disk-system"
 	always := kubevirtv1.RunStrategyAlways
@@ -221,7 +221,7 @@ func (w *world) createVMLikeCAPK(t *testing.T, pool, name, dataSecret string, ka
 				Spec: kubevirtv1.VirtualMachineInstanceSpec{
 					Domain: kubevirtv1.DomainSpec{
 						CPU:      &kubevirtv1.CPU{Cores: 2},
-						Memory:   &kubevirtv1.Memory{Guest: ptrTo(resource.MustParse(memory))},
+						Memory:   &kubevirtv1.Memory{Guest: testkit.Ptr(resource.MustParse(memory))},
 						Firmware: firmware,
 						Devices: kubevirtv1.Devices{
 							Disks: []kubevirtv1.Disk{
@@ -229,7 +229,7 @@ func (w *world) createVMLikeCAPK(t *testing.T, pool, name, dataSecret string, ka
 								{Name: "cloudinitvolume", DiskDevice: kubevirtv1.DiskDevice{Disk: &kubevirtv1.DiskTarget{Bus: "virtio"}}},
 							},
 							Interfaces:       []kubevirtv1.Interface{{Name: "default", InterfaceBindingMethod: kubevirtv1.InterfaceBindingMethod{Bridge: &kubevirtv1.InterfaceBridge{}}}},
-							LogSerialConsole: ptrTo(true),
+							LogSerialConsole: testkit.Ptr(true),
 						},
 					},
 					Networks: []kubevirtv1.Network{{Name: "default", NetworkSource: kubevirtv1.NetworkSource{Pod: &kubevirtv1.PodNetwork{}}}},
@@ -242,19 +242,21 @@ func (w *world) createVMLikeCAPK(t *testing.T, pool, name, dataSecret string, ka
 			},
 		},
 	}
-	must(t, w.c.Create(ctx, vm))
+	testkit.Must(t, w.c.Create(ctx, vm))
 }
-
-func ptrTo[T any](v T) *T { return &v }
 
 func (w *world) until(t *testing.T, what string, cond func(context.Context) (bool, error)) time.Duration {
 	t.Helper()
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
-	if err := wait.PollUntilContextCancel(ctx, 20*time.Millisecond, true, cond); err != nil {
-		t.Fatalf("waiting for %s: %v", what, err)
-	}
+	testkit.Eventually(ctx, t, what, 60*time.Second, func() (bool, string) {
+		ok, err := cond(ctx)
+		if err != nil {
+			t.Fatalf("waiting for %s: %v", what, err)
+		}
+		return ok, "not yet"
+	})
 	return time.Since(start)
 }
 
@@ -317,7 +319,7 @@ func TestTalosMachineJoinsAndGoesAway(t *testing.T) {
 	stamp("Node registered")
 	// The kubelet bootstrapped with the token: its CSR, approved and signed by the tenant.
 	var csrs certificatesv1.CertificateSigningRequestList
-	must(t, w.tenant.Client.List(ctx, &csrs))
+	testkit.Must(t, w.tenant.Client.List(ctx, &csrs))
 	if len(csrs.Items) != 1 || csrs.Items[0].Spec.Username != "system:bootstrap:"+tokenID || len(csrs.Items[0].Status.Certificate) == 0 {
 		t.Errorf("want one signed CSR by the bootstrap token, got %d: %+v", len(csrs.Items), csrs.Items)
 	}
@@ -342,7 +344,7 @@ func TestTalosMachineJoinsAndGoesAway(t *testing.T) {
 		}
 	}
 	// CAPK deletes the VM when its KubevirtMachine goes.
-	must(t, w.c.Delete(ctx, &kubevirtv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}))
+	testkit.Must(t, w.c.Delete(ctx, &kubevirtv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}))
 	w.until(t, "VM, VMI and launcher gone", func(ctx context.Context) (bool, error) {
 		var pods corev1.PodList
 		if err := w.c.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{names.LabelCreatedBy: string(vmi.UID)}); err != nil {
@@ -361,11 +363,4 @@ func TestTalosMachineJoinsAndGoesAway(t *testing.T) {
 
 func kubeconfig(host string, ca, cert, key []byte) *clientcmdapiConfig {
 	return newKubeconfig(host, ca, cert, key)
-}
-
-func must(t *testing.T, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatal(err)
-	}
 }

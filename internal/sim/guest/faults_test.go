@@ -18,6 +18,7 @@ import (
 	"github.com/cozystack/cozy-e2e/internal/sim/kubevirt"
 	"github.com/cozystack/cozy-e2e/internal/sim/names"
 	"github.com/cozystack/cozy-e2e/internal/sim/simenv"
+	"github.com/cozystack/cozy-e2e/internal/testkit"
 )
 
 // Each pool-scoped fault shows exactly its catalogue effect through the API, and the sim records
@@ -27,7 +28,7 @@ func TestFaultsShowTheirEffectThroughTheAPI(t *testing.T) {
 		"node-tainted@taint,guest-join-rejected@rejected,node-not-ready@notready")
 	ctx := t.Context()
 	// A kubelet configuration whose clusterDNS names no CoreDNS Service (here: none at all).
-	must(t, w.tenant.Client.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: names.KubeletConfigNamespace, Name: names.KubeletConfigName},
+	testkit.Must(t, w.tenant.Client.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: names.KubeletConfigNamespace, Name: names.KubeletConfigName},
 		Data: map[string]string{names.KubeletConfigKey: "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nclusterDomain: cluster.local\n"}}))
 	m := func(pool string) string { return release + "-" + pool + "-abcde-x7k2p" }
 	w.guestMemory["big"] = "128Gi"
@@ -59,7 +60,7 @@ func TestFaultsShowTheirEffectThroughTheAPI(t *testing.T) {
 		return false, nil
 	})
 	imp := &corev1.Pod{}
-	must(t, w.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: names.ImporterPod(names.DataVolume(m("refused")))}, imp))
+	testkit.Must(t, w.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: names.ImporterPod(names.DataVolume(m("refused")))}, imp))
 	if cs := imp.Status.ContainerStatuses; len(cs) != 1 || cs[0].RestartCount < 2 || cs[0].LastTerminationState.Terminated == nil || cs[0].LastTerminationState.Terminated.ExitCode != 1 {
 		t.Errorf("importer container status %+v", imp.Status.ContainerStatuses)
 	}
@@ -144,11 +145,11 @@ func TestFaultsShowTheirEffectThroughTheAPI(t *testing.T) {
 
 	seen := map[faults.Name]simenv.Observation{}
 	f, err := os.Open(w.env.ObservationsPath())
-	must(t, err)
+	testkit.Must(t, err)
 	defer f.Close()
 	for sc := bufio.NewScanner(f); sc.Scan(); {
 		var o simenv.Observation
-		must(t, json.Unmarshal(sc.Bytes(), &o))
+		testkit.Must(t, json.Unmarshal(sc.Bytes(), &o))
 		if _, ok := seen[o.Fault]; !ok {
 			seen[o.Fault] = o
 		}

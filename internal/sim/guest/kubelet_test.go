@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cozystack/cozy-e2e/internal/sim/kamaji"
+	"github.com/cozystack/cozy-e2e/internal/testkit"
 )
 
 // A Talos kubelet the tenant refuses because it does not hold the bootstrap token yet (the
@@ -21,7 +22,7 @@ func TestTalosKubeletJoinsOnceTheTenantHoldsItsToken(t *testing.T) {
 	w := start(t, "")
 	ctx := t.Context()
 	token := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "bootstrap-token-" + tokenID}}
-	must(t, w.tenant.Client.Delete(ctx, token))
+	testkit.Must(t, w.tenant.Client.Delete(ctx, token))
 	name := release + "-md0-abcde-late1"
 	w.machine(t, "md0", name, false)
 
@@ -32,7 +33,7 @@ func TestTalosKubeletJoinsOnceTheTenantHoldsItsToken(t *testing.T) {
 	if err := w.tenant.Client.Get(ctx, client.ObjectKey{Name: name}, &corev1.Node{}); err == nil {
 		t.Fatalf("Node %s registered without a token the tenant holds", name)
 	}
-	must(t, w.tenant.Client.Create(ctx, &corev1.Secret{ObjectMeta: token.ObjectMeta, Type: corev1.SecretTypeBootstrapToken,
+	testkit.Must(t, w.tenant.Client.Create(ctx, &corev1.Secret{ObjectMeta: token.ObjectMeta, Type: corev1.SecretTypeBootstrapToken,
 		Data: map[string][]byte{"token-id": []byte(tokenID), "token-secret": []byte(tokenSecret),
 			"usage-bootstrap-authentication": []byte("true"), "auth-extra-groups": []byte(kamaji.NodeBootstrapTokenAuthGroup)}}))
 	w.until(t, "Node registered after the token appeared", func(ctx context.Context) (bool, error) {
@@ -43,7 +44,7 @@ func TestTalosKubeletJoinsOnceTheTenantHoldsItsToken(t *testing.T) {
 		t.Errorf("the guest log does not say the late join:\n%s", logText())
 	}
 	var csrs certificatesv1.CertificateSigningRequestList
-	must(t, w.tenant.Client.List(ctx, &csrs))
+	testkit.Must(t, w.tenant.Client.List(ctx, &csrs))
 	if len(csrs.Items) != 1 || len(csrs.Items[0].Status.Certificate) == 0 {
 		t.Errorf("want the one signed CSR of the attempt the tenant accepted, got %d: %+v", len(csrs.Items), csrs.Items)
 	}

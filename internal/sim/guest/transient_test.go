@@ -19,6 +19,7 @@ import (
 	"github.com/cozystack/cozy-e2e/internal/sim/guest"
 	"github.com/cozystack/cozy-e2e/internal/sim/names"
 	"github.com/cozystack/cozy-e2e/internal/sim/simenv"
+	"github.com/cozystack/cozy-e2e/internal/testkit"
 )
 
 // The faults a correct harness absorbs do what upstream does, and pass: under
@@ -31,12 +32,12 @@ func TestTransientKairosFaultsClearAsUpstreamDoes(t *testing.T) {
 	ctx := t.Context()
 	m := func(pool string) string { return release + "-" + pool + "-abcde-x7k2p" }
 	// Kamaji's kubelet configuration, which a kubeadm join reads.
-	must(t, w.tenant.Client.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: names.KubeletConfigNamespace, Name: names.KubeletConfigName},
+	testkit.Must(t, w.tenant.Client.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: names.KubeletConfigNamespace, Name: names.KubeletConfigName},
 		Data: map[string]string{names.KubeletConfigKey: "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nclusterDNS:\n- 10.95.0.10\n"}}))
 	w.machineWith(t, "transient", m("transient"), true, map[string]any{"userPasswordSecretRef": map[string]any{"name": "pw", "key": "password"}})
 	cfg := &unstructured.Unstructured{}
 	cfg.SetGroupVersionKind(names.KairosConfigGVK)
-	must(t, w.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: m("transient")}, cfg))
+	testkit.Must(t, w.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: m("transient")}, cfg))
 	if r, _, _ := unstructured.NestedString(cfg.Object, "status", "failureReason"); r != "" {
 		t.Errorf("the KairosConfig kept failureReason %q after its data was written", r)
 	}
@@ -58,10 +59,10 @@ func TestTransientKairosFaultsClearAsUpstreamDoes(t *testing.T) {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		data, err := os.ReadFile(w.env.ObservationsPath())
-		must(t, err)
+		testkit.Must(t, err)
 		for sc := bufio.NewScanner(bytes.NewReader(data)); sc.Scan(); {
 			var o simenv.Observation
-			must(t, json.Unmarshal(sc.Bytes(), &o))
+			testkit.Must(t, json.Unmarshal(sc.Bytes(), &o))
 			switch {
 			case o.Fault == faults.BootstrapTransient && strings.Contains(o.Detail, " set: "):
 				set = o

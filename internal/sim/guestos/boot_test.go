@@ -20,6 +20,7 @@ import (
 	"github.com/cozystack/cozy-e2e/internal/controlplane/cptest"
 	"github.com/cozystack/cozy-e2e/internal/sim/kamaji"
 	"github.com/cozystack/cozy-e2e/internal/sim/node"
+	"github.com/cozystack/cozy-e2e/internal/testkit"
 )
 
 // The worker disk's guest joins a tenant control plane by itself: booted by QEMU under TCG with
@@ -44,7 +45,7 @@ func TestTheGuestJoinsByItselfUnderQEMU(t *testing.T) {
 	consolePath := boot(ctx, t, qemu, dir, disk, iso, uuid)
 
 	cs, err := kubernetes.NewForConfig(api.Admin())
-	must(t, err)
+	testkit.Must(t, err)
 	start := time.Now()
 	marks := newMarks(consolePath, start, "Run /init as init process", "cozy-e2e guest: init started", "random: crng init done",
 		"cozy-e2e guest: eth0", "machine config loaded", "service[cri](Running): Started task", "service[kubelet](Running): Started task",
@@ -74,7 +75,7 @@ func TestTheGuestJoinsByItselfUnderQEMU(t *testing.T) {
 	}
 	// The kubelet's own TLS bootstrap: a CSR from the bootstrap token, approved and signed.
 	csrs, err := cs.CertificatesV1().CertificateSigningRequests().List(ctx, metav1.ListOptions{})
-	must(t, err)
+	testkit.Must(t, err)
 	signed := false
 	for _, csr := range csrs.Items {
 		signed = signed || (csr.Spec.Username == "system:bootstrap:k8sjn1" && csr.Spec.SignerName == "kubernetes.io/kube-apiserver-client-kubelet" && len(csr.Status.Certificate) > 0)
@@ -97,9 +98,9 @@ func startRegistry(ctx context.Context, t *testing.T, dir string) (workload, mir
 		t.Skip(err, "; run `make node-tools`")
 	}
 	log, err := os.Create(filepath.Join(dir, "registry.log"))
-	must(t, err)
+	testkit.Must(t, err)
 	reg, err := node.StartRegistry(log)
-	must(t, err)
+	testkit.Must(t, err)
 	t.Cleanup(func() {
 		reg.Stop()
 		log.Close()
@@ -109,13 +110,13 @@ func startRegistry(ctx context.Context, t *testing.T, dir string) (workload, mir
 		}
 	})
 	pause, err := node.PauseImage(tools)
-	must(t, err)
+	testkit.Must(t, err)
 	_, err = reg.Push(ctx, node.PauseRef, pause)
-	must(t, err)
+	testkit.Must(t, err)
 	img, err := node.WorkloadImage()
-	must(t, err)
+	testkit.Must(t, err)
 	d, err := reg.Push(ctx, node.WorkloadRef, img)
-	must(t, err)
+	testkit.Must(t, err)
 	return node.WorkloadRepo + "@" + d.String(), "http://10.0.2.2" + reg.Host[strings.LastIndex(reg.Host, ":"):]
 }
 
@@ -123,7 +124,7 @@ func startRegistry(ctx context.Context, t *testing.T, dir string) (workload, mir
 func runPod(ctx context.Context, t *testing.T, cs kubernetes.Interface, nodeName, image string) {
 	pod, err := cs.CoreV1().Pods("default").Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "workload"},
 		Spec: corev1.PodSpec{NodeName: nodeName, Containers: []corev1.Container{{Name: "workload", Image: image}}}}, metav1.CreateOptions{})
-	must(t, err)
+	testkit.Must(t, err)
 	for pod.Status.Phase != corev1.PodRunning {
 		select {
 		case <-ctx.Done():
@@ -159,10 +160,7 @@ func joinDisk(t *testing.T) (disk, qemu string) {
 		missing = append(missing, "qemu-system-x86_64 or xorriso: apt-get install -y qemu-system-x86 xorriso")
 	}
 	if len(missing) > 0 {
-		if os.Getenv("CI") != "" {
-			t.Fatal(strings.Join(missing, "; "))
-		}
-		t.Skip(strings.Join(missing, "; "))
+		testkit.Unavailable(t, strings.Join(missing, "; "))
 	}
 	return imgs.WorkerDiskJoinFile(), qemu
 }
@@ -172,20 +170,20 @@ func joinDisk(t *testing.T) (disk, qemu string) {
 // controller-manager that approves and signs node CSRs, the bootstrap token and its RBAC.
 func startTenant(ctx context.Context, t *testing.T, tools controlplane.Tools, dir string) *controlplane.APIServer {
 	etcd, err := controlplane.StartEtcd(ctx, tools, dir)
-	must(t, err)
+	testkit.Must(t, err)
 	t.Cleanup(func() { etcd.Stop(5 * time.Second) })
 	api, err := controlplane.StartAPIServer(ctx, tools, controlplane.APIServerOptions{Name: "tenant", Dir: dir, EtcdURL: etcd.ClientURL,
 		ServiceCIDR: "10.95.0.0/16", SANs: []string{"kubernetes-t1.tenant-test.svc"}, ExtraArgs: []string{"--enable-bootstrap-token-auth=true"}})
-	must(t, err)
+	testkit.Must(t, err)
 	t.Cleanup(func() { api.Stop(10 * time.Second) })
 	kcm, err := controlplane.StartControllerManager(ctx, tools, api, controlplane.ControllerManagerOptions{Dir: dir,
 		Controllers: kamaji.TenantControllers})
-	must(t, err)
+	testkit.Must(t, err)
 	t.Cleanup(func() { kcm.Stop(5 * time.Second) })
 	c, err := client.New(api.Admin(), client.Options{})
-	must(t, err)
-	must(t, kamaji.EnsureBootstrapTokenRBAC(ctx, c))
-	must(t, c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "bootstrap-token-k8sjn1"},
+	testkit.Must(t, err)
+	testkit.Must(t, kamaji.EnsureBootstrapTokenRBAC(ctx, c))
+	testkit.Must(t, c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "bootstrap-token-k8sjn1"},
 		Type: corev1.SecretTypeBootstrapToken, StringData: map[string]string{"token-id": "k8sjn1", "token-secret": "0123456789abcdef",
 			"usage-bootstrap-authentication": "true", "usage-bootstrap-signing": "true", "auth-extra-groups": kamaji.NodeBootstrapTokenAuthGroup}}))
 	return api
@@ -210,9 +208,9 @@ func configDrive(t *testing.T, dir string, api *controlplane.APIServer, uuid, ho
 		}
 	}
 	cd := filepath.Join(dir, "cd", "openstack", "latest")
-	must(t, os.MkdirAll(cd, 0o755))
-	must(t, os.WriteFile(filepath.Join(cd, "user_data"), []byte(strings.Join(lines, "\n")), 0o644))
-	must(t, os.WriteFile(filepath.Join(cd, "meta_data.json"), []byte(fmt.Sprintf(`{"uuid":%q,"hostname":%q}`, uuid, host)), 0o644))
+	testkit.Must(t, os.MkdirAll(cd, 0o755))
+	testkit.Must(t, os.WriteFile(filepath.Join(cd, "user_data"), []byte(strings.Join(lines, "\n")), 0o644))
+	testkit.Must(t, os.WriteFile(filepath.Join(cd, "meta_data.json"), []byte(fmt.Sprintf(`{"uuid":%q,"hostname":%q}`, uuid, host)), 0o644))
 	iso := filepath.Join(dir, "config.iso")
 	if out, err := exec.Command("xorriso", "-as", "mkisofs", "-V", "config-2", "-J", "-R", "-o", iso, filepath.Join(dir, "cd")).CombinedOutput(); err != nil {
 		t.Fatalf("xorriso: %v\n%s", err, out)
@@ -225,16 +223,16 @@ func configDrive(t *testing.T, dir string, api *controlplane.APIServer, uuid, ho
 func boot(ctx context.Context, t *testing.T, qemu, dir, disk, iso, uuid string) string {
 	img := filepath.Join(dir, "disk.img")
 	b, err := os.ReadFile(disk)
-	must(t, err)
-	must(t, os.WriteFile(img, b, 0o644))
+	testkit.Must(t, err)
+	testkit.Must(t, os.WriteFile(img, b, 0o644))
 	consolePath := filepath.Join(dir, "console.log")
 	con, err := os.Create(consolePath)
-	must(t, err)
+	testkit.Must(t, err)
 	cmd := exec.CommandContext(ctx, qemu, "-accel", "tcg", "-m", "2048", "-smp", "1", "-nographic", "-no-reboot", "-uuid", uuid,
 		"-drive", "file="+img+",format=raw,if=virtio", "-drive", "file="+iso+",format=raw,if=virtio,readonly=on",
 		"-netdev", "user,id=n0", "-device", "virtio-net-pci,netdev=n0", "-device", "virtio-rng-pci")
 	cmd.Stdout, cmd.Stderr = con, con
-	must(t, cmd.Start())
+	testkit.Must(t, cmd.Start())
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
@@ -253,13 +251,6 @@ func ready(n *corev1.Node) bool {
 		}
 	}
 	return false
-}
-
-func must(t *testing.T, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatal(err)
-	}
 }
 
 // marks are the moments lines first appeared on a console, and others.

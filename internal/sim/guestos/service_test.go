@@ -1,40 +1,23 @@
 package guestos
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"io"
 	"log"
 	"os/exec"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/cozystack/cozy-e2e/internal/testkit"
 )
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // A service that fails is started again restartInterval later, and the console says so in
 // machined's words with the task's last output; a healthy one's health check is said once.
 func TestAServiceRestartsForeverAndSaysWhy(t *testing.T) {
-	var con syncBuffer
+	var con testkit.Buffer
 	var runs atomic.Int32
 	s := &Service{ID: "kubelet", Log: io.Discard, Console: log.New(&con, "[talos] ", 0),
 		Cmd: func() *exec.Cmd {
@@ -100,7 +83,7 @@ func TestLastLogKeepsTheLastLines(t *testing.T) {
 // it failed with exit code 137 (128+SIGKILL, as containerd reports it) and its last log, and
 // its second run, started restartInterval later, is left alone.
 func TestACrashOnceServiceIsKilledOnceAndRestarted(t *testing.T) {
-	var con syncBuffer
+	var con testkit.Buffer
 	var runs atomic.Int32
 	s := &Service{ID: "kubelet", Log: io.Discard, Console: log.New(&con, "[talos] ", 0), CrashOnce: true,
 		Cmd: func() *exec.Cmd {

@@ -30,6 +30,7 @@ import (
 	"github.com/cozystack/cozy-e2e/internal/sim/node"
 	"github.com/cozystack/cozy-e2e/internal/sim/upstream"
 	"github.com/cozystack/cozy-e2e/internal/sim/world"
+	"github.com/cozystack/cozy-e2e/internal/testkit"
 )
 
 // diskImport is the worker's disk imported by CDI's real importer on the real Node: the
@@ -79,7 +80,7 @@ func startDiskImport(ctx context.Context, t *testing.T, b *upstream.Build, c *cl
 	if err := a.Apply(ctx, install.StorageProfiles()); err != nil {
 		t.Fatal(err)
 	}
-	if err := install.StorageProfilesAccept(ctx, a.Dynamic(), install.GateOptions{Log: &logWriter{t}}); err != nil {
+	if err := install.StorageProfilesAccept(ctx, a.Dynamic(), install.GateOptions{Log: testkit.LogWriter(t)}); err != nil {
 		t.Fatal(err)
 	}
 	volumes := filepath.Join(n.Dir(), "local-path")
@@ -119,7 +120,7 @@ func startDiskImport(ctx context.Context, t *testing.T, b *upstream.Build, c *cl
 			t.Fatal(err)
 		}
 		start := time.Now()
-		waitFor(ctx, t, "the DataVolume's volume deleted and its folder removed from the real Node", func() error {
+		testkit.Eventually(ctx, t, "the DataVolume's volume deleted and its folder removed from the real Node", testkit.Left(ctx), testkit.Err(func() error {
 			entries, err := os.ReadDir(volumes)
 			if err != nil {
 				return err
@@ -132,7 +133,7 @@ func startDiskImport(ctx context.Context, t *testing.T, b *upstream.Build, c *cl
 				return fmt.Errorf("%d volumes, %d folders in %s", len(pvs.Items), len(entries), volumes)
 			}
 			return nil
-		})
+		}))
 		t.Logf("the volume and its folder gone %s after the DataVolume's deletion", time.Since(start).Round(100*time.Millisecond))
 	}}
 }

@@ -12,52 +12,19 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/cozystack/cozy-e2e/internal/controlplane"
 	"github.com/cozystack/cozy-e2e/internal/sim/node"
 	"github.com/cozystack/cozy-e2e/internal/sim/upstream"
 	"github.com/cozystack/cozy-e2e/internal/sim/world"
+	"github.com/cozystack/cozy-e2e/internal/testkit"
 )
 
-func TestMain(m *testing.M) {
-	// controller-runtime's global logger (which its client's API warnings go to) is set, so it
-	// does not print a stack trace into the test output.
-	ctrllog.SetLogger(logr.Discard())
-	os.Exit(m.Run())
-}
-
-type logWriter struct{ t *testing.T }
-
-func (w *logWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimRight(string(p), "\n"))
-	return len(p), nil
-}
-
-func waitFor(ctx context.Context, t *testing.T, what string, f func() error) {
-	t.Helper()
-	start := time.Now()
-	var last error
-	for {
-		err := f()
-		if err == nil {
-			return
-		}
-		if ctx.Err() == nil || last == nil {
-			last = err // what it saw before the deadline, not the deadline's own error
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("waiting for %s: not after %s: %v", what, time.Since(start).Round(time.Second), last)
-		case <-time.After(250 * time.Millisecond):
-		}
-	}
-}
+func TestMain(m *testing.M) { testkit.Main(m) }
 
 // checkMarks: the Node carries the label and the taint, and not the annotation kwok manages
 // Nodes by.
@@ -113,7 +80,7 @@ func runPod(ctx context.Context, t *testing.T, c kubernetes.Interface, nodeName,
 		t.Fatal(err)
 	}
 	var got *corev1.Pod
-	waitFor(ctx, t, "the Pod Running with its container running", func() error {
+	testkit.Eventually(ctx, t, "the Pod Running with its container running", testkit.Left(ctx), testkit.Err(func() error {
 		p, err := c.CoreV1().Pods("default").Get(ctx, pod.Name, metav1.GetOptions{})
 		if err != nil {
 			return err
@@ -123,7 +90,7 @@ func runPod(ctx context.Context, t *testing.T, c kubernetes.Interface, nodeName,
 			return fmt.Errorf("phase %s, conditions %v, containers %+v", p.Status.Phase, p.Status.Conditions, p.Status.ContainerStatuses)
 		}
 		return nil
-	})
+	}))
 	return got
 }
 
@@ -222,7 +189,7 @@ func dumpLogs(t *testing.T, n *node.Node) {
 	}
 	for _, p := range n.Logs() {
 		data, _ := os.ReadFile(p)
-		t.Logf("end of %s:\n%s", p, tail(string(data), 40))
+		t.Logf("end of %s:\n%s", p, testkit.Tail(string(data), 40))
 	}
 }
 
@@ -258,7 +225,7 @@ func startNode(ctx context.Context, t *testing.T, tools node.Tools, api *control
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	n, err := node.Start(ctx, node.Options{Name: "real-node-0", Dir: dir, Tools: tools, APIServer: api, Registry: reg, Log: &logWriter{t}})
+	n, err := node.Start(ctx, node.Options{Name: "real-node-0", Dir: dir, Tools: tools, APIServer: api, Registry: reg, Log: testkit.LogWriter(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -270,15 +237,6 @@ func startNode(ctx context.Context, t *testing.T, tools node.Tools, api *control
 	return n
 }
 
-// tail is the last n lines of s.
-func tail(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
-}
-
 // stopped stops the upstream controller ctl when t ends, after printing the end of its log if t
 // failed.
 func stopped(t *testing.T, ctl *upstream.Controller) {
@@ -286,7 +244,7 @@ func stopped(t *testing.T, ctl *upstream.Controller) {
 	t.Cleanup(func() {
 		if t.Failed() {
 			data, _ := os.ReadFile(ctl.LogPath)
-			t.Logf("end of %s's log:\n%s", ctl.Name, tail(string(data), 30))
+			t.Logf("end of %s's log:\n%s", ctl.Name, testkit.Tail(string(data), 30))
 		}
 	})
 }

@@ -28,6 +28,7 @@ import (
 	"github.com/cozystack/cozy-e2e/internal/sim/node"
 	"github.com/cozystack/cozy-e2e/internal/sim/simtest"
 	"github.com/cozystack/cozy-e2e/internal/sim/upstream"
+	"github.com/cozystack/cozy-e2e/internal/testkit"
 )
 
 // virt-handler runs on the real Node as virt-operator installs it for the platform's KubeVirt CR
@@ -90,7 +91,7 @@ func TestRealNodeRunsKubeVirtAndBootsAVMIUnderTCG(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	reg := registry(ctx, t, tools, &logWriter{t})
+	reg := registry(ctx, t, tools, testkit.LogWriter(t))
 	if _, err := imgs.Push(ctx, reg, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +109,7 @@ func TestRealNodeRunsKubeVirtAndBootsAVMIUnderTCG(t *testing.T) {
 	t.Cleanup(func() { dumpPodLogs(t, filepath.Join(n.Dir(), "kubelet", "pod-logs")) })
 	handler := waitPodReady(ctx, t, cs, "virt-handler", n.Name)
 	t.Logf("virt-handler from its DaemonSet to Ready: %s (pod %s, %s)", time.Since(start).Round(100*time.Millisecond), handler.Name, handler.Status.PodIP)
-	waitFor(ctx, t, "the Node schedulable for VMIs", func() error {
+	testkit.Eventually(ctx, t, "the Node schedulable for VMIs", testkit.Left(ctx), testkit.Err(func() error {
 		nd, err := cs.CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{})
 		if err != nil {
 			return err
@@ -120,7 +121,7 @@ func TestRealNodeRunsKubeVirtAndBootsAVMIUnderTCG(t *testing.T) {
 			return fmt.Errorf("allocatable %v", nd.Status.Allocatable)
 		}
 		return nil
-	})
+	}))
 	t.Logf("the Node schedulable for VMIs %s after the DaemonSet", time.Since(start).Round(100*time.Millisecond))
 	nd, _ := cs.CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{})
 	var machines []string
@@ -181,7 +182,7 @@ func checkVMIBoots(ctx context.Context, t *testing.T, b *upstream.Build, c *clus
 			Domain: kubevirtv1.DomainSpec{
 				Resources: kubevirtv1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("128Mi")}},
 				Devices: kubevirtv1.Devices{
-					LogSerialConsole: ptr(true),
+					LogSerialConsole: testkit.Ptr(true),
 					Disks:            []kubevirtv1.Disk{{Name: "system", DiskDevice: kubevirtv1.DiskDevice{Disk: &kubevirtv1.DiskTarget{Bus: kubevirtv1.DiskBusVirtio}}}},
 					Interfaces: []kubevirtv1.Interface{{Name: "default",
 						InterfaceBindingMethod: kubevirtv1.InterfaceBindingMethod{Masquerade: &kubevirtv1.InterfaceMasquerade{}}}},
@@ -196,7 +197,7 @@ func checkVMIBoots(ctx context.Context, t *testing.T, b *upstream.Build, c *clus
 		t.Fatal(err)
 	}
 	subresource := consoleFrom(ctx, api.Admin(), vmi.Namespace, vmi.Name, "Linux version ", guestUp)
-	waitFor(ctx, t, "the VMI Running on the real Node", func() error {
+	testkit.Eventually(ctx, t, "the VMI Running on the real Node", testkit.Left(ctx), testkit.Err(func() error {
 		got := &kubevirtv1.VirtualMachineInstance{}
 		if err := c.Client.Get(ctx, client.ObjectKeyFromObject(vmi), got); err != nil {
 			return err
@@ -215,7 +216,7 @@ func checkVMIBoots(ctx context.Context, t *testing.T, b *upstream.Build, c *clus
 			return fmt.Errorf("Running on %q", got.Status.NodeName)
 		}
 		return nil
-	})
+	}))
 	t.Logf("the VMI Running on the real Node %s after its creation", time.Since(start).Round(100*time.Millisecond))
 	out, err := exec.Command("pgrep", "-a", "qemu-system").CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "qemu-system-x86_64") || !strings.Contains(string(out), "default_boot") || !strings.Contains(string(out), "-accel tcg") {
@@ -235,7 +236,7 @@ func checkVMIBoots(ctx context.Context, t *testing.T, b *upstream.Build, c *clus
 	// from the guest's first byte, read through the kubelet's log endpoint
 	logCtx, cancelLog := context.WithTimeout(ctx, time.Minute)
 	defer cancelLog()
-	waitFor(logCtx, t, "the guest's boot lines in the guest-console-log container's log through the apiserver", func() error {
+	testkit.Eventually(logCtx, t, "the guest's boot lines in the guest-console-log container's log through the apiserver", testkit.Left(ctx), testkit.Err(func() error {
 		pods, err := cs.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: kubevirtv1.CreatedByLabel + "=" + string(vmi.UID)})
 		if err != nil || len(pods.Items) != 1 {
 			return fmt.Errorf("the VMI's launcher Pods: %v (%d)", err, len(pods.Items))
@@ -245,10 +246,10 @@ func checkVMIBoots(ctx context.Context, t *testing.T, b *upstream.Build, c *clus
 			return err
 		}
 		if !strings.Contains(string(data), "Linux version ") || !strings.Contains(string(data), guestUp) {
-			return fmt.Errorf("its log holds %d bytes without both lines: %q", len(data), tail(string(data), 5))
+			return fmt.Errorf("its log holds %d bytes without both lines: %q", len(data), testkit.Tail(string(data), 5))
 		}
 		return nil
-	})
+	}))
 }
 
 // guestUp is the worker disk's init's line (hack/tools/images/guest-init).
@@ -368,14 +369,14 @@ func checkVirtAPI(ctx context.Context, t *testing.T, c *cluster.Cluster, cs kube
 	waitPodReady(ctx, t, cs, "virt-api", node)
 	t.Logf("virt-api from its Deployment to Ready: %s", time.Since(start).Round(100*time.Millisecond))
 	var version []byte
-	waitFor(ctx, t, "virt-api's subresource API through the aggregator", func() error {
+	testkit.Eventually(ctx, t, "virt-api's subresource API through the aggregator", testkit.Left(ctx), testkit.Err(func() error {
 		var err error
 		version, err = cs.Discovery().RESTClient().Get().AbsPath("/apis/subresources.kubevirt.io/v1/version").DoRaw(ctx)
 		if err != nil {
 			return fmt.Errorf("%w: %s", err, version)
 		}
 		return nil
-	})
+	}))
 	var info struct {
 		GitVersion string `json:"gitVersion"`
 	}
@@ -421,7 +422,7 @@ func checkVirtAPI(ctx context.Context, t *testing.T, c *cluster.Cluster, cs kube
 func waitPodReady(ctx context.Context, t *testing.T, cs kubernetes.Interface, component, node string) *corev1.Pod {
 	t.Helper()
 	var pod *corev1.Pod
-	waitFor(ctx, t, "the "+component+" Pod Ready on the real Node", func() error {
+	testkit.Eventually(ctx, t, "the "+component+" Pod Ready on the real Node", testkit.Left(ctx), testkit.Err(func() error {
 		pods, err := cs.CoreV1().Pods(upstream.KubeVirtNamespace).List(ctx, metav1.ListOptions{LabelSelector: "kubevirt.io=" + component})
 		if err != nil {
 			return err
@@ -439,7 +440,7 @@ func waitPodReady(ctx context.Context, t *testing.T, cs kubernetes.Interface, co
 			}
 		}
 		return fmt.Errorf("%s Pod %s: phase %s, init %+v, containers %+v", component, pod.Name, pod.Status.Phase, pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses)
-	})
+	}))
 	return pod
 }
 
@@ -466,8 +467,6 @@ func dumpPodLogs(t *testing.T, dir string) {
 	logs, _ := filepath.Glob(filepath.Join(dir, "*", "*", "*.log"))
 	for _, p := range logs {
 		data, _ := os.ReadFile(p)
-		t.Logf("end of %s:\n%s", p, tail(string(data), 30))
+		t.Logf("end of %s:\n%s", p, testkit.Tail(string(data), 30))
 	}
 }
-
-func ptr[T any](v T) *T { return &v }

@@ -23,6 +23,7 @@ import (
 	"github.com/cozystack/cozy-e2e/internal/sim/node"
 	"github.com/cozystack/cozy-e2e/internal/sim/simtest"
 	"github.com/cozystack/cozy-e2e/internal/substrate/sim"
+	"github.com/cozystack/cozy-e2e/internal/testkit"
 )
 
 // nodeHost fails the test under CI when this machine cannot run the real node (CI installs
@@ -31,10 +32,7 @@ import (
 func nodeHost(t *testing.T) node.Tools {
 	t.Helper()
 	if err := sim.NodePreflight(sim.ThisHost()); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal(err)
-		}
-		t.Skip(err)
+		testkit.Unavailable(t, err)
 	}
 	tools, err := node.FindTools()
 	if err != nil {
@@ -57,7 +55,7 @@ func TestRealNodeRunsAPod(t *testing.T) {
 	defer cancel()
 	c := kubernetes.NewForConfigOrDie(api.Admin())
 
-	reg := registry(ctx, t, tools, &logWriter{t})
+	reg := registry(ctx, t, tools, testkit.LogWriter(t))
 	const payloadRef = "docker.io/library/payload:test"
 	if _, err := reg.Push(ctx, payloadRef, payloadImage(t)); err != nil {
 		t.Fatal(err)
@@ -70,7 +68,7 @@ func TestRealNodeRunsAPod(t *testing.T) {
 	t.Cleanup(func() { _ = os.RemoveAll(dir) })
 	before := hostState()
 	start := time.Now()
-	n, err := node.Start(ctx, node.Options{Name: "real-node-0", Dir: dir, Tools: tools, APIServer: api, Registry: reg, Log: &logWriter{t}})
+	n, err := node.Start(ctx, node.Options{Name: "real-node-0", Dir: dir, Tools: tools, APIServer: api, Registry: reg, Log: testkit.LogWriter(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,14 +99,14 @@ func TestRealNodeRunsAPod(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitFor(ctx, t, "containerd and the kubelet started again", func() error {
+	testkit.Eventually(ctx, t, "containerd and the kubelet started again", testkit.Left(ctx), testkit.Err(func() error {
 		nc, nk := n.Pids()
 		rc, rk := n.Restarts()
 		if rc < 1 || rk < 1 || nc == 0 || nk == 0 || nc == cpid || nk == kpid {
 			return fmt.Errorf("restarts containerd %d kubelet %d, pids %d %d", rc, rk, nc, nk)
 		}
 		return nil
-	})
+	}))
 	if err := n.WaitReady(ctx, c); err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +119,7 @@ func TestRealNodeRunsAPod(t *testing.T) {
 	if err := c.CoreV1().Pods("default").Delete(ctx, pod.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(ctx, t, "the Pod gone and its process ended", func() error {
+	testkit.Eventually(ctx, t, "the Pod gone and its process ended", testkit.Left(ctx), testkit.Err(func() error {
 		if _, err := c.CoreV1().Pods("default").Get(ctx, pod.Name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 			return fmt.Errorf("pod still there (%v)", err)
 		}
@@ -129,7 +127,7 @@ func TestRealNodeRunsAPod(t *testing.T) {
 			return fmt.Errorf("process %d still runs", pid)
 		}
 		return nil
-	})
+	}))
 }
 
 func randomHex() string {

@@ -19,6 +19,7 @@ import (
 	"github.com/cozystack/cozy-e2e/internal/controlplane/cptest"
 	"github.com/cozystack/cozy-e2e/internal/sim/node"
 	"github.com/cozystack/cozy-e2e/internal/sim/simtest"
+	"github.com/cozystack/cozy-e2e/internal/testkit"
 )
 
 // The real Node carries the kubernetes Service to its Pods, as a kubeadm node's kube-proxy
@@ -38,7 +39,7 @@ func TestRealNodeCarriesTheKubernetesServiceToAPod(t *testing.T) {
 	defer cancel()
 	c := kubernetes.NewForConfigOrDie(api.Admin())
 
-	reg := registry(ctx, t, tools, &logWriter{t})
+	reg := registry(ctx, t, tools, testkit.LogWriter(t))
 	const ref = "docker.io/library/incluster:test"
 	if _, err := reg.Push(ctx, ref, programImage(t, "incluster")); err != nil {
 		t.Fatal(err)
@@ -57,13 +58,13 @@ func TestRealNodeCarriesTheKubernetesServiceToAPod(t *testing.T) {
 		t.Errorf("the kubelet's pods folder: %v", err)
 	}
 	kubeProxyStart := time.Now()
-	waitFor(ctx, t, "kube-proxy's rule for the kubernetes Service", func() error {
+	testkit.Eventually(ctx, t, "kube-proxy's rule for the kubernetes Service", testkit.Left(ctx), testkit.Err(func() error {
 		out, err := exec.Command("iptables-save", "-t", "nat").CombinedOutput()
 		if err != nil || !strings.Contains(string(out), "-d 10.96.0.1/32") {
 			return fmt.Errorf("iptables-save -t nat: %v\n%s", err, out)
 		}
 		return nil
-	})
+	}))
 	t.Logf("kube-proxy's rules in place %s after the node was Ready", time.Since(kubeProxyStart).Round(100*time.Millisecond))
 
 	// What kube-controller-manager would make in the namespace: its default ServiceAccount and
@@ -88,7 +89,7 @@ func TestRealNodeCarriesTheKubernetesServiceToAPod(t *testing.T) {
 		t.Fatal(err)
 	}
 	var msg string
-	waitFor(ctx, t, "the in-cluster client's Pod ended", func() error {
+	testkit.Eventually(ctx, t, "the in-cluster client's Pod ended", testkit.Left(ctx), testkit.Err(func() error {
 		p, err := c.CoreV1().Pods("default").Get(ctx, pod.Name, metav1.GetOptions{})
 		if err != nil {
 			return err
@@ -104,7 +105,7 @@ func TestRealNodeCarriesTheKubernetesServiceToAPod(t *testing.T) {
 			t.Fatalf("the in-cluster client failed: %q\nthe host's nat table:\n%s", msg, nat)
 		}
 		return nil
-	})
+	}))
 	t.Logf("in-cluster client from create to Succeeded: %s: %s", time.Since(start).Round(100*time.Millisecond), msg)
 	if want := "authenticated as system:serviceaccount:default:default through 10.96.0.1:443"; msg != want {
 		t.Errorf("the in-cluster client said %q, want %q", msg, want)

@@ -14,7 +14,7 @@ import (
 
 	"github.com/cozystack/cozy-e2e/framework/lane"
 	"github.com/cozystack/cozy-e2e/framework/tenant"
-	"github.com/cozystack/cozy-e2e/framework/tenant/tenanttest"
+	"github.com/cozystack/cozy-e2e/internal/testkit/tenantenv"
 )
 
 // The chart's objects are written once per generation of the app's HelmRelease, as Helm
@@ -30,7 +30,7 @@ import (
 // for the next one.
 func TestChartObjectsAreAppliedOncePerReleaseGeneration(t *testing.T) {
 	ctrl.SetLogger(logr.Discard())
-	env := tenanttest.Start(t)
+	env := tenantenv.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	c := env.Cluster.Client

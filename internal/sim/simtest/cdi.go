@@ -2,7 +2,6 @@ package simtest
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -11,6 +10,7 @@ import (
 	"github.com/cozystack/cozy-e2e/internal/controlplane/cptest"
 	"github.com/cozystack/cozy-e2e/internal/install"
 	"github.com/cozystack/cozy-e2e/internal/sim/upstream"
+	"github.com/cozystack/cozy-e2e/internal/testkit"
 )
 
 // PodCIDR is the range the kwok of Machines gives pod IPs.
@@ -53,10 +53,7 @@ func build(t testing.TB) *upstream.Build {
 	t.Helper()
 	b, err := upstream.Find(cptest.Tools(t))
 	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal(err)
-		}
-		t.Skip(err)
+		testkit.Unavailable(t, err)
 	}
 	return b
 }

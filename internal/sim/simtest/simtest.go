@@ -5,15 +5,12 @@ package simtest
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/go-logr/logr"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
@@ -26,6 +23,7 @@ import (
 	"github.com/cozystack/cozy-e2e/internal/controlplane/cptest"
 	"github.com/cozystack/cozy-e2e/internal/sim/faults"
 	"github.com/cozystack/cozy-e2e/internal/sim/simenv"
+	"github.com/cozystack/cozy-e2e/internal/testkit"
 )
 
 // HostSlotWait bounds how long a test that starts a real Node (internal/sim/node) may wait for
@@ -53,9 +51,7 @@ func Start(t testing.TB) *Env {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if err := InstallCRDs(ctx, c.Client); err != nil {
-		t.Fatal(err)
-	}
+	InstallCRDs(ctx, t, c.Client)
 	// A fresh client: the first one's discovery predates the CRDs.
 	if c, err = cluster.New("management", api.Admin()); err != nil {
 		t.Fatal(err)
@@ -64,35 +60,20 @@ func Start(t testing.TB) *Env {
 }
 
 // InstallCRDs creates every CRD under fixtures/crds and waits until all are Established.
-func InstallCRDs(ctx context.Context, c client.Client) error {
+func InstallCRDs(ctx context.Context, t testing.TB, c client.Client) {
+	t.Helper()
 	crds, err := fixtures.CRDs()
 	if err != nil {
-		return err
+		t.Fatal(err)
 	}
 	for _, f := range crds {
 		if err := c.Create(ctx, f.CRD.DeepCopy()); err != nil {
-			return fmt.Errorf("%s: create %s: %w", f.File, f.CRD.Name, err)
+			t.Fatalf("%s: create %s: %v", f.File, f.CRD.Name, err)
 		}
 	}
 	for _, f := range crds {
-		name := f.CRD.Name
-		err := wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-			var got apiextensionsv1.CustomResourceDefinition
-			if err := c.Get(ctx, client.ObjectKey{Name: name}, &got); err != nil {
-				return false, err
-			}
-			for _, cond := range got.Status.Conditions {
-				if cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue {
-					return true, nil
-				}
-			}
-			return false, nil
-		})
-		if err != nil {
-			return fmt.Errorf("%s: CRD %s never Established: %w", f.File, name, err)
-		}
+		cptest.Established(ctx, t, c, f.CRD.Name, testkit.Left(ctx))
 	}
-	return nil
 }
 
 // SimEnv is a simenv.Env for tests: faults from spec (E2E_SIM_FAULT syntax), the given

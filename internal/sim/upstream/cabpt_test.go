@@ -14,6 +14,7 @@ import (
 
 	"github.com/cozystack/cozy-e2e/framework/cluster"
 	"github.com/cozystack/cozy-e2e/internal/sim/upstream"
+	"github.com/cozystack/cozy-e2e/internal/testkit"
 )
 
 const bootstrapV1 = "bootstrap.cluster.x-k8s.io/v1alpha3"
@@ -172,10 +173,10 @@ spec: {}`)
 		createMachine(ctx, t, c, ns, clusterName, clusterName+"-cp", true)
 		waitBootstrapData(ctx, t, c, ns, clusterName+"-cp", cabpt.LogPath)
 		var tc corev1.Secret
-		waitFor(ctx, t, "Secret "+clusterName+"-talosconfig (CABPT)", 30*time.Second, func() (bool, string) {
+		testkit.Eventually(ctx, t, "Secret "+clusterName+"-talosconfig (CABPT)", 30*time.Second, func() (bool, string) {
 			err := c.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: clusterName + "-talosconfig"}, &tc)
 			return err == nil, errString(err)
-		}, cabpt.LogPath)
+		}, endOf(cabpt.LogPath))
 		if !strings.Contains(string(tc.Data["talosconfig"]), "context: "+clusterName) {
 			t.Errorf("%s-talosconfig: %d bytes under %v, want a talosconfig for context %s", clusterName, len(tc.Data["talosconfig"]), keys(&tc), clusterName)
 		}
@@ -252,7 +253,7 @@ spec:
 func waitBootstrapData(ctx context.Context, t *testing.T, c *cluster.Cluster, ns, name, log string) []byte {
 	t.Helper()
 	var secretName string
-	waitFor(ctx, t, "bootstrap data of Machine "+name+" (CABPT, then Cluster API)", 60*time.Second, func() (bool, string) {
+	testkit.Eventually(ctx, t, "bootstrap data of Machine "+name+" (CABPT, then Cluster API)", 60*time.Second, func() (bool, string) {
 		tc, err := get(ctx, c, bootstrapV1, "TalosConfig", ns, name)
 		if err != nil {
 			return false, err.Error()
@@ -267,7 +268,7 @@ func waitBootstrapData(ctx context.Context, t *testing.T, c *cluster.Cluster, ns
 		}
 		secretName = str(mach, "spec", "bootstrap", "dataSecretName")
 		return secretName != "" && secretName == str(tc, "status", "dataSecretName"), "Machine spec.bootstrap.dataSecretName " + secretName
-	}, log)
+	}, endOf(log))
 	// controllers/secrets.go lines 168-204: <owner>-bootstrap-data, key value, owned by the
 	// TalosConfig, labelled with the cluster.
 	if secretName != name+"-bootstrap-data" {

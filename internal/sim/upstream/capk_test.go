@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cozystack/cozy-e2e/internal/sim/upstream"
+	"github.com/cozystack/cozy-e2e/internal/testkit"
 )
 
 const infraV1 = "infrastructure.cluster.x-k8s.io/v1alpha1"
@@ -164,13 +165,13 @@ spec: {}`)
 
 	t.Run("it reconciles the KubevirtCluster it owns, reading its Cluster at v1beta1", func(t *testing.T) {
 		var kc *unstructured.Unstructured
-		waitFor(ctx, t, "KubevirtCluster plain ready (CAPK)", 60*time.Second, func() (bool, string) {
+		testkit.Eventually(ctx, t, "KubevirtCluster plain ready (CAPK)", 60*time.Second, func() (bool, string) {
 			var err error
 			if kc, err = get(ctx, c, infraV1, "KubevirtCluster", "tenant-capk", "plain"); err != nil {
 				return false, err.Error()
 			}
 			return boolean(kc, "status", "ready"), "status.ready false; finalizers " + strings.Join(kc.GetFinalizers(), ",")
-		}, capk.LogPath)
+		}, endOf(capk.LogPath))
 		// CAPK only proceeds past util.GetOwnerCluster (controllers/kubevirtcluster_controller.go
 		// lines 97-104), a read of the Cluster at cluster.x-k8s.io/v1beta1, which the sim stores
 		// at v1beta2: every such read goes through Cluster API's conversion webhook.
@@ -195,7 +196,7 @@ spec: {}`)
 		}
 		// And Cluster API v1.13 takes the provider's v1beta1-contract answer: the Cluster is
 		// infrastructure-provisioned with the endpoint CAPK chose.
-		waitFor(ctx, t, "Cluster plain infrastructure provisioned (Cluster API)", 30*time.Second, func() (bool, string) {
+		testkit.Eventually(ctx, t, "Cluster plain infrastructure provisioned (Cluster API)", 30*time.Second, func() (bool, string) {
 			cl, err := get(ctx, c, "cluster.x-k8s.io/v1beta2", "Cluster", "tenant-capk", "plain")
 			if err != nil {
 				return false, err.Error()
@@ -273,7 +274,7 @@ spec:
     kind: KubevirtMachine
     name: kubernetes-kaas-md0-a`)
 		var vm *unstructured.Unstructured
-		waitFor(ctx, t, "VirtualMachine kubernetes-kaas-md0-a (CAPK)", 60*time.Second, func() (bool, string) {
+		testkit.Eventually(ctx, t, "VirtualMachine kubernetes-kaas-md0-a (CAPK)", 60*time.Second, func() (bool, string) {
 			var err error
 			vm, err = get(ctx, c, "kubevirt.io/v1", "VirtualMachine", "tenant-capk", "kubernetes-kaas-md0-a")
 			if err != nil {
@@ -285,7 +286,7 @@ spec:
 				return false, "KubevirtMachine VMProvisioned " + s + " " + r + " " + m
 			}
 			return true, ""
-		}, capk.LogPath)
+		}, endOf(capk.LogPath))
 		// pkg/kubevirt/utils.go lines 71-116 and 141-150: named after the KubevirtMachine, the
 		// cluster label, the DataVolume prefixed with the VM's name, and the bootstrap data as a
 		// config drive from <data secret>-userdata.

@@ -17,6 +17,7 @@ import (
 	"github.com/cozystack/cozy-e2e/internal/install"
 	"github.com/cozystack/cozy-e2e/internal/sim/upstream"
 	"github.com/cozystack/cozy-e2e/internal/sim/world"
+	"github.com/cozystack/cozy-e2e/internal/testkit"
 )
 
 // diskDV is a worker disk as the Cozystack v1.6.1 Kubernetes chart writes it: the storage: form
@@ -138,21 +139,18 @@ func TestCDIControllerJudgesTheHarnessStorage(t *testing.T) {
 func waitEvent(ctx context.Context, t *testing.T, c *cluster.Cluster, name, reason string) string {
 	t.Helper()
 	msg := ""
-	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+	testkit.Eventually(ctx, t, "a "+reason+" event on "+name, time.Minute, func() (bool, string) {
 		evs, err := c.Kube.CoreV1().Events("default").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + name})
 		if err != nil {
-			return false, nil
+			return false, err.Error()
 		}
 		for _, e := range evs.Items {
 			if e.Reason == reason {
 				msg = e.Message
-				return true, nil
+				return true, ""
 			}
 		}
-		return false, nil
+		return false, fmt.Sprintf("%d other events", len(evs.Items))
 	})
-	if err != nil {
-		t.Fatalf("no %s event on %s: %v", reason, name, err)
-	}
 	return msg
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/cozystack/cozy-e2e/framework/cluster"
 	"github.com/cozystack/cozy-e2e/internal/sim/upstream"
+	"github.com/cozystack/cozy-e2e/internal/testkit"
 )
 
 const helmV2 = "helm.toolkit.fluxcd.io/v2"
@@ -272,7 +273,7 @@ stringData:
 func waitInstalled(ctx context.Context, t *testing.T, c *cluster.Cluster, ns, name, log string) *unstructured.Unstructured {
 	t.Helper()
 	var hr *unstructured.Unstructured
-	waitFor(ctx, t, "HelmRelease "+ns+"/"+name+" Ready=True InstallSucceeded", 2*time.Minute, func() (bool, string) {
+	testkit.Eventually(ctx, t, "HelmRelease "+ns+"/"+name+" Ready=True InstallSucceeded", 2*time.Minute, func() (bool, string) {
 		var err error
 		if hr, err = get(ctx, c, helmV2, "HelmRelease", ns, name); err != nil {
 			return false, err.Error()
@@ -282,6 +283,6 @@ func waitInstalled(ctx context.Context, t *testing.T, c *cluster.Cluster, ns, na
 		hist, _, _ := unstructured.NestedSlice(hr.Object, "status", "history")
 		return s == "True" && r == "InstallSucceeded" && observed == hr.GetGeneration() && len(hist) > 0,
 			fmt.Sprintf("Ready=%s %s: %s (observedGeneration %d of %d, %d in history)", s, r, m, observed, hr.GetGeneration(), len(hist))
-	}, log)
+	}, endOf(log))
 	return hr
 }

@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,6 +18,7 @@ import (
 	"github.com/cozystack/cozy-e2e/framework/platformwatch"
 	"github.com/cozystack/cozy-e2e/internal/controlplane"
 	"github.com/cozystack/cozy-e2e/internal/controlplane/cptest"
+	"github.com/cozystack/cozy-e2e/internal/testkit"
 )
 
 // The kubelet restarts a first exit at once, then waits 10 s, 20 s, ... up to 5 min; a
@@ -89,7 +89,7 @@ func TestSupervisorRestartsAsTheKubeletAndShowsThePod(t *testing.T) {
 	}
 	defer sup.Stop(time.Second)
 	// The harness's platform watch reads the sim's Pod as it reads the platform's.
-	var seen syncLog
+	var seen testkit.Buffer
 	pw, err := platformwatch.Start(ctx, platformwatch.Options{Kube: c.Kube, Log: &seen, Components: []platformwatch.Component{
 		{Name: "virt-controller", Namespace: "cozy-kubevirt", Deployment: "virt-controller", Selector: map[string]string{"kubevirt.io": "virt-controller"}}}})
 	if err != nil {
@@ -180,35 +180,12 @@ func TestSupervisorRestartsAsTheKubeletAndShowsThePod(t *testing.T) {
 	}
 }
 
-type syncLog struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *syncLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *syncLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 func waitPod(ctx context.Context, t *testing.T, c *cluster.Cluster, key client.ObjectKey, what string, ok func(*corev1.Pod) bool) *corev1.Pod {
 	t.Helper()
 	p := &corev1.Pod{}
-	for {
+	testkit.Eventually(ctx, t, "Pod "+key.String()+" "+what, testkit.Left(ctx), func() (bool, string) {
 		err := c.Client.Get(ctx, key, p)
-		if err == nil && ok(p) {
-			return p
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("Pod %s not %s before the test's deadline; last read: err %v, status %+v", key, what, err, p.Status.ContainerStatuses)
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
+		return err == nil && ok(p), fmt.Sprintf("err %v, status %+v", err, p.Status.ContainerStatuses)
+	})
+	return p
 }

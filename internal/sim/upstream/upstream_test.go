@@ -9,13 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/yaml"
 
 	"github.com/cozystack/cozy-e2e/framework/cluster"
@@ -23,14 +20,10 @@ import (
 	"github.com/cozystack/cozy-e2e/internal/controlplane/cptest"
 	"github.com/cozystack/cozy-e2e/internal/sim/upstream"
 	"github.com/cozystack/cozy-e2e/internal/sim/world"
+	"github.com/cozystack/cozy-e2e/internal/testkit"
 )
 
-func TestMain(m *testing.M) {
-	// The world's controllers log through their manager's logger; controller-runtime's global
-	// one is set so it does not print a stack trace into the test output after 30 s.
-	ctrllog.SetLogger(logr.Discard())
-	os.Exit(m.Run())
-}
+func TestMain(m *testing.M) { testkit.Main(m) }
 
 // findBuild finds what `make tools` built. Like the control plane, missing binaries fail the
 // test under CI (CI set) and skip it elsewhere, saying `make tools`.
@@ -39,10 +32,7 @@ func findBuild(t *testing.T) *upstream.Build {
 	tools := cptest.Tools(t)
 	b, err := upstream.Find(tools)
 	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("%v", err)
-		}
-		t.Skipf("%v", err)
+		testkit.Unavailable(t, err)
 	}
 	return b
 }
@@ -138,25 +128,9 @@ func get(ctx context.Context, c *cluster.Cluster, apiVersion, kind, namespace, n
 	return u, err
 }
 
-// waitFor polls f until it reports done; the failure names what was awaited, the last detail
-// f gave and the end of each log named.
-func waitFor(ctx context.Context, t *testing.T, what string, timeout time.Duration, f func() (bool, string), logs ...string) {
-	t.Helper()
-	var detail string
-	start := time.Now()
-	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
-		var ok bool
-		ok, detail = f()
-		return ok, nil
-	})
-	if err != nil {
-		var tails []string
-		for _, l := range logs {
-			tails = append(tails, fmt.Sprintf("end of %s:\n%s", l, tailOf(l, 25)))
-		}
-		t.Fatalf("waiting for %s: %v after %s; last: %s\n%s", what, err, time.Since(start).Round(time.Millisecond), detail, strings.Join(tails, "\n"))
-	}
-	t.Logf("%s after %s", what, time.Since(start).Round(time.Millisecond))
+// endOf is the evidence of a wait that the end of the log at path is.
+func endOf(path string) func() string {
+	return func() string { return fmt.Sprintf("end of %s:\n%s", path, tailOf(path, 25)) }
 }
 
 func tailOf(path string, n int) string {
@@ -164,11 +138,7 @@ func tailOf(path string, n int) string {
 	if err != nil {
 		return "  " + err.Error()
 	}
-	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return "  " + strings.Join(lines, "\n  ")
+	return "  " + strings.ReplaceAll(testkit.Tail(string(data), n), "\n", "\n  ")
 }
 
 func str(u *unstructured.Unstructured, fields ...string) string {

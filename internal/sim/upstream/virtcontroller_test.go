@@ -18,6 +18,7 @@ import (
 	"github.com/cozystack/cozy-e2e/framework/cluster"
 	"github.com/cozystack/cozy-e2e/internal/sim/capacity"
 	"github.com/cozystack/cozy-e2e/internal/sim/upstream"
+	"github.com/cozystack/cozy-e2e/internal/testkit"
 )
 
 // vmSpec is a worker VM as CAPK writes it from Cozystack's KubevirtMachineTemplate (see
@@ -91,7 +92,7 @@ func TestVirtController(t *testing.T) {
 
 	vmi := &kubevirtv1.VirtualMachineInstance{}
 	var launcher *corev1.Pod
-	waitFor(ctx, t, "the VMI and its launcher Pod, unschedulable", time.Minute, func() (bool, string) {
+	testkit.Eventually(ctx, t, "the VMI and its launcher Pod, unschedulable", time.Minute, func() (bool, string) {
 		if err := c.Client.Get(ctx, client.ObjectKey{Namespace: "tenant-kv", Name: "worker"}, vmi); err != nil {
 			return false, err.Error()
 		}
@@ -101,7 +102,7 @@ func TestVirtController(t *testing.T) {
 		}
 		cond := vmiCondition(vmi, kubevirtv1.VirtualMachineInstanceConditionType(corev1.PodScheduled))
 		return cond != nil && cond.Status == corev1.ConditionFalse, fmt.Sprintf("VMI %s, conditions %v", vmi.Status.Phase, vmi.Status.Conditions)
-	}, ctl.LogPath)
+	}, endOf(ctl.LogPath))
 	t.Logf("launcher %s: nodeSelector %v, requests %v, limits %v, containers %v",
 		launcher.Name, launcher.Spec.NodeSelector, launcher.Spec.Containers[0].Resources.Requests,
 		launcher.Spec.Containers[0].Resources.Limits, containerNames(launcher))
@@ -147,12 +148,12 @@ func TestVirtController(t *testing.T) {
 
 	// What virt-handler does for its Node: the schedulable label and the device plugins' resources.
 	schedulable(ctx, t, c, launcher)
-	waitFor(ctx, t, "the VMI Scheduled (the launcher runs)", time.Minute, func() (bool, string) {
+	testkit.Eventually(ctx, t, "the VMI Scheduled (the launcher runs)", time.Minute, func() (bool, string) {
 		if err := c.Client.Get(ctx, client.ObjectKeyFromObject(vmi), vmi); err != nil {
 			return false, err.Error()
 		}
 		return vmi.Status.Phase == kubevirtv1.Scheduled, string(vmi.Status.Phase)
-	}, ctl.LogPath)
+	}, endOf(ctl.LogPath))
 
 	// The domain crashes before it ran (what virt-handler reports): the VM controller counts a
 	// start failure, shows CrashLoopBackOff while it backs off, and starts a new VMI after it.
@@ -160,22 +161,22 @@ func TestVirtController(t *testing.T) {
 	t.Logf("VMI %s on %s, launcher containers %v", vmi.Status.Phase, vmi.Status.NodeName, containerNames(launcherOf(ctx, t, c, vmi)))
 	failVMI(ctx, t, c, vmi)
 	vm := &kubevirtv1.VirtualMachine{}
-	waitFor(ctx, t, "the VM in CrashLoopBackOff with one start failure", time.Minute, func() (bool, string) {
+	testkit.Eventually(ctx, t, "the VM in CrashLoopBackOff with one start failure", time.Minute, func() (bool, string) {
 		if err := c.Client.Get(ctx, client.ObjectKeyFromObject(vmi), vm); err != nil {
 			return false, err.Error()
 		}
 		sf := vm.Status.StartFailure
 		return vm.Status.PrintableStatus == kubevirtv1.VirtualMachineStatusCrashLoopBackOff && sf != nil && sf.ConsecutiveFailCount == 1,
 			fmt.Sprintf("%s %+v", vm.Status.PrintableStatus, sf)
-	}, ctl.LogPath)
+	}, endOf(ctl.LogPath))
 	t.Logf("VM status: %s, startFailure %+v (retry in %s)", vm.Status.PrintableStatus, *vm.Status.StartFailure,
 		time.Until(vm.Status.StartFailure.RetryAfterTimestamp.Time).Round(time.Second))
-	waitFor(ctx, t, "a new VMI after the backoff", 40*time.Second, func() (bool, string) {
+	testkit.Eventually(ctx, t, "a new VMI after the backoff", 40*time.Second, func() (bool, string) {
 		if err := c.Client.Get(ctx, client.ObjectKeyFromObject(vmi), vmi); err != nil {
 			return false, err.Error()
 		}
 		return vmi.UID != first, string(vmi.UID)
-	}, ctl.LogPath)
+	}, endOf(ctl.LogPath))
 }
 
 func launcherOf(ctx context.Context, t *testing.T, c *cluster.Cluster, vmi *kubevirtv1.VirtualMachineInstance) *corev1.Pod {

@@ -16,6 +16,7 @@ import (
 	"github.com/cozystack/cozy-e2e/internal/sim/names"
 	"github.com/cozystack/cozy-e2e/internal/sim/simtest"
 	"github.com/cozystack/cozy-e2e/internal/sim/vmsize"
+	"github.com/cozystack/cozy-e2e/internal/testkit"
 )
 
 // Under vmi-unschedulable@big a KubevirtMachine of pool big is admitted with twice the largest
@@ -26,13 +27,13 @@ func TestATargetedPoolsMachinesOutgrowEveryNode(t *testing.T) {
 	e := simtest.Start(t)
 	ctx := t.Context()
 	c := e.Cluster.Client
-	must(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "t"}}))
+	testkit.Must(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "t"}}))
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}
-	must(t, c.Create(ctx, node))
+	testkit.Must(t, c.Create(ctx, node))
 	node.Status.Allocatable = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("32Gi")}
-	must(t, c.Status().Update(ctx, node))
+	testkit.Must(t, c.Status().Update(ctx, node))
 	for _, ms := range []struct{ pool, kind string }{{"big", "TalosConfig"}, {"small", "TalosConfig"}, {"kw", "KairosConfig"}} {
-		must(t, c.Create(ctx, &clusterv1.MachineSet{ObjectMeta: metav1.ObjectMeta{Namespace: "t", Name: "kubernetes-x-" + ms.pool + "-abcde"},
+		testkit.Must(t, c.Create(ctx, &clusterv1.MachineSet{ObjectMeta: metav1.ObjectMeta{Namespace: "t", Name: "kubernetes-x-" + ms.pool + "-abcde"},
 			Spec: clusterv1.MachineSetSpec{ClusterName: "kubernetes-x", Selector: metav1.LabelSelector{MatchLabels: map[string]string{"p": ms.pool}},
 				Template: clusterv1.MachineTemplateSpec{ObjectMeta: clusterv1.ObjectMeta{Labels: map[string]string{"p": ms.pool}}, Spec: clusterv1.MachineSpec{
 					ClusterName: "kubernetes-x",
@@ -54,7 +55,7 @@ func TestATargetedPoolsMachinesOutgrowEveryNode(t *testing.T) {
 		km.SetLabels(map[string]string{clusterv1.ClusterNameLabel: "kubernetes-x", clusterv1.MachineDeploymentNameLabel: "kubernetes-x-" + pool})
 		km.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: clusterv1.GroupVersion.String(), Kind: "MachineSet", Name: "kubernetes-x-" + pool + "-abcde", UID: "u"}})
 		raw, err := km.MarshalJSON()
-		must(t, err)
+		testkit.Must(t, err)
 		resp := vmsize.Webhook(e.Cluster.Client, env).Handler.Handle(ctx, admission.Request{AdmissionRequest: admissionapi.AdmissionRequest{
 			Operation: admissionapi.Create, Namespace: "t", Object: runtime.RawExtension{Raw: raw}}})
 		if !resp.Allowed {
@@ -80,12 +81,5 @@ func TestATargetedPoolsMachinesOutgrowEveryNode(t *testing.T) {
 	}
 	if g, _ := admit("vmi-unschedulable", "kw"); g != `"64Gi"` {
 		t.Errorf("under vmi-unschedulable (every pool) a Kairos pool's guest memory is %s, want \"64Gi\"", g)
-	}
-}
-
-func must(t *testing.T, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatal(err)
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"strings"
 	"syscall"
@@ -18,13 +17,13 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/util/wait"
 	clusterv1beta1 "sigs.k8s.io/cluster-api/api/core/v1beta1"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cozystack/cozy-e2e/internal/controlplane/cptest"
 	"github.com/cozystack/cozy-e2e/internal/sim/world"
+	"github.com/cozystack/cozy-e2e/internal/testkit"
 )
 
 // One management cluster serves every behaviour below; it is stopped at the end and must leave
@@ -34,7 +33,7 @@ func TestManagementWorld(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	start := time.Now()
-	w, err := world.Start(ctx, world.Options{Tools: tools, Dir: t.TempDir(), Log: testWriter{t}})
+	w, err := world.Start(ctx, world.Options{Tools: tools, Dir: t.TempDir(), Log: testkit.LogWriter(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,25 +57,27 @@ func TestManagementWorld(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		waitFor(ctx, t, "pod fits Running", func() (bool, error) {
+		testkit.Eventually(ctx, t, "pod fits Running", time.Minute, func() (bool, string) {
 			var p corev1.Pod
-			err := c.Client.Get(ctx, client.ObjectKeyFromObject(small), &p)
-			return err == nil && p.Status.Phase == corev1.PodRunning, err
+			if err := c.Client.Get(ctx, client.ObjectKeyFromObject(small), &p); err != nil {
+				return false, err.Error()
+			}
+			return p.Status.Phase == corev1.PodRunning, "phase " + string(p.Status.Phase)
 		})
-		waitFor(ctx, t, "pod too-big Unschedulable with Insufficient memory", func() (bool, error) {
+		testkit.Eventually(ctx, t, "pod too-big Unschedulable with Insufficient memory", time.Minute, func() (bool, string) {
 			var p corev1.Pod
 			if err := c.Client.Get(ctx, client.ObjectKeyFromObject(big), &p); err != nil {
-				return false, err
+				return false, err.Error()
 			}
 			for _, cond := range p.Status.Conditions {
 				if cond.Type == corev1.PodScheduled && cond.Reason == corev1.PodReasonUnschedulable {
 					if !strings.Contains(cond.Message, "Insufficient memory") {
 						t.Fatalf("unschedulable for another reason: %s", cond.Message)
 					}
-					return true, nil
+					return true, ""
 				}
 			}
-			return false, nil
+			return false, "not unschedulable yet"
 		})
 	})
 
@@ -89,10 +90,13 @@ func TestManagementWorld(t *testing.T) {
 			t.Fatal(err)
 		}
 		var got string
-		waitFor(ctx, t, "logs served by kwok", func() (bool, error) {
+		testkit.Eventually(ctx, t, "logs served by kwok", time.Minute, func() (bool, string) {
 			b, err := c.Kube.CoreV1().Pods("default").GetLogs("fits", &corev1.PodLogOptions{Container: "main"}).DoRaw(ctx)
 			got = string(b)
-			return err == nil && strings.Contains(got, "second line"), nil
+			if err != nil {
+				return false, err.Error()
+			}
+			return strings.Contains(got, "second line"), fmt.Sprintf("logs %q", got)
 		})
 		if !strings.HasPrefix(got, "first line\n") {
 			t.Fatalf("logs: %q", got)
@@ -125,7 +129,7 @@ func TestManagementWorld(t *testing.T) {
 				ClusterName: "c1",
 				Template: clusterv1beta1.MachineTemplateSpec{Spec: clusterv1beta1.MachineSpec{
 					ClusterName: "c1",
-					Bootstrap:   clusterv1beta1.Bootstrap{DataSecretName: ptrTo("data")},
+					Bootstrap:   clusterv1beta1.Bootstrap{DataSecretName: testkit.Ptr("data")},
 					InfrastructureRef: corev1.ObjectReference{
 						APIVersion: "infrastructure.sim.test/v1alpha1", Kind: "TestMachineTemplate", Name: "t",
 					},
@@ -172,7 +176,7 @@ func pod(name, memory string) *corev1.Pod {
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
 		Spec: corev1.PodSpec{
-			AutomountServiceAccountToken: ptrTo(false),
+			AutomountServiceAccountToken: testkit.Ptr(false),
 			Containers: []corev1.Container{{Name: "main", Image: "example.invalid/main", Resources: corev1.ResourceRequirements{
 				Requests: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse(memory)},
 			}}},
@@ -180,29 +184,6 @@ func pod(name, memory string) *corev1.Pod {
 	}
 }
 
-func waitFor(ctx context.Context, t *testing.T, what string, f func() (bool, error)) {
-	t.Helper()
-	var last error
-	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 60*time.Second, true, func(context.Context) (bool, error) {
-		ok, err := f()
-		last = err
-		return ok, nil
-	})
-	if err != nil {
-		t.Fatalf("waiting for %s: %v (last error: %v)", what, err, last)
-	}
-}
-
-func ptrTo[T any](v T) *T { return &v }
-
-type testWriter struct{ t *testing.T }
-
-func (w testWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimRight(string(p), "\n"))
-	return len(p), nil
-}
-
-var _ io.Writer = testWriter{}
 var _ = unstructured.Unstructured{}
 
 // writeCRI appends lines as the kubelet's CRI log reader expects them (simenv.WriteContainerLog
@@ -231,7 +212,7 @@ func installTestTemplateCRD(ctx context.Context, t *testing.T, c client.Client) 
 			Group: "infrastructure.sim.test", Scope: apiextensionsv1.NamespaceScoped,
 			Names: apiextensionsv1.CustomResourceDefinitionNames{Kind: "TestMachineTemplate", ListKind: "TestMachineTemplateList", Plural: "testmachinetemplates", Singular: "testmachinetemplate"},
 			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{Name: "v1alpha1", Served: true, Storage: true, Schema: &apiextensionsv1.CustomResourceValidation{
-				OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{Type: "object", XPreserveUnknownFields: ptrTo(true)},
+				OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{Type: "object", XPreserveUnknownFields: testkit.Ptr(true)},
 			}}},
 		},
 	}

@@ -27,6 +27,7 @@ import (
 	"github.com/cozystack/cozy-e2e/internal/sim/world"
 	"github.com/cozystack/cozy-e2e/internal/substrate"
 	"github.com/cozystack/cozy-e2e/internal/substrate/sim"
+	"github.com/cozystack/cozy-e2e/internal/testkit"
 )
 
 // A Kubernetes app whose pools all run Talos goes through the real Cozystack v1.6.1 chart: the
@@ -40,7 +41,7 @@ func TestATalosAppJoinsThroughTheRealChart(t *testing.T) {
 	cptest.Tools(t)
 	t.Setenv("E2E_SIM_FAULT", "")
 	work := os.Getenv("SIM_TEST_WORKDIR")
-	s, err := sim.New(testLane(), substrate.Options{Artifacts: t.TempDir(), WorkDir: work, Log: logWriter{t}})
+	s, err := sim.New(testLane(), substrate.Options{Artifacts: t.TempDir(), WorkDir: work, Log: testkit.LogWriter(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,9 +59,9 @@ func TestATalosAppJoinsThroughTheRealChart(t *testing.T) {
 
 	tenant := u(platform.TenantGVK, platform.RootNamespace, "chart")
 	tenant.Object["spec"] = map[string]any{"isolated": true}
-	must(t, c.Create(ctx, tenant))
+	testkit.Must(t, c.Create(ctx, tenant))
 	ns := "tenant-chart"
-	eventually(ctx, t, "the tenant namespace", func() error { return c.Get(ctx, client.ObjectKey{Name: ns}, &corev1.Namespace{}) })
+	testkit.Eventually(ctx, t, "the tenant namespace", 3*time.Minute, testkit.Err(func() error { return c.Get(ctx, client.ObjectKey{Name: ns}, &corev1.Namespace{}) }))
 	app := u(platform.KubernetesGVK, ns, "t1")
 	app.Object["spec"] = map[string]any{"version": "v1.35", "nodeGroups": map[string]any{
 		// As the harness sizes a pool: by resources (the VM carries no instance type).
@@ -70,10 +71,10 @@ func TestATalosAppJoinsThroughTheRealChart(t *testing.T) {
 		"sized": map[string]any{"minReplicas": int64(0), "maxReplicas": int64(1), "instanceType": "u1.medium", "diskSize": "20Gi"},
 	}}
 	start := time.Now()
-	must(t, c.Create(ctx, app))
+	testkit.Must(t, c.Create(ctx, app))
 	R := "kubernetes-t1"
 	hr := u(platform.HelmReleaseGVK, ns, R)
-	eventually(ctx, t, "HelmRelease installed by helm-controller", func() error {
+	testkit.Eventually(ctx, t, "HelmRelease installed by helm-controller", 3*time.Minute, testkit.Err(func() error {
 		if err := c.Get(ctx, client.ObjectKeyFromObject(hr), hr); err != nil {
 			return err
 		}
@@ -84,14 +85,14 @@ func TestATalosAppJoinsThroughTheRealChart(t *testing.T) {
 			return errorf("Ready %s: %s", s, m)
 		}
 		return nil
-	})
+	}))
 	t.Logf("the chart installed in %s", time.Since(start).Round(time.Millisecond))
 	for _, name := range []string{R + "-sized", R + "-md0"} {
-		must(t, c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, u(platform.MachineDeploymentGVK, ns, name)))
+		testkit.Must(t, c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, u(platform.MachineDeploymentGVK, ns, name)))
 	}
 
 	tct := u(platform.TalosConfigTemplateGVK, ns, R+"-md0")
-	eventually(ctx, t, "the talos-reconcile Job's TalosConfigTemplate", func() error { return c.Get(ctx, client.ObjectKeyFromObject(tct), tct) })
+	testkit.Eventually(ctx, t, "the talos-reconcile Job's TalosConfigTemplate", 3*time.Minute, testkit.Err(func() error { return c.Get(ctx, client.ObjectKeyFromObject(tct), tct) }))
 	t.Logf("TalosConfigTemplate applied %s after the app", time.Since(start).Round(time.Millisecond))
 	data, _, _ := unstructured.NestedString(tct.Object, "spec", "template", "spec", "data")
 	for _, want := range []string{"endpoint: https://" + R + "." + ns + ".svc:6443", "token: ", "extraHostEntries"} {
@@ -100,13 +101,13 @@ func TestATalosAppJoinsThroughTheRealChart(t *testing.T) {
 		}
 	}
 	var jobs batchv1.JobList
-	must(t, c.List(ctx, &jobs, client.InNamespace(ns)))
+	testkit.Must(t, c.List(ctx, &jobs, client.InNamespace(ns)))
 	for _, j := range jobs.Items {
 		t.Logf("Job %s: succeeded %d failed %d", j.Name, j.Status.Succeeded, j.Status.Failed)
 	}
 
 	var m clusterv1.Machine
-	eventually(ctx, t, "the md0 Machine's Node", func() error {
+	testkit.Eventually(ctx, t, "the md0 Machine's Node", 3*time.Minute, testkit.Err(func() error {
 		var ms clusterv1.MachineList
 		if err := c.List(ctx, &ms, client.InNamespace(ns), client.MatchingLabels{clusterv1.MachineDeploymentNameLabel: R + "-md0"}); err != nil {
 			return err
@@ -116,16 +117,16 @@ func TestATalosAppJoinsThroughTheRealChart(t *testing.T) {
 		}
 		m = ms.Items[0]
 		return nil
-	})
+	}))
 	tc, err := mgmt.FromSecret(ctx, "tenant", ns, R+"-admin-kubeconfig", "super-admin.conf")
-	must(t, err)
+	testkit.Must(t, err)
 	var node corev1.Node
-	must(t, tc.Client.Get(ctx, client.ObjectKey{Name: m.Status.NodeRef.Name}, &node))
+	testkit.Must(t, tc.Client.Get(ctx, client.ObjectKey{Name: m.Status.NodeRef.Name}, &node))
 	if node.Name != m.Spec.InfrastructureRef.Name || node.Spec.ProviderID != "kubevirt://"+node.Name {
 		t.Errorf("Node %s providerID %q; want named like its VMI %s with CAPK's providerID", node.Name, node.Spec.ProviderID, m.Spec.InfrastructureRef.Name)
 	}
 	var tokens corev1.SecretList
-	must(t, tc.Client.List(ctx, &tokens, client.InNamespace("kube-system"), client.MatchingFields{"type": string(corev1.SecretTypeBootstrapToken)}))
+	testkit.Must(t, tc.Client.List(ctx, &tokens, client.InNamespace("kube-system"), client.MatchingFields{"type": string(corev1.SecretTypeBootstrapToken)}))
 	if len(tokens.Items) != 1 {
 		t.Errorf("%d bootstrap tokens in the tenant; the bootstrap-token-tenant Job writes one", len(tokens.Items))
 	}
@@ -136,8 +137,8 @@ func TestATalosAppJoinsThroughTheRealChart(t *testing.T) {
 	tcp := u(kamaji.TenantControlPlaneGVK, ns, R)
 	kcp := u(kamaji.KamajiControlPlaneGVK, ns, R)
 	rv := func() string {
-		must(t, c.Get(ctx, client.ObjectKeyFromObject(tcp), tcp))
-		must(t, c.Get(ctx, client.ObjectKeyFromObject(kcp), kcp))
+		testkit.Must(t, c.Get(ctx, client.ObjectKeyFromObject(tcp), tcp))
+		testkit.Must(t, c.Get(ctx, client.ObjectKeyFromObject(kcp), kcp))
 		return tcp.GetResourceVersion() + "/" + kcp.GetResourceVersion()
 	}
 	before := rv()

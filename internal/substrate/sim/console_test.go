@@ -18,6 +18,7 @@ import (
 	"github.com/cozystack/cozy-e2e/internal/controlplane/cptest"
 	"github.com/cozystack/cozy-e2e/internal/sim/simenv"
 	"github.com/cozystack/cozy-e2e/internal/sim/simtest"
+	"github.com/cozystack/cozy-e2e/internal/testkit"
 )
 
 // The sim serves a VMI's console subresource as KubeVirt does: a VMI that does not run is
@@ -33,9 +34,7 @@ func TestAPersonsConsoleTakesItFromTheHarnessForGood(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := simtest.InstallCRDs(ctx, mc.Client); err != nil {
-		t.Fatal(err)
-	}
+	simtest.InstallCRDs(ctx, t, mc.Client)
 	ports := &simenv.SerialPorts{}
 	px, err := startProxy(api, api.Admin(), &simenv.Env{Serial: ports}, nil)
 	if err != nil {
@@ -73,10 +72,10 @@ func TestAPersonsConsoleTakesItFromTheHarnessForGood(t *testing.T) {
 	heard := &lines{}
 	harnessDone := make(chan error, 1)
 	go func() { harnessDone <- heard.read(harness) }()
-	waitFor(t, "the harness reads the guest", func() bool {
+	testkit.Eventually(t.Context(), t, "the harness reads the guest", 20*time.Second, testkit.Holds(func() bool {
 		say("[talos] booting")
 		return heard.has("[talos] booting")
-	})
+	}))
 
 	person, err := dial(ctx, "default", "vm-1")
 	if err != nil {
@@ -90,10 +89,10 @@ func TestAPersonsConsoleTakesItFromTheHarnessForGood(t *testing.T) {
 	}
 	theirs := &lines{}
 	go func() { _ = theirs.read(person) }()
-	waitFor(t, "the person reads the guest", func() bool {
+	testkit.Eventually(t.Context(), t, "the person reads the guest", 20*time.Second, testkit.Holds(func() bool {
 		say("[talos] kubelet started")
 		return theirs.has("[talos] kubelet started")
-	})
+	}))
 	if heard.has("[talos] kubelet started") {
 		t.Fatal("the harness read a line after the person took the console")
 	}
@@ -121,15 +120,4 @@ func (l *lines) has(s string) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return strings.Contains(l.text.String(), s)
-}
-
-func waitFor(t *testing.T, what string, ok func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("waited 20s for %s", what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }

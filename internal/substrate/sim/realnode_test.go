@@ -30,6 +30,7 @@ import (
 	"github.com/cozystack/cozy-e2e/internal/sim/world"
 	"github.com/cozystack/cozy-e2e/internal/substrate"
 	"github.com/cozystack/cozy-e2e/internal/substrate/sim"
+	"github.com/cozystack/cozy-e2e/internal/testkit"
 )
 
 // A lane with sim.realNode brings the real Node into the sim's world: the management
@@ -40,22 +41,19 @@ import (
 func TestARealNodeLaneBringsTheNodeIntoTheWorld(t *testing.T) {
 	cptest.Tools(t)
 	if err := sim.NodePreflight(sim.ThisHost()); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal(err)
-		}
-		t.Skip(err)
+		testkit.Unavailable(t, err)
 	}
 	t.Setenv("E2E_SIM_FAULT", "")
 	l := testLane()
 	l.Sim = &lane.SimSettings{RealNode: true}
 	// A real Node's guests run the workload image built here; the lane pins it, as sim-node does.
 	img, err := node.WorkloadImage()
-	must(t, err)
+	testkit.Must(t, err)
 	d, err := img.Digest()
-	must(t, err)
+	testkit.Must(t, err)
 	l.Workload = lane.Workload{Image: node.WorkloadRepo, Digest: d.String()}
 	l.Budget.Phases[0].Ceiling = lane.Duration(simtest.HostSlotWait + 7*time.Minute)
-	s, err := sim.New(l, substrate.Options{Artifacts: t.TempDir(), Log: logWriter{t}})
+	s, err := sim.New(l, substrate.Options{Artifacts: t.TempDir(), Log: testkit.LogWriter(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,15 +76,15 @@ func TestARealNodeLaneBringsTheNodeIntoTheWorld(t *testing.T) {
 	t.Logf("the sim with its real Node up in %s", time.Since(start).Round(100*time.Millisecond))
 	c := s.World().Cluster.Client
 	addr, err := node.HostAddress()
-	must(t, err)
+	testkit.Must(t, err)
 
 	var n corev1.Node
-	must(t, c.Get(ctx, client.ObjectKey{Name: sim.RealNodeName}, &n))
+	testkit.Must(t, c.Get(ctx, client.ObjectKey{Name: sim.RealNodeName}, &n))
 	if n.Labels[node.Label] != "true" || !slices.ContainsFunc(n.Spec.Taints, func(tt corev1.Taint) bool { return tt.Key == node.Taint }) {
 		t.Errorf("Node %s: labels %v taints %v, want the real Node's label and taint", n.Name, n.Labels, n.Spec.Taints)
 	}
 	var epSlices discoveryv1.EndpointSliceList
-	must(t, c.List(ctx, &epSlices, client.InNamespace("default"), client.MatchingLabels{discoveryv1.LabelServiceName: "kubernetes"}))
+	testkit.Must(t, c.List(ctx, &epSlices, client.InNamespace("default"), client.MatchingLabels{discoveryv1.LabelServiceName: "kubernetes"}))
 	var eps []string
 	for _, es := range epSlices.Items {
 		for _, e := range es.Endpoints {
@@ -97,13 +95,13 @@ func TestARealNodeLaneBringsTheNodeIntoTheWorld(t *testing.T) {
 		t.Errorf("the kubernetes Service's endpoints %v, want this host's %s", eps, addr)
 	}
 	var pods corev1.PodList
-	must(t, c.List(ctx, &pods, client.InNamespace(upstream.KubeVirtNamespace), client.MatchingLabels{"kubevirt.io": "virt-handler"}))
+	testkit.Must(t, c.List(ctx, &pods, client.InNamespace(upstream.KubeVirtNamespace), client.MatchingLabels{"kubevirt.io": "virt-handler"}))
 	if len(pods.Items) != 1 || pods.Items[0].Spec.NodeName != sim.RealNodeName || pods.Items[0].Status.Phase != corev1.PodRunning {
 		t.Errorf("virt-handler Pods %d, want one Running on %s", len(pods.Items), sim.RealNodeName)
 	}
 	cfg := &unstructured.Unstructured{}
 	cfg.SetGroupVersionKind(upstream.CDIConfigGVR.GroupVersion().WithKind("CDIConfig"))
-	must(t, c.Get(ctx, client.ObjectKey{Name: "config"}, cfg))
+	testkit.Must(t, c.Get(ctx, client.ObjectKey{Name: "config"}, cfg))
 	regs, _, _ := unstructured.NestedStringSlice(cfg.Object, "spec", "insecureRegistries")
 	if len(regs) != 1 || !strings.HasPrefix(regs[0], addr+":") {
 		t.Errorf("CDIConfig insecureRegistries %v, want the local registry on %s", regs, addr)
@@ -111,7 +109,7 @@ func TestARealNodeLaneBringsTheNodeIntoTheWorld(t *testing.T) {
 	dir := s.Env().Dir
 
 	downed = true
-	must(t, s.Down(context.Background()))
+	testkit.Must(t, s.Down(context.Background()))
 	if _, err := os.Stat(filepath.Join(dir, "node")); !os.IsNotExist(err) {
 		t.Errorf("the real Node's folder after Down: %v", err)
 	}

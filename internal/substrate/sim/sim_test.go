@@ -23,6 +23,7 @@ import (
 	"github.com/cozystack/cozy-e2e/internal/sim/platform"
 	"github.com/cozystack/cozy-e2e/internal/substrate"
 	"github.com/cozystack/cozy-e2e/internal/substrate/sim"
+	"github.com/cozystack/cozy-e2e/internal/testkit"
 )
 
 const acmeImage = "registry.example.invalid/acme/kairos-worker@sha256:0000000000000000000000000000000000000000000000000000000000000001"
@@ -54,7 +55,7 @@ func TestSimSubstrateEndToEnd(t *testing.T) {
 	t.Setenv("E2E_SIM_CANARY", "canary-value-for-the-test")
 	artifacts := t.TempDir()
 	work := os.Getenv("SIM_TEST_WORKDIR")
-	s, err := sim.New(testLane(), substrate.Options{Artifacts: artifacts, WorkDir: work, Log: logWriter{t}})
+	s, err := sim.New(testLane(), substrate.Options{Artifacts: artifacts, WorkDir: work, Log: testkit.LogWriter(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,12 +82,12 @@ func TestSimSubstrateEndToEnd(t *testing.T) {
 	// An operator class, the tenant, then the app.
 	acme := u(platform.NodeGroupClassGVK, "", "acme-kairos")
 	acme.Object["spec"] = map[string]any{"os": "kairos", "image": acmeImage, "kubernetesVersion": "v1.35.4"}
-	must(t, c.Create(ctx, acme))
+	testkit.Must(t, c.Create(ctx, acme))
 	tenant := u(platform.TenantGVK, platform.RootNamespace, "e2e1")
 	tenant.Object["spec"] = map[string]any{"isolated": true}
-	must(t, c.Create(ctx, tenant))
+	testkit.Must(t, c.Create(ctx, tenant))
 	ns := "tenant-e2e1"
-	eventually(ctx, t, "the tenant namespace with its canary", func() error {
+	testkit.Eventually(ctx, t, "the tenant namespace with its canary", 3*time.Minute, testkit.Err(func() error {
 		var sec corev1.Secret
 		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: platform.CanarySecret}, &sec); err != nil {
 			return err
@@ -95,13 +96,13 @@ func TestSimSubstrateEndToEnd(t *testing.T) {
 			t.Fatalf("canary %q", sec.Data[platform.CanaryKey])
 		}
 		return nil
-	})
+	}))
 
 	t.Run("a tenant admin cannot create a NodeGroupClass", func(t *testing.T) {
 		cfg := rest.CopyConfig(mgmt.REST)
 		cfg.Impersonate = rest.ImpersonationConfig{UserName: "alice", Groups: []string{platform.TenantAdminGroup("e2e1")}}
 		tc, err := cluster.New("tenant admin", cfg)
-		must(t, err)
+		testkit.Must(t, err)
 		bad := u(platform.NodeGroupClassGVK, "", "mine")
 		bad.Object["spec"] = map[string]any{"os": "talos"}
 		if err := tc.Client.Create(ctx, bad); !apierrors.IsForbidden(err) {
@@ -120,18 +121,18 @@ func TestSimSubstrateEndToEnd(t *testing.T) {
 		"kairos": map[string]any{"minReplicas": int64(1), "maxReplicas": int64(2), "nodeGroupClassName": "kairos", "logSerialConsole": true},
 		"acme":   map[string]any{"minReplicas": int64(1), "maxReplicas": int64(2), "nodeGroupClassName": "acme-kairos"},
 	}}
-	must(t, c.Create(ctx, app))
+	testkit.Must(t, c.Create(ctx, app))
 	R := "kubernetes-t1"
 	appStart := time.Now()
 
-	eventually(ctx, t, "HelmRelease Ready", func() error { return readyTrue(ctx, c, u(platform.HelmReleaseGVK, ns, R)) })
+	testkit.Eventually(ctx, t, "HelmRelease Ready", 3*time.Minute, testkit.Err(func() error { return readyTrue(ctx, c, u(platform.HelmReleaseGVK, ns, R)) }))
 	for _, o := range []*unstructured.Unstructured{
 		u(platform.ClusterGVK, ns, R), u(platform.KamajiControlPlaneGVK, ns, R), u(platform.KubevirtClusterGVK, ns, R),
 	} {
-		must(t, c.Get(ctx, client.ObjectKeyFromObject(o), o))
+		testkit.Must(t, c.Get(ctx, client.ObjectKeyFromObject(o), o))
 	}
 	kcp := u(platform.KamajiControlPlaneGVK, ns, R)
-	must(t, c.Get(ctx, client.ObjectKeyFromObject(kcp), kcp))
+	testkit.Must(t, c.Get(ctx, client.ObjectKeyFromObject(kcp), kcp))
 	if dns, _, _ := unstructured.NestedStringSlice(kcp.Object, "spec", "network", "dnsServiceIPs"); len(dns) != 1 || dns[0] != "10.95.0.10" {
 		t.Fatalf("KamajiControlPlane dnsServiceIPs %v", dns)
 	}
@@ -143,10 +144,10 @@ func TestSimSubstrateEndToEnd(t *testing.T) {
 		if kind == "KairosConfigTemplate" {
 			gvk = platform.KairosConfigTemplateGVK
 		}
-		eventually(ctx, t, kind+" "+md, func() error { return c.Get(ctx, client.ObjectKey{Namespace: ns, Name: md}, u(gvk, ns, md)) })
-		must(t, c.Get(ctx, client.ObjectKey{Namespace: ns, Name: md}, u(platform.MachineHealthCheckGVK, ns, md)))
+		testkit.Eventually(ctx, t, kind+" "+md, 3*time.Minute, testkit.Err(func() error { return c.Get(ctx, client.ObjectKey{Namespace: ns, Name: md}, u(gvk, ns, md)) }))
+		testkit.Must(t, c.Get(ctx, client.ObjectKey{Namespace: ns, Name: md}, u(platform.MachineHealthCheckGVK, ns, md)))
 		var v2 clusterv1.MachineDeployment
-		must(t, c.Get(ctx, client.ObjectKey{Namespace: ns, Name: md}, &v2))
+		testkit.Must(t, c.Get(ctx, client.ObjectKey{Namespace: ns, Name: md}, &v2))
 		if v2.Spec.Replicas == nil || *v2.Spec.Replicas != replicas[pool] {
 			t.Fatalf("MachineDeployment %s replicas %v, want %d from the autoscaler min-size annotation", md, v2.Spec.Replicas, replicas[pool])
 		}
@@ -154,12 +155,12 @@ func TestSimSubstrateEndToEnd(t *testing.T) {
 			t.Fatalf("MachineDeployment %s bootstrap %s, want %s", md, v2.Spec.Template.Spec.Bootstrap.ConfigRef.Kind, kind)
 		}
 		kmt := u(platform.KubevirtMachineTemplateGVK, ns, v2.Spec.Template.Spec.InfrastructureRef.Name)
-		must(t, c.Get(ctx, client.ObjectKeyFromObject(kmt), kmt))
+		testkit.Must(t, c.Get(ctx, client.ObjectKeyFromObject(kmt), kmt))
 		_, efi, _ := unstructured.NestedMap(kmt.Object, "spec", "template", "spec", "virtualMachineTemplate", "spec", "template", "spec", "domain", "firmware")
 		if efi != (kind == "KairosConfigTemplate") {
 			t.Fatalf("KubevirtMachineTemplate %s: EFI firmware %v on a %s pool", kmt.GetName(), efi, kind)
 		}
-		eventually(ctx, t, "Machines of "+md+" from the real MachineSet controller", func() error {
+		testkit.Eventually(ctx, t, "Machines of "+md+" from the real MachineSet controller", 3*time.Minute, testkit.Err(func() error {
 			var ms clusterv1.MachineSetList
 			if err := c.List(ctx, &ms, client.InNamespace(ns), client.MatchingLabels{clusterv1.MachineDeploymentNameLabel: md}); err != nil {
 				return err
@@ -172,15 +173,15 @@ func TestSimSubstrateEndToEnd(t *testing.T) {
 				return errorf("%d MachineSets, %d Machines", len(ms.Items), len(machines.Items))
 			}
 			return nil
-		})
+		}))
 	}
 	t.Logf("app rendered and Machines created in %s", time.Since(appStart).Round(time.Millisecond))
 
 	t.Run("the real Talos bootstrap provider and CAPK make a Talos Machine's data and VM", func(t *testing.T) {
 		var machines clusterv1.MachineList
-		must(t, c.List(ctx, &machines, client.InNamespace(ns), client.MatchingLabels{clusterv1.MachineDeploymentNameLabel: R + "-md0"}))
+		testkit.Must(t, c.List(ctx, &machines, client.InNamespace(ns), client.MatchingLabels{clusterv1.MachineDeploymentNameLabel: R + "-md0"}))
 		for _, m := range machines.Items {
-			eventually(ctx, t, "bootstrap data and VirtualMachine of "+m.Name, func() error {
+			testkit.Eventually(ctx, t, "bootstrap data and VirtualMachine of "+m.Name, 3*time.Minute, testkit.Err(func() error {
 				var got clusterv1.Machine
 				if err := c.Get(ctx, client.ObjectKeyFromObject(&m), &got); err != nil {
 					return err
@@ -205,39 +206,39 @@ func TestSimSubstrateEndToEnd(t *testing.T) {
 				}
 				vm := u(schema.GroupVersionKind{Group: "kubevirt.io", Version: "v1", Kind: "VirtualMachine"}, ns, got.Spec.InfrastructureRef.Name)
 				return c.Get(ctx, client.ObjectKeyFromObject(vm), vm)
-			})
+			}))
 		}
 	})
 
 	t.Run("the tenant apiserver answers through the kubeconfig Secret", func(t *testing.T) {
 		tenant, err := mgmt.FromSecret(ctx, "tenant", ns, R+"-admin-kubeconfig", "super-admin.conf")
-		must(t, err)
+		testkit.Must(t, err)
 		var cm corev1.ConfigMap
-		eventually(ctx, t, "kubelet-config", func() error {
+		testkit.Eventually(ctx, t, "kubelet-config", 3*time.Minute, testkit.Err(func() error {
 			return tenant.Client.Get(ctx, client.ObjectKey{Namespace: "kube-system", Name: "kubelet-config"}, &cm)
-		})
+		}))
 		if !strings.Contains(cm.Data["kubelet"], "clusterDNS:\n- 10.95.0.10") {
 			t.Fatalf("kubelet-config without clusterDNS 10.95.0.10:\n%s", cm.Data["kubelet"])
 		}
 		var sec corev1.Secret
-		must(t, tenant.Client.Get(ctx, client.ObjectKey{Namespace: "kube-system", Name: "sim-canary"}, &sec))
+		testkit.Must(t, tenant.Client.Get(ctx, client.ObjectKey{Namespace: "kube-system", Name: "sim-canary"}, &sec))
 		_, err = mgmt.FromSecret(ctx, "tenant capi", ns, R+"-kubeconfig", "value")
-		must(t, err)
+		testkit.Must(t, err)
 	})
 
 	t.Run("a running Talos pool cannot switch to a Kairos class; live objects stay", func(t *testing.T) {
 		cur := u(platform.KubernetesGVK, ns, "t1")
-		must(t, c.Get(ctx, client.ObjectKeyFromObject(cur), cur))
+		testkit.Must(t, c.Get(ctx, client.ObjectKeyFromObject(cur), cur))
 		_ = unstructured.SetNestedField(cur.Object, "kairos", "spec", "nodeGroups", "md0", "nodeGroupClassName")
-		must(t, c.Update(ctx, cur))
-		eventually(ctx, t, "HelmRelease Ready=False naming the pool", func() error {
+		testkit.Must(t, c.Update(ctx, cur))
+		testkit.Eventually(ctx, t, "HelmRelease Ready=False naming the pool", 3*time.Minute, testkit.Err(func() error {
 			return readyFalse(ctx, c, u(platform.HelmReleaseGVK, ns, R), "nodeGroup md0: nodeGroupClassName")
-		})
-		eventually(ctx, t, "the app mirrors the refusal", func() error {
+		}))
+		testkit.Eventually(ctx, t, "the app mirrors the refusal", 3*time.Minute, testkit.Err(func() error {
 			return readyFalse(ctx, c, u(platform.KubernetesGVK, ns, "t1"), "cannot switch between a Talos and a Kairos class")
-		})
+		}))
 		var md clusterv1.MachineDeployment
-		must(t, c.Get(ctx, client.ObjectKey{Namespace: ns, Name: R + "-md0"}, &md))
+		testkit.Must(t, c.Get(ctx, client.ObjectKey{Namespace: ns, Name: R + "-md0"}, &md))
 		if md.Spec.Template.Spec.Bootstrap.ConfigRef.Kind != "TalosConfigTemplate" {
 			t.Fatalf("the refused render changed the live MachineDeployment: %s", md.Spec.Template.Spec.Bootstrap.ConfigRef.Kind)
 		}
@@ -246,10 +247,10 @@ func TestSimSubstrateEndToEnd(t *testing.T) {
 	t.Run("an unknown class is refused by name", func(t *testing.T) {
 		bad := u(platform.KubernetesGVK, ns, "t2")
 		bad.Object["spec"] = map[string]any{"nodeGroups": map[string]any{"p": map[string]any{"minReplicas": int64(0), "maxReplicas": int64(1), "nodeGroupClassName": "no-such-class"}}}
-		must(t, c.Create(ctx, bad))
-		eventually(ctx, t, "HelmRelease kubernetes-t2 Ready=False", func() error {
+		testkit.Must(t, c.Create(ctx, bad))
+		testkit.Eventually(ctx, t, "HelmRelease kubernetes-t2 Ready=False", 3*time.Minute, testkit.Err(func() error {
 			return readyFalse(ctx, c, u(platform.HelmReleaseGVK, ns, "kubernetes-t2"), `NodeGroupClass "no-such-class" not found`)
-		})
+		}))
 		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "kubernetes-t2"}, u(platform.ClusterGVK, ns, "kubernetes-t2")); !apierrors.IsNotFound(err) {
 			t.Fatalf("a refused install created its Cluster: %v", err)
 		}
@@ -260,8 +261,8 @@ func TestSimSubstrateEndToEnd(t *testing.T) {
 		t.Fatalf("%d processes; want the management five and a tenant's four", len(pids))
 	}
 	stop := time.Now()
-	must(t, s.Down(context.Background()))
-	must(t, s.Down(context.Background()))
+	testkit.Must(t, s.Down(context.Background()))
+	testkit.Must(t, s.Down(context.Background()))
 	downed = true
 	t.Logf("Down took %s", time.Since(stop).Round(time.Millisecond))
 	for _, pid := range pids {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -29,6 +30,7 @@ import (
 	"github.com/cozystack/cozy-e2e/internal/sim/guestos"
 	"github.com/cozystack/cozy-e2e/internal/sim/kamaji"
 	"github.com/cozystack/cozy-e2e/internal/sim/simenv"
+	"github.com/cozystack/cozy-e2e/internal/testkit"
 )
 
 // The TalosConfigTemplate webhook refuses a template until the local registry is up (and, for
@@ -219,11 +221,8 @@ func TestAnExpiredTokenIsWrittenIntoTheTenantAndRefused(t *testing.T) {
 	if err := c.Update(ctx, &sec); err != nil {
 		t.Fatal(err)
 	}
-	var last error
-	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
-		if last = answer(); apierrors.IsForbidden(last) {
-			return
-		}
-	}
-	t.Fatalf("the same token without its expiration got %v, want 403 Forbidden (authenticated)", last)
+	testkit.Eventually(ctx, t, "the same token without its expiration answered 403 Forbidden (authenticated)", 20*time.Second, func() (bool, string) {
+		err := answer()
+		return apierrors.IsForbidden(err), fmt.Sprintf("got %v", err)
+	})
 }

@@ -1,4 +1,4 @@
-package tenanttest
+package tenantenv
 
 import (
 	"context"

@@ -1,18 +1,15 @@
-// Package tenanttest starts a real local apiserver serving the fixture CRDs (the platform's,
+// Package tenantenv starts a real local apiserver serving the fixture CRDs (the platform's,
 // Cluster API's and the providers' kinds) for the tests of packages that read and write them,
 // behind the cozystack-api stand-in, so the platform's apps are views of their HelmReleases as on
 // a real platform. Conversion webhooks are dropped: tests write and read each kind at one version.
-package tenanttest
+package tenantenv
 
 import (
 	"context"
 	"testing"
 	"time"
 
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/cozystack/cozy-e2e/fixtures"
 	"github.com/cozystack/cozy-e2e/framework/cluster"
@@ -50,22 +47,7 @@ func Start(t testing.TB, users ...controlplane.User) *Env {
 		}
 	}
 	for _, f := range crds {
-		name := f.CRD.Name
-		err := wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-			var crd apiextensionsv1.CustomResourceDefinition
-			if err := c.Client.Get(ctx, types.NamespacedName{Name: name}, &crd); err != nil {
-				return false, nil
-			}
-			for _, cond := range crd.Status.Conditions {
-				if cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue {
-					return true, nil
-				}
-			}
-			return false, nil
-		})
-		if err != nil {
-			t.Fatalf("%s: CRD %s not established: %v", f.File, name, err)
-		}
+		cptest.Established(ctx, t, c.Client, f.CRD.Name, time.Minute)
 	}
 	front, err := cozyapi.StartFront(api)
 	if err != nil {
