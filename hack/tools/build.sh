@@ -50,20 +50,87 @@ CILIUM_SUM=h1:R4tqIO3wwjzr5TnPw5cSbUhdMIjMAoHhtjNvO/hIZ+Q=
 KUBEVIRT_MODULE=kubevirt.io/kubevirt
 KUBEVIRT_VERSION=1.8.4
 KUBEVIRT_SUM=h1:TXpT+U1SBIlsNI62qOev2aNkYVnGgyZ21gvmakIARrg=
-modules=(controlplane kwok capk cabpt helm-controller)
 # CDI's controller (hack/tools/cdi-controller): the checksum database does not list the module,
 # so its go.sum entry is the only pin (GONOSUMDB for that module alone).
 CDI_MODULE=kubevirt.io/containerized-data-importer
 CDI_VERSION=1.64.0
-modules+=(cdi-controller)
 export GONOSUMDB=${GONOSUMDB:+$GONOSUMDB,}$CDI_MODULE
-modules+=(virt-controller)
-downloads=(
-	"$COZYSTACK_MODULE v$COZYSTACK_VERSION $COZYSTACK_SUM"
-	"$SOURCE_CONTROLLER_MODULE v$SOURCE_CONTROLLER_VERSION $SOURCE_CONTROLLER_SUM"
-	"$CILIUM_MODULE v$CILIUM_VERSION $CILIUM_SUM"
-	"$KUBEVIRT_MODULE v$KUBEVIRT_VERSION $KUBEVIRT_SUM"
+
+# The pins, one record each, in the order versions.env lists them (internal/sim/upstream's
+# components follow it): <VAR> <tools module | -> [<path kept>...]. VAR names the pin's variables
+# above: <VAR>_MODULE, <VAR>_VERSION and, for a module only downloaded (tools module "-"),
+# <VAR>_SUM; a tools module's go.sum pins the others' sums. The paths (files or folders relative
+# to the module root) are kept in the tools folder (keep, below).
+pins=(
+	# Provider CRDs, the labels their kustomizations add and their webhook configurations.
+	"CAPK capk config/crd/bases config/crd/kustomization.yaml config/webhook/manifests.yaml"
+	"CABPT cabpt config/crd/bases config/crd/kustomization.yaml config/webhook/manifests.yaml"
+	"HELM_CONTROLLER helm-controller config/crd/bases"
+	"VIRT_CONTROLLER virt-controller"
+	# The Kubernetes chart and its library, the platform's own CRDs the chart renders objects of:
+	# WorkloadMonitor (cozystack-controller), cert-manager's (as the platform's cert-manager-crds
+	# chart templates them), KamajiControlPlane (in the Kamaji control plane provider's components)
+	# and the Keycloak operator's KeycloakClient and KeycloakClientScope (the chart's
+	# oidc-bootstrap hook deletes its own of them), and the KubeVirt instance types the platform
+	# installs, which the chart looks up by name; the platform's KubeVirt CR (its kubevirt package,
+	# with the platform values it is rendered with) and virt-operator's Deployment (its environment
+	# names the images virt-operator installs).
+	"COZYSTACK - packages/apps/kubernetes packages/library/cozy-lib \
+		packages/system/cozystack-controller/definitions/cozystack.io_workloadmonitors.yaml \
+		packages/system/cert-manager-crds/templates \
+		packages/system/capi-providers-cpprovider/files/control-plane-components.yaml \
+		packages/system/kubevirt-instancetypes/templates/instancetypes.yaml \
+		packages/system/kubevirt/templates/kubevirt-cr.yaml packages/system/kubevirt/values.yaml \
+		packages/system/kubevirt-operator/templates/kubevirt-operator.yaml packages/core/platform/values.yaml \
+		packages/system/keycloak-operator/charts/keycloak-operator/crds/v1.edp.epam.com_keycloakclients.yaml \
+		packages/system/keycloak-operator/charts/keycloak-operator/crds/v1.edp.epam.com_keycloakclientscopes.yaml"
+	"SOURCE_CONTROLLER - config/crd/bases"
+	"CILIUM - pkg/k8s/apis/cilium.io/client/crds/v2/ciliumnetworkpolicies.yaml"
+	# virt-operator makes its CRDs at run time; their schemas are Go string literals there.
+	"KUBEVIRT - pkg/virt-operator/resource/generate/components/validations_generated.go"
+	# The CRDs cdi-operator makes from the YAML in pkg/operator/resources/crds_generated.go
+	# (pkg/operator/resources/cluster/*.go decode them from it).
+	"CDI cdi-controller pkg/operator/resources/crds_generated.go"
 )
+
+# The binaries built from the pinned modules, in build order: <binary> <VAR> <package>, where the
+# package is the module's root (-), a folder of the module, or ./<folder>, a program of the pin's
+# tools module itself, checked by the module it was built with (built_with) rather than from
+# (built_from).
+bins=(
+	# The upstream controllers: each main package is its module's root, built as a dependency of
+	# its tools module (their own replace directives are repeated there).
+	"capk-manager CAPK -"
+	"cabpt-manager CABPT -"
+	"helm-controller HELM_CONTROLLER -"
+	# CDI v1.64.0's controller.
+	"cdi-controller CDI cmd/cdi-controller"
+	# KubeVirt: virt-controller from its module; install-strategy is the tools module's own
+	# program, checked by the kubevirt.io/kubevirt it was built with.
+	"virt-controller VIRT_CONTROLLER cmd/virt-controller"
+	"install-strategy VIRT_CONTROLLER ./install-strategy"
+)
+
+# pin <VAR>: sets mod and ver to the pin's module and version (with its v), tmod to its tools
+# module (- for a module only downloaded).
+pin() {
+	local m=${1}_MODULE v=${1}_VERSION p
+	mod=${!m} ver=v${!v} tmod=
+	for p in "${pins[@]}"; do
+		if [[ ${p%% *} == "$1" ]]; then
+			read -r _ tmod _ <<<"$p"
+			return
+		fi
+	done
+}
+
+# The tools modules: the control plane's and kwok's, then those the binaries are built in.
+modules=(controlplane kwok)
+for b in "${bins[@]}"; do
+	read -r _ var _ <<<"$b"
+	pin "$var"
+	[[ " ${modules[*]} " == *" $tmod "* ]] || modules+=("$tmod")
+done
 
 # The folder is keyed by the pinned versions, every tools module's go.sum and the pinned sums of
 # the modules only downloaded: a bump builds anew, the same pins on the same machine (a fresh
@@ -71,13 +138,21 @@ downloads=(
 # chart.
 key=$({
 	for m in "${modules[@]}"; do cat "$here/$m/go.sum"; done
-	cat "$here"/virt-controller/install-strategy/*.go
-	printf '%s\n' "${downloads[@]}"
+	for b in "${bins[@]}"; do
+		read -r _ var pkg <<<"$b"
+		pin "$var"
+		if [[ $pkg == ./* ]]; then cat "$here/$tmod/${pkg#./}"/*.go; fi
+	done
+	for p in "${pins[@]}"; do
+		read -r var _ <<<"$p"
+		pin "$var"
+		s=${var}_SUM
+		if [[ $tmod == - ]]; then echo "$mod $ver ${!s}"; fi
+	done
 } | sha256sum | cut -c1-12)
 name=k8s-v$K8S_VERSION-etcd-v$ETCD_VERSION-kwok-v$KWOK_VERSION
 name+=-capk-v$CAPK_VERSION-cabpt-v$CABPT_VERSION-helm-controller-v$HELM_CONTROLLER_VERSION-cozystack-v$COZYSTACK_VERSION
-name+=-cdi-v$CDI_VERSION
-name+=-kubevirt-v$VIRT_CONTROLLER_VERSION
+name+=-cdi-v$CDI_VERSION-kubevirt-v$VIRT_CONTROLLER_VERSION
 dir=${E2E_TOOLS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/cozy-e2e/tools/$name-$key}
 
 if [[ ${1:-} == --print ]]; then
@@ -182,31 +257,27 @@ build etcd controlplane go.etcd.io/etcd/server/v3 "-s -w" "etcd Version: $ETCD_V
 build kwok kwok sigs.k8s.io/kwok/cmd/kwok "-s -w -X sigs.k8s.io/kwok/pkg/consts.Version=v$KWOK_VERSION" "$KWOK_VERSION" \
 	reports kwok "$KWOK_VERSION" --version
 
-# The upstream controllers: each main package is its module's root, built as a dependency of its
-# tools module (their own replace directives are repeated there).
-capk_sum=$(module_sum capk "$CAPK_MODULE" "v$CAPK_VERSION")
-cabpt_sum=$(module_sum cabpt "$CABPT_MODULE" "v$CABPT_VERSION")
-helm_controller_sum=$(module_sum helm-controller "$HELM_CONTROLLER_MODULE" "v$HELM_CONTROLLER_VERSION")
-build capk-manager capk "$CAPK_MODULE" "-s -w" "$CAPK_MODULE v$CAPK_VERSION" \
-	built_from capk-manager "$CAPK_MODULE" "v$CAPK_VERSION" "$capk_sum"
-build cabpt-manager cabpt "$CABPT_MODULE" "-s -w" "$CABPT_MODULE v$CABPT_VERSION" \
-	built_from cabpt-manager "$CABPT_MODULE" "v$CABPT_VERSION" "$cabpt_sum"
-build helm-controller helm-controller "$HELM_CONTROLLER_MODULE" "-s -w" "$HELM_CONTROLLER_MODULE v$HELM_CONTROLLER_VERSION" \
-	built_from helm-controller "$HELM_CONTROLLER_MODULE" "v$HELM_CONTROLLER_VERSION" "$helm_controller_sum"
+# Each pin's sum: its tools module's go.sum's, or the one pinned above for a module only
+# downloaded.
+declare -A sum
+for p in "${pins[@]}"; do
+	read -r var _ <<<"$p"
+	pin "$var"
+	s=${var}_SUM
+	if [[ $tmod == - ]]; then sum[$var]=${!s}; else sum[$var]=$(module_sum "$tmod" "$mod" "$ver"); fi
+done
 
-# CDI v1.64.0's controller (cmd/cdi-controller), and the CRDs cdi-operator makes from the YAML in
-# pkg/operator/resources/crds_generated.go (pkg/operator/resources/cluster/*.go decode them from it).
-cdi_sum=$(module_sum cdi-controller "$CDI_MODULE" "v$CDI_VERSION")
-build cdi-controller cdi-controller "$CDI_MODULE/cmd/cdi-controller" "-s -w" "$CDI_MODULE v$CDI_VERSION" \
-	built_from cdi-controller "$CDI_MODULE" "v$CDI_VERSION" "$cdi_sum"
-
-# KubeVirt: virt-controller from its module; install-strategy is the tools module's own program,
-# checked by the kubevirt.io/kubevirt it was built with.
-virt_controller_sum=$(module_sum virt-controller "$VIRT_CONTROLLER_MODULE" "v$VIRT_CONTROLLER_VERSION")
-build virt-controller virt-controller "$VIRT_CONTROLLER_MODULE/cmd/virt-controller" "-s -w" "$VIRT_CONTROLLER_MODULE v$VIRT_CONTROLLER_VERSION" \
-	built_from virt-controller "$VIRT_CONTROLLER_MODULE" "v$VIRT_CONTROLLER_VERSION" "$virt_controller_sum"
-build install-strategy virt-controller ./install-strategy "-s -w" "$VIRT_CONTROLLER_MODULE v$VIRT_CONTROLLER_VERSION" \
-	built_with install-strategy "$VIRT_CONTROLLER_MODULE" "v$VIRT_CONTROLLER_VERSION" "$virt_controller_sum"
+for b in "${bins[@]}"; do
+	read -r bin var pkg <<<"$b"
+	pin "$var"
+	check=built_from
+	case $pkg in
+	-) pkg=$mod ;;
+	./*) check=built_with ;;
+	*) pkg=$mod/$pkg ;;
+	esac
+	build "$bin" "$tmod" "$pkg" "-s -w" "$mod $ver" "$check" "$bin" "$mod" "$ver" "${sum[$var]}"
+done
 
 # kwok has no built-in stages; the upstream "fast" stages ship in its module.
 stages=$dir/kwok-stages.yaml
@@ -273,33 +344,12 @@ keep() {
 	printf '  %-24s %s\n' "src/${mod##*/}@$ver" "$*"
 }
 
-# Provider CRDs, the labels their kustomizations add and their webhook configurations.
-keep capk "$CAPK_MODULE" "v$CAPK_VERSION" "$capk_sum" config/crd/bases config/crd/kustomization.yaml config/webhook/manifests.yaml
-keep cabpt "$CABPT_MODULE" "v$CABPT_VERSION" "$cabpt_sum" config/crd/bases config/crd/kustomization.yaml config/webhook/manifests.yaml
-keep helm-controller "$HELM_CONTROLLER_MODULE" "v$HELM_CONTROLLER_VERSION" "$helm_controller_sum" config/crd/bases
-keep - "$SOURCE_CONTROLLER_MODULE" "v$SOURCE_CONTROLLER_VERSION" "$SOURCE_CONTROLLER_SUM" config/crd/bases
-keep - "$CILIUM_MODULE" "v$CILIUM_VERSION" "$CILIUM_SUM" pkg/k8s/apis/cilium.io/client/crds/v2/ciliumnetworkpolicies.yaml
-# virt-operator makes its CRDs at run time; their schemas are Go string literals there.
-keep - "$KUBEVIRT_MODULE" "v$KUBEVIRT_VERSION" "$KUBEVIRT_SUM" pkg/virt-operator/resource/generate/components/validations_generated.go
-keep cdi-controller "$CDI_MODULE" "v$CDI_VERSION" "$cdi_sum" pkg/operator/resources/crds_generated.go
-# The Kubernetes chart and its library, the platform's own CRDs the chart renders objects of:
-# WorkloadMonitor (cozystack-controller), cert-manager's (as the platform's cert-manager-crds chart
-# templates them), KamajiControlPlane (in the Kamaji control plane provider's components) and the
-# Keycloak operator's KeycloakClient and KeycloakClientScope (the chart's oidc-bootstrap hook
-# deletes its own of them), and the KubeVirt instance types the platform installs, which the chart
-# looks up by name; the platform's KubeVirt CR (its kubevirt package, with the platform values it is
-# rendered with) and virt-operator's Deployment (its environment names the images virt-operator
-# installs).
-keep - "$COZYSTACK_MODULE" "v$COZYSTACK_VERSION" "$COZYSTACK_SUM" \
-	packages/apps/kubernetes packages/library/cozy-lib \
-	packages/system/cozystack-controller/definitions/cozystack.io_workloadmonitors.yaml \
-	packages/system/cert-manager-crds/templates \
-	packages/system/capi-providers-cpprovider/files/control-plane-components.yaml \
-	packages/system/kubevirt-instancetypes/templates/instancetypes.yaml \
-	packages/system/kubevirt/templates/kubevirt-cr.yaml packages/system/kubevirt/values.yaml \
-	packages/system/kubevirt-operator/templates/kubevirt-operator.yaml packages/core/platform/values.yaml \
-	packages/system/keycloak-operator/charts/keycloak-operator/crds/v1.edp.epam.com_keycloakclients.yaml \
-	packages/system/keycloak-operator/charts/keycloak-operator/crds/v1.edp.epam.com_keycloakclientscopes.yaml
+for p in "${pins[@]}"; do
+	read -ra f <<<"$p"
+	((${#f[@]} > 2)) || continue
+	pin "${f[0]}"
+	keep "$tmod" "$mod" "$ver" "${sum[${f[0]}]}" "${f[@]:2}"
+done
 
 # The chart as Cozystack's repository has it: its charts/cozy-lib is a symlink to
 # ../../../library/cozy-lib (cozystack v1.6.1, git mode 120000), which module zips do not keep; it
@@ -315,40 +365,16 @@ if [[ ! -s $chart/charts/cozy-lib/Chart.yaml ]]; then
 	echo "  charts/kubernetes        packages/apps/kubernetes with charts/cozy-lib from packages/library/cozy-lib"
 fi
 
-# What a run lists as the upstream pieces it ran (internal/sim/upstream reads it).
-cat >"$dir/versions.env" <<VERSIONS
-K8S_VERSION=v$K8S_VERSION
-ETCD_VERSION=v$ETCD_VERSION
-KWOK_VERSION=v$KWOK_VERSION
-CAPK_MODULE=$CAPK_MODULE
-CAPK_VERSION=v$CAPK_VERSION
-CAPK_SUM=$capk_sum
-CABPT_MODULE=$CABPT_MODULE
-CABPT_VERSION=v$CABPT_VERSION
-CABPT_SUM=$cabpt_sum
-HELM_CONTROLLER_MODULE=$HELM_CONTROLLER_MODULE
-HELM_CONTROLLER_VERSION=v$HELM_CONTROLLER_VERSION
-HELM_CONTROLLER_SUM=$helm_controller_sum
-VIRT_CONTROLLER_MODULE=$VIRT_CONTROLLER_MODULE
-VIRT_CONTROLLER_VERSION=v$VIRT_CONTROLLER_VERSION
-VIRT_CONTROLLER_SUM=$virt_controller_sum
-COZYSTACK_MODULE=$COZYSTACK_MODULE
-COZYSTACK_VERSION=v$COZYSTACK_VERSION
-COZYSTACK_SUM=$COZYSTACK_SUM
-SOURCE_CONTROLLER_MODULE=$SOURCE_CONTROLLER_MODULE
-SOURCE_CONTROLLER_VERSION=v$SOURCE_CONTROLLER_VERSION
-SOURCE_CONTROLLER_SUM=$SOURCE_CONTROLLER_SUM
-CILIUM_MODULE=$CILIUM_MODULE
-CILIUM_VERSION=v$CILIUM_VERSION
-CILIUM_SUM=$CILIUM_SUM
-KUBEVIRT_MODULE=$KUBEVIRT_MODULE
-KUBEVIRT_VERSION=v$KUBEVIRT_VERSION
-KUBEVIRT_SUM=$KUBEVIRT_SUM
-TOOLS_KEY=$key
-VERSIONS
-cat >>"$dir/versions.env" <<VERSIONS
-CDI_MODULE=$CDI_MODULE
-CDI_VERSION=v$CDI_VERSION
-CDI_SUM=$cdi_sum
-VERSIONS
+# What a run lists as the upstream pieces it ran (internal/sim/upstream reads it): the control
+# plane's versions, each pin's module, version and sum, and the folder's key (before CDI's lines,
+# where it stood when CDI was pinned).
+{
+	printf '%s\n' "K8S_VERSION=v$K8S_VERSION" "ETCD_VERSION=v$ETCD_VERSION" "KWOK_VERSION=v$KWOK_VERSION"
+	for p in "${pins[@]}"; do
+		read -r var _ <<<"$p"
+		pin "$var"
+		if [[ $var == CDI ]]; then echo "TOOLS_KEY=$key"; fi
+		printf '%s\n' "${var}_MODULE=$mod" "${var}_VERSION=$ver" "${var}_SUM=${sum[$var]}"
+	done
+} >"$dir/versions.env"
 printf 'make tools: %d built, done in %ss\n' "$built" "$(since "$total_start")"
