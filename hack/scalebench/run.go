@@ -77,6 +77,9 @@ type StageStat struct {
 	Max    float64 `json:"maxSeconds"`
 }
 
+// runOne runs the scenario's lane once through bin/e2e in dir (its console log, audit log and
+// artifacts) and reads what the run left: its processes, the harness's API requests, the verdict,
+// the phases and join stages, the workers' steps.
 func runOne(ctx context.Context, e2e, lanes, dir string, s Scenario) (Result, error) {
 	r := Result{Scenario: s, Label: s.Label(), Lane: s.Name(), LoadStart: loadavg()}
 	l, err := lane.Load(filepath.Join(lanes, s.Name()+".yaml"))
@@ -99,11 +102,32 @@ func runOne(ctx context.Context, e2e, lanes, dir string, s Scenario) (Result, er
 	cmd := exec.Command(e2e, "run", "--lane", s.Name(), "--lanes-dir", lanes, "--no-build")
 	cmd.Env = append(os.Environ(), "E2E_ARTIFACTS="+r.Artifacts, sim.AuditLogEnv+"="+audit, "TERM=dumb")
 	cmd.Stdout, cmd.Stderr = logf, logf
+	sampler, err := runSampled(ctx, cmd, &r)
+	if err != nil {
+		return r, err
+	}
+
+	readProcesses(&r, sampler, cmd.Process.Pid)
+	readRequests(&r, audit)
+	readVerdict(&r)
+	if err := readTimings(&r, s); err != nil {
+		r.Failures = append(r.Failures, err.Error())
+	}
+	if r.Steps, err = Attribute(r.Artifacts, s.ScaledPools()); err != nil {
+		r.Failures = append(r.Failures, err.Error())
+	}
+	return r, nil
+}
+
+// runSampled starts cmd, samples its process tree until it ends (interrupting it when ctx is
+// done), and records in r the wall time, the CPU of everything it ran, the load at its end and its
+// exit code. The error is one of starting or waiting for cmd, not its exit code.
+func runSampled(ctx context.Context, cmd *exec.Cmd, r *Result) (*Sampler, error) {
 	var before, after syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_CHILDREN, &before)
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
-		return r, err
+		return nil, err
 	}
 	sctx, stopSampling := context.WithCancel(context.Background())
 	sampler := NewSampler(cmd.Process.Pid, 250*time.Millisecond)
@@ -129,9 +153,15 @@ func runOne(ctx context.Context, e2e, lanes, dir string, s Scenario) (Result, er
 	if errors.As(waitErr, &exit) {
 		r.ExitCode = exit.ExitCode()
 	} else if waitErr != nil {
-		return r, waitErr
+		return nil, waitErr
 	}
+	return sampler, nil
+}
 
+// readProcesses records in r what the sampler saw of the run's processes: the tree's peak memory,
+// the largest process, the harness's (the test binaries') and bin/e2e's own CPU, and the
+// harness's share of the run's CPU.
+func readProcesses(r *Result, sampler *Sampler, e2ePid int) {
 	procs, tree := sampler.Result()
 	r.PeakTreeMiB = tree
 	for _, p := range procs {
@@ -141,7 +171,7 @@ func runOne(ctx context.Context, e2e, lanes, dir string, s Scenario) (Result, er
 		switch {
 		case strings.HasSuffix(p.Comm, ".test"):
 			r.HarnessCPU += p.CPU
-		case p.Pid == cmd.Process.Pid:
+		case p.Pid == e2ePid:
 			r.OrchestratorCPU += p.CPU
 		}
 	}
@@ -149,6 +179,12 @@ func runOne(ctx context.Context, e2e, lanes, dir string, s Scenario) (Result, er
 	if r.CPU > 0 {
 		r.HarnessShare = r.HarnessCPU / r.CPU
 	}
+}
+
+// readRequests records in r the harness's API requests from the run's audit log, in all and per
+// worker; a log it cannot read is a failure of the run's report.
+func readRequests(r *Result, audit string) {
+	var err error
 	if r.Requests, err = ReadAudit(audit, sim.HarnessUser); err != nil {
 		r.Failures = append(r.Failures, err.Error())
 	}
@@ -160,14 +196,6 @@ func runOne(ctx context.Context, e2e, lanes, dir string, s Scenario) (Result, er
 	if r.Workers > 0 {
 		r.HarnessPerWorker = float64(r.HarnessRequests) / float64(r.Workers)
 	}
-	readVerdict(&r)
-	if err := readTimings(&r, s); err != nil {
-		r.Failures = append(r.Failures, err.Error())
-	}
-	if r.Steps, err = Attribute(r.Artifacts, s.ScaledPools()); err != nil {
-		r.Failures = append(r.Failures, err.Error())
-	}
-	return r, nil
 }
 
 func tv(t syscall.Timeval) float64 { return float64(t.Sec) + float64(t.Usec)/1e6 }
