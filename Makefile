@@ -3,6 +3,8 @@
 # make test           builds the local control plane while lanes-check, workflows-check, gofmt,
 #                     go vet, staticcheck and go mod tidy run (make checks), downloads the pinned
 #                     modules test/citations reads (make citation-modules), then every Go test
+# make unit           the quick loop: the Go tests (-short) of every package but those that start a
+#                     real Node, containerd or QEMU or run a whole sim lane (no tools build)
 # make lint           staticcheck (pinned) over every package
 # make tools          build the local control plane (etcd, kube-apiserver, ...) and the upstream
 #                     controllers (CAPK, the Talos bootstrap provider, helm-controller,
@@ -139,6 +141,15 @@ test:
 	@$(MAKE) --no-print-directory -j2 tools-then-node-tools node-images checks
 	@$(MAKE) --no-print-directory citation-modules
 	$(GO) test -count=1 -timeout 60m ./test/simlane ./...
+
+# The quick loop: every package's tests, -short, but for the packages whose tests start the
+# real Node, containerd or QEMU (internal/sim/node, internal/sim/guestos's boot, the real Node
+# lane of internal/substrate/sim) or run a whole sim lane through bin/e2e (test/simlane,
+# test/outside). The tests that need the tools skip without them (outside CI), as in make test.
+UNIT_EXCLUDED := test/simlane test/outside internal/sim/node internal/sim/guestos internal/substrate/sim
+
+unit:
+	$(GO) test -count=1 -short $$($(GO) list ./... | grep -v -x -F $(foreach p,$(UNIT_EXCLUDED),-e github.com/cozystack/cozy-e2e/$(p)))
 
 # The pinned modules whose files test/citations reads, each at the version its tools module (or
 # the harness's go.mod, or build.sh) pins: a warm tools folder builds nothing, so the module
