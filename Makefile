@@ -19,6 +19,7 @@
 # make scale-bench    the sim lane at 1 to 64 workers and 1 to 16 pools: wall, CPU, memory, the
 #                     harness's CPU and API requests per worker, join stages (SCALE=1,8 for a subset)
 # make e2e-down       tear down what a kept kind run left (LANE=<lane>, WORK=<the folder it printed>)
+# make architecture-doc  write docs/architecture.md's package table from the packages' doc comments
 # make perf-doc       write docs/performance.md from the measured figures in docs/performance.yaml
 
 SHELL       := /bin/bash
@@ -32,7 +33,7 @@ BIN         := bin
 E2E_TOOLS_DIR ?= $(shell hack/tools/build.sh --print)
 export E2E_TOOLS_DIR
 
-.PHONY: checks citation-modules examples all scale-bench e2e e2e-down e2e-plan repro perf-doc test unit lanes-check workflows workflows-check tools node-tools tools-then-node-tools node-images vet fmt-check lint tidy-check clean
+.PHONY: checks citation-modules examples all scale-bench e2e e2e-down e2e-plan repro perf-doc architecture-doc test unit lanes-check workflows workflows-check tools node-tools tools-then-node-tools node-images vet fmt-check lint tidy-check clean
 
 all: test
 
@@ -100,6 +101,9 @@ workflows-check: $(BIN)/lanes
 perf-doc:
 	@$(GO) run ./hack/perfdoc
 
+architecture-doc:
+	@$(GO) test ./test/docs -run TestArchitecturePackageTable -update
+
 vet:
 	@$(GO) vet ./...
 
@@ -144,9 +148,12 @@ test:
 
 # The quick loop: every package's tests, -short, but for the packages whose tests start the
 # real Node, containerd or QEMU (internal/sim/node, internal/sim/guestos's boot, the real Node
-# lane of internal/substrate/sim) or run a whole sim lane through bin/e2e (test/simlane,
-# test/outside). The tests that need the tools skip without them (outside CI), as in make test.
-UNIT_EXCLUDED := test/simlane test/outside internal/sim/node internal/sim/guestos internal/substrate/sim
+# lane of internal/substrate/simulated), run a whole sim lane through bin/e2e (test/simlane,
+# test/outside) or run the real upstream controllers for minutes (internal/sim/realupstream,
+# internal/sim/guest, internal/install: 3 to 7 minutes each on 2 busy cores). The tests that need
+# the tools skip without them (outside CI), as in make test.
+UNIT_EXCLUDED := test/simlane test/outside internal/sim/node internal/sim/guestos internal/substrate/simulated \
+	internal/sim/realupstream internal/sim/guest internal/install
 
 unit:
 	$(GO) test -count=1 -short $$($(GO) list ./... | grep -v -x -F $(foreach p,$(UNIT_EXCLUDED),-e github.com/cozystack/cozy-e2e/$(p)))

@@ -4,14 +4,14 @@ import (
 	"context"
 	"testing"
 
-	"github.com/cozystack/cozy-e2e/suite"
-	"github.com/cozystack/cozy-e2e/suite/e2eframework"
+	"github.com/cozystack/cozy-e2e/framework/suiterun"
+	"github.com/cozystack/cozy-e2e/framework/suiterun/e2eframework"
 )
 
 // TestHostnames is the suite: the harness's join spec on every pool, then the feature on every
 // pool in phase hostnames.
 func TestHostnames(t *testing.T) {
-	suite.Run(t, suite.Config{Name: "hostnames", Specs: func(w *suite.World) {
+	suiterun.Run(t, suiterun.Config{Name: "hostnames", Specs: func(w *suiterun.World) {
 		w.JoinSpecs(context.Background())
 		e2eframework.Specs(w, Phase, Feature())
 	}})

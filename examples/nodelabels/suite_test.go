@@ -6,13 +6,13 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 
-	"github.com/cozystack/cozy-e2e/suite"
+	"github.com/cozystack/cozy-e2e/framework/suiterun"
 )
 
-// TestNodeLabels is the suite: suite.Run brings the tenant and its pools up, runs the specs,
+// TestNodeLabels is the suite: suiterun.Run brings the tenant and its pools up, runs the specs,
 // collects evidence, keeps or tears down, and writes the reports. Its phases are suite.yaml's.
 func TestNodeLabels(t *testing.T) {
-	suite.Run(t, suite.Config{Name: "nodelabels", Specs: func(w *suite.World) {
+	suiterun.Run(t, suiterun.Config{Name: "nodelabels", Specs: func(w *suiterun.World) {
 		w.JoinSpecs(context.Background())
 		for _, p := range w.Tenant.Pools {
 			Describe("pool "+p.Name(), func() {

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/cozystack/cozy-e2e/framework/osfamily"
-	"github.com/cozystack/cozy-e2e/internal/console"
+	"github.com/cozystack/cozy-e2e/framework/serialconsole"
 )
 
 // consoleState is what the harness read so far from one VMI's serial console (its latest stream:
@@ -90,7 +90,7 @@ func (c *consoles) get(uid string) (consoleState, bool) {
 	return *st, true
 }
 
-func (c *consoles) Started(s console.Stream) {
+func (c *consoles) Started(s serialconsole.Stream) {
 	c.mu.Lock()
 	prev := c.state[string(s.VMIUID)]
 	st := &consoleState{Pod: s.Pod, Source: s.Source}
@@ -105,7 +105,7 @@ func (c *consoles) Started(s console.Stream) {
 	c.poke()
 }
 
-func (c *consoles) Line(s console.Stream, at time.Time, text string) {
+func (c *consoles) Line(s serialconsole.Stream, at time.Time, text string) {
 	c.mu.Lock()
 	st := c.state[string(s.VMIUID)]
 	if st == nil {
@@ -124,7 +124,7 @@ func (c *consoles) Line(s console.Stream, at time.Time, text string) {
 	c.poke()
 }
 
-func (c *consoles) Unreadable(s console.Stream, _ time.Time, why string) {
+func (c *consoles) Unreadable(s serialconsole.Stream, _ time.Time, why string) {
 	c.mu.Lock()
 	if st := c.state[string(s.VMIUID)]; st != nil {
 		st.Err = why
@@ -133,9 +133,9 @@ func (c *consoles) Unreadable(s console.Stream, _ time.Time, why string) {
 	c.poke()
 }
 
-func (c *consoles) Ended(s console.Stream, at time.Time, reason string) {
+func (c *consoles) Ended(s serialconsole.Stream, at time.Time, reason string) {
 	c.mu.Lock()
-	if st := c.state[string(s.VMIUID)]; st != nil && s.Source == console.SourceSubresource {
+	if st := c.state[string(s.VMIUID)]; st != nil && s.Source == serialconsole.SourceSubresource {
 		st.Lost, st.LostAt = reason, at
 	}
 	c.mu.Unlock()

@@ -19,8 +19,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cozystack/cozy-e2e/framework/osfamily"
+	"github.com/cozystack/cozy-e2e/framework/serialconsole"
 	"github.com/cozystack/cozy-e2e/framework/tenant"
-	"github.com/cozystack/cozy-e2e/internal/console"
 	"github.com/cozystack/cozy-e2e/internal/sim/simenv"
 	"github.com/cozystack/cozy-e2e/internal/sim/world"
 	"github.com/cozystack/cozy-e2e/internal/testkit"
@@ -175,7 +175,7 @@ func (s *scene) launcher(vm, memory string) string {
 		base = base[:58]
 	}
 	name := base + "x7k2p"
-	for _, ct := range []string{"compute", console.LogContainer} {
+	for _, ct := range []string{"compute", serialconsole.LogContainer} {
 		_, err := s.w.ContainerLog(s.ns(), name, ct)
 		s.must(err)
 	}
@@ -185,7 +185,7 @@ func (s *scene) launcher(vm, memory string) string {
 			Tolerations: []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
 			Containers: []corev1.Container{
 				{Name: "compute", Image: "virt-launcher", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse(memory)}}},
-				{Name: console.LogContainer, Image: "virt-launcher"},
+				{Name: serialconsole.LogContainer, Image: "virt-launcher"},
 			}},
 	}))
 	return name
@@ -193,7 +193,7 @@ func (s *scene) launcher(vm, memory string) string {
 
 // console appends lines to the serial console of launcher pod.
 func (s *scene) console(pod string, lines ...string) {
-	path, err := s.w.ContainerLog(s.ns(), pod, console.LogContainer)
+	path, err := s.w.ContainerLog(s.ns(), pod, serialconsole.LogContainer)
 	s.must(err)
 	s.must(simenv.WriteContainerLog(path, time.Now(), lines...))
 }

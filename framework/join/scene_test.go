@@ -19,8 +19,8 @@ import (
 	"github.com/cozystack/cozy-e2e/framework/join"
 	"github.com/cozystack/cozy-e2e/framework/lane"
 	"github.com/cozystack/cozy-e2e/framework/osfamily"
+	"github.com/cozystack/cozy-e2e/framework/serialconsole"
 	"github.com/cozystack/cozy-e2e/framework/tenant"
-	"github.com/cozystack/cozy-e2e/internal/console"
 	"github.com/cozystack/cozy-e2e/internal/sim/world"
 	"github.com/cozystack/cozy-e2e/internal/testkit"
 )
@@ -111,7 +111,7 @@ func (s *scene) start(budgetFor time.Duration) *joinRun {
 	s.must(err)
 	s.t.Cleanup(func() { span.End(nil) })
 	r := &joinRun{log: &testkit.Buffer{}, done: make(chan struct{}), cl: cl}
-	hub, err := console.Start(s.ctx, console.Options{Management: s.w.Cluster, Namespace: s.ns()})
+	hub, err := serialconsole.Start(s.ctx, serialconsole.Options{Management: s.w.Cluster, Namespace: s.ns()})
 	s.must(err)
 	s.t.Cleanup(hub.Close)
 	r.w, err = join.Start(s.ctx, join.Options{Management: s.w.Cluster, Tenant: s.w.Cluster, Namespace: s.ns(), Consoles: hub, WorkloadImage: workloadImage,

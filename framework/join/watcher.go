@@ -24,8 +24,8 @@ import (
 	"github.com/cozystack/cozy-e2e/framework/budget"
 	"github.com/cozystack/cozy-e2e/framework/cluster"
 	"github.com/cozystack/cozy-e2e/framework/osfamily"
+	"github.com/cozystack/cozy-e2e/framework/serialconsole"
 	"github.com/cozystack/cozy-e2e/framework/tenant"
-	"github.com/cozystack/cozy-e2e/internal/console"
 )
 
 // Options configure a Watcher.
@@ -49,7 +49,7 @@ type Options struct {
 	// Consoles is the run's console hub for Namespace (the one the diagnostics read too, so
 	// each VMI's console is held once); with one, the guests' boot (and, for an OS that prints
 	// it, their join) is judged from their serial consoles; nil: from the objects alone.
-	Consoles *console.Hub
+	Consoles *serialconsole.Hub
 	// Platform, when set, names the platform components unavailable now (the run's platform
 	// watch, platformwatch.Watch.Outages): a pool whose wait runs out while one is fails with
 	// class platform, naming them.

@@ -9,7 +9,7 @@ import (
 
 	yaml "go.yaml.in/yaml/v3"
 
-	"github.com/cozystack/cozy-e2e/internal/install/upstream"
+	"github.com/cozystack/cozy-e2e/internal/install/assumptions"
 )
 
 // Cluster is one conformance cluster of the lane (clusters[]): a Kubernetes app of the tenant
@@ -106,19 +106,19 @@ func (v Versions) String() string {
 // (cozystack main as read) on a kind or existing lane.
 func (l *Lane) TenantVersions() TenantOffer { return TenantOffer{l.tenantVersions()} }
 
-// tenantVersions is TenantVersions as internal/install/upstream holds it, each version with its
+// tenantVersions is TenantVersions as internal/install/assumptions holds it, each version with its
 // release, for the checks and the expansion of versions.
-func (l *Lane) tenantVersions() upstream.TenantVersions {
+func (l *Lane) tenantVersions() assumptions.TenantVersions {
 	if l.Substrate == SubstrateSim {
-		return upstream.SimTenantVersions()
+		return assumptions.SimTenantVersions()
 	}
-	return upstream.KindTenantVersions()
+	return assumptions.KindTenantVersions()
 }
 
 // TenantOffer is what the platform's Kubernetes chart offers a lane's conformance clusters at
 // one revision (Lane.TenantVersions); it prints as "cozystack <revision> offers v1.35, v1.34,
 // ... (<the values schema, path:lines>)".
-type TenantOffer struct{ tv upstream.TenantVersions }
+type TenantOffer struct{ tv assumptions.TenantVersions }
 
 func (o TenantOffer) String() string { return o.tv.String() }
 
@@ -173,7 +173,7 @@ func versionTag(v string) string { return strings.ReplaceAll(v, ".", "-") }
 
 // selected are the releases versions v selects from what tv offers, newest first for offered
 // and newest, in the lane's order for a list; the error says what the chart does not offer.
-func selected(v Versions, tv upstream.TenantVersions) ([]upstream.TenantVersion, error) {
+func selected(v Versions, tv assumptions.TenantVersions) ([]assumptions.TenantVersion, error) {
 	switch {
 	case v.Offered:
 		return tv.Offered, nil
@@ -183,7 +183,7 @@ func selected(v Versions, tv upstream.TenantVersions) ([]upstream.TenantVersion,
 		}
 		return tv.Offered[:v.Newest], nil
 	case len(v.List) > 0:
-		var out []upstream.TenantVersion
+		var out []assumptions.TenantVersion
 		for _, key := range v.List {
 			o, ok := tv.Find(key)
 			if !ok {
@@ -236,7 +236,7 @@ func (l *Lane) validateClusters(v *validator) {
 }
 
 // validateRelease holds r to what the chart offers (tv).
-func (l *Lane) validateRelease(v *validator, path string, r Release, tv upstream.TenantVersions) {
+func (l *Lane) validateRelease(v *validator, path string, r Release, tv assumptions.TenantVersions) {
 	m := minorRe.FindStringSubmatch(r.Version)
 	if m == nil {
 		v.fail(path+".version", "%q is not a version key like v1.35", r.Version)
@@ -258,7 +258,7 @@ func (l *Lane) validateRelease(v *validator, path string, r Release, tv upstream
 		v.fail(path+".patch", "%s is not a release of %s", r.Patch, r.Version)
 	case r.Patch != o.Patch:
 		v.fail(path+".patch", "%s: the chart renders %s for %s at cozystack %s (%s); the workers' kubelet reports that (leave patch out to take it)",
-			r.Patch, o.Patch, r.Version, upstream.ShortRevision(tv.Revision), tv.Patches)
+			r.Patch, o.Patch, r.Version, assumptions.ShortRevision(tv.Revision), tv.Patches)
 	}
 }
 

@@ -1,6 +1,6 @@
 package lane
 
-import "github.com/cozystack/cozy-e2e/internal/install/upstream"
+import "github.com/cozystack/cozy-e2e/internal/install/assumptions"
 
 // PlatformNetworking is the platform's networking values a lane may set.
 type PlatformNetworking struct {
@@ -15,7 +15,7 @@ func (p *Platform) PodCIDR() string {
 	if p != nil && p.Networking != nil && p.Networking.PodCIDR != "" {
 		return p.Networking.PodCIDR
 	}
-	return upstream.PlatformPodCIDR
+	return assumptions.PlatformPodCIDR
 }
 
 // JoinCIDR is the platform's join range: the lane's, or the platform's default.
@@ -23,5 +23,5 @@ func (p *Platform) JoinCIDR() string {
 	if p != nil && p.Networking != nil && p.Networking.JoinCIDR != "" {
 		return p.Networking.JoinCIDR
 	}
-	return upstream.PlatformJoinCIDR
+	return assumptions.PlatformJoinCIDR
 }

@@ -38,7 +38,7 @@ type Timeline struct {
 // on its own (the kubernetes suite's fixture: tenant brings every cluster's control plane up at
 // once, pools joins every cluster's pools at once, each from its own control plane up): each
 // ceiling holds the slowest cluster and is budgeted once, not once per cluster. A test of
-// framework/fixture holds these names to its own.
+// framework/testbed holds these names to its own.
 var ClusterPhases = []string{"tenant", "pools"}
 
 // Timed reports whether any phase runs on a cluster's own timeline.

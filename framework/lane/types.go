@@ -303,7 +303,7 @@ type Platform struct {
 	Packages []string `json:"packages,omitempty"`
 	// DisabledPackages are platform packages the lane leaves out (the variant would emit them),
 	// each with why. A set that would leave a remaining Package without a dependency is
-	// refused (internal/install/upstream holds the dependency graph).
+	// refused (internal/install/assumptions holds the dependency graph).
 	DisabledPackages []DisabledPackage `json:"disabledPackages,omitempty"`
 	// Note says what a reader of the plan must know about the source (an unreleased pin).
 	Note string `json:"note,omitempty"`

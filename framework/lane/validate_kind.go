@@ -9,7 +9,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/cozystack/cozy-e2e/internal/install/upstream"
+	"github.com/cozystack/cozy-e2e/internal/install/assumptions"
 )
 
 var (
@@ -87,7 +87,7 @@ func validatePlatform(v *validator, p *Platform) {
 	}
 	// The operator creates no HelmRelease for a Package whose dependency is missing: a set
 	// that orphans a Package is refused here, before anything is installed.
-	problems, err := upstream.CheckDisabled(p.DisabledNames())
+	problems, err := assumptions.CheckDisabled(p.DisabledNames())
 	if err != nil {
 		v.fail("platform.disabledPackages", "%v", err)
 	}
@@ -152,7 +152,7 @@ type cidrRange struct {
 // each node's router and ingress addresses from the Node's podCIDR (cut from
 // kind.networking.podSubnet) while kube-ovn hands pods the lowest free addresses of its own
 // POD_CIDR, so overlapping ranges give a pod an address Cilium holds. Cozystack's e2e keeps them
-// disjoint and guards it (upstream.PlatformPodCIDR).
+// disjoint and guards it (assumptions.PlatformPodCIDR).
 func (l *Lane) validateRanges(v *validator, n *KindNetworking) {
 	var kind, platform []cidrRange
 	add := func(to *[]cidrRange, path, cidr, what string) {

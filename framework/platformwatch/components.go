@@ -20,7 +20,7 @@ type Component struct {
 
 // Components are the platform components the join depends on, as Cozystack v1.6.1 runs them
 // (the kind lane installs them, internal/install/catalog; the sim publishes a Pod of the same
-// shape for each controller it runs, internal/substrate/sim/platformpods.go). A component with
+// shape for each controller it runs, internal/substrate/simulated/platformpods.go). A component with
 // neither a Deployment nor a Pod on the cluster is not judged (the sim runs no virt-api, no
 // Kamaji Deployment).
 //

@@ -13,7 +13,7 @@ import (
 	"github.com/cozystack/cozy-e2e/internal/controlplane/cptest"
 	"github.com/cozystack/cozy-e2e/internal/sim/names"
 	"github.com/cozystack/cozy-e2e/internal/sim/platform"
-	"github.com/cozystack/cozy-e2e/internal/sim/upstream"
+	"github.com/cozystack/cozy-e2e/internal/sim/realupstream"
 	"github.com/cozystack/cozy-e2e/internal/testkit"
 )
 
@@ -116,7 +116,7 @@ func TestTheSimsRenderCarriesTheHarnesssNames(t *testing.T) {
 // objects as the harness derives them: the MachineDeployment and MachineHealthCheck
 // <release>-<group>, the disk template disk-system, the deployment label on the VMI template.
 func TestThePinnedChartNamesAsTheHarness(t *testing.T) {
-	b, err := upstream.Find(cptest.Tools(t))
+	b, err := realupstream.Find(cptest.Tools(t))
 	if err != nil {
 		testkit.Unavailable(t, err)
 	}

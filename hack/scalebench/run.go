@@ -17,7 +17,7 @@ import (
 	"github.com/cozystack/cozy-e2e/framework/budget"
 	"github.com/cozystack/cozy-e2e/framework/lane"
 	"github.com/cozystack/cozy-e2e/framework/verdict"
-	"github.com/cozystack/cozy-e2e/internal/substrate/sim"
+	"github.com/cozystack/cozy-e2e/internal/substrate/simulated"
 )
 
 // Result is one run's figures.
@@ -100,7 +100,7 @@ func runOne(ctx context.Context, e2e, lanes, dir string, s Scenario) (Result, er
 	}
 	defer logf.Close()
 	cmd := exec.Command(e2e, "run", "--lane", s.Name(), "--lanes-dir", lanes, "--no-build")
-	cmd.Env = append(os.Environ(), "E2E_ARTIFACTS="+r.Artifacts, sim.AuditLogEnv+"="+audit, "TERM=dumb")
+	cmd.Env = append(os.Environ(), "E2E_ARTIFACTS="+r.Artifacts, simulated.AuditLogEnv+"="+audit, "TERM=dumb")
 	cmd.Stdout, cmd.Stderr = logf, logf
 	sampler, err := runSampled(ctx, cmd, &r)
 	if err != nil {
@@ -185,7 +185,7 @@ func readProcesses(r *Result, sampler *Sampler, e2ePid int) {
 // worker; a log it cannot read is a failure of the run's report.
 func readRequests(r *Result, audit string) {
 	var err error
-	if r.Requests, err = ReadAudit(audit, sim.HarnessUser); err != nil {
+	if r.Requests, err = ReadAudit(audit, simulated.HarnessUser); err != nil {
 		r.Failures = append(r.Failures, err.Error())
 	}
 	for _, q := range r.Requests {

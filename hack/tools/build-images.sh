@@ -141,7 +141,7 @@ guest_sum=$(awk -v v="v$GUEST_K8S_VERSION" '$1 == "k8s.io/kubernetes" && $2 == v
 guest_flags="-s -w -X k8s.io/component-base/version.gitVersion=v$GUEST_K8S_VERSION -X k8s.io/component-base/version.gitMajor=1 \
  -X k8s.io/component-base/version.gitMinor=$(cut -d. -f2 <<<"$GUEST_K8S_VERSION") -X k8s.io/component-base/version.gitTreeState=clean"
 gobins guest-kubelet guest static "$guest_flags" k8s.io/kubernetes "v$GUEST_K8S_VERSION" "$guest_sum" k8s.io/kubernetes/cmd/kubelet
-guestos_src=$(cd "$repo" && cat go.sum hack/guestos/*.go $(ls internal/sim/guestos/*.go internal/sim/bootdata/*.go | grep -v _test.go) | sha256sum)
+guestos_src=$(cd "$repo" && cat go.sum hack/guestosd/*.go $(ls internal/sim/guestos/*.go internal/sim/bootdata/*.go | grep -v _test.go) | sha256sum)
 [[ -x $dir/bin/guestos ]] || rm -f "$dir/stamps/guestos"
 stage guestos "$guestos_src" build_guestos
 

@@ -56,7 +56,7 @@ CDI_MODULE=kubevirt.io/containerized-data-importer
 CDI_VERSION=1.64.0
 export GONOSUMDB=${GONOSUMDB:+$GONOSUMDB,}$CDI_MODULE
 
-# The pins, one record each, in the order versions.env lists them (internal/sim/upstream's
+# The pins, one record each, in the order versions.env lists them (internal/sim/realupstream's
 # components follow it): <VAR> <tools module | -> [<path kept>...]. VAR names the pin's variables
 # above: <VAR>_MODULE, <VAR>_VERSION and, for a module only downloaded (tools module "-"),
 # <VAR>_SUM; a tools module's go.sum pins the others' sums. The paths (files or folders relative
@@ -326,7 +326,7 @@ module_dir() {
 # keep <tools module dir | -> <module> <version> <pinned sum> <path...>: copies those files or
 # folders (relative to the module root) into src/<module>@<version>/ of the tools folder, once for
 # a given list of paths (.complete holds it: a longer list copies again).
-# internal/sim/upstream reads the CRDs and the chart from there, so they are the very files of the
+# internal/sim/realupstream reads the CRDs and the chart from there, so they are the very files of the
 # pinned modules and outlive a cleaned module cache.
 keep() {
 	local tmod=$1 mod=$2 ver=$3 pin=$4 src out p
@@ -365,7 +365,7 @@ if [[ ! -s $chart/charts/cozy-lib/Chart.yaml ]]; then
 	echo "  charts/kubernetes        packages/apps/kubernetes with charts/cozy-lib from packages/library/cozy-lib"
 fi
 
-# What a run lists as the upstream pieces it ran (internal/sim/upstream reads it): the control
+# What a run lists as the upstream pieces it ran (internal/sim/realupstream reads it): the control
 # plane's versions, each pin's module, version and sum, and the folder's key (before CDI's lines,
 # where it stood when CDI was pinned).
 {

@@ -10,8 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/cozystack/cozy-e2e/framework/serialconsole"
 	"github.com/cozystack/cozy-e2e/framework/tenant"
-	"github.com/cozystack/cozy-e2e/internal/console"
 )
 
 // identity puts the pool's VMIs beside the tenant's Nodes: a Node must carry its VMI's name, the
@@ -209,7 +209,7 @@ func (s *scene) consoles(pn tenant.PoolNames) collector {
 			streamed := map[string]bool{}
 			if s.streamed != nil {
 				for _, r := range s.streamed() {
-					if r.Source == console.SourceLog {
+					if r.Source == serialconsole.SourceLog {
 						streamed[fmt.Sprintf("%s/%d", r.PodUID, r.Restart)] = true
 					}
 				}

@@ -10,12 +10,12 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/cozystack/cozy-e2e/framework/serialconsole"
 	"github.com/cozystack/cozy-e2e/framework/tenant"
-	"github.com/cozystack/cozy-e2e/internal/console"
 )
 
 // ConsoleContainer is the virt-launcher container whose log is the guest's serial console.
-const ConsoleContainer = console.LogContainer
+const ConsoleContainer = serialconsole.LogContainer
 
 // ConsoleRecord is one console file: which VMI, which stream of it (the console subresource, or
 // one launcher console container instance), and when it was read.
@@ -23,7 +23,7 @@ type ConsoleRecord struct {
 	Pool   string `json:"pool"`
 	VMI    string `json:"vmi"`
 	VMIUID string `json:"vmiUID"`
-	// Source is console.SourceSubresource or console.SourceLog.
+	// Source is serialconsole.SourceSubresource or serialconsole.SourceLog.
 	Source  string `json:"source"`
 	Pod     string `json:"pod"`
 	PodUID  string `json:"podUID"`
@@ -47,12 +47,12 @@ type ConsoleRecord struct {
 
 // consoles writes every console stream the hub reads of a watched pool's VMI to a file of its
 // own: a replaced VMI or a restarted console container gets a new file and the old one is kept.
-// It is a console.Subscriber.
+// It is a serialconsole.Subscriber.
 type consoles struct {
 	rec *Recorder
 
 	mu      sync.Mutex
-	streams map[string]*consoleFile // by console.Stream.Key()
+	streams map[string]*consoleFile // by serialconsole.Stream.Key()
 	stopped bool                    // no file opens once set
 }
 
@@ -66,7 +66,7 @@ type consoleFile struct {
 	done       bool
 }
 
-func (c *consoles) Started(s console.Stream) {
+func (c *consoles) Started(s serialconsole.Stream) {
 	pn, ok := c.rec.pools.ofRef(Management, "VirtualMachineInstance", c.rec.opts.Namespace, s.VMI, s.VMIUID)
 	if !ok {
 		return
@@ -96,20 +96,20 @@ func (c *consoles) Started(s console.Stream) {
 
 // consolePath is a stream's file: a launcher container instance's by its Pod and restart, the
 // subresource's by the launcher Pod (a VMI has one; its replacement has another).
-func consolePath(pn tenant.PoolNames, s console.Stream) string {
-	if s.Source == console.SourceLog {
+func consolePath(pn tenant.PoolNames, s serialconsole.Stream) string {
+	if s.Source == serialconsole.SourceLog {
 		return fmt.Sprintf("%s/consoles/%s/%s-%d.log", poolDir(pn), s.VMI, s.Pod, s.Restart)
 	}
 	return fmt.Sprintf("%s/consoles/%s/%s-console.log", poolDir(pn), s.VMI, s.Pod)
 }
 
-func (c *consoles) file(s console.Stream) *consoleFile {
+func (c *consoles) file(s serialconsole.Stream) *consoleFile {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.streams[s.Key()]
 }
 
-func (c *consoles) Line(s console.Stream, at time.Time, text string) {
+func (c *consoles) Line(s serialconsole.Stream, at time.Time, text string) {
 	cf := c.file(s)
 	if cf == nil {
 		return
@@ -135,7 +135,7 @@ func (c *consoles) Line(s console.Stream, at time.Time, text string) {
 	}
 }
 
-func (c *consoles) Unreadable(s console.Stream, at time.Time, why string) {
+func (c *consoles) Unreadable(s serialconsole.Stream, at time.Time, why string) {
 	cf := c.file(s)
 	if cf == nil {
 		return
@@ -148,7 +148,7 @@ func (c *consoles) Unreadable(s console.Stream, at time.Time, why string) {
 	}
 }
 
-func (c *consoles) Ended(s console.Stream, at time.Time, reason string) {
+func (c *consoles) Ended(s serialconsole.Stream, at time.Time, reason string) {
 	if cf := c.file(s); cf != nil {
 		cf.finish(at, reason)
 	}
@@ -234,7 +234,7 @@ func consoleHeader(namespace string, r *ConsoleRecord) ([]byte, int64) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# serial console of VMI %s/%s (pool %s)\n", namespace, r.VMI, r.Pool)
 	fmt.Fprintf(&b, "# vmi uid: %s\n", r.VMIUID)
-	if r.Source == console.SourceSubresource {
+	if r.Source == serialconsole.SourceSubresource {
 		fmt.Fprintf(&b, "# read from: the VMI's console subresource (subresources.kubevirt.io/v1 .../console); launcher pod %s (uid %s), node %s\n", r.Pod, r.PodUID, r.Node)
 		b.WriteString("# what the guest printed before the read start, or while another client held the console, is not here: KubeVirt keeps no console history\n")
 	} else {
@@ -245,7 +245,7 @@ func consoleHeader(namespace string, r *ConsoleRecord) ([]byte, int64) {
 	b.WriteString("# read end:       ")
 	off := int64(b.Len())
 	b.WriteString(readEndField(time.Time{}, "still reading"))
-	if r.Source == console.SourceSubresource {
+	if r.Source == serialconsole.SourceSubresource {
 		b.WriteString("\n# each line: <absolute time the line was read, RFC 3339, UTC> <the guest's own output, with its own relative stamps>\n")
 	} else {
 		b.WriteString("\n# each line: <absolute time the line was logged, RFC 3339, UTC> <the guest's own output, with its own relative stamps>\n")

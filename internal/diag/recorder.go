@@ -11,8 +11,8 @@ import (
 
 	"github.com/cozystack/cozy-e2e/framework/budget"
 	"github.com/cozystack/cozy-e2e/framework/cluster"
+	"github.com/cozystack/cozy-e2e/framework/serialconsole"
 	"github.com/cozystack/cozy-e2e/framework/tenant"
-	"github.com/cozystack/cozy-e2e/internal/console"
 )
 
 // Limits bound what the diagnostics write. Bytes are per file unless said otherwise.
@@ -53,7 +53,7 @@ type Options struct {
 	Namespace  string
 	// Consoles is the run's console hub for Namespace, shared with the join so each VMI's
 	// console is held once; nil: the recorder starts its own and closes it at Stop.
-	Consoles *console.Hub
+	Consoles *serialconsole.Hub
 	// Limits bound the files; the zero value means DefaultLimits.
 	Limits Limits
 	// Now is the clock; nil means time.Now.
@@ -78,7 +78,7 @@ type Recorder struct {
 	consoles *consoles
 	// ownHub is the console hub the recorder started (Options.Consoles was nil); unsubscribe
 	// ends its subscription to the hub.
-	ownHub      *console.Hub
+	ownHub      *serialconsole.Hub
 	unsubscribe func()
 	stopped     bool
 
@@ -131,7 +131,7 @@ func Start(ctx context.Context, opts Options) (*Recorder, error) {
 	}
 	r.consoles = &consoles{rec: r, streams: map[string]*consoleFile{}}
 	if opts.Consoles == nil {
-		hub, err := console.Start(ctx, console.Options{Management: opts.Management, Namespace: opts.Namespace, Now: opts.Now})
+		hub, err := serialconsole.Start(ctx, serialconsole.Options{Management: opts.Management, Namespace: opts.Namespace, Now: opts.Now})
 		if err != nil {
 			cancel()
 			return nil, err
@@ -210,7 +210,7 @@ func (r *Recorder) SetTenant(ctx context.Context, name string, app tenant.Names,
 
 // ConsoleHub is the hub the recorder reads the consoles from: give it to the join
 // (join.Options.Consoles) so each VMI's console is held once.
-func (r *Recorder) ConsoleHub() *console.Hub { return r.opts.Consoles }
+func (r *Recorder) ConsoleHub() *serialconsole.Hub { return r.opts.Consoles }
 
 // tenantClusters are the tenant clusters given to SetTenant.
 func (r *Recorder) tenantClusters() []tenantCluster {

@@ -14,7 +14,7 @@ import (
 	"github.com/cozystack/cozy-e2e/internal/report"
 	"github.com/cozystack/cozy-e2e/internal/sim/faults"
 	"github.com/cozystack/cozy-e2e/internal/substrate/kind"
-	"github.com/cozystack/cozy-e2e/internal/substrate/sim"
+	"github.com/cozystack/cozy-e2e/internal/substrate/simulated"
 )
 
 // knob is one environment variable the harness reads. Every knob is checked before anything
@@ -52,7 +52,7 @@ var knobs = []knob{
 	{name: "E2E_SIM_CANARY", rule: "8 to 128 letters, digits, dots, dashes or underscores (a short canary would match by chance)",
 		example: "canary-4f2a9c1d", substrates: []lane.Substrate{lane.SubstrateSim},
 		check: matches(regexp.MustCompile(`^[A-Za-z0-9._-]{8,128}$`))},
-	{name: sim.AuditLogEnv, rule: "a file path: the management apiserver's audit log of the harness's own requests (make scale-bench sets it)",
+	{name: simulated.AuditLogEnv, rule: "a file path: the management apiserver's audit log of the harness's own requests (make scale-bench sets it)",
 		example: "/tmp/audit.jsonl", substrates: []lane.Substrate{lane.SubstrateSim}, check: checkAuditLog},
 	{name: "E2E_BASELINE", rule: "the baseline.json of a green run of this lane", example: "_artifacts/sim-green/baseline.json",
 		check: checkBaseline},

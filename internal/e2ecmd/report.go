@@ -10,7 +10,7 @@ import (
 	"github.com/cozystack/cozy-e2e/internal/diag"
 	"github.com/cozystack/cozy-e2e/internal/report"
 	"github.com/cozystack/cozy-e2e/internal/substrate/kind"
-	"github.com/cozystack/cozy-e2e/internal/substrate/sim"
+	"github.com/cozystack/cozy-e2e/internal/substrate/simulated"
 )
 
 // collectBringUp gathers what explains a failed bring-up, inside the diagnostics reserve,
@@ -44,7 +44,7 @@ func (r *run) collectBringUp(sigCtx context.Context, err error) {
 // secrets are values no artifact may hold: the sim's canary, the platform registry's login.
 func (r *run) secrets() []string {
 	var out []string
-	if s, ok := r.sub.(*sim.Substrate); ok {
+	if s, ok := r.sub.(*simulated.Substrate); ok {
 		out = append(out, s.Canary())
 	}
 	if a := kind.RegistryAuthFromEnv(os.Getenv); a != nil && r.lane.Substrate == lane.SubstrateKind {

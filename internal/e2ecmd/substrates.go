@@ -17,14 +17,14 @@ import (
 	"github.com/cozystack/cozy-e2e/internal/substrate"
 	"github.com/cozystack/cozy-e2e/internal/substrate/existing"
 	"github.com/cozystack/cozy-e2e/internal/substrate/kind"
-	"github.com/cozystack/cozy-e2e/internal/substrate/sim"
+	"github.com/cozystack/cozy-e2e/internal/substrate/simulated"
 )
 
 // newSubstrate builds the substrate the lane names.
 func newSubstrate(l *lane.Lane, o substrate.Options) (substrate.Substrate, error) {
 	switch l.Substrate {
 	case lane.SubstrateSim:
-		s, err := sim.New(l, o)
+		s, err := simulated.New(l, o)
 		if err != nil {
 			return nil, err
 		}

@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
-	"github.com/cozystack/cozy-e2e/internal/install/upstream"
+	"github.com/cozystack/cozy-e2e/internal/install/assumptions"
 )
 
 // Runner runs the commands a checkout build needs; tests stand in for it.
@@ -126,23 +126,23 @@ func (b CheckoutBuild) Build(ctx context.Context) (*Manifest, CheckoutResult, er
 	if tag == "" {
 		tag = "e2e-" + shortCommit(res.Commit)
 	}
-	installer := filepath.Join(b.Dir, upstream.InstallerDir)
+	installer := filepath.Join(b.Dir, assumptions.InstallerDir)
 	steps := [][]string{
-		{"make", "-C", installer, upstream.ImageOperatorTarget, upstream.ImagePackagesTarget,
+		{"make", "-C", installer, assumptions.ImageOperatorTarget, assumptions.ImagePackagesTarget,
 			"REGISTRY=" + b.Registry, "IMAGE_TAG=" + tag, "PUSH=0", "LOAD=1"},
-		{"make", "-C", b.Dir, upstream.ManifestsTarget},
+		{"make", "-C", b.Dir, assumptions.ManifestsTarget},
 	}
 	for _, s := range steps {
 		if out, err := b.Run.Run(ctx, b.Dir, s[0], s[1:]...); err != nil {
 			return nil, res, fmt.Errorf("checkout:%s: %s: %w\n%s", b.Dir, strings.Join(s, " "), err, tail(out, 20))
 		}
 	}
-	res.OperatorImage = b.Registry + "/" + upstream.OperatorImageName + ":" + tag
-	res.PackagesURL = "oci://" + b.Registry + "/" + upstream.PackagesArtifactName
+	res.OperatorImage = b.Registry + "/" + assumptions.OperatorImageName + ":" + tag
+	res.PackagesURL = "oci://" + b.Registry + "/" + assumptions.PackagesArtifactName
 	path := filepath.Join(b.Dir, "_out", "assets", OperatorAsset)
 	rendered, err := Fetch(ctx, path, "")
 	if err != nil {
-		return nil, res, fmt.Errorf("checkout:%s: `make %s` ran but: %w", b.Dir, upstream.ManifestsTarget, err)
+		return nil, res, fmt.Errorf("checkout:%s: `make %s` ran but: %w", b.Dir, assumptions.ManifestsTarget, err)
 	}
 	res.Rendered = rendered
 	objs, err := rendered.Objects()
@@ -164,13 +164,13 @@ func (b CheckoutBuild) Build(ctx context.Context) (*Manifest, CheckoutResult, er
 // the nodes hold it, pulled only if absent.
 func pointAtLoadedImage(objs []Object, image, packagesURL string) error {
 	for _, o := range objs {
-		if o.Obj.GetKind() != "Deployment" || o.Obj.GetName() != upstream.OperatorImageName {
+		if o.Obj.GetKind() != "Deployment" || o.Obj.GetName() != assumptions.OperatorImageName {
 			continue
 		}
 		containers, _, _ := unstructured.NestedSlice(o.Obj.Object, "spec", "template", "spec", "containers")
 		for i, c := range containers {
 			cm, _ := c.(map[string]any)
-			if cm["name"] != upstream.OperatorImageName {
+			if cm["name"] != assumptions.OperatorImageName {
 				continue
 			}
 			args, _, _ := unstructured.NestedStringSlice(cm, "args")

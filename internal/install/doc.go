@@ -9,5 +9,5 @@
 // their history reported or failed on, as the lane's policy says) and the root tenant's etcd.
 // Every wait is watch-driven, bounded by its context (a lane phase), says what it waits for and
 // how long it has left, and on running out says where it was stuck. What the harness assumes
-// of upstream is in internal/install/upstream, each fact with its source in docs/upstream.md.
+// of upstream is in internal/install/assumptions, each fact with its source in docs/upstream.md.
 package install

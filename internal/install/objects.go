@@ -7,7 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/cozystack/cozy-e2e/framework/lane"
-	"github.com/cozystack/cozy-e2e/internal/install/upstream"
+	"github.com/cozystack/cozy-e2e/internal/install/assumptions"
 )
 
 // PlatformNamespace is where the platform operator and its Package objects live.
@@ -44,7 +44,7 @@ func ClusterDomain(l *lane.Lane) string {
 	if l.Kind != nil && l.Kind.Networking != nil && l.Kind.Networking.DNSDomain != "" {
 		return l.Kind.Networking.DNSDomain
 	}
-	return upstream.ClusterDomain
+	return assumptions.ClusterDomain
 }
 
 // PlatformInput is what the platform Package needs besides the lane.

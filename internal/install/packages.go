@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 
-	"github.com/cozystack/cozy-e2e/internal/install/upstream"
+	"github.com/cozystack/cozy-e2e/internal/install/assumptions"
 	"github.com/cozystack/cozy-e2e/internal/substrate"
 )
 
@@ -62,7 +62,7 @@ func orphans(objs []*unstructured.Unstructured, disabled map[string]bool) [][]st
 			}
 			return nil
 		}
-		if seen[name] || st.Ready == "True" || st.Reason != upstream.DependenciesNotReady {
+		if seen[name] || st.Ready == "True" || st.Reason != assumptions.DependenciesNotReady {
 			return nil
 		}
 		seen[name] = true
@@ -101,7 +101,7 @@ func orphanError(chains [][]string) error {
 		}
 		msg += fmt.Sprintf("; orphaned as well: %s", strings.Join(others, ", "))
 	}
-	msg += "; the platform source's dependencies differ from the graph the harness checked the lane against (internal/install/upstream)"
+	msg += "; the platform source's dependencies differ from the graph the harness checked the lane against (internal/install/assumptions)"
 	return &substrate.ConfigurationError{Err: errors.New(msg)}
 }
 

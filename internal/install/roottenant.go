@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 
-	"github.com/cozystack/cozy-e2e/internal/install/upstream"
+	"github.com/cozystack/cozy-e2e/internal/install/assumptions"
 	"github.com/cozystack/cozy-e2e/internal/substrate"
 )
 
@@ -32,7 +32,7 @@ var (
 // With gatesOnly (a cluster the harness did not install) nothing is changed: a root tenant
 // without etcd is a configuration failure saying how to enable it.
 func RootEtcd(ctx context.Context, dyn dynamic.Interface, gatesOnly bool, o GateOptions) error {
-	ns, name := upstream.RootTenantNamespace, upstream.RootTenant
+	ns, name := assumptions.RootTenantNamespace, assumptions.RootTenant
 	if err := Present(ctx, dyn, Watch{GVR: gvrTenant, Namespace: ns}, "root Tenant app", []string{name}, o); err != nil {
 		return fmt.Errorf("root tenant etcd: %w", err)
 	}
@@ -52,7 +52,7 @@ func RootEtcd(ctx context.Context, dyn dynamic.Interface, gatesOnly bool, o Gate
 		}
 		logf(o.Log, "root tenant: Tenant %s/%s spec.etcd set to true", ns, name)
 	}
-	release := upstream.RootEtcdRelease
+	release := assumptions.RootEtcdRelease
 	err = Wait(ctx, dyn, Watch{GVR: gvrHelmRelease, Namespace: ns}, "HelmRelease "+ns+"/"+release+" Ready (the root tenant's etcd)", o.Log,
 		func(objs []*unstructured.Unstructured) (bool, string, error) {
 			hr := index(objs)[release]
@@ -68,11 +68,11 @@ func RootEtcd(ctx context.Context, dyn dynamic.Interface, gatesOnly bool, o Gate
 	if err != nil {
 		return fmt.Errorf("root tenant etcd: %w", err)
 	}
-	if err := Present(ctx, dyn, Watch{GVR: gvrDataStore}, "Kamaji DataStore", []string{upstream.RootDataStore}, o); err != nil {
+	if err := Present(ctx, dyn, Watch{GVR: gvrDataStore}, "Kamaji DataStore", []string{assumptions.RootDataStore}, o); err != nil {
 		return fmt.Errorf("root tenant etcd: %w", err)
 	}
 	if o.Record != nil {
-		fmt.Fprintf(o.Record, "ok     %-24s Tenant %s/%s spec.etcd true, HelmRelease %s/%s Ready, DataStore %s\n", "root-etcd", ns, name, ns, release, upstream.RootDataStore)
+		fmt.Fprintf(o.Record, "ok     %-24s Tenant %s/%s spec.etcd true, HelmRelease %s/%s Ready, DataStore %s\n", "root-etcd", ns, name, ns, release, assumptions.RootDataStore)
 	}
 	return nil
 }

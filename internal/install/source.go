@@ -10,15 +10,15 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/cozystack/cozy-e2e/framework/lane"
-	"github.com/cozystack/cozy-e2e/internal/install/upstream"
+	"github.com/cozystack/cozy-e2e/internal/install/assumptions"
 )
 
 // OperatorAsset is the platform release asset that installs the operator on a cluster that is
 // not Talos (k3s, kubeadm, kind).
-const OperatorAsset = upstream.OperatorAsset
+const OperatorAsset = assumptions.OperatorAsset
 
 // apiServerPlaceholder is what the generic asset carries for the apiserver address.
-const apiServerPlaceholder = upstream.OperatorAPIServerPlaceholder
+const apiServerPlaceholder = assumptions.OperatorAPIServerPlaceholder
 
 // releaseURL is where Cozystack publishes a release's assets (hack/upload-assets.sh).
 const releaseURL = "https://github.com/cozystack/cozystack/releases/download/"
@@ -133,9 +133,9 @@ func makeTarget(name string) *regexp.Regexp {
 // assets` does not) and the installer's image-operator and image-packages.
 func checkoutTargets(dir string) error {
 	for _, want := range []struct{ file, target, why string }{
-		{"Makefile", upstream.ManifestsTarget, "it writes _out/assets/" + OperatorAsset},
-		{filepath.Join(upstream.InstallerDir, "Makefile"), upstream.ImageOperatorTarget, "it builds the operator image and points values.yaml at it"},
-		{filepath.Join(upstream.InstallerDir, "Makefile"), upstream.ImagePackagesTarget, "it pushes the packages artifact and points values.yaml at it"},
+		{"Makefile", assumptions.ManifestsTarget, "it writes _out/assets/" + OperatorAsset},
+		{filepath.Join(assumptions.InstallerDir, "Makefile"), assumptions.ImageOperatorTarget, "it builds the operator image and points values.yaml at it"},
+		{filepath.Join(assumptions.InstallerDir, "Makefile"), assumptions.ImagePackagesTarget, "it pushes the packages artifact and points values.yaml at it"},
 	} {
 		data, err := os.ReadFile(filepath.Join(dir, want.file))
 		if err != nil {
@@ -149,11 +149,11 @@ func checkoutTargets(dir string) error {
 }
 
 // SetPlatformSourceSecret names the Secret the operator gives the OCIRepository it generates
-// for the packages artifact (upstream.PlatformSourceSecretFlag), on the operator's container
+// for the packages artifact (assumptions.PlatformSourceSecretFlag), on the operator's container
 // in the manifest. A manifest that names another Secret already is refused: two credentials
 // for one source cannot both be meant.
 func SetPlatformSourceSecret(objs []Object, name string) error {
-	flag := upstream.PlatformSourceSecretFlag + "="
+	flag := assumptions.PlatformSourceSecretFlag + "="
 	for _, o := range objs {
 		if o.Obj.GetKind() != "Deployment" {
 			continue

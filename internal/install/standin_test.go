@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/cozystack/cozy-e2e/internal/install/upstream"
+	"github.com/cozystack/cozy-e2e/internal/install/assumptions"
 	"github.com/cozystack/cozy-e2e/internal/testkit"
 )
 
@@ -93,7 +93,7 @@ func (op *standInOperator) pass(ctx context.Context) {
 			deps[d] = map[string]any{"ready": ready[d]}
 			all = all && ready[d]
 		}
-		cond := map[string]any{"type": "Ready", "status": "False", "reason": upstream.DependenciesNotReady,
+		cond := map[string]any{"type": "Ready", "status": "False", "reason": assumptions.DependenciesNotReady,
 			"message": "One or more dependencies are not ready", "lastTransitionTime": "2026-01-01T00:00:00Z"}
 		if all {
 			n := 0
@@ -138,7 +138,7 @@ func (op *standInOperator) helmRelease(ctx context.Context, ns, name string) {
 // PackageSource per Package (its variant's dependsOn and one installable component), and one
 // Package per Package not in disabled (templates/_helpers.tpl:9-10 emits nothing for a
 // disabled name).
-func (e *env) platformChart(g *upstream.Graph, disabled []string) {
+func (e *env) platformChart(g *assumptions.Graph, disabled []string) {
 	e.t.Helper()
 	off := map[string]bool{}
 	for _, d := range disabled {
@@ -170,9 +170,9 @@ func (e *env) platformChart(g *upstream.Graph, disabled []string) {
 	}
 }
 
-func graphAt(t *testing.T, ref string) *upstream.Graph {
+func graphAt(t *testing.T, ref string) *assumptions.Graph {
 	t.Helper()
-	graphs, err := upstream.Graphs()
+	graphs, err := assumptions.Graphs()
 	if err != nil {
 		t.Fatal(err)
 	}

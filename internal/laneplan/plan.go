@@ -11,7 +11,7 @@ import (
 	"strings"
 
 	"github.com/cozystack/cozy-e2e/framework/lane"
-	"github.com/cozystack/cozy-e2e/internal/install/upstream"
+	"github.com/cozystack/cozy-e2e/internal/install/assumptions"
 )
 
 // Section is a titled block of plan lines that another package contributes (the kind lane's
@@ -189,7 +189,7 @@ func writeMachine(w io.Writer, l *lane.Lane) {
 				n.PodSubnet, l.Platform.PodCIDR(), l.Platform.JoinCIDR(), n.ServiceSubnet, n.DisableDefaultCNI, n.KubeProxyMode)
 		}
 		fmt.Fprintln(w)
-		domain := upstream.ClusterDomain
+		domain := assumptions.ClusterDomain
 		if k.Networking != nil && k.Networking.DNSDomain != "" {
 			domain = k.Networking.DNSDomain
 		}
@@ -197,13 +197,13 @@ func writeMachine(w io.Writer, l *lane.Lane) {
 		fmt.Fprintf(w, "  created without waiting for Ready (no node is Ready before the platform's CNI); the gates judge Ready\n")
 		fmt.Fprintf(w, "  cluster domain %s: a kubeadm ClusterConfiguration networking.dnsDomain patch (kind has no field for it), and the platform's networking.clusterDomain\n", domain)
 		fmt.Fprintf(w, "  kubelet maxPods %d: a kubeadm KubeletConfiguration patch (kubelet default %d; Cozystack's e2e and Talos presets give %d, its generic guide %d to a k3s node; this one node carries what Cozystack's e2e spreads over three)\n",
-			upstream.KubeletMaxPods, upstream.KubeletDefaultMaxPods, upstream.KubeletMaxPods, upstream.GenericGuideMaxPods)
+			assumptions.KubeletMaxPods, assumptions.KubeletDefaultMaxPods, assumptions.KubeletMaxPods, assumptions.GenericGuideMaxPods)
 		fmt.Fprintf(w, "  containerd: containerdConfigPatches [%s] %s = true (the CRI plugin of the version 2 config kind's node images ship, which containerd 2.x migrates), so KubeVirt's non-root launcher opens a /dev/kvm that is not world-writable; the preflight says the host's mode\n",
-			upstream.CRIPluginV2, upstream.DeviceOwnershipKey)
+			assumptions.CRIPluginV2, assumptions.DeviceOwnershipKey)
 		fmt.Fprintf(w, "  control-plane node labelled %s=%s after create (kube-ovn's MASTER_NODES_LABEL on %s; kubeadm sets it empty), %s removed (MetalLB's speaker announces nothing from a node that carries it)\n",
-			upstream.ControlPlaneLabel, upstream.ControlPlaneLabelValue, upstream.PlatformVariant, upstream.ExcludeFromExternalLBLabel)
+			assumptions.ControlPlaneLabel, assumptions.ControlPlaneLabelValue, assumptions.PlatformVariant, assumptions.ExcludeFromExternalLBLabel)
 		fmt.Fprintf(w, "  registry login (E2E_PLATFORM_REGISTRY with _USERNAME and _PASSWORD, none by default): every node's kubelet reads it at %s (a read-only mount from the run's work folder, kind's way), the operator through a dockerconfigjson Secret in %s its %s names; the run scans every artifact for it. It does not reach CDI's importer, which pulls a Kairos pool's disk with the DataVolume's own secretRef (the chart sets none), nor tenant workers (the platform-wide registries value no longer reaches them): the preflight refuses a pool whose Kairos disk is on the registry the run logs in to\n",
-			upstream.KubeletDockerConfig, upstream.PlatformSourceSecretNamespace, upstream.PlatformSourceSecretFlag)
+			assumptions.KubeletDockerConfig, assumptions.PlatformSourceSecretNamespace, assumptions.PlatformSourceSecretFlag)
 		for _, host := range slices.Sorted(maps.Keys(k.RegistryMirrors)) {
 			fmt.Fprintf(w, "  mirror %s -> %s\n", host, strings.Join(k.RegistryMirrors[host], ", "))
 		}
@@ -227,9 +227,9 @@ func writeMachine(w io.Writer, l *lane.Lane) {
 		}
 		if len(p.DisabledPackages) > 0 {
 			fmt.Fprintf(w, "  disabled packages (checked against the dependency graphs at cozystack %s and %s: they orphan no Package)\n",
-				upstream.CozystackMain[:12], "v1.6.2")
+				assumptions.CozystackMain[:12], "v1.6.2")
 			for _, d := range p.DisabledPackages {
-				fmt.Fprintf(w, "    %-38s %s; %s\n", d.Name, d.Reason, upstream.WhySafe(d.Name, p.DisabledNames()))
+				fmt.Fprintf(w, "    %-38s %s; %s\n", d.Name, d.Reason, assumptions.WhySafe(d.Name, p.DisabledNames()))
 			}
 		}
 		fmt.Fprintln(w)

@@ -70,7 +70,7 @@ func TestTheLaneCheckAndTheSimsSchedulerAgreeOnCapacity(t *testing.T) {
 	}
 	launcher := func(i int) *corev1.Pod {
 		// A launcher's compute container asking the price (held to the real virt-controller's
-		// launcher by internal/sim/upstream TestVirtController).
+		// launcher by internal/sim/realupstream TestVirtController).
 		price := capacity.WorkerPrice(uint32(cores), resource.MustParse(fmt.Sprintf("%dGi", tenant.WorkerMemoryGiB)), console)
 		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("virt-launcher-worker-%d", i), Namespace: "default"},
 			Spec: corev1.PodSpec{NodeSelector: map[string]string{"kubernetes.io/hostname": node},

@@ -6,8 +6,8 @@ import (
 	"strings"
 
 	"github.com/cozystack/cozy-e2e/framework/lane"
+	"github.com/cozystack/cozy-e2e/internal/install/assumptions"
 	"github.com/cozystack/cozy-e2e/internal/install/catalog"
-	"github.com/cozystack/cozy-e2e/internal/install/upstream"
 	"github.com/cozystack/cozy-e2e/suites/kubernetes"
 )
 
@@ -28,7 +28,7 @@ type NodePods struct {
 // management cluster, and the worker VMs at the suites' peak, each a virt-launcher pod and, while
 // its disk imports, a CDI importer pod.
 func CountNodePods(l *lane.Lane) (NodePods, error) {
-	n := NodePods{MaxPods: upstream.KubeletMaxPods}
+	n := NodePods{MaxPods: assumptions.KubeletMaxPods}
 	pinned, err := catalog.ForLane(l)
 	if err != nil {
 		return n, err
@@ -38,14 +38,14 @@ func CountNodePods(l *lane.Lane) (NodePods, error) {
 		deployments += len(p.Deployments)
 	}
 	n.add(deployments, fmt.Sprintf("%d for the %d Deployments the install gates wait on (at least one pod each)", deployments, deployments))
-	n.add(upstream.RootEtcdReplicas, fmt.Sprintf("%d for the root tenant's etcd", upstream.RootEtcdReplicas))
+	n.add(assumptions.RootEtcdReplicas, fmt.Sprintf("%d for the root tenant's etcd", assumptions.RootEtcdReplicas))
 	clusters, err := tenantClusters(l)
 	if err != nil {
 		return n, err
 	}
-	perCluster := upstream.TenantControlPlaneReplicas + upstream.TenantChartSingletons
+	perCluster := assumptions.TenantControlPlaneReplicas + assumptions.TenantChartSingletons
 	n.add(len(clusters)*perCluster, fmt.Sprintf("%d x %d for the tenant clusters %s (each %d control plane replicas, a cloud controller manager, a CSI controller, a cluster autoscaler)",
-		len(clusters), perCluster, strings.Join(clusters, " and "), upstream.TenantControlPlaneReplicas))
+		len(clusters), perCluster, strings.Join(clusters, " and "), assumptions.TenantControlPlaneReplicas))
 	peak, err := PeakWorkers(l)
 	if err != nil {
 		return n, err
@@ -56,7 +56,7 @@ func CountNodePods(l *lane.Lane) (NodePods, error) {
 		return n, err
 	}
 	n.Uncounted = fmt.Sprintf("the pods of the platform's %d Packages (isp-full-generic at %s less the %d the lane disables: kube-ovn, Cilium, monitoring, seaweedfs, ...), which the install catalogue does not list by pod",
-		packages, upstream.CozystackMain[:12], len(l.Platform.DisabledPackages))
+		packages, assumptions.CozystackMain[:12], len(l.Platform.DisabledPackages))
 	return n, nil
 }
 
@@ -90,7 +90,7 @@ func tenantClusters(l *lane.Lane) ([]string, error) {
 // enabledPackages is how many Packages the platform emits at main for the lane's variant, less
 // the ones the lane disables.
 func enabledPackages(l *lane.Lane) (int, error) {
-	graphs, err := upstream.Graphs()
+	graphs, err := assumptions.Graphs()
 	if err != nil {
 		return 0, err
 	}
@@ -114,7 +114,7 @@ func NodePodsLine(l *lane.Lane) []string {
 	}
 	return []string{
 		fmt.Sprintf("pods on the kind node against kubelet maxPods %d (default %d): %d counted at the suites' peak, %s",
-			n.MaxPods, upstream.KubeletDefaultMaxPods, n.Counted, strings.Join(n.Terms, " + ")),
+			n.MaxPods, assumptions.KubeletDefaultMaxPods, n.Counted, strings.Join(n.Terms, " + ")),
 		fmt.Sprintf("  leaving %d of %d for what is not counted: %s", n.MaxPods-n.Counted, n.MaxPods, n.Uncounted),
 	}
 }

@@ -12,11 +12,11 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/cozystack/cozy-e2e/framework/lane"
+	"github.com/cozystack/cozy-e2e/framework/suiterun"
 	"github.com/cozystack/cozy-e2e/framework/tenant"
 	"github.com/cozystack/cozy-e2e/internal/laneplan"
 	"github.com/cozystack/cozy-e2e/internal/sim/capacity"
 	"github.com/cozystack/cozy-e2e/internal/sim/world"
-	"github.com/cozystack/cozy-e2e/suite"
 	"github.com/cozystack/cozy-e2e/suites/kubernetes"
 )
 
@@ -34,7 +34,7 @@ func Builtin() []Suite {
 }
 
 // Of is the suite lane entry s names: a built-in one, or one with a path (a suite in a module
-// of its own) that declares its phases in its suite.yaml (suite.NeedsFile) in its folder
+// of its own) that declares its phases in its suite.yaml (suiterun.NeedsFile) in its folder
 // (lane.Suite.Dir: the path from the lane file that names it, as the run builds it); its peak
 // is the lane's pools, every pool at once.
 func Of(l *lane.Lane, s lane.Suite) (Suite, error) {
@@ -50,7 +50,7 @@ func Of(l *lane.Lane, s lane.Suite) (Suite, error) {
 	if err != nil {
 		return Suite{}, err
 	}
-	n, err := suite.ReadNeeds(path)
+	n, err := suiterun.ReadNeeds(path)
 	if err != nil {
 		return Suite{}, err
 	}
@@ -65,7 +65,7 @@ func Of(l *lane.Lane, s lane.Suite) (Suite, error) {
 // looked, and the path that names the folder the path meant before paths were read from the
 // lane file's folder (a folder of that name above it), if there is one.
 func needsFile(s lane.Suite) (string, error) {
-	p := filepath.Join(s.Dir(), suite.NeedsFile)
+	p := filepath.Join(s.Dir(), suiterun.NeedsFile)
 	if _, err := os.Stat(p); err == nil {
 		return p, nil
 	}
@@ -74,7 +74,7 @@ func needsFile(s lane.Suite) (string, error) {
 		hint += " (" + s.From() + ")"
 	}
 	for d := filepath.Dir(filepath.Dir(s.From())); !filepath.IsAbs(s.Path) && s.From() != ""; d = filepath.Dir(d) {
-		if _, err := os.Stat(filepath.Join(d, filepath.FromSlash(s.Path), suite.NeedsFile)); err == nil {
+		if _, err := os.Stat(filepath.Join(d, filepath.FromSlash(s.Path), suiterun.NeedsFile)); err == nil {
 			if rel, err := filepath.Rel(filepath.Dir(s.From()), filepath.Join(d, filepath.FromSlash(s.Path))); err == nil {
 				hint += fmt.Sprintf(": this suite's folder is path: %s", filepath.ToSlash(rel))
 			}
@@ -84,7 +84,7 @@ func needsFile(s lane.Suite) (string, error) {
 			break
 		}
 	}
-	return "", fmt.Errorf("path %s is folder %s, which has no %s%s", s.Path, s.Dir(), suite.NeedsFile, hint)
+	return "", fmt.Errorf("path %s is folder %s, which has no %s%s", s.Path, s.Dir(), suiterun.NeedsFile, hint)
 }
 
 // Catalog is every suite lane l runs by name, with the phases it runs in on l. A suite that

@@ -4,8 +4,8 @@ import (
 	"fmt"
 
 	"github.com/cozystack/cozy-e2e/framework/lane"
+	"github.com/cozystack/cozy-e2e/framework/specs"
 	"github.com/cozystack/cozy-e2e/internal/laneplan"
-	"github.com/cozystack/cozy-e2e/specs"
 	"github.com/cozystack/cozy-e2e/suites/kubernetes"
 )
 

@@ -14,7 +14,7 @@ import (
 	"text/template"
 
 	"github.com/cozystack/cozy-e2e/framework/lane"
-	"github.com/cozystack/cozy-e2e/internal/install/upstream"
+	"github.com/cozystack/cozy-e2e/internal/install/assumptions"
 )
 
 // WorkflowPath is where the generated e2e workflow lives, relative to the project root.
@@ -222,7 +222,7 @@ func render(t *template.Template, lanes []*lane.Lane) ([]byte, error) {
 		return nil, fmt.Errorf("no kind lane: the e2e workflow would have an empty matrix")
 	}
 	sort.Slice(kind, func(i, j int) bool { return kind[i].Name < kind[j].Name })
-	d := workflowData{Lanes: kind, Watches: upstream.InotifyWatches, Instances: upstream.InotifyInstances, Queued: upstream.InotifyQueuedEvents}
+	d := workflowData{Lanes: kind, Watches: assumptions.InotifyWatches, Instances: assumptions.InotifyInstances, Queued: assumptions.InotifyQueuedEvents}
 	var names, everyChange []string
 	runsOn := map[string][]string{}
 	timeouts := map[string]int{}

@@ -5,7 +5,7 @@ import (
 	"strings"
 
 	"github.com/cozystack/cozy-e2e/framework/lane"
-	"github.com/cozystack/cozy-e2e/specs"
+	"github.com/cozystack/cozy-e2e/framework/specs"
 )
 
 // Peak is the most worker VMs the suite runs at once on a lane, and when.

@@ -7,7 +7,7 @@ import (
 
 	"github.com/cozystack/cozy-e2e/framework/join"
 	"github.com/cozystack/cozy-e2e/framework/lane"
-	"github.com/cozystack/cozy-e2e/specs"
+	"github.com/cozystack/cozy-e2e/framework/specs"
 )
 
 // The kind lifecycle lane runs eleven workers in its pools (the join clusters' 3 + 3 and the

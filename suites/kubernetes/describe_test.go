@@ -7,14 +7,14 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 
-	"github.com/cozystack/cozy-e2e/framework/fixture"
 	"github.com/cozystack/cozy-e2e/framework/join"
 	"github.com/cozystack/cozy-e2e/framework/lane"
-	"github.com/cozystack/cozy-e2e/specs"
-	"github.com/cozystack/cozy-e2e/suite"
+	"github.com/cozystack/cozy-e2e/framework/specs"
+	"github.com/cozystack/cozy-e2e/framework/suiterun"
+	"github.com/cozystack/cozy-e2e/framework/testbed"
 )
 
-// describe wires the specs into the suite's container (suite.Run brings the tenant up before
+// describe wires the specs into the suite's container (suiterun.Run brings the tenant up before
 // them and tears it down after): one join spec per pool (labelled with its class, OS and the
 // lane), the API-version agreement spec, the refusal specs, and the pool lifecycle
 // (remediation, scaling, rollout, then the deletion of the whole tenant), each on the pool the
@@ -27,7 +27,7 @@ import (
 // lifecycle specs on its pools, which start once its own pools joined while the other
 // timelines' pools go on joining; then what is shared. On other lanes: the join specs, the
 // refusals, the lifecycle.
-func (r *refusals) describe(w *suite.World) {
+func (r *refusals) describe(w *suiterun.World) {
 	ctx := context.Background()
 	sel, err := Select(w.Lane)
 	if err != nil {
@@ -60,7 +60,7 @@ func (r *refusals) describe(w *suite.World) {
 			}
 		}
 	}
-	w.JoinSpecsOf(ctx, func(p join.Pool) bool { return !w.Lane.OwnPhase(p.App.Role, fixture.PhasePools) })
+	w.JoinSpecsOf(ctx, func(p join.Pool) bool { return !w.Lane.OwnPhase(p.App.Role, testbed.PhasePools) })
 	specs.MachineDeploymentVersionsSpec(ctx, func() specs.MachineDeploymentVersionsSpecInput {
 		return specs.MachineDeploymentVersionsSpecInput{Management: w.Mgmt, Pool: t.Pools[0].Names, Before: w.EndPools}
 	})
@@ -91,7 +91,7 @@ func timelines(l *lane.Lane) []string {
 	slices.SortStableFunc(ts, func(a, b lane.Timeline) int { return int(b.Ceiling - a.Ceiling) })
 	var out []string
 	for _, t := range ts {
-		if l.OwnPhase(t.Cluster, fixture.PhasePools) {
+		if l.OwnPhase(t.Cluster, testbed.PhasePools) {
 			out = append(out, t.Cluster)
 		}
 	}
@@ -99,7 +99,7 @@ func timelines(l *lane.Lane) []string {
 }
 
 // describeRefusals registers the refusal specs.
-func (r *refusals) describeRefusals(ctx context.Context, w *suite.World) {
+func (r *refusals) describeRefusals(ctx context.Context, w *suiterun.World) {
 	Describe("refusals", Ordered, Label(LabelRefusals), func() {
 		specs.RefusalsSpec(ctx, func() specs.RefusalsSpecInput {
 			return specs.RefusalsSpecInput{Management: w.Mgmt, Platform: w.Tenant.Platform, Clock: w.Clock, Lane: w.Lane, Run: w.Run,
@@ -109,7 +109,7 @@ func (r *refusals) describeRefusals(ctx context.Context, w *suite.World) {
 }
 
 // describeLifecycle registers the lifecycle spec of phase on pool p.
-func describeLifecycle(ctx context.Context, w *suite.World, phase string, p join.Pool) {
+func describeLifecycle(ctx context.Context, w *suiterun.World, phase string, p join.Pool) {
 	Describe("lifecycle", Label(LabelLifecycle), func() {
 		Describe(fmt.Sprintf("pool %s", p.Name()), Label(phase), func() {
 			switch phase {

@@ -5,9 +5,9 @@ import (
 
 	"github.com/onsi/ginkgo/v2/types"
 
-	"github.com/cozystack/cozy-e2e/framework/fixture"
 	"github.com/cozystack/cozy-e2e/framework/lane"
-	"github.com/cozystack/cozy-e2e/specs"
+	"github.com/cozystack/cozy-e2e/framework/specs"
+	"github.com/cozystack/cozy-e2e/framework/testbed"
 )
 
 // Name is the suite's name (suites/<name>, lanes' suites[].name).
@@ -59,7 +59,7 @@ func Phases(l *lane.Lane) ([]lane.PhaseNeed, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := []lane.PhaseNeed{{Name: fixture.PhaseTenant}, {Name: fixture.PhasePools}}
+	out := []lane.PhaseNeed{{Name: testbed.PhaseTenant}, {Name: testbed.PhasePools}}
 	if sel.Refusals {
 		out = append(out, lane.PhaseNeed{Name: specs.PhaseRefusals, Cluster: lane.RefusalCluster})
 	}
@@ -83,5 +83,5 @@ func Phases(l *lane.Lane) ([]lane.PhaseNeed, error) {
 	if sel.Deletion {
 		out = append(out, specs.DeletionPhase())
 	}
-	return append(out, lane.PhaseNeed{Name: fixture.PhaseTeardown, Shared: true}), nil
+	return append(out, lane.PhaseNeed{Name: testbed.PhaseTeardown, Shared: true}), nil
 }

@@ -5,16 +5,16 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/cozystack/cozy-e2e/framework/specs"
+	"github.com/cozystack/cozy-e2e/framework/suiterun"
 	"github.com/cozystack/cozy-e2e/framework/tenant"
-	"github.com/cozystack/cozy-e2e/specs"
-	"github.com/cozystack/cozy-e2e/suite"
 )
 
 // TestKubernetes runs the suite under the orchestrator, which sets the E2E_* environment.
 // Run bare (go test ./...), it has no lane and no cluster and says how to run it.
 func TestKubernetes(t *testing.T) {
 	r := &refusals{created: fmt.Errorf("the refusal cluster was not created: the pools phase never started")}
-	suite.Run(t, suite.Config{Name: Name, Phases: Phases, Specs: r.describe, WhileJoining: r.render})
+	suiterun.Run(t, suiterun.Config{Name: Name, Phases: Phases, Specs: r.describe, WhileJoining: r.render})
 }
 
 // refusals is the refusal cluster, rendering beside the pools while they join so the refusals
@@ -26,7 +26,7 @@ type refusals struct {
 }
 
 // render creates the refusal cluster in the pools phase, when the lane's filter runs the refusals.
-func (r *refusals) render(ctx context.Context, w *suite.World) {
+func (r *refusals) render(ctx context.Context, w *suiterun.World) {
 	if r.sel.Refusals {
 		r.created = w.Tenant.CreateCluster(ctx, specs.RefusalCluster(r.names, w.Lane.Kubernetes.Version))
 	}

@@ -197,3 +197,23 @@ func firstSentence(doc string) string {
 	s = strings.TrimPrefix(s, "is ")
 	return strings.ReplaceAll(s, "|", `\|`)
 }
+
+// No two packages of the module share a last path element: an import names a package by it, and
+// a reader (or an import alias) should never have to tell two of them apart by their folders.
+func TestNoTwoPackagesShareAName(t *testing.T) {
+	pkgs, err := readPackages(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]string{}
+	for _, p := range pkgs {
+		name := p.dir[strings.LastIndex(p.dir, "/")+1:]
+		if other, ok := seen[name]; ok {
+			t.Errorf("%s and %s are both named %s: rename one so its name says what it holds", other, p.dir, name)
+		}
+		seen[name] = p.dir
+	}
+	if len(pkgs) < 60 {
+		t.Errorf("read %d packages; the module has more than 60", len(pkgs))
+	}
+}

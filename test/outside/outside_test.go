@@ -68,9 +68,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/cozystack/cozy-e2e/framework/fixture"
+	"github.com/cozystack/cozy-e2e/framework/testbed"
 	"github.com/cozystack/cozy-e2e/framework/verdict"
-	"github.com/cozystack/cozy-e2e/specs"
+	"github.com/cozystack/cozy-e2e/framework/specs"
 )
 
 const Phase = "kubelets"
@@ -113,11 +113,11 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 
-	"github.com/cozystack/cozy-e2e/suite"
+	"github.com/cozystack/cozy-e2e/framework/suiterun"
 )
 
 func TestMySuite(t *testing.T) {
-	suite.Run(t, suite.Config{Name: "mysuite", Specs: func(w *suite.World) {
+	suiterun.Run(t, suiterun.Config{Name: "mysuite", Specs: func(w *suiterun.World) {
 		w.JoinSpecs(context.Background())
 		for _, p := range w.Tenant.Pools {
 			Describe("pool "+p.Name(), func() {

@@ -22,7 +22,7 @@ const module = "github.com/cozystack/cozy-e2e/"
 // signalPackages are the packages whose string constants are signals, by package name.
 var signalPackages = map[string]string{
 	"join":     "framework/join",
-	"console":  "internal/console",
+	"console":  "framework/serialconsole",
 	"tenant":   "framework/tenant",
 	"osfamily": "framework/osfamily",
 }

@@ -4,10 +4,10 @@ import (
 	"github.com/cozystack/cozy-e2e/framework/join"
 	"github.com/cozystack/cozy-e2e/framework/lane"
 	"github.com/cozystack/cozy-e2e/framework/osfamily"
+	"github.com/cozystack/cozy-e2e/framework/specs"
 	"github.com/cozystack/cozy-e2e/framework/verdict"
 	"github.com/cozystack/cozy-e2e/internal/sim/faults"
 	"github.com/cozystack/cozy-e2e/internal/sim/lifecycle"
-	"github.com/cozystack/cozy-e2e/specs"
 )
 
 // expectation is the verdict a correct harness reaches on a pool a fault targets.

@@ -29,7 +29,7 @@ import (
 	"github.com/cozystack/cozy-e2e/internal/sim/faults"
 	"github.com/cozystack/cozy-e2e/internal/sim/node"
 	"github.com/cozystack/cozy-e2e/internal/sim/simenv"
-	"github.com/cozystack/cozy-e2e/internal/substrate/sim"
+	"github.com/cozystack/cozy-e2e/internal/substrate/simulated"
 	"github.com/cozystack/cozy-e2e/internal/testkit"
 )
 
@@ -117,7 +117,7 @@ const realNodeGreenFaults = string(faults.RegistryUnavailableOnce) + "," + strin
 // them; under CI it fails.
 func realNodePreflight(t *testing.T) {
 	t.Helper()
-	if err := sim.NodePreflight(sim.ThisHost()); err != nil {
+	if err := simulated.NodePreflight(simulated.ThisHost()); err != nil {
 		testkit.Unavailable(t, err)
 	}
 }
@@ -220,7 +220,7 @@ func (w *realNodeWatch) hands(ctx context.Context, cs kubernetes.Interface) {
 	for _, vmi := range list.Items {
 		phase, _, _ := unstructured.NestedString(vmi.Object, "status", "phase")
 		nodeName, _, _ := unstructured.NestedString(vmi.Object, "status", "nodeName")
-		if !strings.Contains(vmi.GetName(), "-md0-") || phase != "Running" || nodeName != sim.RealNodeName {
+		if !strings.Contains(vmi.GetName(), "-md0-") || phase != "Running" || nodeName != simulated.RealNodeName {
 			continue
 		}
 		uid := string(vmi.GetUID())
@@ -298,7 +298,7 @@ func (w *realNodeWatch) checkHands(t *testing.T) {
 }
 
 func (w *realNodeWatch) pods(ctx context.Context, cs kubernetes.Interface) {
-	list, err := cs.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + sim.RealNodeName})
+	list, err := cs.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + simulated.RealNodeName})
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if err != nil {
@@ -356,7 +356,7 @@ func (w *realNodeWatch) check(t *testing.T) {
 	defer w.mu.Unlock()
 	for _, c := range realNodeComponents {
 		if w.seen[c] == "" {
-			t.Errorf("no %s Pod was seen Running on the real Node %s during the run (last: %s)", c, sim.RealNodeName, w.last)
+			t.Errorf("no %s Pod was seen Running on the real Node %s during the run (last: %s)", c, simulated.RealNodeName, w.last)
 		} else {
 			t.Logf("%s: %s", c, w.seen[c])
 		}
@@ -383,7 +383,7 @@ func checkRealConsole(t *testing.T, art string) {
 	if len(files) == 0 {
 		t.Fatalf("no console of pool md0 in the artifacts (%s)", art)
 	}
-	want := []string{"read from: the VMI's console subresource", "node " + sim.RealNodeName, "Linux version ", node.GuestInit, "cozy-e2e guest: config drive /dev/vd"}
+	want := []string{"read from: the VMI's console subresource", "node " + simulated.RealNodeName, "Linux version ", node.GuestInit, "cozy-e2e guest: config drive /dev/vd"}
 	var lacks []string
 	for _, f := range files {
 		data, err := os.ReadFile(f)

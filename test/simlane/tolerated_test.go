@@ -120,7 +120,7 @@ func controllerRestarted(t *testing.T, _ *lane.Lane, set *faults.Set, art string
 }
 
 // processName is the controller process a fault's controller name runs as (CAPK's is
-// capk-manager, internal/sim/upstream/capk.go).
+// capk-manager, internal/sim/realupstream/capk.go).
 func processName(name string) string {
 	if name == "capk" {
 		return "capk-manager"

@@ -150,12 +150,12 @@ build_failed() {
 	exit 1
 }
 
-# build_guestos: the worker disk's OS stand-in (hack/guestos), static, from this checkout.
+# build_guestos: the worker disk's OS stand-in (hack/guestosd), static, from this checkout.
 build_guestos() {
 	local log
 	log=$(mktemp)
-	(cd "$repo" && CGO_ENABLED=0 nice -n 15 go build -trimpath -ldflags="-s -w" -o "$dir/bin/guestos.tmp" ./hack/guestos) >"$log" 2>&1 ||
-		build_failed ./hack/guestos ../.. "$log"
+	(cd "$repo" && CGO_ENABLED=0 nice -n 15 go build -trimpath -ldflags="-s -w" -o "$dir/bin/guestos.tmp" ./hack/guestosd) >"$log" 2>&1 ||
+		build_failed ./hack/guestosd ../.. "$log"
 	rm -f "$log"
 	mv "$dir/bin/guestos.tmp" "$dir/bin/guestos"
 }

@@ -10,7 +10,7 @@ import (
 	"sort"
 
 	"github.com/cozystack/cozy-e2e/framework/lane"
-	"github.com/cozystack/cozy-e2e/internal/install/upstream"
+	"github.com/cozystack/cozy-e2e/internal/install/assumptions"
 )
 
 // Version says where a running component reports its version.
@@ -81,9 +81,9 @@ func Components() []Component {
 			Deployments: []string{"cozystack-operator"}, Version: Version{Image: "cozystack-operator"}},
 		// The operator's --install-flux applies internal/fluxinstall/manifests/fluxcd.yaml: one
 		// Deployment, flux, whose pod runs every controller as a container (l.7883-8236).
-		{Name: "flux", Title: "Flux", Namespace: upstream.FluxNamespace,
+		{Name: "flux", Title: "Flux", Namespace: assumptions.FluxNamespace,
 			CRDs:        []string{"helmreleases.helm.toolkit.fluxcd.io", "ocirepositories.source.toolkit.fluxcd.io", "externalartifacts.source.toolkit.fluxcd.io"},
-			Deployments: []string{upstream.FluxDeployment},
+			Deployments: []string{assumptions.FluxDeployment},
 			Containers:  []string{"source-controller", "helm-controller"},
 			Version:     Version{Label: "app.kubernetes.io/version"}},
 		{Name: "cert-manager", Title: "cert-manager", Package: "cozystack.cert-manager", Namespace: "cozy-cert-manager",

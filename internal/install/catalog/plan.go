@@ -5,7 +5,7 @@ import (
 	"strings"
 
 	"github.com/cozystack/cozy-e2e/framework/lane"
-	"github.com/cozystack/cozy-e2e/internal/install/upstream"
+	"github.com/cozystack/cozy-e2e/internal/install/assumptions"
 	"github.com/cozystack/cozy-e2e/internal/laneplan"
 )
 
@@ -22,7 +22,7 @@ func PlanSections(l *lane.Lane) []laneplan.Section {
 	}
 	install := []string{
 		"phase cluster: kind cluster " + l.Name + " from the generated node config, created without waiting for Ready; kubeconfig exported to the run's work folder;",
-		"  every Node registered, then the control-plane node labelled " + upstream.ControlPlaneLabel + "=" + upstream.ControlPlaneLabelValue,
+		"  every Node registered, then the control-plane node labelled " + assumptions.ControlPlaneLabel + "=" + assumptions.ControlPlaneLabelValue,
 		"phase components, in order:",
 		"  StorageClasses local (default) and replicated on the node disk (rancher.io/local-path, WaitForFirstConsumer)",
 		"  Cozystack operator (generic variant) from the platform source, server-side applied: a release or manifest source",
@@ -37,13 +37,13 @@ func PlanSections(l *lane.Lane) []laneplan.Section {
 		}
 	}
 	install = append(install,
-		"  beside the gates: a Package orphaned by a disabled one (Ready=False "+upstream.DependenciesNotReady+") ends the phase at once, class configuration",
+		"  beside the gates: a Package orphaned by a disabled one (Ready=False "+assumptions.DependenciesNotReady+") ends the phase at once, class configuration",
 		"phase platform: every Package Ready (its HelmReleases created; an orphan is a configuration failure naming the chain),",
 		"  every HelmRelease Ready on a fresh listing (each non-Ready one's message printed),",
 		"  remediated HelmReleases (failed or uninstalled in status.history) handled by policy.remediation.install: "+l.Policy.Remediation.InstallPolicy()+",",
 		"  built-in NodeGroupClasses talos and kairos present, APIServices v1alpha1.apps.cozystack.io and v1alpha1.core.cozystack.io Available,",
-		"  then the root tenant's etcd: Tenant "+upstream.RootTenantNamespace+"/"+upstream.RootTenant+" spec.etcd true (as Cozystack's e2e patches it),",
-		"  HelmRelease "+upstream.RootTenantNamespace+"/"+upstream.RootEtcdRelease+" Ready and DataStore "+upstream.RootDataStore+" present (the tenant clusters' datastore)")
+		"  then the root tenant's etcd: Tenant "+assumptions.RootTenantNamespace+"/"+assumptions.RootTenant+" spec.etcd true (as Cozystack's e2e patches it),",
+		"  HelmRelease "+assumptions.RootTenantNamespace+"/"+assumptions.RootEtcdRelease+" Ready and DataStore "+assumptions.RootDataStore+" present (the tenant clusters' datastore)")
 	return []laneplan.Section{{Title: "install (kind substrate; the existing substrate runs the gates only)", Lines: install}}
 }
 

@@ -31,7 +31,7 @@ func (p Price) String() string {
 // (containers plus restartable init containers: k8s.io/component-helpers resource.PodRequests,
 // which kubernetes v1.35.4 pkg/scheduler/framework/plugins/noderesources/fit.go:293-302 calls).
 // The lane check runs before any tool is built, so the price is KubeVirt's arithmetic written
-// out here; TestVirtController (internal/sim/upstream) holds it to the launcher the real
+// out here; TestVirtController (internal/sim/realupstream) holds it to the launcher the real
 // virt-controller makes.
 //
 // The compute container asks for the guest's memory and the KVM backend's overhead

@@ -1,5 +1,5 @@
 // Package cdi stands in for what CDI v1.64.0 (kubevirt.io/containerized-data-importer) needs a
-// node or an image for; the real cdi-controller runs beside it (internal/sim/upstream) and owns
+// node or an image for; the real cdi-controller runs beside it (internal/sim/realupstream) and owns
 // every DataVolume, claim and importer Pod. Two pieces remain:
 //
 //   - the importer's work: when kwok runs an importer Pod cdi-controller created, the stand-in

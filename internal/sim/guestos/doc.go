@@ -9,5 +9,5 @@
 // Talos' words. The join (TLS bootstrap, the CSR, the Node's registration) is the kubelet's own.
 //
 // Machine and Files are pure and tested on the host; Run is the program the worker disk's init
-// hands over to (hack/guestos).
+// hands over to (hack/guestosd).
 package guestos

@@ -1,6 +1,6 @@
 // Package kubevirt stands in for KubeVirt's virt-handler (and the virt-launcher and domain it
 // drives) on the sim's management Nodes. The real virt-controller v1.8.4 runs beside it
-// (internal/sim/upstream): it owns VirtualMachines and VirtualMachineInstances, creates the
+// (internal/sim/realupstream): it owns VirtualMachines and VirtualMachineInstances, creates the
 // virt-launcher Pods from its own template, the WaitForFirstConsumer temporary pods, moves a VMI
 // up to Scheduled, keeps the VM's status and start-failure backoff and replaces failed or
 // deleted VMIs. What needs a node and a hypervisor stays here, each line citing what it imitates

@@ -28,7 +28,7 @@ import (
 	"github.com/cozystack/cozy-e2e/internal/install"
 	"github.com/cozystack/cozy-e2e/internal/sim/cdi"
 	"github.com/cozystack/cozy-e2e/internal/sim/node"
-	"github.com/cozystack/cozy-e2e/internal/sim/upstream"
+	"github.com/cozystack/cozy-e2e/internal/sim/realupstream"
 	"github.com/cozystack/cozy-e2e/internal/sim/world"
 	"github.com/cozystack/cozy-e2e/internal/testkit"
 )
@@ -45,16 +45,16 @@ type diskImport struct {
 
 // startDiskImport runs the real cdi-controller (in namespaces of its own, its dials to the real
 // Node's pods relayed to them) with the platform's CDI CR as the real-node lane changes it
-// (upstream.RealNodeCDI: the local registry listed as insecure, the real Node's taint tolerated), the harness's storage classes and profiles as the kind lane installs them, and the
+// (realupstream.RealNodeCDI: the local registry listed as insecure, the real Node's taint tolerated), the harness's storage classes and profiles as the kind lane installs them, and the
 // local-path provisioner with the real Node's folder; then it creates the worker's DataVolume as
 // the chart renders it (cdi.kubevirt.io/storage.usePopulator "false", a storage request and class,
 // Cozystack v1.6.1 packages/apps/kubernetes/templates/cluster.yaml:91-125) with a registry source
 // on the local registry, as the Kairos pools import theirs. Its class binds on first consumer: the
 // VMI that boots from it is that consumer (KubeVirt's temporary launcher Pod, then CDI's importer).
-func startDiskImport(ctx context.Context, t *testing.T, b *upstream.Build, c *cluster.Cluster, cs kubernetes.Interface, api *controlplane.APIServer, n *node.Node, reg *node.Registry, imgs node.Images) *diskImport {
+func startDiskImport(ctx context.Context, t *testing.T, b *realupstream.Build, c *cluster.Cluster, cs kubernetes.Interface, api *controlplane.APIServer, n *node.Node, reg *node.Registry, imgs node.Images) *diskImport {
 	t.Helper()
 	dir := t.TempDir()
-	ctl, err := upstream.StartCDIController(ctx, b, c, upstream.Options{Dir: filepath.Join(dir, "cdi-controller"), Kubeconfig: api.AdminKubeconfig,
+	ctl, err := realupstream.StartCDIController(ctx, b, c, realupstream.Options{Dir: filepath.Join(dir, "cdi-controller"), Kubeconfig: api.AdminKubeconfig,
 		PodCIDR: world.PodCIDR, PodMetricsDir: filepath.Join(dir, "pod-metrics"), RealPodCIDRs: []string{n.Subnet}})
 	if err != nil {
 		t.Fatal(err)
@@ -63,7 +63,7 @@ func startDiskImport(ctx context.Context, t *testing.T, b *upstream.Build, c *cl
 	if err := os.MkdirAll(filepath.Join(dir, "pod-metrics"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := upstream.RealNodeCDI(ctx, c, reg.Host, node.Taint); err != nil {
+	if err := realupstream.RealNodeCDI(ctx, c, reg.Host, node.Taint); err != nil {
 		t.Fatal(err)
 	}
 	sc, err := cluster.New("management", api.Admin()) // to see CDI's kinds
@@ -193,7 +193,7 @@ func watchImport(ctx context.Context, c *cluster.Cluster, cs kubernetes.Interfac
 
 func (w *importWatch) stop() { w.cancel(); <-w.done }
 
-var cdiDV = upstream.CDIConfigGVR.GroupVersion().WithKind("DataVolume")
+var cdiDV = realupstream.CDIConfigGVR.GroupVersion().WithKind("DataVolume")
 
 // checkImport: the DataVolume Succeeded at 100.0% (CDI v1.64.0
 // pkg/controller/datavolume/import-controller.go:296-313) through the phases of a first-consumer

@@ -19,7 +19,7 @@ import (
 
 	"github.com/cozystack/cozy-e2e/internal/controlplane"
 	"github.com/cozystack/cozy-e2e/internal/sim/node"
-	"github.com/cozystack/cozy-e2e/internal/sim/upstream"
+	"github.com/cozystack/cozy-e2e/internal/sim/realupstream"
 	"github.com/cozystack/cozy-e2e/internal/sim/world"
 	"github.com/cozystack/cozy-e2e/internal/testkit"
 )
@@ -239,7 +239,7 @@ func startNode(ctx context.Context, t *testing.T, tools node.Tools, api *control
 
 // stopped stops the upstream controller ctl when t ends, after printing the end of its log if t
 // failed.
-func stopped(t *testing.T, ctl *upstream.Controller) {
+func stopped(t *testing.T, ctl *realupstream.Controller) {
 	t.Cleanup(func() { ctl.Stop(5 * time.Second) })
 	t.Cleanup(func() {
 		if t.Failed() {

@@ -50,7 +50,7 @@ var ImageNames = []string{VirtLauncher, VirtHandler, VirtAPI, CDIImporter, Worke
 
 // UpstreamRefs are the names upstream publishes the images under, by tag: KubeVirt's at
 // quay.io/kubevirt/<name> (kubevirt.io/kubevirt v1.8.4 BUILD.bazel:231,243,249, the oci_push
-// repositories), CDI's importer as cdi-operator names it (internal/sim/upstream CDIImages). A lane
+// repositories), CDI's importer as cdi-operator names it (internal/sim/realupstream CDIImages). A lane
 // pushes them under the names its controllers are configured with instead, when those differ.
 var UpstreamRefs = map[string]string{
 	VirtLauncher: "quay.io/kubevirt/virt-launcher:v1.8.4",

@@ -22,12 +22,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cozystack/cozy-e2e/framework/cluster"
-	"github.com/cozystack/cozy-e2e/internal/console"
+	"github.com/cozystack/cozy-e2e/framework/serialconsole"
 	"github.com/cozystack/cozy-e2e/internal/controlplane"
 	"github.com/cozystack/cozy-e2e/internal/controlplane/cptest"
 	"github.com/cozystack/cozy-e2e/internal/sim/node"
+	"github.com/cozystack/cozy-e2e/internal/sim/realupstream"
 	"github.com/cozystack/cozy-e2e/internal/sim/simtest"
-	"github.com/cozystack/cozy-e2e/internal/sim/upstream"
 	"github.com/cozystack/cozy-e2e/internal/testkit"
 )
 
@@ -72,7 +72,7 @@ func TestRealNodeRunsKubeVirtAndBootsAVMIUnderTCG(t *testing.T) {
 	}
 	cs := kubernetes.NewForConfigOrDie(api.Admin())
 
-	b, err := upstream.Find(cp)
+	b, err := realupstream.Find(cp)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,11 +80,11 @@ func TestRealNodeRunsKubeVirtAndBootsAVMIUnderTCG(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	kv, err := b.KubeVirtInstallFor(ctx, upstream.RealNodeKubeVirtCR(cr, node.Label, node.Taint))
+	kv, err := b.KubeVirtInstallFor(ctx, realupstream.RealNodeKubeVirtCR(cr, node.Label, node.Taint))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := upstream.InstallCRDs(ctx, c, kv.CRDs, nil); err != nil {
+	if err := realupstream.InstallCRDs(ctx, c, kv.CRDs, nil); err != nil {
 		t.Fatal(err)
 	}
 	if c, err = cluster.New("management", api.Admin()); err != nil { // to see the new kinds
@@ -103,7 +103,7 @@ func TestRealNodeRunsKubeVirtAndBootsAVMIUnderTCG(t *testing.T) {
 	disk := startDiskImport(ctx, t, b, c, cs, api, n, reg, imgs)
 
 	start := time.Now()
-	if err := upstream.ApplyVirtHandler(ctx, c, kv); err != nil {
+	if err := realupstream.ApplyVirtHandler(ctx, c, kv); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { dumpPodLogs(t, filepath.Join(n.Dir(), "kubelet", "pod-logs")) })
@@ -159,7 +159,7 @@ func TestRealNodeRunsKubeVirtAndBootsAVMIUnderTCG(t *testing.T) {
 // qemu-system-x86_64 of the launcher runs on the host, and the guest kernel's own boot lines
 // ("Linux version") and its init's are read from the serial console through virt-api's console
 // subresource with the harness's own console dialer.
-func checkVMIBoots(ctx context.Context, t *testing.T, b *upstream.Build, c *cluster.Cluster, cs kubernetes.Interface, api *controlplane.APIServer, kv *upstream.KubeVirt, n *node.Node, disk kubevirtv1.VolumeSource) {
+func checkVMIBoots(ctx context.Context, t *testing.T, b *realupstream.Build, c *cluster.Cluster, cs kubernetes.Interface, api *controlplane.APIServer, kv *realupstream.KubeVirt, n *node.Node, disk kubevirtv1.VolumeSource) {
 	t.Helper()
 	// virt-controller runs as its service account, as its Pod would: virt-api's mutator drops
 	// VMI status updates from anyone but KubeVirt's service accounts (kubevirt.io/kubevirt v1.8.4
@@ -167,10 +167,10 @@ func checkVMIBoots(ctx context.Context, t *testing.T, b *upstream.Build, c *clus
 	// pkg/virt-api/webhooks/serviceaccounts.go:28-37).
 	dir := t.TempDir()
 	kubeconfig := filepath.Join(dir, "kubevirt-controller.kubeconfig")
-	if err := api.ServiceAccountKubeconfig(upstream.KubeVirtNamespace, "kubevirt-controller", kubeconfig); err != nil {
+	if err := api.ServiceAccountKubeconfig(realupstream.KubeVirtNamespace, "kubevirt-controller", kubeconfig); err != nil {
 		t.Fatal(err)
 	}
-	ctl, err := upstream.StartVirtController(ctx, b, c, kv, upstream.Options{Dir: filepath.Join(dir, "virt-controller"), Kubeconfig: kubeconfig})
+	ctl, err := realupstream.StartVirtController(ctx, b, c, kv, realupstream.Options{Dir: filepath.Join(dir, "virt-controller"), Kubeconfig: kubeconfig})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -241,7 +241,7 @@ func checkVMIBoots(ctx context.Context, t *testing.T, b *upstream.Build, c *clus
 		if err != nil || len(pods.Items) != 1 {
 			return fmt.Errorf("the VMI's launcher Pods: %v (%d)", err, len(pods.Items))
 		}
-		data, err := cs.CoreV1().Pods("default").GetLogs(pods.Items[0].Name, &corev1.PodLogOptions{Container: console.LogContainer}).DoRaw(ctx)
+		data, err := cs.CoreV1().Pods("default").GetLogs(pods.Items[0].Name, &corev1.PodLogOptions{Container: serialconsole.LogContainer}).DoRaw(ctx)
 		if err != nil {
 			return err
 		}
@@ -268,7 +268,7 @@ type consoleRead struct {
 func consoleFrom(ctx context.Context, cfg *rest.Config, ns, vmi string, want ...string) <-chan consoleRead {
 	out := make(chan consoleRead, 1)
 	start := time.Now()
-	dial := console.SubresourceDialer(cfg)
+	dial := serialconsole.SubresourceDialer(cfg)
 	go func() {
 		var seen bytes.Buffer
 		var last error
@@ -353,13 +353,13 @@ func launcherState(ctx context.Context, cs kubernetes.Interface) string {
 // phase Pending, pkg/virt-api/webhooks/mutating-webhook/mutators/vmi-mutator.go:116-120) and its
 // validator refusing a VMI whose disk names no volume (pkg/virt-api/webhooks/validating-webhook/
 // admitters/vmi-create-admitter.go:620-632, the message pattern of :86).
-func checkVirtAPI(ctx context.Context, t *testing.T, c *cluster.Cluster, cs kubernetes.Interface, kv *upstream.KubeVirt, node string) {
+func checkVirtAPI(ctx context.Context, t *testing.T, c *cluster.Cluster, cs kubernetes.Interface, kv *realupstream.KubeVirt, node string) {
 	t.Helper()
 	start := time.Now()
-	if err := upstream.ApplyVirtAPI(ctx, c, kv); err != nil {
+	if err := realupstream.ApplyVirtAPI(ctx, c, kv); err != nil {
 		t.Fatal(err)
 	}
-	d, err := cs.AppsV1().Deployments(upstream.KubeVirtNamespace).Get(ctx, "virt-api", metav1.GetOptions{})
+	d, err := cs.AppsV1().Deployments(realupstream.KubeVirtNamespace).Get(ctx, "virt-api", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -423,12 +423,12 @@ func waitPodReady(ctx context.Context, t *testing.T, cs kubernetes.Interface, co
 	t.Helper()
 	var pod *corev1.Pod
 	testkit.Eventually(ctx, t, "the "+component+" Pod Ready on the real Node", testkit.Left(ctx), testkit.Err(func() error {
-		pods, err := cs.CoreV1().Pods(upstream.KubeVirtNamespace).List(ctx, metav1.ListOptions{LabelSelector: "kubevirt.io=" + component})
+		pods, err := cs.CoreV1().Pods(realupstream.KubeVirtNamespace).List(ctx, metav1.ListOptions{LabelSelector: "kubevirt.io=" + component})
 		if err != nil {
 			return err
 		}
 		if len(pods.Items) != 1 {
-			return fmt.Errorf("%d %s Pods; %s", len(pods.Items), component, lastWarning(ctx, cs, upstream.KubeVirtNamespace))
+			return fmt.Errorf("%d %s Pods; %s", len(pods.Items), component, lastWarning(ctx, cs, realupstream.KubeVirtNamespace))
 		}
 		pod = &pods.Items[0]
 		if pod.Spec.NodeName != node {

@@ -22,7 +22,7 @@ import (
 	"github.com/cozystack/cozy-e2e/internal/controlplane/cptest"
 	"github.com/cozystack/cozy-e2e/internal/sim/node"
 	"github.com/cozystack/cozy-e2e/internal/sim/simtest"
-	"github.com/cozystack/cozy-e2e/internal/substrate/sim"
+	"github.com/cozystack/cozy-e2e/internal/substrate/simulated"
 	"github.com/cozystack/cozy-e2e/internal/testkit"
 )
 
@@ -31,7 +31,7 @@ import (
 // skips; elsewhere it skips, saying what is missing and how to install it.
 func nodeHost(t *testing.T) node.Tools {
 	t.Helper()
-	if err := sim.NodePreflight(sim.ThisHost()); err != nil {
+	if err := simulated.NodePreflight(simulated.ThisHost()); err != nil {
 		testkit.Unavailable(t, err)
 	}
 	tools, err := node.FindTools()

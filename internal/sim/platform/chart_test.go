@@ -11,14 +11,14 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/cozystack/cozy-e2e/internal/controlplane/cptest"
-	"github.com/cozystack/cozy-e2e/internal/sim/upstream"
+	"github.com/cozystack/cozy-e2e/internal/sim/realupstream"
 	"github.com/cozystack/cozy-e2e/internal/testkit"
 )
 
 // The values the stand-in renders as the chart's are the pinned chart's own: its
 // nodeHealthCheck and talos values, and the MachineHealthCheck conditions its template fixes.
 func TestChartValuesAreThePinnedChartsOwn(t *testing.T) {
-	b, err := upstream.Find(cptest.Tools(t))
+	b, err := realupstream.Find(cptest.Tools(t))
 	if err != nil {
 		testkit.Unavailable(t, err)
 	}
@@ -65,7 +65,7 @@ func seconds(d time.Duration) string { return strconv.Itoa(int(d.Seconds())) + "
 // Cozystack release, make tools) knows NodeGroupClass, the model must give way to the chart:
 // this test fails then.
 func TestThePinnedChartKnowsNoNodeGroupClass(t *testing.T) {
-	b, err := upstream.Find(cptest.Tools(t))
+	b, err := realupstream.Find(cptest.Tools(t))
 	if err != nil {
 		testkit.Unavailable(t, err)
 	}

@@ -9,7 +9,7 @@ import (
 	"github.com/cozystack/cozy-e2e/framework/cluster"
 	"github.com/cozystack/cozy-e2e/internal/controlplane/cptest"
 	"github.com/cozystack/cozy-e2e/internal/install"
-	"github.com/cozystack/cozy-e2e/internal/sim/upstream"
+	"github.com/cozystack/cozy-e2e/internal/sim/realupstream"
 	"github.com/cozystack/cozy-e2e/internal/testkit"
 )
 
@@ -25,7 +25,7 @@ func (e *Env) CDI(t testing.TB) {
 	b := build(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	ctl, err := upstream.StartCDIController(ctx, b, e.Cluster, upstream.Options{
+	ctl, err := realupstream.StartCDIController(ctx, b, e.Cluster, realupstream.Options{
 		Dir: filepath.Join(e.Dir, "cdi-controller"), Kubeconfig: e.API.AdminKubeconfig, PodCIDR: PodCIDR})
 	if err != nil {
 		t.Fatal(err)
@@ -49,9 +49,9 @@ func (e *Env) CDI(t testing.TB) {
 
 // build is what `make tools` built of the upstream controllers. Missing, the test fails under CI
 // (CI set) and is skipped elsewhere, saying so.
-func build(t testing.TB) *upstream.Build {
+func build(t testing.TB) *realupstream.Build {
 	t.Helper()
-	b, err := upstream.Find(cptest.Tools(t))
+	b, err := realupstream.Find(cptest.Tools(t))
 	if err != nil {
 		testkit.Unavailable(t, err)
 	}

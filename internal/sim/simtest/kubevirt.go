@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/cozystack/cozy-e2e/framework/cluster"
-	"github.com/cozystack/cozy-e2e/internal/sim/upstream"
+	"github.com/cozystack/cozy-e2e/internal/sim/realupstream"
 )
 
 // VirtController runs KubeVirt's real virt-controller against e's apiserver as the sim
@@ -16,7 +16,7 @@ import (
 // informs on, and the process, stopped when t ends. It needs what `make tools` builds: missing,
 // the test fails under CI (CI set) and is skipped elsewhere, saying so. e's client is renewed
 // to see the new kinds.
-func (e *Env) VirtController(t testing.TB) *upstream.Controller {
+func (e *Env) VirtController(t testing.TB) *realupstream.Controller {
 	t.Helper()
 	b := build(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -29,10 +29,10 @@ func (e *Env) VirtController(t testing.TB) *upstream.Controller {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := upstream.InstallCRDs(ctx, e.Cluster, append(kv.CRDs, cdi...), nil); err != nil {
+	if err := realupstream.InstallCRDs(ctx, e.Cluster, append(kv.CRDs, cdi...), nil); err != nil {
 		t.Fatal(err)
 	}
-	ctl, err := upstream.StartVirtController(ctx, b, e.Cluster, kv, upstream.Options{
+	ctl, err := realupstream.StartVirtController(ctx, b, e.Cluster, kv, realupstream.Options{
 		Dir: filepath.Join(e.Dir, "virt-controller"), Kubeconfig: e.API.AdminKubeconfig})
 	if err != nil {
 		t.Fatal(err)

@@ -13,7 +13,7 @@ import (
 	"github.com/cozystack/cozy-e2e/framework/cluster"
 	"github.com/cozystack/cozy-e2e/internal/controlplane"
 	"github.com/cozystack/cozy-e2e/internal/controlplane/cptest"
-	"github.com/cozystack/cozy-e2e/internal/sim/upstream"
+	"github.com/cozystack/cozy-e2e/internal/sim/realupstream"
 )
 
 const digest = "sha256:0000000000000000000000000000000000000000000000000000000000000001"
@@ -96,7 +96,7 @@ func installFixtureCRD(ctx context.Context, t *testing.T, c *cluster.Cluster, na
 		if f.CRD.Name != name {
 			continue
 		}
-		if err := upstream.InstallCRDs(ctx, c, []upstream.CRD{{Source: "fixtures/" + f.File, CRD: f.CRD}}, nil); err != nil {
+		if err := realupstream.InstallCRDs(ctx, c, []realupstream.CRD{{Source: "fixtures/" + f.File, CRD: f.CRD}}, nil); err != nil {
 			t.Fatal(err)
 		}
 		return

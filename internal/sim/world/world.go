@@ -43,7 +43,7 @@ type Options struct {
 	// installation, which the apiserver then establishes together.
 	AlsoInstall func(context.Context, *cluster.Cluster) error
 	// APIServerArgs are appended to the management kube-apiserver's flags (the sim's audit
-	// log: internal/substrate/sim AuditArgs).
+	// log: internal/substrate/simulated AuditArgs).
 	APIServerArgs []string
 	// AdvertiseAddress, when set, is this host's address the management apiserver also listens
 	// on and advertises as the kubernetes Service's endpoint: the real Node's pods reach it there.

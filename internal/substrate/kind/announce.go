@@ -10,14 +10,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/cozystack/cozy-e2e/internal/install/upstream"
+	"github.com/cozystack/cozy-e2e/internal/install/assumptions"
 )
 
 // Unannounced says what keeps MetalLB from announcing the address of the tenant apiserver's
 // LoadBalancer Service when the address was assigned and does not answer; empty when some node
 // could announce it (the cause is then elsewhere). It reads the cluster as MetalLB v0.16.1's
 // layer-2 speaker decides who announces (speaker/layer2_controller.go:253-278): a node with a
-// speaker, without NodeNetworkUnavailable and without upstream.ExcludeFromExternalLBLabel (the
+// speaker, without NodeNetworkUnavailable and without assumptions.ExcludeFromExternalLBLabel (the
 // platform's chart leaves ignoreExcludeLB false).
 func Unannounced(kube kubernetes.Interface) func(ctx context.Context, namespace, secretName string) string {
 	return func(ctx context.Context, namespace, secretName string) string {
@@ -45,9 +45,9 @@ func noAnnouncer(ctx context.Context, kube kubernetes.Interface) (string, error)
 	if err != nil {
 		return "", fmt.Errorf("list Nodes: %w", err)
 	}
-	pods, err := kube.CoreV1().Pods(upstream.MetalLBNamespace).List(ctx, metav1.ListOptions{LabelSelector: upstream.MetalLBSpeakerSelector})
+	pods, err := kube.CoreV1().Pods(assumptions.MetalLBNamespace).List(ctx, metav1.ListOptions{LabelSelector: assumptions.MetalLBSpeakerSelector})
 	if err != nil {
-		return "", fmt.Errorf("list speaker pods in %s: %w", upstream.MetalLBNamespace, err)
+		return "", fmt.Errorf("list speaker pods in %s: %w", assumptions.MetalLBNamespace, err)
 	}
 	speaker := map[string]bool{}
 	for _, p := range pods.Items {
@@ -60,9 +60,9 @@ func noAnnouncer(ctx context.Context, kube kubernetes.Interface) (string, error)
 		switch {
 		case !speaker[n.Name]:
 			reasons = append(reasons, n.Name+": no Ready speaker pod")
-		case hasLabel(&n, upstream.ExcludeFromExternalLBLabel):
+		case hasLabel(&n, assumptions.ExcludeFromExternalLBLabel):
 			reasons = append(reasons, fmt.Sprintf("%s: carries %s, and the platform's MetalLB chart leaves speaker.ignoreExcludeLB false (remove the label: kubectl label node %s %s-)",
-				n.Name, upstream.ExcludeFromExternalLBLabel, n.Name, upstream.ExcludeFromExternalLBLabel))
+				n.Name, assumptions.ExcludeFromExternalLBLabel, n.Name, assumptions.ExcludeFromExternalLBLabel))
 		case networkUnavailable(&n):
 			reasons = append(reasons, n.Name+": condition NetworkUnavailable=True")
 		default:
@@ -72,7 +72,7 @@ func noAnnouncer(ctx context.Context, kube kubernetes.Interface) (string, error)
 	sort.Strings(reasons)
 	if len(speaker) == 0 {
 		return fmt.Sprintf("no MetalLB speaker pod (%s in %s) is Ready on any node (%d pods found); %s",
-			upstream.MetalLBSpeakerSelector, upstream.MetalLBNamespace, len(pods.Items), strings.Join(reasons, "; ")), nil
+			assumptions.MetalLBSpeakerSelector, assumptions.MetalLBNamespace, len(pods.Items), strings.Join(reasons, "; ")), nil
 	}
 	if len(nodes.Items) == 0 {
 		return "the cluster has no Node", nil

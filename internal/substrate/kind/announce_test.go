@@ -12,7 +12,7 @@ import (
 	"github.com/cozystack/cozy-e2e/framework/cluster"
 	"github.com/cozystack/cozy-e2e/internal/controlplane"
 	"github.com/cozystack/cozy-e2e/internal/controlplane/cptest"
-	"github.com/cozystack/cozy-e2e/internal/install/upstream"
+	"github.com/cozystack/cozy-e2e/internal/install/assumptions"
 )
 
 // An assigned LoadBalancer address no node announces is named with the reason MetalLB's
@@ -35,14 +35,14 @@ func TestUnannouncedNamesWhyNoNodeAnnounces(t *testing.T) {
 		}
 	}
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "x-control-plane", Labels: map[string]string{
-		upstream.ControlPlaneLabel: "", upstream.ExcludeFromExternalLBLabel: ""}}}
+		assumptions.ControlPlaneLabel: "", assumptions.ExcludeFromExternalLBLabel: ""}}}
 	if node, err = kube.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	check(kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: upstream.MetalLBNamespace}}, metav1.CreateOptions{}))
+	check(kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: assumptions.MetalLBNamespace}}, metav1.CreateOptions{}))
 	check(kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tenant-root"}}, metav1.CreateOptions{}))
 	// No controller manager here makes the namespace's default ServiceAccount, which admission wants.
-	check(kube.CoreV1().ServiceAccounts(upstream.MetalLBNamespace).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}))
+	check(kube.CoreV1().ServiceAccounts(assumptions.MetalLBNamespace).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}))
 	svc := tenantLB("tenant-root", "kubernetes-t1")
 	svc, err = kube.CoreV1().Services("tenant-root").Create(ctx, svc, metav1.CreateOptions{})
 	if err != nil {
@@ -60,22 +60,22 @@ func TestUnannouncedNamesWhyNoNodeAnnounces(t *testing.T) {
 		}
 	}
 
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "metallb-speaker-abcde", Namespace: upstream.MetalLBNamespace,
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "metallb-speaker-abcde", Namespace: assumptions.MetalLBNamespace,
 		Labels: map[string]string{"app.kubernetes.io/component": "speaker"}},
 		Spec: corev1.PodSpec{NodeName: node.Name, Containers: []corev1.Container{{Name: "speaker", Image: "quay.io/metallb/speaker:v0.16.1"}}}}
-	if pod, err = kube.CoreV1().Pods(upstream.MetalLBNamespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+	if pod, err = kube.CoreV1().Pods(assumptions.MetalLBNamespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	pod.Status.Phase = corev1.PodRunning
 	pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
-	check(kube.CoreV1().Pods(upstream.MetalLBNamespace).UpdateStatus(ctx, pod, metav1.UpdateOptions{}))
+	check(kube.CoreV1().Pods(assumptions.MetalLBNamespace).UpdateStatus(ctx, pod, metav1.UpdateOptions{}))
 	got = why(ctx, "tenant-root", "kubernetes-t1-admin-kubeconfig")
 	want := "x-control-plane: carries node.kubernetes.io/exclude-from-external-load-balancers, and the platform's MetalLB chart leaves speaker.ignoreExcludeLB false (remove the label: kubectl label node x-control-plane node.kubernetes.io/exclude-from-external-load-balancers-)"
 	if !strings.Contains(got, want) || strings.Contains(got, "no MetalLB speaker pod") {
 		t.Errorf("every node excluded: want %q, got %q", want, got)
 	}
 
-	delete(node.Labels, upstream.ExcludeFromExternalLBLabel)
+	delete(node.Labels, assumptions.ExcludeFromExternalLBLabel)
 	check(kube.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{}))
 	if got := why(ctx, "tenant-root", "kubernetes-t1-admin-kubeconfig"); got != "" {
 		t.Errorf("a node may announce: want nothing said, got %q", got)

@@ -19,7 +19,7 @@ import (
 	"github.com/cozystack/cozy-e2e/internal/controlplane"
 	"github.com/cozystack/cozy-e2e/internal/controlplane/cptest"
 	"github.com/cozystack/cozy-e2e/internal/install"
-	"github.com/cozystack/cozy-e2e/internal/install/upstream"
+	"github.com/cozystack/cozy-e2e/internal/install/assumptions"
 	"github.com/cozystack/cozy-e2e/internal/substrate"
 )
 
@@ -63,8 +63,8 @@ func (f *fakeKind) Create(name string, spec createSpec) error {
 				node.Name += string(rune('0' + i))
 			}
 			if n.Role == "control-plane" {
-				node.Labels[upstream.ControlPlaneLabel] = ""
-				node.Labels[upstream.ExcludeFromExternalLBLabel] = ""
+				node.Labels[assumptions.ControlPlaneLabel] = ""
+				node.Labels[assumptions.ExcludeFromExternalLBLabel] = ""
 			}
 			_, _ = f.kube.CoreV1().Nodes().Create(context.Background(), node, metav1.CreateOptions{})
 		}
@@ -121,16 +121,16 @@ func TestClusterPhaseCreatesWithoutWaitingAndLabelsTheControlPlane(t *testing.T)
 		t.Fatalf("nodes: %v %d", err, len(nodes.Items))
 	}
 	for _, n := range nodes.Items {
-		v, ok := n.Labels[upstream.ControlPlaneLabel]
+		v, ok := n.Labels[assumptions.ControlPlaneLabel]
 		switch {
 		case strings.HasSuffix(n.Name, "control-plane") && v != "true":
-			t.Errorf("%s: %s=%q, want \"true\"", n.Name, upstream.ControlPlaneLabel, v)
+			t.Errorf("%s: %s=%q, want \"true\"", n.Name, assumptions.ControlPlaneLabel, v)
 		case strings.Contains(n.Name, "worker") && ok:
-			t.Errorf("worker %s labelled %s=%q", n.Name, upstream.ControlPlaneLabel, v)
+			t.Errorf("worker %s labelled %s=%q", n.Name, assumptions.ControlPlaneLabel, v)
 		}
 		// MetalLB's speaker announces nothing from a node with kubeadm's exclude label.
-		if _, ok := n.Labels[upstream.ExcludeFromExternalLBLabel]; ok {
-			t.Errorf("%s still carries %s: MetalLB would announce no LoadBalancer address from it", n.Name, upstream.ExcludeFromExternalLBLabel)
+		if _, ok := n.Labels[assumptions.ExcludeFromExternalLBLabel]; ok {
+			t.Errorf("%s still carries %s: MetalLB would announce no LoadBalancer address from it", n.Name, assumptions.ExcludeFromExternalLBLabel)
 		}
 	}
 	if c == nil || !strings.Contains(log.String(), "kind: labelled kubernetes-control-plane node-role.kubernetes.io/control-plane=true") {
@@ -145,8 +145,8 @@ func TestClusterPhaseCreatesWithoutWaitingAndLabelsTheControlPlane(t *testing.T)
 	if !strings.HasSuffix(cp.Name, "control-plane") {
 		cp = nodes.Items[1]
 	}
-	cp.Labels[upstream.ControlPlaneLabel] = ""
-	cp.Labels[upstream.ExcludeFromExternalLBLabel] = ""
+	cp.Labels[assumptions.ControlPlaneLabel] = ""
+	cp.Labels[assumptions.ExcludeFromExternalLBLabel] = ""
 	if _, err := fake.kube.CoreV1().Nodes().Update(ctx, &cp, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -155,11 +155,11 @@ func TestClusterPhaseCreatesWithoutWaitingAndLabelsTheControlPlane(t *testing.T)
 		t.Fatal(err)
 	}
 	got, _ := fake.kube.CoreV1().Nodes().Get(ctx, cp.Name, metav1.GetOptions{})
-	if _, excluded := got.Labels[upstream.ExcludeFromExternalLBLabel]; excluded {
-		t.Fatalf("reuse: %s still on %s", upstream.ExcludeFromExternalLBLabel, got.Name)
+	if _, excluded := got.Labels[assumptions.ExcludeFromExternalLBLabel]; excluded {
+		t.Fatalf("reuse: %s still on %s", assumptions.ExcludeFromExternalLBLabel, got.Name)
 	}
-	if got.Labels[upstream.ControlPlaneLabel] != "true" || len(fake.specs) != 1 {
-		t.Fatalf("reuse: label %q, creates %d", got.Labels[upstream.ControlPlaneLabel], len(fake.specs))
+	if got.Labels[assumptions.ControlPlaneLabel] != "true" || len(fake.specs) != 1 {
+		t.Fatalf("reuse: label %q, creates %d", got.Labels[assumptions.ControlPlaneLabel], len(fake.specs))
 	}
 }
 

@@ -12,7 +12,7 @@ import (
 
 	"github.com/cozystack/cozy-e2e/framework/lane"
 	"github.com/cozystack/cozy-e2e/internal/install"
-	"github.com/cozystack/cozy-e2e/internal/install/upstream"
+	"github.com/cozystack/cozy-e2e/internal/install/assumptions"
 )
 
 // ContainerdCertsDir is where the nodes read their registry hosts files.
@@ -27,7 +27,7 @@ type ConfigOptions struct {
 	HostsDir string
 	// KubeletDockerConfig is a docker config.json on the runner holding the platform registry's
 	// credentials, mounted read-only into every node where its kubelet reads one
-	// (upstream.KubeletDockerConfig); empty: none.
+	// (assumptions.KubeletDockerConfig); empty: none.
 	KubeletDockerConfig string
 }
 
@@ -83,7 +83,7 @@ func Config(l *lane.Lane, o ConfigOptions) (*NodeConfig, error) {
 		}
 		mounts = append(mounts, v1alpha4.Mount{HostPath: o.HostsDir, ContainerPath: ContainerdCertsDir, Readonly: true})
 		c.ContainerdConfigPatches = append(c.ContainerdConfigPatches,
-			"["+upstream.CRIPluginV2+".registry]\n  config_path = \""+ContainerdCertsDir+"\"\n")
+			"["+assumptions.CRIPluginV2+".registry]\n  config_path = \""+ContainerdCertsDir+"\"\n")
 		for host, endpoints := range k.RegistryMirrors {
 			out.HostsFiles[filepath.Join(host, "hosts.toml")] = hostsTOML(host, endpoints)
 		}
@@ -91,7 +91,7 @@ func Config(l *lane.Lane, o ConfigOptions) (*NodeConfig, error) {
 	if o.KubeletDockerConfig != "" {
 		// kind's way to give every node's kubelet registry credentials (its private registries
 		// guide); the kubelet hands them to containerd with each pull.
-		mounts = append(mounts, v1alpha4.Mount{HostPath: o.KubeletDockerConfig, ContainerPath: upstream.KubeletDockerConfig, Readonly: true})
+		mounts = append(mounts, v1alpha4.Mount{HostPath: o.KubeletDockerConfig, ContainerPath: assumptions.KubeletDockerConfig, Readonly: true})
 	}
 	var ports []v1alpha4.PortMapping
 	for _, m := range k.PortMappings {
@@ -121,17 +121,17 @@ func Config(l *lane.Lane, o ConfigOptions) (*NodeConfig, error) {
 
 // DeviceOwnershipPatch is the containerd patch every node gets: the CRI plugin's
 // device_ownership_from_security_context, at the path of the version 2 config kind's node
-// images ship (containerd 2.x migrates it; upstream.CRIPluginV2).
-const DeviceOwnershipPatch = "[" + upstream.CRIPluginV2 + "]\n  " + upstream.DeviceOwnershipKey + " = true\n"
+// images ship (containerd 2.x migrates it; assumptions.CRIPluginV2).
+const DeviceOwnershipPatch = "[" + assumptions.CRIPluginV2 + "]\n  " + assumptions.DeviceOwnershipKey + " = true\n"
 
 // kubeletPatch is the KubeletConfiguration patch every node gets: maxPods for the whole
-// platform on one node (upstream.KubeletMaxPods), and on a cgroup v1 runner failCgroupV1: false,
+// platform on one node (assumptions.KubeletMaxPods), and on a cgroup v1 runner failCgroupV1: false,
 // since kubelet v1.35 defaults it to true and refuses to start there. kind renders the
 // KubeletConfiguration as kubelet.config.k8s.io/v1beta1 for every kubeadm API version
 // (pkg/cluster/internal/kubeadm/config.go at v0.33.0), the type kubeadm decodes it into
 // (k8s.io/kubernetes v1.35.4 cmd/kubeadm/app/componentconfigs/kubelet.go:24).
 func kubeletPatch(cgroupV1 bool) string {
-	p := fmt.Sprintf("kind: KubeletConfiguration\napiVersion: kubelet.config.k8s.io/v1beta1\nmaxPods: %d\n", upstream.KubeletMaxPods)
+	p := fmt.Sprintf("kind: KubeletConfiguration\napiVersion: kubelet.config.k8s.io/v1beta1\nmaxPods: %d\n", assumptions.KubeletMaxPods)
 	if cgroupV1 {
 		p += "failCgroupV1: false\n"
 	}

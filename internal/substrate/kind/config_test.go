@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/cozystack/cozy-e2e/framework/lane"
-	"github.com/cozystack/cozy-e2e/internal/install/upstream"
+	"github.com/cozystack/cozy-e2e/internal/install/assumptions"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")
@@ -100,7 +100,7 @@ func TestNodeConfigOfTheShippedLane(t *testing.T) {
 	// The kubelet's maxPods and cgroup setting, decoded by the kubelet's own configuration type,
 	// the one kubeadm reads a KubeletConfiguration document into.
 	kc := kubeletPatchOf(t, back.KubeadmConfigPatches)
-	if kc.MaxPods != upstream.KubeletMaxPods || kc.FailCgroupV1 == nil || *kc.FailCgroupV1 {
+	if kc.MaxPods != assumptions.KubeletMaxPods || kc.FailCgroupV1 == nil || *kc.FailCgroupV1 {
 		t.Fatalf("KubeletConfiguration patch: maxPods %d, failCgroupV1 %v", kc.MaxPods, kc.FailCgroupV1)
 	}
 	if !slices.Contains(back.ContainerdConfigPatches, DeviceOwnershipPatch) {
@@ -111,7 +111,7 @@ func TestNodeConfigOfTheShippedLane(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if kc := kubeletPatchOf(t, prev.Cluster.KubeadmConfigPatches); kc.FailCgroupV1 != nil || kc.MaxPods != upstream.KubeletMaxPods {
+	if kc := kubeletPatchOf(t, prev.Cluster.KubeadmConfigPatches); kc.FailCgroupV1 != nil || kc.MaxPods != assumptions.KubeletMaxPods {
 		t.Fatalf("a v1.34 node got maxPods %d, failCgroupV1 %v", kc.MaxPods, kc.FailCgroupV1)
 	}
 }

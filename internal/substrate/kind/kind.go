@@ -16,7 +16,7 @@ import (
 	"github.com/cozystack/cozy-e2e/framework/cluster"
 	"github.com/cozystack/cozy-e2e/framework/lane"
 	"github.com/cozystack/cozy-e2e/internal/install"
-	"github.com/cozystack/cozy-e2e/internal/install/upstream"
+	"github.com/cozystack/cozy-e2e/internal/install/assumptions"
 	"github.com/cozystack/cozy-e2e/internal/substrate"
 )
 
@@ -302,7 +302,7 @@ func (s *Substrate) attachLabelled(ctx context.Context, nodes int) (*cluster.Clu
 		return c, fmt.Errorf("kind cluster %s: %w", s.name, err)
 	}
 	fmt.Fprintf(s.opts.Log, "kind: labelled %s %s=%s (the platform's kube-ovn selects it) and removed %s (MetalLB's speaker announces nothing from a node that carries it)\n",
-		strings.Join(labelled, ", "), upstream.ControlPlaneLabel, upstream.ControlPlaneLabelValue, upstream.ExcludeFromExternalLBLabel)
+		strings.Join(labelled, ", "), assumptions.ControlPlaneLabel, assumptions.ControlPlaneLabelValue, assumptions.ExcludeFromExternalLBLabel)
 	return c, nil
 }
 

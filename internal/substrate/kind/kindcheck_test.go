@@ -17,7 +17,7 @@ import (
 	kindcluster "sigs.k8s.io/kind/pkg/cluster"
 	"sigs.k8s.io/yaml"
 
-	"github.com/cozystack/cozy-e2e/internal/install/upstream"
+	"github.com/cozystack/cozy-e2e/internal/install/assumptions"
 )
 
 // kindCreation is what kind did with a node config up to kubeadm init: the docker run
@@ -148,7 +148,7 @@ func TestKindAcceptsAndRendersTheNodeConfig(t *testing.T) {
 			for _, node := range []string{l.Name + "-control-plane", l.Name + "-worker"} {
 				checkNode(t, c, node, image, tc.kubeadm)
 				// The registry login, where the kubelet reads one, read-only.
-				if args := strings.Join(c.runs[node].Args, " "); !strings.Contains(args, "--volume="+creds+":"+upstream.KubeletDockerConfig+":ro") {
+				if args := strings.Join(c.runs[node].Args, " "); !strings.Contains(args, "--volume="+creds+":"+assumptions.KubeletDockerConfig+":ro") {
 					t.Errorf("%s: the registry login is not mounted: docker run %s", node, args)
 				}
 			}
@@ -203,7 +203,7 @@ func checkNode(t *testing.T, c kindCreation, node, image, kubeadmVersion string)
 	if err := strictDecode(docs["KubeletConfiguration"], &kc); err != nil {
 		t.Fatalf("%s: the kubelet's KubeletConfiguration refuses kind's rendering: %v", node, err)
 	}
-	if kc.MaxPods != upstream.KubeletMaxPods || kc.FailCgroupV1 == nil || *kc.FailCgroupV1 || kc.CgroupDriver != "systemd" {
+	if kc.MaxPods != assumptions.KubeletMaxPods || kc.FailCgroupV1 == nil || *kc.FailCgroupV1 || kc.CgroupDriver != "systemd" {
 		t.Errorf("%s: kubelet maxPods %d, failCgroupV1 %v, cgroupDriver %q", node, kc.MaxPods, kc.FailCgroupV1, kc.CgroupDriver)
 	}
 
@@ -214,7 +214,7 @@ func checkNode(t *testing.T, c kindCreation, node, image, kubeadmVersion string)
 		t.Fatalf("%s: the patched containerd config is not TOML: %v", node, err)
 	}
 	cri := dig(ctd, "plugins", "io.containerd.grpc.v1.cri")
-	if ctd["version"] != int64(2) || cri == nil || cri[upstream.DeviceOwnershipKey] != true {
+	if ctd["version"] != int64(2) || cri == nil || cri[assumptions.DeviceOwnershipKey] != true {
 		t.Errorf("%s: containerd config version %v, CRI plugin %v", node, ctd["version"], cri)
 	}
 	if reg := dig(cri, "registry"); reg == nil || reg["config_path"] != ContainerdCertsDir {

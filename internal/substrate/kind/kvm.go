@@ -10,7 +10,7 @@ import (
 	"syscall"
 
 	"github.com/cozystack/cozy-e2e/framework/lane"
-	"github.com/cozystack/cozy-e2e/internal/install/upstream"
+	"github.com/cozystack/cozy-e2e/internal/install/assumptions"
 )
 
 // DeviceMode is a device node's permissions and owner.
@@ -80,7 +80,7 @@ func kvmModeDetail(h Host) string {
 		return "; mode " + m.String() + ": world-writable"
 	}
 	return "; mode " + m.String() + ": not world-writable, so KubeVirt's non-root launcher opens it as the owner containerd gives it from its securityContext (" +
-		upstream.DeviceOwnershipKey + " in the node config)"
+		assumptions.DeviceOwnershipKey + " in the node config)"
 }
 
 func checkKVMDevice(h Host) (Finding, bool) {

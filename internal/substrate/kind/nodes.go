@@ -14,7 +14,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/cozystack/cozy-e2e/internal/install"
-	"github.com/cozystack/cozy-e2e/internal/install/upstream"
+	"github.com/cozystack/cozy-e2e/internal/install/assumptions"
 )
 
 var gvrNode = schema.GroupVersionResource{Version: "v1", Resource: "nodes"}
@@ -25,7 +25,7 @@ var gvrNode = schema.GroupVersionResource{Version: "v1", Resource: "nodes"}
 // node-role.kubernetes.io/control-plane=true. kubeadm sets that label with an empty value,
 // and the kubelet refuses node-role labels in --node-labels, so the kind config cannot carry
 // it: it is set here, after create and before the platform is applied. The same patch removes
-// kubeadm's upstream.ExcludeFromExternalLBLabel from them, as Cozystack's own e2e does: MetalLB's
+// kubeadm's assumptions.ExcludeFromExternalLBLabel from them, as Cozystack's own e2e does: MetalLB's
 // speaker announces no address from a node that carries it, so on a cluster whose only nodes
 // with a speaker are control planes the tenant apiservers' LoadBalancer addresses would be
 // assigned and never answer. kind v0.33.0 removes the label itself only from a one-node cluster
@@ -38,7 +38,7 @@ func LabelControlPlane(ctx context.Context, dyn dynamic.Interface, want int, log
 		var names []string
 		for _, n := range objs {
 			names = append(names, n.GetName())
-			if _, ok := n.GetLabels()[upstream.ControlPlaneLabel]; ok {
+			if _, ok := n.GetLabels()[assumptions.ControlPlaneLabel]; ok {
 				cps = append(cps, n.GetName())
 			}
 		}
@@ -46,7 +46,7 @@ func LabelControlPlane(ctx context.Context, dyn dynamic.Interface, want int, log
 			return false, fmt.Sprintf("%d of %d registered (%s)", len(objs), want, strings.Join(names, ", ")), nil
 		}
 		if len(cps) == 0 {
-			return false, fmt.Sprintf("no Node carries %s yet (kubeadm's mark-control-plane sets it)", upstream.ControlPlaneLabel), nil
+			return false, fmt.Sprintf("no Node carries %s yet (kubeadm's mark-control-plane sets it)", assumptions.ControlPlaneLabel), nil
 		}
 		return true, "", nil
 	})
@@ -55,10 +55,10 @@ func LabelControlPlane(ctx context.Context, dyn dynamic.Interface, want int, log
 	}
 	// A merge patch's null deletes the key (RFC 7386).
 	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]any{
-		upstream.ControlPlaneLabel: upstream.ControlPlaneLabelValue, upstream.ExcludeFromExternalLBLabel: nil}}})
+		assumptions.ControlPlaneLabel: assumptions.ControlPlaneLabelValue, assumptions.ExcludeFromExternalLBLabel: nil}}})
 	for _, name := range cps {
 		if _, err := dyn.Resource(gvrNode).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: install.FieldOwner}); err != nil {
-			return nil, fmt.Errorf("label Node %s %s=%s and remove %s: %w", name, upstream.ControlPlaneLabel, upstream.ControlPlaneLabelValue, upstream.ExcludeFromExternalLBLabel, err)
+			return nil, fmt.Errorf("label Node %s %s=%s and remove %s: %w", name, assumptions.ControlPlaneLabel, assumptions.ControlPlaneLabelValue, assumptions.ExcludeFromExternalLBLabel, err)
 		}
 	}
 	return append([]string(nil), cps...), nil

@@ -16,15 +16,15 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/cozystack/cozy-e2e/framework/lane"
-	"github.com/cozystack/cozy-e2e/internal/install/upstream"
+	"github.com/cozystack/cozy-e2e/internal/install/assumptions"
 	"github.com/cozystack/cozy-e2e/internal/substrate"
 )
 
 // Defaults for the inotify limits when the lane gives none: the Cozystack generic install
 // guide's (fs.inotify.max_user_instances 8192; kind's known issues ask only 512).
 const (
-	DefaultInotifyWatches   = upstream.InotifyWatches
-	DefaultInotifyInstances = upstream.InotifyInstances
+	DefaultInotifyWatches   = assumptions.InotifyWatches
+	DefaultInotifyInstances = assumptions.InotifyInstances
 )
 
 // kvmGetAPIVersion is _IO(KVMIO, 0x00); every KVM answers 12 (KVM_API_VERSION).
@@ -313,15 +313,15 @@ func checkInotify(l *lane.Lane, h Host) Finding {
 
 // inotifyFix says who raises the inotify limits and how: the job's user cannot (the limits are
 // the kernel's, set by root), so on a self-hosted runner its owner does, once, with the
-// generic install guide's lines (upstream.InotifyInstances; generic.md:79-81); the workflows try
+// generic install guide's lines (assumptions.InotifyInstances; generic.md:79-81); the workflows try
 // sudo -n first and fall back to this message.
 func inotifyFix(watches, instances int) string {
 	lines := fmt.Sprintf("fs.inotify.max_user_watches = %d, fs.inotify.max_user_instances = %d, fs.inotify.max_queued_events = %d",
-		watches, instances, upstream.InotifyQueuedEvents)
+		watches, instances, assumptions.InotifyQueuedEvents)
 	return fmt.Sprintf("raise them: sudo sysctl -w fs.inotify.max_user_watches=%d fs.inotify.max_user_instances=%d fs.inotify.max_queued_events=%d "+
 		"(the workflow does this where passwordless sudo works: GitHub-hosted runners; on a self-hosted runner without it the runner's owner does, as root, "+
 		"and keeps it across reboots with the lines %s in /etc/sysctl.d/99-cozy-e2e.conf, then sudo sysctl --system)",
-		watches, instances, upstream.InotifyQueuedEvents, lines)
+		watches, instances, assumptions.InotifyQueuedEvents, lines)
 }
 
 func readInt(h Host, path string) (int, error) {

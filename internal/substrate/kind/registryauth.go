@@ -13,7 +13,7 @@ import (
 
 	"github.com/cozystack/cozy-e2e/framework/lane"
 	"github.com/cozystack/cozy-e2e/framework/osfamily"
-	"github.com/cozystack/cozy-e2e/internal/install/upstream"
+	"github.com/cozystack/cozy-e2e/internal/install/assumptions"
 )
 
 // The environment that logs the run in to the platform's registry, where a pull request's
@@ -29,7 +29,7 @@ const (
 const PlatformSourceSecretName = "cozy-e2e-platform-registry"
 
 // kubeletDockerConfigFile is the docker config.json on the runner, in the run's work folder
-// (never the artifacts), that every node mounts at upstream.KubeletDockerConfig.
+// (never the artifacts), that every node mounts at assumptions.KubeletDockerConfig.
 const kubeletDockerConfigFile = "kubelet-docker-config.json"
 
 // RegistryAuth is a login to the platform's registry.
@@ -81,12 +81,12 @@ func (a RegistryAuth) Secrets() []string {
 }
 
 // PullSecret is the kubernetes.io/dockerconfigjson Secret the operator's packages source pulls
-// with (upstream.PlatformSourceSecretFlag).
+// with (assumptions.PlatformSourceSecretFlag).
 func (a RegistryAuth) PullSecret() *unstructured.Unstructured {
 	u := &unstructured.Unstructured{}
 	u.SetAPIVersion("v1")
 	u.SetKind("Secret")
-	u.SetNamespace(upstream.PlatformSourceSecretNamespace)
+	u.SetNamespace(assumptions.PlatformSourceSecretNamespace)
 	u.SetName(PlatformSourceSecretName)
 	u.Object["type"] = string(corev1.SecretTypeDockerConfigJson)
 	u.Object["data"] = map[string]any{corev1.DockerConfigJsonKey: base64.StdEncoding.EncodeToString(a.DockerConfigJSON())}
@@ -113,7 +113,7 @@ func (a RegistryAuth) writeKubeletDockerConfig(dir string) (string, error) {
 // cozystack main).
 func registryFinding(l *lane.Lane, a RegistryAuth) Finding {
 	reaches := fmt.Sprintf("a login for %s goes to every node's kubelet (%s, mounted from the run's work folder) and to the operator (Secret %s/%s, %s); not to CDI's importer, which pulls the Kairos pools' disks with none, nor to tenant workers",
-		a.Host(), upstream.KubeletDockerConfig, upstream.PlatformSourceSecretNamespace, PlatformSourceSecretName, upstream.PlatformSourceSecretFlag)
+		a.Host(), assumptions.KubeletDockerConfig, assumptions.PlatformSourceSecretNamespace, PlatformSourceSecretName, assumptions.PlatformSourceSecretFlag)
 	images := map[string]string{}
 	for _, c := range l.Classes {
 		if c.OS == osfamily.Kairos && c.Image != "" {

@@ -17,7 +17,7 @@ import (
 	"github.com/cozystack/cozy-e2e/framework/lane"
 	"github.com/cozystack/cozy-e2e/internal/diag"
 	"github.com/cozystack/cozy-e2e/internal/install"
-	"github.com/cozystack/cozy-e2e/internal/install/upstream"
+	"github.com/cozystack/cozy-e2e/internal/install/assumptions"
 	"github.com/cozystack/cozy-e2e/internal/substrate"
 )
 
@@ -65,10 +65,10 @@ func TestRegistryCredentialsReachTheNodesAndNeverTheArtifacts(t *testing.T) {
 	for _, n := range fake.specs[0].Config.Nodes {
 		found := false
 		for _, m := range n.ExtraMounts {
-			found = found || (m.HostPath == path && m.ContainerPath == upstream.KubeletDockerConfig && m.Readonly)
+			found = found || (m.HostPath == path && m.ContainerPath == assumptions.KubeletDockerConfig && m.Readonly)
 		}
 		if !found {
-			t.Errorf("node %s does not mount the credentials at %s: %+v", n.Role, upstream.KubeletDockerConfig, n.ExtraMounts)
+			t.Errorf("node %s does not mount the credentials at %s: %+v", n.Role, assumptions.KubeletDockerConfig, n.ExtraMounts)
 		}
 	}
 	pre, _ := os.ReadFile(filepath.Join(artifacts, "substrate", "preflight.txt"))
@@ -87,7 +87,7 @@ func TestRegistryCredentialsReachTheNodesAndNeverTheArtifacts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ns := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": upstream.PlatformSourceSecretNamespace}}}
+	ns := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": assumptions.PlatformSourceSecretNamespace}}}
 	real, err := install.NewApplier(c)
 	if err != nil {
 		t.Fatal(err)

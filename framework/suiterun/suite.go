@@ -1,0 +1,209 @@
+package suiterun
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/go-logr/logr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/cozystack/cozy-e2e/framework/budget"
+	"github.com/cozystack/cozy-e2e/framework/cluster"
+	"github.com/cozystack/cozy-e2e/framework/join"
+	"github.com/cozystack/cozy-e2e/framework/lane"
+	"github.com/cozystack/cozy-e2e/framework/serialconsole"
+	"github.com/cozystack/cozy-e2e/framework/tenant"
+	"github.com/cozystack/cozy-e2e/framework/testbed"
+	"github.com/cozystack/cozy-e2e/framework/verdict"
+	"github.com/cozystack/cozy-e2e/internal/diag"
+	"github.com/cozystack/cozy-e2e/internal/progress"
+)
+
+// Suite is one suite process: its environment, lane, clock, management cluster and run,
+// the failures it records and the diagnostics it streams.
+type Suite struct {
+	Name     string
+	Env      Env
+	Lane     *lane.Lane
+	Clock    *budget.Clock
+	Mgmt     *cluster.Cluster
+	Run      tenant.Run
+	Failures *Failures
+	// Log is where progress lines for people go: the orchestrator's console as details when
+	// it listens (EnvProgress), else the suite's output.
+	Log io.Writer
+
+	manifest *diag.Manifest
+	rec      *diag.Recorder
+	events   progress.Sink // nil when no orchestrator listens
+	// interrupt ends at the signal that interrupts the suite (interrupt.go).
+	interrupt context.Context
+}
+
+// Setup reads the lane, starts the clock at the job's start and connects to the management
+// cluster. name is the suite's name (suites/<name>), phases the lane phases it runs in on a
+// lane (its label filter decides which specs run). A lane without one of them, or with too
+// short a ceiling, gives a Suite whose only failure is of class configuration, and a
+// *ConfigurationError: the suite writes its reports (Finish) and runs nothing.
+func Setup(name string, env Env, phases func(*lane.Lane) ([]lane.PhaseNeed, error)) (*Suite, error) {
+	// The suite reports through Ginkgo and its evidence; controller-runtime's own log (client
+	// caches) is set explicitly so it does not print a stack trace into the output after 30 s.
+	ctrllog.SetLogger(logr.Discard())
+	l, err := lane.Load(env.LaneFile)
+	if err != nil {
+		return nil, err
+	}
+	run, err := tenant.NewRun(env.RunID)
+	if err != nil {
+		return nil, err
+	}
+	mgmt, err := cluster.FromKubeconfig("management", env.Kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	s := &Suite{Name: name, Env: env, Lane: l, Run: run, Mgmt: mgmt, Failures: NewFailures(), Log: os.Stdout,
+		manifest: diag.NewManifest()}
+	opts := budget.Options{JobStart: env.JobStart, Lane: l.Name}
+	em, err := progress.FromEnv(func(string) string { return env.Progress })
+	if err != nil {
+		return nil, err
+	}
+	if em != nil {
+		s.events = em.Emit
+		s.Log = progress.Lines(s.events)
+		opts.Observer = progress.ClockObserver(s.events)
+		s.Failures.Decided = func(f verdict.Failure) {
+			s.events(progress.Event{Kind: progress.Failure, Pool: f.Pool, Class: string(f.Class), Stage: f.Stage, Detail: f.Line()})
+		}
+	}
+	s.Clock = budget.New(l.Budget, opts)
+	s.watchInterrupt()
+	needs, err := phases(l)
+	if err != nil {
+		ce := &ConfigurationError{File: l.File, Err: fmt.Errorf("suite %s cannot run on this lane: %w", name, err)}
+		s.Failures.Add(verdict.Failure{Spec: "suite " + name, Class: verdict.Configuration, Message: ce.Error()})
+		return s, ce
+	}
+	if errs := l.CheckSuites(lane.SuiteCatalog{name: needs}); len(errs) > 0 {
+		ce := &ConfigurationError{File: l.File, Err: fmt.Errorf("suite %s cannot run on this lane: %w", name, errs)}
+		s.Failures.Add(verdict.Failure{Spec: "suite " + name, Class: verdict.Configuration, Message: ce.Error()})
+		return s, ce
+	}
+	return s, nil
+}
+
+// JoinProgress is a join's OnProgress: each change of a pool's stage or detail becomes a detail
+// event, with the replicas the pool wants (replicas, by pool) and how many are past its stage.
+// Nil when no orchestrator listens.
+func (s *Suite) JoinProgress(replicas map[string]int) func(join.Progress) {
+	if s.events == nil {
+		return nil
+	}
+	return func(p join.Progress) {
+		s.events(progress.Event{Kind: progress.Detail, Pool: p.Pool, Stage: string(p.Stage), Detail: p.Detail, Since: p.Since,
+			Replicas: replicas[p.Pool], Past: progress.PastOf(p.Detail), Suspects: progress.SuspectsOf(p.Suspects)})
+	}
+}
+
+// JoinLog is where a join's own progress lines go: nowhere when its OnProgress carries them.
+func (s *Suite) JoinLog() io.Writer {
+	if s.events != nil {
+		return nil
+	}
+	return s.Log
+}
+
+// ConfigurationError is a suite that cannot run its specs on this lane: the lane lacks a phase
+// the suite needs, or names something the suite does not know (testbed.ConfigurationError).
+type ConfigurationError = testbed.ConfigurationError
+
+// StartDiagnostics starts streaming the evidence of the tenant namespace: events, the
+// condition timeline and, for each pool given to WatchPool, its consoles.
+func (s *Suite) StartDiagnostics(ctx context.Context, namespace string) error {
+	red := diag.NewRedactor()
+	a, err := diag.NewArtifacts(s.Env.Artifacts, red, 0)
+	if err != nil {
+		return err
+	}
+	s.rec, err = diag.Start(ctx, diag.Options{Artifacts: a, Manifest: s.manifest, Process: "suite " + s.Name,
+		Management: s.Mgmt, Namespace: namespace})
+	if err != nil {
+		return fmt.Errorf("diagnostics: %w", err)
+	}
+	return nil
+}
+
+// Consoles is the run's console hub, which the diagnostics read the VMIs' consoles from; the
+// join judges the guests' boot from it too (join.Options.Consoles). Nil before
+// StartDiagnostics.
+func (s *Suite) Consoles() *serialconsole.Hub {
+	if s.rec == nil {
+		return nil
+	}
+	return s.rec.ConsoleHub()
+}
+
+// WatchPool attributes pool p's objects to its own folder from now on.
+func (s *Suite) WatchPool(p tenant.PoolNames) {
+	if s.rec != nil {
+		s.rec.WatchPool(p)
+	}
+}
+
+// WatchTenant streams the tenant cluster c of the conformance cluster app too, under
+// clusters/tenant/ for the lane's default cluster and clusters/tenant-<role>/ for another.
+func (s *Suite) WatchTenant(ctx context.Context, role string, app tenant.Names, c *cluster.Cluster) error {
+	if s.rec == nil {
+		return nil
+	}
+	return s.rec.SetTenant(ctx, TenantArtifacts(role), app, c)
+}
+
+// TenantArtifacts is the folder name (under clusters/) of the tenant cluster the lane calls role.
+func TenantArtifacts(role string) string {
+	if role == lane.DefaultCluster {
+		return diag.Tenant
+	}
+	return diag.Tenant + "-" + role
+}
+
+// Collect runs the on-failure collectors for pools, inside the lane's diagnostics reserve,
+// and returns the evidence they name for a failure of class at stage. After an interrupt it
+// runs none and records them declined.
+func (s *Suite) Collect(ctx context.Context, pools []tenant.PoolNames, class verdict.Class, stage string) []string {
+	if s.rec == nil || s.declineInterrupted("on-failure collectors", verdict.Label(class, stage)) {
+		return nil
+	}
+	dctx, cancel, _ := s.Clock.Diagnostics(ctx)
+	defer cancel()
+	r := s.rec.Collect(dctx, diag.CollectOptions{
+		Budget: diag.Budget{Clock: s.Clock, Reserve: s.Lane.Budget.DiagnosticsReserve.D()},
+		Pools:  pools, Class: class, Stage: join.Stage(stage),
+	})
+	return r.Evidence
+}
+
+// Finish stops the streams and writes failures.json, timings.json and manifest.json into the
+// suite's artifacts folder. It returns the first error and still tries every file.
+func (s *Suite) Finish() error {
+	if s.rec != nil {
+		s.rec.Stop()
+	}
+	var first error
+	keep := func(err error) {
+		if err != nil && first == nil {
+			first = err
+		}
+	}
+	if err := os.MkdirAll(s.Env.SuiteArtifacts, 0o755); err != nil {
+		return err
+	}
+	dir := s.Env.SuiteArtifacts
+	keep(verdict.WriteFailures(filepath.Join(dir, "failures.json"), s.Failures.All()))
+	keep(s.Clock.Timings().Write(filepath.Join(dir, "timings.json")))
+	keep(s.manifest.Write(filepath.Join(dir, "manifest.json")))
+	return first
+}
