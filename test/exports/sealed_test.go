@@ -5,7 +5,9 @@ import (
 	"go/parser"
 	"go/token"
 	"io/fs"
+	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -17,39 +19,15 @@ import (
 // internal/ package, which a module outside this one could neither name nor implement. A public
 // package may use internal/ packages in its bodies; its signatures are what other modules see.
 func TestPublicSignaturesNameNoInternalType(t *testing.T) {
-	root := filepath.Join("..", "..")
-	fset := token.NewFileSet()
 	var leaks []string
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(root, p)
-		if d.IsDir() {
-			switch d.Name() {
-			case ".git", "hack", "bin", "_artifacts", "testdata", "internal", "cmd", "test", "examples":
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
-			return nil
-		}
-		f, err := parser.ParseFile(fset, p, nil, parser.SkipObjectResolution)
-		if err != nil {
-			return err
-		}
+	eachProductionFile(t, []string{"internal", "cmd", "test", "examples", "hack"}, func(rel string, fset *token.FileSet, f *ast.File) {
 		if f.Name.Name == "main" {
-			return nil
+			return
 		}
 		for _, l := range leaksOf(fset, f) {
-			leaks = append(leaks, filepath.ToSlash(rel)+":"+l)
+			leaks = append(leaks, rel+":"+l)
 		}
-		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	sort.Strings(leaks)
 	for _, l := range leaks {
 		t.Errorf("%s: a public signature names an internal/ type; no module outside this one can name or implement it: make the type public, or keep the signature unexported", l)
@@ -208,5 +186,41 @@ func receiverName(e ast.Expr) string {
 		default:
 			return ""
 		}
+	}
+}
+
+// eachProductionFile parses every Go file of the module but its tests, the folders named skip,
+// testdata and the modules of their own below it (hack/tools/...), and hands each to do with its
+// path from the module's root.
+func eachProductionFile(t *testing.T, skip []string, do func(rel string, fset *token.FileSet, f *ast.File)) {
+	t.Helper()
+	root := filepath.Join("..", "..")
+	fset := token.NewFileSet()
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if n := d.Name(); n == ".git" || n == "bin" || n == "_artifacts" || n == "testdata" || slices.Contains(skip, n) {
+				return filepath.SkipDir
+			}
+			if _, err := os.Stat(filepath.Join(p, "go.mod")); err == nil && p != root {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(fset, p, nil, parser.SkipObjectResolution)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		do(filepath.ToSlash(rel), fset, f)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
