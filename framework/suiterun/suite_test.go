@@ -186,3 +186,20 @@ func TestEachFailureIsToldOnceWhenDecided(t *testing.T) {
 		t.Fatalf("told:\n%s\nwant:\n%s", strings.Join(told, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// A failed spec's Ginkgo state reaches verdict.Judge by its name: each state Judge tells apart
+// must be spelled as Ginkgo spells it, or Judge would take a timeout or a signal for a plain
+// failure.
+func TestGinkgoStatesAreJudgesEndings(t *testing.T) {
+	for state, want := range map[types.SpecState]verdict.Ending{
+		types.SpecStateFailed:      verdict.SpecFailed,
+		types.SpecStateInterrupted: verdict.SpecInterrupted,
+		types.SpecStatePanicked:    verdict.SpecPanicked,
+		types.SpecStateTimedout:    verdict.SpecTimedOut,
+		types.SpecStateAborted:     verdict.SpecAborted,
+	} {
+		if got := verdict.Ending(state.String()); got != want {
+			t.Errorf("Ginkgo's %v is %q; verdict.Judge tells it apart as %q", state, got, want)
+		}
+	}
+}
