@@ -14,7 +14,6 @@ import (
 	"github.com/cozystack/cozy-e2e/framework/cluster"
 	"github.com/cozystack/cozy-e2e/framework/join"
 	"github.com/cozystack/cozy-e2e/framework/lane"
-	"github.com/cozystack/cozy-e2e/framework/serialconsole"
 	"github.com/cozystack/cozy-e2e/framework/tenant"
 	"github.com/cozystack/cozy-e2e/framework/testbed"
 	"github.com/cozystack/cozy-e2e/framework/verdict"
@@ -37,8 +36,10 @@ type Suite struct {
 	Log io.Writer
 
 	manifest *diag.Manifest
-	rec      *diag.Recorder
-	events   progress.Sink // nil when no orchestrator listens
+	// stream is the suite's streaming diagnostics, which the testbed starts and feeds
+	// (testbed.Options.Diagnostics) and Collect and Finish use.
+	stream *diag.TenantStream
+	events progress.Sink // nil when no orchestrator listens
 	// interrupt ends at the signal that interrupts the suite (interrupt.go).
 	interrupt context.Context
 }
@@ -66,6 +67,7 @@ func Setup(name string, env Env, phases func(*lane.Lane) ([]lane.PhaseNeed, erro
 	}
 	s := &Suite{Name: name, Env: env, Lane: l, Run: run, Mgmt: mgmt, Failures: NewFailures(), Log: os.Stdout,
 		manifest: diag.NewManifest()}
+	s.stream = diag.NewTenantStream(env.Artifacts, s.manifest, "suite "+name, mgmt, lane.DefaultCluster)
 	opts := budget.Options{JobStart: env.JobStart, Lane: l.Name}
 	em, err := progress.FromEnv(func(string) string { return env.Progress })
 	if err != nil {
@@ -120,66 +122,17 @@ func (s *Suite) JoinLog() io.Writer {
 // the suite needs, or names something the suite does not know (testbed.ConfigurationError).
 type ConfigurationError = testbed.ConfigurationError
 
-// StartDiagnostics starts streaming the evidence of the tenant namespace: events, the
-// condition timeline and, for each pool given to WatchPool, its consoles.
-func (s *Suite) StartDiagnostics(ctx context.Context, namespace string) error {
-	red := diag.NewRedactor()
-	a, err := diag.NewArtifacts(s.Env.Artifacts, red, 0)
-	if err != nil {
-		return err
-	}
-	s.rec, err = diag.Start(ctx, diag.Options{Artifacts: a, Manifest: s.manifest, Process: "suite " + s.Name,
-		Management: s.Mgmt, Namespace: namespace})
-	if err != nil {
-		return fmt.Errorf("diagnostics: %w", err)
-	}
-	return nil
-}
-
-// Consoles is the run's console hub, which the diagnostics read the VMIs' consoles from; the
-// join judges the guests' boot from it too (join.Options.Consoles). Nil before
-// StartDiagnostics.
-func (s *Suite) Consoles() *serialconsole.Hub {
-	if s.rec == nil {
-		return nil
-	}
-	return s.rec.ConsoleHub()
-}
-
-// WatchPool attributes pool p's objects to its own folder from now on.
-func (s *Suite) WatchPool(p tenant.PoolNames) {
-	if s.rec != nil {
-		s.rec.WatchPool(p)
-	}
-}
-
-// WatchTenant streams the tenant cluster c of the conformance cluster app too, under
-// clusters/tenant/ for the lane's default cluster and clusters/tenant-<role>/ for another.
-func (s *Suite) WatchTenant(ctx context.Context, role string, app tenant.Names, c *cluster.Cluster) error {
-	if s.rec == nil {
-		return nil
-	}
-	return s.rec.SetTenant(ctx, TenantArtifacts(role), app, c)
-}
-
-// TenantArtifacts is the folder name (under clusters/) of the tenant cluster the lane calls role.
-func TenantArtifacts(role string) string {
-	if role == lane.DefaultCluster {
-		return diag.Tenant
-	}
-	return diag.Tenant + "-" + role
-}
-
 // Collect runs the on-failure collectors for pools, inside the lane's diagnostics reserve,
 // and returns the evidence they name for a failure of class at stage. After an interrupt it
 // runs none and records them declined.
 func (s *Suite) Collect(ctx context.Context, pools []tenant.PoolNames, class verdict.Class, stage string) []string {
-	if s.rec == nil || s.declineInterrupted("on-failure collectors", verdict.Label(class, stage)) {
+	rec := s.stream.Recorder()
+	if rec == nil || s.declineInterrupted("on-failure collectors", verdict.Label(class, stage)) {
 		return nil
 	}
 	dctx, cancel, _ := s.Clock.Diagnostics(ctx)
 	defer cancel()
-	r := s.rec.Collect(dctx, diag.CollectOptions{
+	r := rec.Collect(dctx, diag.CollectOptions{
 		Budget: diag.Budget{Clock: s.Clock, Reserve: s.Lane.Budget.DiagnosticsReserve.D()},
 		Pools:  pools, Class: class, Stage: join.Stage(stage),
 	})
@@ -189,9 +142,7 @@ func (s *Suite) Collect(ctx context.Context, pools []tenant.PoolNames, class ver
 // Finish stops the streams and writes failures.json, timings.json and manifest.json into the
 // suite's artifacts folder. It returns the first error and still tries every file.
 func (s *Suite) Finish() error {
-	if s.rec != nil {
-		s.rec.Stop()
-	}
+	s.stream.Stop()
 	var first error
 	keep := func(err error) {
 		if err != nil && first == nil {

@@ -45,7 +45,7 @@ func (w *World) T() *testing.T { return w.t }
 func newWorld(s *Suite) *World {
 	w := &World{Suite: s}
 	w.Tenant = testbed.New(testbed.Options{Management: s.Mgmt, Lane: s.Lane, Clock: s.Clock, Run: s.Run, Log: s.Log,
-		Diagnostics: s, JoinLog: s.JoinLog(), OnProgress: s.JoinProgress(s.replicas()), Platform: w.platformOutages})
+		Diagnostics: s.stream, JoinLog: s.JoinLog(), OnProgress: s.JoinProgress(s.replicas()), Platform: w.platformOutages})
 	return w
 }
 

@@ -43,8 +43,10 @@ type Options struct {
 	Platform func(context.Context) []string
 }
 
-// Diagnostics is what streams a tenant's evidence (a suite's collectors): from the tenant
-// namespace's creation, then each pool's objects and consoles, then each tenant cluster.
+// Diagnostics is what streams a tenant's evidence: from the tenant namespace's creation, then
+// each pool's objects and consoles, then each tenant cluster. The tenant is handed it as a
+// value (Options.Diagnostics) and tells it what came up; it is the suite's stream, not the
+// suite (suiterun hands over its diagnostics' stream, which calls nothing back).
 type Diagnostics interface {
 	StartDiagnostics(ctx context.Context, namespace string) error
 	WatchPool(p tenant.PoolNames)
