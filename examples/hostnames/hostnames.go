@@ -1,6 +1,6 @@
 // Package hostnames is an example suite whose one check is a feature written with
 // sigs.k8s.io/e2e-framework's builder (features.New(...).Assess(...).Feature()), run on every
-// pool against its tenant cluster by the harness's adapter (framework/suiterun/e2eframework): each worker
+// pool against its tenant cluster by the harness's adapter (suites/suiterun/e2eframework): each worker
 // Node of the pool is Ready and is the one Node its kubernetes.io/hostname label selects, the
 // selector a workload pins itself to a Node with (a nodeSelector on kubernetes.io/hostname).
 // docs/writing-a-suite.md walks through it.
@@ -18,7 +18,7 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/features"
 	"sigs.k8s.io/e2e-framework/pkg/types"
 
-	"github.com/cozystack/cozy-e2e/framework/suiterun/e2eframework"
+	"github.com/cozystack/cozy-e2e/suites/suiterun/e2eframework"
 )
 
 // Phase is the lane phase the feature runs in, once per pool (suite.yaml: perPool).

@@ -4,8 +4,8 @@ import (
 	"context"
 	"testing"
 
-	"github.com/cozystack/cozy-e2e/framework/suiterun"
-	"github.com/cozystack/cozy-e2e/framework/suiterun/e2eframework"
+	"github.com/cozystack/cozy-e2e/suites/suiterun"
+	"github.com/cozystack/cozy-e2e/suites/suiterun/e2eframework"
 )
 
 // TestHostnames is the suite: the harness's join spec on every pool, then the feature on every

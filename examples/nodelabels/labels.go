@@ -15,15 +15,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cozystack/cozy-e2e/framework/join"
-	"github.com/cozystack/cozy-e2e/framework/specs"
 	"github.com/cozystack/cozy-e2e/framework/verdict"
+	"github.com/cozystack/cozy-e2e/suites/suiterun"
 )
 
 // Phase is the lane phase the spec runs in, once per pool (suite.yaml: perPool).
 const Phase = "labels"
 
 // StageLabelled is the spec's one stage: every worker Node of the pool carries the labels.
-const StageLabelled specs.Stage = "labelled"
+const StageLabelled suiterun.Stage = "labelled"
 
 // WellKnown are the labels the kubelet sets on its Node when it registers (k8s.io/api v0.35.4
 // core/v1/well_known_labels.go:20, 45-46; k8s.io/kubernetes v1.35.4
@@ -33,7 +33,7 @@ var WellKnown = []string{corev1.LabelHostname, corev1.LabelOSStable, corev1.Labe
 // Input is what Spec acts on: the world's lifecycle (the pools' joins, the clock, where
 // failures are noted) and one pool.
 type Input struct {
-	Lifecycle specs.Lifecycle
+	Lifecycle suiterun.Lifecycle
 	Pool      join.Pool
 }
 

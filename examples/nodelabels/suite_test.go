@@ -6,7 +6,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 
-	"github.com/cozystack/cozy-e2e/framework/suiterun"
+	"github.com/cozystack/cozy-e2e/suites/suiterun"
 )
 
 // TestNodeLabels is the suite: suiterun.Run brings the tenant and its pools up, runs the specs,

@@ -29,7 +29,7 @@ type PhaseNeed struct {
 	// (a ceiling counted from less would not hold the wait).
 	Fixed map[string]FixedTimeout
 	// PerPool says the suite enters the phase once per pool of the lane, each time with the
-	// phase's full ceiling (specs.Lifecycle.OnPool in a loop over the pools): the budget
+	// phase's full ceiling (suiterun.Lifecycle.OnPool in a loop over the pools): the budget
 	// counts its ceiling as often.
 	PerPool bool
 	// Cluster is the conformance cluster the phase acts on (the cluster of the pool a

@@ -1,5 +1,5 @@
 // Package testbed is the tenant a spec runs on, and its life: framework/join follows its pools
-// and framework/specs act on it (fixtures/, a different thing, is the YAML the sim installs).
+// and suites/suiterun act on it (fixtures/, a different thing, is the YAML the sim installs).
 //
 // It is a library any Ginkgo suite (or plain Go test) can use: New makes a Tenant from the lane; Tenant.Up creates the run's Tenant
 // app, the lane's classes and the tenant Kubernetes clusters with the lane's pools and waits for

@@ -35,7 +35,7 @@ func ExampleReadVerdict() {
 	// md0 product-assertion labelled
 }
 
-// A check a spec could not judge is skipped with its reason (specs.SkipCheck): the run still
+// A check a spec could not judge is skipped with its reason (suiterun.SkipCheck): the run still
 // passes, and the verdict lists the check with why it was skipped.
 func ExampleSkip() {
 	v := verdict.Decide(verdict.Input{Lane: "sim-mysuite", Skipped: []verdict.Skip{

@@ -34,7 +34,7 @@ func Carried(err error) (Judgement, bool) {
 
 // Ending is how a failed spec ended, as the test runner reports it: the values are Ginkgo's
 // own names of its failure states (github.com/onsi/ginkgo/v2 v2.34.0 types/types.go:772-775),
-// which framework/suiterun passes on as they are.
+// which suites/suiterun passes on as they are.
 type Ending string
 
 // The endings Judge tells apart; any other is SpecFailed.

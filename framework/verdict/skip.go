@@ -8,7 +8,7 @@ import (
 
 // SkipEntry is the name of the report entry (Ginkgo's AddReportEntry, a property of the spec's
 // testcase in the suite's junit.xml) that carries one skipped check of a spec, as a Skip in
-// JSON: specs.SkipCheck writes it, the run's reports read it.
+// JSON: suiterun.SkipCheck writes it, the run's reports read it.
 const SkipEntry = "skipped-check"
 
 // Skip is one check inside a spec that the spec could not judge and skipped, with the reason;

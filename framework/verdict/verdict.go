@@ -109,7 +109,7 @@ type Input struct {
 	Policy Policy
 	// Failures of the harness and every suite.
 	Failures []Failure
-	// Skipped are the checks the suites' specs skipped (specs.SkipCheck).
+	// Skipped are the checks the suites' specs skipped (suiterun.SkipCheck).
 	Skipped []Skip
 	// Interrupted is set when the run was stopped by a signal; Signal names it.
 	Interrupted bool

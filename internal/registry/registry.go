@@ -12,12 +12,12 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/cozystack/cozy-e2e/framework/lane"
-	"github.com/cozystack/cozy-e2e/framework/suiterun"
 	"github.com/cozystack/cozy-e2e/framework/tenant"
 	"github.com/cozystack/cozy-e2e/internal/laneplan"
 	"github.com/cozystack/cozy-e2e/internal/sim/capacity"
 	"github.com/cozystack/cozy-e2e/internal/sim/world"
 	"github.com/cozystack/cozy-e2e/suites/kubernetes"
+	"github.com/cozystack/cozy-e2e/suites/suiterun"
 )
 
 // Suite is one suite the harness can run, as data: its name, the phases it needs of a lane

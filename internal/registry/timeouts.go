@@ -4,9 +4,9 @@ import (
 	"fmt"
 
 	"github.com/cozystack/cozy-e2e/framework/lane"
-	"github.com/cozystack/cozy-e2e/framework/specs"
 	"github.com/cozystack/cozy-e2e/internal/laneplan"
 	"github.com/cozystack/cozy-e2e/suites/kubernetes"
+	"github.com/cozystack/cozy-e2e/suites/suiterun"
 )
 
 // LifecycleTimeoutLines say, for each lifecycle phase the lane's suites run, the ceiling
@@ -21,7 +21,7 @@ func LifecycleTimeoutLines(l *lane.Lane) []string {
 	}
 	var out []string
 	for _, n := range needs {
-		if len(n.Waits) == 0 || n.Name == specs.PhaseDeletion {
+		if len(n.Waits) == 0 || n.Name == suiterun.PhaseDeletion {
 			continue
 		}
 		p, ok := l.Budget.Phase(n.Name)
@@ -36,7 +36,7 @@ func LifecycleTimeoutLines(l *lane.Lane) []string {
 				continue
 			}
 			seen[w] = true
-			out = append(out, fmt.Sprintf("  %s %s: %s", w, p.Timeouts[w], specs.TimeoutHolder(w)))
+			out = append(out, fmt.Sprintf("  %s %s: %s", w, p.Timeouts[w], suiterun.TimeoutHolder(w)))
 		}
 	}
 	if len(out) == 0 {
@@ -44,7 +44,7 @@ func LifecycleTimeoutLines(l *lane.Lane) []string {
 	}
 	return append(out,
 		"each spec reads its pool's MachineHealthCheck as the installed platform renders it (reported as \"installed MachineHealthCheck\"), sets what differs and fails as configuration when the platform does not take it",
-		specs.ReadyFalseNote())
+		suiterun.ReadyFalseNote())
 }
 
 // lifecycleSection is the plan's section of lifecycle timeouts, nil when there are none.

@@ -203,7 +203,7 @@ func caseSkips(c Case) []verdict.Skip {
 	return out
 }
 
-// Skips are the checks the specs of a suite's report skipped (specs.SkipCheck), in order.
+// Skips are the checks the specs of a suite's report skipped (suiterun.SkipCheck), in order.
 func Skips(s *Suites) []verdict.Skip {
 	if s == nil {
 		return nil

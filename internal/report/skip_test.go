@@ -10,7 +10,7 @@ import (
 )
 
 // skippedJUnit is what Ginkgo writes for a passed spec that skipped one check: the check is a
-// report entry (specs.SkipCheck), a property of the spec's testcase with its value in JSON.
+// report entry (suiterun.SkipCheck), a property of the spec's testcase with its value in JSON.
 const skippedJUnit = `<?xml version="1.0" encoding="UTF-8"?>
 <testsuites tests="1" disabled="0" errors="0" failures="0" time="2.5">
   <testsuite name="mysuite" package="/tmp/mysuite" tests="1" disabled="0" skipped="0" errors="0" failures="0" time="2.5">

@@ -5,7 +5,7 @@ import (
 	"strings"
 
 	"github.com/cozystack/cozy-e2e/framework/lane"
-	"github.com/cozystack/cozy-e2e/framework/specs"
+	"github.com/cozystack/cozy-e2e/suites/suiterun"
 )
 
 // Peak is the most worker VMs the suite runs at once on a lane, and when.
@@ -20,7 +20,7 @@ type Peak struct {
 // filter selects adds (they run one after another, each pool back at its size after its
 // phase):
 //   - remediation: one replacement, created while the broken Machine is still being deleted;
-//   - scaling: the pool grown to specs.ScaleSize;
+//   - scaling: the pool grown to suiterun.ScaleSize;
 //   - rollout: the MachineDeployment's maxSurge, which the chart renders as the pool's
 //     maxReplicas (cozystack v1.6.1 packages/apps/kubernetes/templates/cluster.yaml:777), and
 //     the harness pins maxReplicas to the pool's replicas (tenant.NodeGroup).
@@ -39,19 +39,19 @@ func PeakWorkers(l *lane.Lane) (Peak, error) {
 		if !on {
 			return
 		}
-		p := l.Pools[specs.LanePoolFor(l.Pools, spec)]
+		p := l.Pools[suiterun.LanePoolFor(l.Pools, spec)]
 		n, what := extra(p)
 		extras = append(extras, fmt.Sprintf("%s +%d (%s)", spec, n, what))
 		most = max(most, n)
 	}
-	add(sel.Remediation, specs.PhaseRemediation, func(p lane.Pool) (int, string) {
+	add(sel.Remediation, suiterun.PhaseRemediation, func(p lane.Pool) (int, string) {
 		return 1, "a replacement in pool " + p.Name
 	})
-	add(sel.Scaling, specs.PhaseScaling, func(p lane.Pool) (int, string) {
-		to := specs.ScaleSize(p.Replicas)
+	add(sel.Scaling, suiterun.PhaseScaling, func(p lane.Pool) (int, string) {
+		to := suiterun.ScaleSize(p.Replicas)
 		return to - p.Replicas, fmt.Sprintf("pool %s from %d to %d", p.Name, p.Replicas, to)
 	})
-	add(sel.Rollout, specs.PhaseRollout, func(p lane.Pool) (int, string) {
+	add(sel.Rollout, suiterun.PhaseRollout, func(p lane.Pool) (int, string) {
 		return p.Replicas, fmt.Sprintf("pool %s surges by maxSurge = maxReplicas = %d", p.Name, p.Replicas)
 	})
 	if len(extras) > 0 {

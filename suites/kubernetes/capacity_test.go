@@ -7,7 +7,7 @@ import (
 
 	"github.com/cozystack/cozy-e2e/framework/join"
 	"github.com/cozystack/cozy-e2e/framework/lane"
-	"github.com/cozystack/cozy-e2e/framework/specs"
+	"github.com/cozystack/cozy-e2e/suites/suiterun"
 )
 
 // The kind lifecycle lane runs eleven workers in its pools (the join clusters' 3 + 3 and the
@@ -39,7 +39,7 @@ func TestPeakWorkersOfTheLifecycleLane(t *testing.T) {
 	// A rollout of a larger pool surges by all of its workers.
 	l.Suites[0].LabelFilter = ""
 	for i := range l.Pools {
-		if l.Pools[i].Lifecycle == specs.PhaseRollout {
+		if l.Pools[i].Lifecycle == suiterun.PhaseRollout {
 			l.Pools[i].Replicas = 4
 		}
 	}
@@ -53,14 +53,14 @@ func TestLanePoolForPicksAsPoolFor(t *testing.T) {
 	for _, pools := range [][]lane.Pool{
 		{{Name: "a", Replicas: 1}, {Name: "b", Replicas: 3}, {Name: "c", Replicas: 1}},
 		{{Name: "a", Replicas: 2}, {Name: "b", Replicas: 2}},
-		{{Name: "a", Replicas: 2}, {Name: "b", Replicas: 1, Lifecycle: specs.PhaseRollout}, {Name: "c", Replicas: 5}},
+		{{Name: "a", Replicas: 2}, {Name: "b", Replicas: 1, Lifecycle: suiterun.PhaseRollout}, {Name: "c", Replicas: 5}},
 	} {
 		var fps []join.Pool
 		for _, p := range pools {
 			fps = append(fps, join.Pool{Spec: p})
 		}
-		for _, spec := range []string{specs.PhaseRemediation, specs.PhaseScaling, specs.PhaseRollout} {
-			if got, want := pools[specs.LanePoolFor(pools, spec)].Name, specs.PoolFor(fps, spec).Name(); got != want {
+		for _, spec := range []string{suiterun.PhaseRemediation, suiterun.PhaseScaling, suiterun.PhaseRollout} {
+			if got, want := pools[suiterun.LanePoolFor(pools, spec)].Name, suiterun.PoolFor(fps, spec).Name(); got != want {
 				t.Errorf("%s over %+v: LanePoolFor picks %s, PoolFor %s", spec, pools, got, want)
 			}
 		}

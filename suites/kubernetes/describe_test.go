@@ -9,9 +9,8 @@ import (
 
 	"github.com/cozystack/cozy-e2e/framework/join"
 	"github.com/cozystack/cozy-e2e/framework/lane"
-	"github.com/cozystack/cozy-e2e/framework/specs"
-	"github.com/cozystack/cozy-e2e/framework/suiterun"
 	"github.com/cozystack/cozy-e2e/framework/testbed"
+	"github.com/cozystack/cozy-e2e/suites/suiterun"
 )
 
 // describe wires the specs into the suite's container (suiterun.Run brings the tenant up before
@@ -41,11 +40,11 @@ func (r *refusals) describe(w *suiterun.World) {
 		on    bool
 		pool  join.Pool
 	}{
-		{specs.PhaseRemediation, sel.Remediation, specs.PoolFor(t.Pools, specs.PhaseRemediation)},
-		{specs.PhaseScaling, sel.Scaling, specs.PoolFor(t.Pools, specs.PhaseScaling)},
-		{specs.PhaseRollout, sel.Rollout, specs.PoolFor(t.Pools, specs.PhaseRollout)},
+		{suiterun.PhaseRemediation, sel.Remediation, suiterun.PoolFor(t.Pools, suiterun.PhaseRemediation)},
+		{suiterun.PhaseScaling, sel.Scaling, suiterun.PoolFor(t.Pools, suiterun.PhaseScaling)},
+		{suiterun.PhaseRollout, sel.Rollout, suiterun.PoolFor(t.Pools, suiterun.PhaseRollout)},
 	}
-	refusalsOwn := w.Lane.OwnPhase(lane.RefusalCluster, specs.PhaseRefusals)
+	refusalsOwn := w.Lane.OwnPhase(lane.RefusalCluster, suiterun.PhaseRefusals)
 	if refusalsOwn {
 		r.describeRefusals(ctx, w)
 	}
@@ -61,8 +60,8 @@ func (r *refusals) describe(w *suiterun.World) {
 		}
 	}
 	w.JoinSpecsOf(ctx, func(p join.Pool) bool { return !w.Lane.OwnPhase(p.App.Role, testbed.PhasePools) })
-	specs.MachineDeploymentVersionsSpec(ctx, func() specs.MachineDeploymentVersionsSpecInput {
-		return specs.MachineDeploymentVersionsSpecInput{Management: w.Mgmt, Pool: t.Pools[0].Names, Before: w.EndPools}
+	suiterun.MachineDeploymentVersionsSpec(ctx, func() suiterun.MachineDeploymentVersionsSpecInput {
+		return suiterun.MachineDeploymentVersionsSpecInput{Management: w.Mgmt, Pool: t.Pools[0].Names, Before: w.EndPools}
 	})
 	if !refusalsOwn {
 		r.describeRefusals(ctx, w)
@@ -74,9 +73,9 @@ func (r *refusals) describe(w *suiterun.World) {
 	}
 	if sel.Deletion {
 		Describe("lifecycle", Label(LabelLifecycle), func() {
-			Describe("the tenant", Label(specs.PhaseDeletion), func() {
-				specs.DeletionSpec(ctx, func() specs.DeletionSpecInput {
-					return specs.DeletionSpecInput{Lifecycle: w.InPhase(), Keep: func() (bool, string) { return w.Keeps(false) },
+			Describe("the tenant", Label(suiterun.PhaseDeletion), func() {
+				suiterun.DeletionSpec(ctx, func() suiterun.DeletionSpecInput {
+					return suiterun.DeletionSpecInput{Lifecycle: w.InPhase(), Keep: func() (bool, string) { return w.Keeps(false) },
 						BeforeDelete: w.ClusterTrees}
 				})
 			})
@@ -101,9 +100,9 @@ func timelines(l *lane.Lane) []string {
 // describeRefusals registers the refusal specs.
 func (r *refusals) describeRefusals(ctx context.Context, w *suiterun.World) {
 	Describe("refusals", Ordered, Label(LabelRefusals), func() {
-		specs.RefusalsSpec(ctx, func() specs.RefusalsSpecInput {
-			return specs.RefusalsSpecInput{Management: w.Mgmt, Platform: w.Tenant.Platform, Clock: w.Clock, Lane: w.Lane, Run: w.Run,
-				Cluster: r.names, Created: r.created, Before: w.Before(specs.PhaseRefusals, lane.RefusalCluster), Failures: w.Failures}
+		suiterun.RefusalsSpec(ctx, func() suiterun.RefusalsSpecInput {
+			return suiterun.RefusalsSpecInput{Management: w.Mgmt, Platform: w.Tenant.Platform, Clock: w.Clock, Lane: w.Lane, Run: w.Run,
+				Cluster: r.names, Created: r.created, Before: w.Before(suiterun.PhaseRefusals, lane.RefusalCluster), Failures: w.Failures}
 		})
 	})
 }
@@ -113,17 +112,17 @@ func describeLifecycle(ctx context.Context, w *suiterun.World, phase string, p j
 	Describe("lifecycle", Label(LabelLifecycle), func() {
 		Describe(fmt.Sprintf("pool %s", p.Name()), Label(phase), func() {
 			switch phase {
-			case specs.PhaseRemediation:
-				specs.RemediationSpec(ctx, func() specs.RemediationSpecInput {
-					return specs.RemediationSpecInput{Lifecycle: w.InPhaseOn(phase, p), Pool: p, MaxUnhealthy: "100%"}
+			case suiterun.PhaseRemediation:
+				suiterun.RemediationSpec(ctx, func() suiterun.RemediationSpecInput {
+					return suiterun.RemediationSpecInput{Lifecycle: w.InPhaseOn(phase, p), Pool: p, MaxUnhealthy: "100%"}
 				})
-			case specs.PhaseScaling:
-				specs.ScalingSpec(ctx, func() specs.ScalingSpecInput {
-					return specs.ScalingSpecInput{Lifecycle: w.InPhaseOn(phase, p), Pool: p, To: specs.ScaleTo(p)}
+			case suiterun.PhaseScaling:
+				suiterun.ScalingSpec(ctx, func() suiterun.ScalingSpecInput {
+					return suiterun.ScalingSpecInput{Lifecycle: w.InPhaseOn(phase, p), Pool: p, To: suiterun.ScaleTo(p)}
 				})
-			case specs.PhaseRollout:
-				specs.RolloutSpec(ctx, func() specs.RolloutSpecInput {
-					return specs.RolloutSpecInput{Lifecycle: w.InPhaseOn(phase, p), Pool: p, Change: specs.CPUChange()}
+			case suiterun.PhaseRollout:
+				suiterun.RolloutSpec(ctx, func() suiterun.RolloutSpecInput {
+					return suiterun.RolloutSpecInput{Lifecycle: w.InPhaseOn(phase, p), Pool: p, Change: suiterun.CPUChange()}
 				})
 			}
 		})

@@ -6,8 +6,8 @@ import (
 	"github.com/onsi/ginkgo/v2/types"
 
 	"github.com/cozystack/cozy-e2e/framework/lane"
-	"github.com/cozystack/cozy-e2e/framework/specs"
 	"github.com/cozystack/cozy-e2e/framework/testbed"
+	"github.com/cozystack/cozy-e2e/suites/suiterun"
 )
 
 // Name is the suite's name (suites/<name>, lanes' suites[].name).
@@ -43,10 +43,10 @@ func Select(l *lane.Lane) (Selection, error) {
 	on := func(labels ...string) bool { return match(append([]string{"lane:" + l.Name}, labels...)) }
 	return Selection{
 		Refusals:    on(LabelRefusals),
-		Remediation: on(LabelLifecycle, specs.PhaseRemediation),
-		Scaling:     on(LabelLifecycle, specs.PhaseScaling),
-		Rollout:     on(LabelLifecycle, specs.PhaseRollout),
-		Deletion:    on(LabelLifecycle, specs.PhaseDeletion),
+		Remediation: on(LabelLifecycle, suiterun.PhaseRemediation),
+		Scaling:     on(LabelLifecycle, suiterun.PhaseScaling),
+		Rollout:     on(LabelLifecycle, suiterun.PhaseRollout),
+		Deletion:    on(LabelLifecycle, suiterun.PhaseDeletion),
 	}, nil
 }
 
@@ -61,27 +61,27 @@ func Phases(l *lane.Lane) ([]lane.PhaseNeed, error) {
 	}
 	out := []lane.PhaseNeed{{Name: testbed.PhaseTenant}, {Name: testbed.PhasePools}}
 	if sel.Refusals {
-		out = append(out, lane.PhaseNeed{Name: specs.PhaseRefusals, Cluster: lane.RefusalCluster})
+		out = append(out, lane.PhaseNeed{Name: suiterun.PhaseRefusals, Cluster: lane.RefusalCluster})
 	}
 	// A lifecycle spec acts on one pool: on a budget with timelines, its phase is on the
 	// timeline of that pool's cluster (or shared).
 	on := func(n lane.PhaseNeed) lane.PhaseNeed {
 		if len(l.Pools) > 0 {
-			n.Cluster = l.Pools[specs.LanePoolFor(l.Pools, n.Name)].ClusterName()
+			n.Cluster = l.Pools[suiterun.LanePoolFor(l.Pools, n.Name)].ClusterName()
 		}
 		return n
 	}
 	if sel.Remediation {
-		out = append(out, on(specs.RemediationPhase()))
+		out = append(out, on(suiterun.RemediationPhase()))
 	}
 	if sel.Scaling {
-		out = append(out, on(specs.ScalingPhase()))
+		out = append(out, on(suiterun.ScalingPhase()))
 	}
 	if sel.Rollout {
-		out = append(out, on(specs.RolloutPhase()))
+		out = append(out, on(suiterun.RolloutPhase()))
 	}
 	if sel.Deletion {
-		out = append(out, specs.DeletionPhase())
+		out = append(out, suiterun.DeletionPhase())
 	}
 	return append(out, lane.PhaseNeed{Name: testbed.PhaseTeardown, Shared: true}), nil
 }

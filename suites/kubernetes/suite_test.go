@@ -5,9 +5,8 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/cozystack/cozy-e2e/framework/specs"
-	"github.com/cozystack/cozy-e2e/framework/suiterun"
 	"github.com/cozystack/cozy-e2e/framework/tenant"
+	"github.com/cozystack/cozy-e2e/suites/suiterun"
 )
 
 // TestKubernetes runs the suite under the orchestrator, which sets the E2E_* environment.
@@ -28,6 +27,6 @@ type refusals struct {
 // render creates the refusal cluster in the pools phase, when the lane's filter runs the refusals.
 func (r *refusals) render(ctx context.Context, w *suiterun.World) {
 	if r.sel.Refusals {
-		r.created = w.Tenant.CreateCluster(ctx, specs.RefusalCluster(r.names, w.Lane.Kubernetes.Version))
+		r.created = w.Tenant.CreateCluster(ctx, suiterun.RefusalCluster(r.names, w.Lane.Kubernetes.Version))
 	}
 }

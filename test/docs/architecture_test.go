@@ -12,6 +12,8 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/cozystack/cozy-e2e/internal/registry"
 )
 
 var update = flag.Bool("update", false, "rewrite docs/architecture.md's generated package table (make architecture-doc)")
@@ -78,7 +80,10 @@ func packageTable(root string) (string, error) {
 			where = "command"
 		case strings.HasPrefix(p.dir, "test/") || strings.HasPrefix(p.dir, "hack/"):
 			where = "test or tool"
-		case !strings.Contains("/"+p.dir+"/", "/internal/") && !strings.HasPrefix(p.dir, "suites/") && !strings.HasPrefix(p.dir, "examples/"):
+		case isSuite(p.dir):
+			// A suite the orchestrator runs; suites/suiterun, what every suite runs on, is public.
+			where = "suite"
+		case !strings.Contains("/"+p.dir+"/", "/internal/") && !strings.HasPrefix(p.dir, "examples/"):
 			where = "public"
 			public++
 			names += p.exported
@@ -95,6 +100,17 @@ func packageTable(root string) (string, error) {
 	sb.WriteString("| package | kind | what it holds (the first sentence of its doc comment) |\n| --- | --- | --- |\n")
 	sb.WriteString(strings.Join(rows, "\n") + "\n")
 	return sb.String(), nil
+}
+
+// isSuite reports whether the folder (from the module's root) is a built-in suite's, one a lane
+// names (registry.Builtin).
+func isSuite(dir string) bool {
+	for _, s := range registry.Builtin() {
+		if dir == "suites/"+s.Name {
+			return true
+		}
+	}
+	return false
 }
 
 // readPackages parses the package clause, doc comment and top-level declarations of every Go

@@ -3,6 +3,7 @@ package exports
 import (
 	"go/ast"
 	"go/token"
+	"strings"
 	"testing"
 )
 
@@ -28,5 +29,26 @@ func TestNoProductionFunctionIsLong(t *testing.T) {
 	})
 	if funcs < 1000 {
 		t.Errorf("read %d functions; the module has more than 1000", funcs)
+	}
+}
+
+// TestFrameworkReturnsErrors holds framework/ to what design.md says of it: the Go library
+// returns errors, so no production file there imports Ginkgo or Gomega. The Ginkgo half (a
+// suite's run and the specs it wires) is suites/suiterun.
+func TestFrameworkReturnsErrors(t *testing.T) {
+	files := 0
+	eachProductionFile(t, nil, func(rel string, fset *token.FileSet, f *ast.File) {
+		if !strings.HasPrefix(rel, "framework/") {
+			return
+		}
+		files++
+		for _, imp := range f.Imports {
+			if p := strings.Trim(imp.Path.Value, `"`); strings.HasPrefix(p, "github.com/onsi/") {
+				t.Errorf("%s imports %s: framework/ returns errors; a spec or an assertion belongs in suites/suiterun", rel, p)
+			}
+		}
+	})
+	if files < 60 {
+		t.Errorf("read %d production files under framework/; it has more than 60", files)
 	}
 }

@@ -69,16 +69,16 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cozystack/cozy-e2e/framework/join"
-	"github.com/cozystack/cozy-e2e/framework/specs"
 	"github.com/cozystack/cozy-e2e/framework/verdict"
+	"github.com/cozystack/cozy-e2e/suites/suiterun"
 )
 
 const Phase = "kubelets"
 
-const StageMinor specs.Stage = "kubelet-minor"
+const StageMinor suiterun.Stage = "kubelet-minor"
 
 type Input struct {
-	Lifecycle specs.Lifecycle
+	Lifecycle suiterun.Lifecycle
 	Pool      join.Pool
 }
 
@@ -113,7 +113,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 
-	"github.com/cozystack/cozy-e2e/framework/suiterun"
+	"github.com/cozystack/cozy-e2e/suites/suiterun"
 )
 
 func TestMySuite(t *testing.T) {

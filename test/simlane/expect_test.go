@@ -4,10 +4,10 @@ import (
 	"github.com/cozystack/cozy-e2e/framework/join"
 	"github.com/cozystack/cozy-e2e/framework/lane"
 	"github.com/cozystack/cozy-e2e/framework/osfamily"
-	"github.com/cozystack/cozy-e2e/framework/specs"
 	"github.com/cozystack/cozy-e2e/framework/verdict"
 	"github.com/cozystack/cozy-e2e/internal/sim/faults"
 	"github.com/cozystack/cozy-e2e/internal/sim/lifecycle"
+	"github.com/cozystack/cozy-e2e/suites/suiterun"
 )
 
 // expectation is the verdict a correct harness reaches on a pool a fault targets.
@@ -90,12 +90,12 @@ func expect(f faults.Name, os string) (expectation, bool) {
 	case faults.MHCBlocked:
 		// The MachineHealthCheck counts the broken worker among too many unhealthy ones: it
 		// marks nothing and remediates nothing.
-		return expectation{verdict.Remediation, specs.StageMarkedUnhealthy, true, []string{"TooManyUnhealthy"}, false}, true
+		return expectation{verdict.Remediation, suiterun.StageMarkedUnhealthy, true, []string{"TooManyUnhealthy"}, false}, true
 	case faults.ScaleDownStuck:
-		return expectation{verdict.Leak, specs.StageRemoved, true, []string{lifecycle.HeldFinalizer}, false}, true
+		return expectation{verdict.Leak, suiterun.StageRemoved, true, []string{lifecycle.HeldFinalizer}, false}, true
 	case faults.Leak:
 		// The PVCs are the app's: the app's deletion is where they stay.
-		return expectation{verdict.Leak, specs.StageAppGone, true, []string{lifecycle.HeldFinalizer}, true}, true
+		return expectation{verdict.Leak, suiterun.StageAppGone, true, []string{lifecycle.HeldFinalizer}, true}, true
 	}
 	return expectation{}, false
 }

@@ -1,4 +1,4 @@
-package specs
+package suiterun
 
 import (
 	"context"
@@ -17,23 +17,23 @@ import (
 )
 
 // Stage is one stage of a spec, recorded and reported as a join's are (join.Stage): a suite
-// names its own spec's stages with it (const StageLabelled specs.Stage = "labelled").
+// names its own spec's stages with it (const StageLabelled suiterun.Stage = "labelled").
 type Stage = join.Stage
 
-// Lifecycle is what every lifecycle spec acts with: the fixture's tenant and the pools' joins
+// Lifecycle is what every lifecycle spec acts with: the testbed's tenant and the pools' joins
 // (a lifecycle spec acts on a pool after its join spec passed), the clock its phase runs on,
 // where failures are noted and who hears its stages.
 type Lifecycle struct {
 	Tenant   *testbed.Tenant
 	Pools    *testbed.Pools
 	Clock    *budget.Clock
-	Failures Failures
+	Failures *Failures
 	// OnProgress hears each change of a spec's stage or of what it waits for; nil: none.
 	OnProgress func(join.Progress)
 	// Log receives lines for people (what the spec did and how long it took); nil: none.
 	Log io.Writer
 	// Before runs first, with the spec's context: the suite ends the pools phase there once
-	// every join ended on its own (suiterun.World.EndPools), so a spec placed between join specs
+	// every join ended on its own (World.EndPools), so a spec placed between join specs
 	// stops no join; nil: nothing.
 	Before func(context.Context)
 	// Timeline is the conformance cluster timeline the spec's phase runs on (budget.OnTimeline,

@@ -9,7 +9,6 @@ import (
 
 	"github.com/onsi/ginkgo/v2/types"
 
-	"github.com/cozystack/cozy-e2e/framework/specs"
 	"github.com/cozystack/cozy-e2e/framework/verdict"
 )
 
@@ -170,10 +169,10 @@ func classify(err error) verdict.Judgement {
 	return verdict.Judge(verdict.Cause{Err: err})
 }
 
-// PoolOf is the pool a spec reported with AddReportEntry(specs.PoolEntry, name), or "".
+// PoolOf is the pool a spec reported with AddReportEntry(PoolEntry, name), or "".
 func PoolOf(r types.SpecReport) string {
 	for _, e := range r.ReportEntries {
-		if e.Name == specs.PoolEntry {
+		if e.Name == PoolEntry {
 			return strings.Trim(e.StringRepresentation(), `"`)
 		}
 	}

@@ -13,7 +13,7 @@
 // is a stage of the pool (a console line, a segment of its row in the timeline, an entry of
 // timings.json); the first step that failed fails the spec at that stage, class
 // product-assertion (or the class and stage of the typed error given to Fail); an assessment
-// that skipped itself is a skipped check (specs.SkipCheck).
+// that skipped itself is a skipped check (suiterun.SkipCheck).
 //
 // A feature's steps find their pool with Pool(ctx) and the tenant cluster through the
 // envconf.Config they are given: its Client() and its KubeconfigFile() are the pool's tenant
@@ -36,9 +36,8 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/types"
 
 	"github.com/cozystack/cozy-e2e/framework/join"
-	"github.com/cozystack/cozy-e2e/framework/specs"
-	"github.com/cozystack/cozy-e2e/framework/suiterun"
 	"github.com/cozystack/cozy-e2e/framework/testbed"
+	"github.com/cozystack/cozy-e2e/suites/suiterun"
 )
 
 // Specs registers feature f on every pool of the world's lane: a spec named "pool <pool>
@@ -53,7 +52,7 @@ func Specs(w *suiterun.World, phase string, f types.Feature) {
 		ginkgo.Describe("pool "+p.Name(), ginkgo.Label("pool:"+p.Name(), "feature:"+labelSafe.Replace(name)), func() {
 			ginkgo.It("feature "+name, func(spec ginkgo.SpecContext) {
 				if clash != "" {
-					specs.Must(w.Failures, p.Name(), &testbed.ConfigurationError{File: w.Lane.File, Err: fmt.Errorf(
+					suiterun.Must(w.Failures, p.Name(), &testbed.ConfigurationError{File: w.Lane.File, Err: fmt.Errorf(
 						"feature %q and feature %q both run in phase %s, whose ceiling the budget counts once per pool: give each a phase of its own", clash, name, phase)})
 				}
 				run(spec, w, phase, p, f)

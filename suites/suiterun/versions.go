@@ -1,4 +1,4 @@
-package specs
+package suiterun
 
 //lint:file-ignore SA1019 the spec reads a MachineDeployment at v1beta1 as the v1beta1 providers do, through the conversion webhook.
 

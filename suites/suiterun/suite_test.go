@@ -12,7 +12,6 @@ import (
 
 	"github.com/cozystack/cozy-e2e/framework/budget"
 	"github.com/cozystack/cozy-e2e/framework/join"
-	"github.com/cozystack/cozy-e2e/framework/specs"
 	"github.com/cozystack/cozy-e2e/framework/tenant"
 	"github.com/cozystack/cozy-e2e/framework/testbed"
 	"github.com/cozystack/cozy-e2e/framework/verdict"
@@ -42,11 +41,11 @@ func TestMissingEnvironmentIsNamedAllAtOnce(t *testing.T) {
 	}
 }
 
-func report(state types.SpecState, msg string, pool string) types.SpecReport {
+func specReport(state types.SpecState, msg string, pool string) types.SpecReport {
 	r := types.SpecReport{ContainerHierarchyTexts: []string{"kubernetes"}, LeafNodeText: "pool " + pool + " joins",
 		State: state, Failure: types.Failure{Message: msg}, EndTime: time.Now()}
 	if pool != "" {
-		r.ReportEntries = types.ReportEntries{{Name: specs.PoolEntry, Value: types.WrapEntryValue(pool)}}
+		r.ReportEntries = types.ReportEntries{{Name: PoolEntry, Value: types.WrapEntryValue(pool)}}
 	}
 	return r
 }
@@ -59,15 +58,15 @@ func TestFailedSpecsBecomeFailuresWithTheirClass(t *testing.T) {
 	se := &join.StageError{Pool: "kairos", Stage: join.StageDiskImport, Class: verdict.DiskImport, Detail: "401",
 		Evidence: []string{"pools/kairos/dv.yaml"}, At: decided}
 	f.Note("kubernetes pool kairos joins", "kairos", se)
-	f.Spec(report(types.SpecStateFailed, se.Error(), "kairos"))
+	f.Spec(specReport(types.SpecStateFailed, se.Error(), "kairos"))
 	f.AddEvidence("kubernetes pool md0 joins", []string{"pools/md0/events.jsonl"})
-	f.Spec(report(types.SpecStateFailed, "Expected\n    <string>: a\nto equal\n    <string>: b", "md0"))
-	f.Spec(report(types.SpecStatePassed, "", "acme"))
-	f.Spec(report(types.SpecStatePanicked, "nil map", "acme"))
-	f.Spec(report(types.SpecStateInterrupted, "interrupted by user", ""))
+	f.Spec(specReport(types.SpecStateFailed, "Expected\n    <string>: a\nto equal\n    <string>: b", "md0"))
+	f.Spec(specReport(types.SpecStatePassed, "", "acme"))
+	f.Spec(specReport(types.SpecStatePanicked, "nil map", "acme"))
+	f.Spec(specReport(types.SpecStateInterrupted, "interrupted by user", ""))
 	// A spec the signal ended is not judged by what it noted on its way out.
 	f.Note("kubernetes pool md1 joins", "md1", errors.New("pool md1: the spec ended (Interrupted by User) while the pool was joining"))
-	f.Spec(report(types.SpecStateInterrupted, "pool md1: the spec ended (Interrupted by User) while the pool was joining", "md1"))
+	f.Spec(specReport(types.SpecStateInterrupted, "pool md1: the spec ended (Interrupted by User) while the pool was joining", "md1"))
 	got := f.All()
 	if len(got) != 5 {
 		t.Fatalf("%d failures: %+v", len(got), got)
@@ -124,8 +123,8 @@ func TestFailuresAreKeptBySpecNotByMessage(t *testing.T) {
 	f.Note("kubernetes pool kairos joins", "kairos", &join.StageError{Pool: "kairos", Stage: join.StageReady, Class: verdict.Deadline, Detail: same,
 		Evidence: []string{"pools/kairos/nodes.yaml"}, At: late})
 	// Both specs report the same message text (a pool-less wording would do the same).
-	a := f.Judge(report(types.SpecStateFailed, same, "md0"))
-	b := f.Judge(report(types.SpecStateFailed, same, "kairos"))
+	a := f.Judge(specReport(types.SpecStateFailed, same, "md0"))
+	b := f.Judge(specReport(types.SpecStateFailed, same, "kairos"))
 	if a.Pool != "md0" || a.Evidence[0] != "pools/md0/nodes.yaml" || !a.At.Equal(early) {
 		t.Errorf("md0: %+v", a)
 	}
@@ -145,10 +144,10 @@ func TestAnAssertionAfterThePhaseRanOutIsADeadline(t *testing.T) {
 	f.Within("kubernetes pool md0 joins", "pools", expired)
 	f.Within("kubernetes pool kairos joins", "pools", live)
 	msg := "reading MachineHealthCheck: client rate limiter Wait returned an error: context deadline exceeded"
-	if v := f.Judge(report(types.SpecStateFailed, msg, "md0")); v.Class != verdict.Deadline || v.Stage != "pools" || v.Pool != "md0" {
+	if v := f.Judge(specReport(types.SpecStateFailed, msg, "md0")); v.Class != verdict.Deadline || v.Stage != "pools" || v.Pool != "md0" {
 		t.Errorf("after the deadline: %s at %q pool %q", v.Class, v.Stage, v.Pool)
 	}
-	if v := f.Judge(report(types.SpecStateFailed, "Expected 2 to equal 1", "kairos")); v.Class != verdict.ProductAssertion {
+	if v := f.Judge(specReport(types.SpecStateFailed, "Expected 2 to equal 1", "kairos")); v.Class != verdict.ProductAssertion {
 		t.Errorf("inside the phase: %s", v.Class)
 	}
 }
@@ -178,8 +177,8 @@ func TestEachFailureIsToldOnceWhenDecided(t *testing.T) {
 	if len(told) != 1 || told[0] != "pool md0: join-rejected at join: refused" {
 		t.Fatalf("told %q", told)
 	}
-	f.Spec(report(types.SpecStateFailed, se.Error(), "md0"))
-	f.Spec(report(types.SpecStateFailed, "Expected a to equal b", "acme"))
+	f.Spec(specReport(types.SpecStateFailed, se.Error(), "md0"))
+	f.Spec(specReport(types.SpecStateFailed, "Expected a to equal b", "acme"))
 	f.Add(verdict.Failure{Spec: "teardown", Class: verdict.Teardown, Stage: "teardown", Message: "PVC p left"})
 	want := []string{"pool md0: join-rejected at join: refused", "pool acme: product-assertion: Expected a to equal b", "teardown: PVC p left"}
 	if strings.Join(told, "\n") != strings.Join(want, "\n") {

@@ -1,4 +1,4 @@
-package specs
+package suiterun
 
 import (
 	"context"
@@ -12,20 +12,9 @@ import (
 // PoolEntry is the report entry naming the pool a spec is about.
 const PoolEntry = "pool"
 
-// Failures is where a spec notes the typed error it is about to fail with, so the failure
-// record carries that error's class, stage and the moment it was decided (the suite's
-// failures.json); suite's Failures is one.
-type Failures interface {
-	// Note remembers err, about pool, as the cause of spec's failure.
-	Note(spec, pool string, err error)
-	// Within records that spec's steps run inside lane phase phase, bounded by ctx: an
-	// assertion that fails after ctx's deadline passed is a deadline at that phase.
-	Within(spec, phase string, ctx context.Context)
-}
-
 // Must fails the current spec with err when it is not nil, noting it first (f may be nil),
 // so its failure record carries err's class, stage and the moment it was decided.
-func Must(f Failures, pool string, err error) {
+func Must(f *Failures, pool string, err error) {
 	if err == nil {
 		return
 	}
@@ -37,12 +26,12 @@ func Must(f Failures, pool string, err error) {
 
 // MustIn is Must for a step of lane phase phase: an API call that ran out of the phase's time
 // is a deadline at that phase, not a product assertion.
-func MustIn(f Failures, phase, pool string, err error) {
+func MustIn(f *Failures, phase, pool string, err error) {
 	Must(f, pool, testbed.InPhase(phase, pool, err))
 }
 
 // Within bounds the current spec's assertions by ctx, the context of phase.
-func Within(f Failures, phase string, ctx context.Context) {
+func Within(f *Failures, phase string, ctx context.Context) {
 	if f != nil {
 		f.Within(CurrentSpecReport().FullText(), phase, ctx)
 	}

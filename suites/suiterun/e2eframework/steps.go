@@ -12,10 +12,9 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/types"
 
 	"github.com/cozystack/cozy-e2e/framework/join"
-	"github.com/cozystack/cozy-e2e/framework/specs"
-	"github.com/cozystack/cozy-e2e/framework/suiterun"
 	"github.com/cozystack/cozy-e2e/framework/testbed"
 	"github.com/cozystack/cozy-e2e/framework/verdict"
+	"github.com/cozystack/cozy-e2e/suites/suiterun"
 )
 
 // feature is a feature whose steps are watched (step): e2e-framework runs it as it runs f.
@@ -119,7 +118,7 @@ func (os *outcomes) end(o *outcome, t *testing.T) {
 // judge turns the feature's run into the spec's outcome: each skipped assessment a skipped
 // check, then the first failed step a failure at its stage; a feature e2e-framework failed
 // outside any step (passed false) fails at stage feature.
-func (os *outcomes) judge(r *specs.Step, w *suiterun.World, name string, passed bool) {
+func (os *outcomes) judge(r *suiterun.Step, w *suiterun.World, name string, passed bool) {
 	os.mu.Lock()
 	list := append([]*outcome(nil), os.list...)
 	os.mu.Unlock()

@@ -1,8 +1,3 @@
-// Package suiterun is what a suite process runs on; the suite programs live in suites/, the
-// specs they wire in framework/specs. It holds the environment the orchestrator gives a suite,
-// the lane, the budget clock and the management cluster built from
-// them, and the turning of failed specs into verdict.Failure records (failures.json) and of
-// the clock into timings.json.
 package suiterun
 
 import (

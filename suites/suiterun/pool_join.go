@@ -1,4 +1,4 @@
-package specs
+package suiterun
 
 //lint:file-ignore SA1019 the spec reads a MachineDeployment at v1beta1 as the v1beta1 providers do, through the conversion webhook.
 
@@ -21,14 +21,14 @@ import (
 	"github.com/cozystack/cozy-e2e/framework/testbed"
 )
 
-// PoolJoinSpecInput is what PoolJoinSpec checks: one pool of the fixture's tenant, whose join
+// PoolJoinSpecInput is what PoolJoinSpec checks: one pool of the testbed's tenant, whose join
 // Tenant.Up started.
 type PoolJoinSpecInput struct {
 	Pools *testbed.Pools
 	Pool  join.Pool
 	// WorkloadImage is the image the workload pods run, by digest (the lane's workload).
 	WorkloadImage string
-	Failures      Failures
+	Failures      *Failures
 	// Log receives a line when the pool joined; nil: none.
 	Log io.Writer
 }

@@ -1,4 +1,4 @@
-package specs
+package suiterun
 
 import (
 	"path/filepath"

@@ -1,4 +1,4 @@
-package specs
+package suiterun
 
 import (
 	"context"
@@ -53,7 +53,7 @@ type RefusalsSpecInput struct {
 	// Before runs first, with the spec's context (the suite ends the pools phase there once
 	// every join ended); nil: nothing.
 	Before   func(context.Context)
-	Failures Failures
+	Failures *Failures
 }
 
 // RefusalsSpec registers the refusal specs, to be called inside an Ordered container of their

@@ -15,14 +15,13 @@ import (
 	"github.com/cozystack/cozy-e2e/framework/capitree"
 	"github.com/cozystack/cozy-e2e/framework/join"
 	"github.com/cozystack/cozy-e2e/framework/platformwatch"
-	"github.com/cozystack/cozy-e2e/framework/specs"
 	"github.com/cozystack/cozy-e2e/framework/tenant"
 	"github.com/cozystack/cozy-e2e/framework/testbed"
 	"github.com/cozystack/cozy-e2e/framework/verdict"
 )
 
 // World is what a suite's specs act on: the suite process (its lane, clock, management
-// cluster, failures), the fixture's tenant with the lane's pools, and the pools phase once it
+// cluster, failures), the testbed's tenant with the lane's pools, and the pools phase once it
 // started. Run makes it; its bring-up, evidence, keep and teardown are Run's.
 type World struct {
 	*Suite
@@ -38,7 +37,7 @@ type World struct {
 }
 
 // T is the suite's Go test (the one that called Run): a spec that runs Go subtests, as an
-// e2e-framework feature does (framework/suiterun/e2eframework), runs them with T().Run from the spec's own
+// e2e-framework feature does (suites/suiterun/e2eframework), runs them with T().Run from the spec's own
 // goroutine while the suite's specs run. Nil for a World that Run did not make.
 func (w *World) T() *testing.T { return w.t }
 
@@ -70,17 +69,17 @@ func (w *World) Pools() *testbed.Pools {
 // join specs.
 func (w *World) EndPools(ctx context.Context) { w.Pools().EndWhenJoined(ctx) }
 
-// InPhase is what a spec in a lane phase of its own acts with (specs.Lifecycle): the tenant,
+// InPhase is what a spec in a lane phase of its own acts with (Lifecycle): the tenant,
 // the joins, the clock, the failures, the console, and the end of the pools phase before it.
-func (w *World) InPhase() specs.Lifecycle {
-	return specs.Lifecycle{Tenant: w.Tenant, Pools: w.Pools(), Clock: w.Clock, Failures: w.Failures,
+func (w *World) InPhase() Lifecycle {
+	return Lifecycle{Tenant: w.Tenant, Pools: w.Pools(), Clock: w.Clock, Failures: w.Failures,
 		OnProgress: w.JoinProgress(w.replicas()), Log: w.Log, Before: w.EndPools}
 }
 
 // InPhaseOn is InPhase for a spec in lane phase phase acting on pool p: when the lane's
 // budget puts the phase on the timeline of p's cluster, the spec runs on that timeline and
 // ends only its pools phase first, while the other clusters' joins go on (Before).
-func (w *World) InPhaseOn(phase string, p join.Pool) specs.Lifecycle {
+func (w *World) InPhaseOn(phase string, p join.Pool) Lifecycle {
 	lc := w.InPhase()
 	// The clock takes the cluster's own phase of the name, else the shared one.
 	lc.Timeline = w.Lane.TimelineOf(p.App.Role)
@@ -102,7 +101,7 @@ func (w *World) Before(phase, cluster string) func(context.Context) {
 	return func(ctx context.Context) { w.Pools().EndTimelineWhenJoined(ctx, cluster) }
 }
 
-// JoinSpecs registers one specs.PoolJoinSpec per pool of the lane, each in a container
+// JoinSpecs registers one PoolJoinSpec per pool of the lane, each in a container
 // labelled with its pool, class, OS, cluster and tenant version.
 func (w *World) JoinSpecs(ctx context.Context) { w.JoinSpecsOf(ctx, nil) }
 
@@ -118,8 +117,8 @@ func (w *World) JoinSpecsOf(ctx context.Context, is func(join.Pool) bool) {
 		labels := ginkgo.Label("pool:"+p.Name(), "class:"+p.Spec.Class, "os:"+p.OS.Name, "cluster:"+p.App.Role, "kubernetes:"+p.App.Release.Version)
 		labels = append(labels, p.Spec.Labels...)
 		ginkgo.Describe(fmt.Sprintf("pool %s on class %s in %s", p.Name(), p.Spec.Class, p.Cluster()), labels, func() {
-			specs.PoolJoinSpec(ctx, func() specs.PoolJoinSpecInput {
-				return specs.PoolJoinSpecInput{Pools: w.Pools(), Pool: p, WorkloadImage: image, Failures: w.Failures, Log: w.Log}
+			PoolJoinSpec(ctx, func() PoolJoinSpecInput {
+				return PoolJoinSpecInput{Pools: w.Pools(), Pool: p, WorkloadImage: image, Failures: w.Failures, Log: w.Log}
 			})
 		})
 	}
@@ -137,7 +136,7 @@ func (w *World) bringUp(spec context.Context, whileJoining func(context.Context,
 	// The joins run outside any spec, so Ginkgo's interrupt does not reach them: the signal does
 	// (at once when it came while the clusters were coming up).
 	w.OnInterrupt(ps.Stop)
-	specs.Must(w.Failures, "", err)
+	Must(w.Failures, "", err)
 	if whileJoining != nil {
 		whileJoining(ps.Context(), w)
 	}

@@ -1,4 +1,4 @@
-package specs_test
+package suiterun_test
 
 import (
 	"context"
@@ -10,8 +10,8 @@ import (
 
 	"github.com/cozystack/cozy-e2e/framework/join"
 	"github.com/cozystack/cozy-e2e/framework/lane"
-	"github.com/cozystack/cozy-e2e/framework/specs"
 	"github.com/cozystack/cozy-e2e/framework/verdict"
+	"github.com/cozystack/cozy-e2e/suites/suiterun"
 )
 
 // A spec of its own, written as the specs of this package are: it enters its phase for one
@@ -20,7 +20,7 @@ import (
 // suiterun.World.Lifecycle (examples/nodelabels is one, whole).
 func ExampleLifecycle_OnPool() {
 	const phase, stage = "workers", join.Stage("counted")
-	workersSpec := func(_ context.Context, input func() (specs.Lifecycle, join.Pool)) {
+	workersSpec := func(_ context.Context, input func() (suiterun.Lifecycle, join.Pool)) {
 		It("the pool has as many Machines as it asked for", func(spec SpecContext) {
 			lc, p := input()
 			rec, r := lc.OnPool(spec, phase, p)
@@ -36,9 +36,9 @@ func ExampleLifecycle_OnPool() {
 // The pool a lifecycle spec acts on, before any pool exists: the one the lane gives it, else
 // the spec's own rule (scaling takes the first pool of one worker).
 func ExampleLanePoolFor() {
-	pools := []lane.Pool{{Name: "md0", Replicas: 2}, {Name: "md1", Replicas: 1}, {Name: "md2", Replicas: 3, Lifecycle: specs.PhaseRollout}}
-	for _, spec := range []string{specs.PhaseRemediation, specs.PhaseScaling, specs.PhaseRollout} {
-		fmt.Println(spec, pools[specs.LanePoolFor(pools, spec)].Name)
+	pools := []lane.Pool{{Name: "md0", Replicas: 2}, {Name: "md1", Replicas: 1}, {Name: "md2", Replicas: 3, Lifecycle: suiterun.PhaseRollout}}
+	for _, spec := range []string{suiterun.PhaseRemediation, suiterun.PhaseScaling, suiterun.PhaseRollout} {
+		fmt.Println(spec, pools[suiterun.LanePoolFor(pools, spec)].Name)
 	}
 	// Output:
 	// remediation md2
@@ -51,8 +51,8 @@ func ExampleLanePoolFor() {
 // its reason and the spec goes on to judge the kubelet versions. The run stays green and its
 // verdict.json, junit.xml, summary.md and report.html show the check as skipped, with the reason.
 func ExampleStep_SkipCheck() {
-	const phase, stage = "kubelets", specs.Stage("one-version")
-	kubeletsSpec := func(_ context.Context, input func() (specs.Lifecycle, join.Pool)) {
+	const phase, stage = "kubelets", suiterun.Stage("one-version")
+	kubeletsSpec := func(_ context.Context, input func() (suiterun.Lifecycle, join.Pool)) {
 		It("every worker Node of the pool runs one kubelet version", func(spec SpecContext) {
 			lc, p := input()
 			rec, r := lc.OnPool(spec, phase, p)

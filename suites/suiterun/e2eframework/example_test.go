@@ -8,8 +8,8 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	"sigs.k8s.io/e2e-framework/pkg/features"
 
-	"github.com/cozystack/cozy-e2e/framework/suiterun"
-	"github.com/cozystack/cozy-e2e/framework/suiterun/e2eframework"
+	"github.com/cozystack/cozy-e2e/suites/suiterun"
+	"github.com/cozystack/cozy-e2e/suites/suiterun/e2eframework"
 )
 
 // A suite whose check is an e2e-framework feature: the harness's join spec on every pool, then
