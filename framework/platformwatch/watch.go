@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -45,11 +46,13 @@ func (e Event) String() string {
 
 // Watch follows the platform's Deployments and Pods through informers, one set per namespace.
 type Watch struct {
-	o      Options
-	stop   chan struct{}
-	once   sync.Once
-	pods   map[string]toolscache.Indexer // by namespace
-	deploy map[string]toolscache.Indexer
+	o    Options
+	stop chan struct{}
+	once sync.Once
+	// started is set once Start listed every namespace; before, the indexers are not read.
+	started atomic.Bool
+	pods    map[string]toolscache.Indexer // by namespace
+	deploy  map[string]toolscache.Indexer
 
 	mu        sync.Mutex
 	restarts  map[string]int32 // Pod UID/container: restarts seen
@@ -59,32 +62,46 @@ type Watch struct {
 	events    []Event
 }
 
-// Start builds the informers and waits until they listed once (or ctx ends).
+// Start is New, then Watch.Start.
 func Start(ctx context.Context, o Options) (*Watch, error) {
-	if o.Kube == nil {
-		return nil, fmt.Errorf("platformwatch: Options.Kube (the management cluster's client) is required")
+	w := New(o)
+	if err := w.Start(ctx); err != nil {
+		return nil, err
 	}
+	return w, nil
+}
+
+// New is a watch not started yet: a value to hand over (its Outages) before the platform is
+// watched; until Start returns nil it names no outage and its Summary is empty.
+func New(o Options) *Watch {
 	if len(o.Components) == 0 {
 		o.Components = Components()
 	}
 	if o.Log == nil {
 		o.Log = io.Discard
 	}
-	w := &Watch{o: o, stop: make(chan struct{}), pods: map[string]toolscache.Indexer{}, deploy: map[string]toolscache.Indexer{},
+	return &Watch{o: o, stop: make(chan struct{}), pods: map[string]toolscache.Indexer{}, deploy: map[string]toolscache.Indexer{},
 		restarts: map[string]int32{}, restarted: map[string]int32{}, down: map[string]bool{}}
+}
+
+// Start builds the informers and waits until they listed once (or ctx ends). Once only.
+func (w *Watch) Start(ctx context.Context) error {
+	if w.o.Kube == nil {
+		return fmt.Errorf("platformwatch: Options.Kube (the management cluster's client) is required")
+	}
 	var synced []toolscache.InformerSynced
 	var factories []informers.SharedInformerFactory
 	for _, ns := range w.namespaces() {
-		f := informers.NewSharedInformerFactoryWithOptions(o.Kube, 0, informers.WithNamespace(ns))
+		f := informers.NewSharedInformerFactoryWithOptions(w.o.Kube, 0, informers.WithNamespace(ns))
 		pi, di := f.Core().V1().Pods().Informer(), f.Apps().V1().Deployments().Informer()
 		h := toolscache.ResourceEventHandlerFuncs{
 			AddFunc: func(any) { w.look() }, UpdateFunc: func(_, _ any) { w.look() }, DeleteFunc: func(any) { w.look() },
 		}
 		if _, err := pi.AddEventHandler(h); err != nil {
-			return nil, err
+			return err
 		}
 		if _, err := di.AddEventHandler(h); err != nil {
-			return nil, err
+			return err
 		}
 		w.pods[ns], w.deploy[ns] = pi.GetIndexer(), di.GetIndexer()
 		synced = append(synced, pi.HasSynced, di.HasSynced)
@@ -99,10 +116,11 @@ func Start(ctx context.Context, o Options) (*Watch, error) {
 	defer cancel()
 	if !toolscache.WaitForCacheSync(cctx.Done(), synced...) {
 		w.Stop()
-		return nil, fmt.Errorf("platformwatch: the Pods and Deployments of %s were not listed before %v", strings.Join(w.namespaces(), ", "), ctx.Err())
+		return fmt.Errorf("platformwatch: the Pods and Deployments of %s were not listed before %v", strings.Join(w.namespaces(), ", "), ctx.Err())
 	}
 	w.look()
-	return w, nil
+	w.started.Store(true)
+	return nil
 }
 
 // Stop ends the informers. Idempotent.
@@ -166,6 +184,9 @@ func (w *Watch) emit(e Event) {
 // Outages are the components unavailable now, for a pool whose wait ran out at: each names
 // the component, since when, why, and its last exit with its last log line.
 func (w *Watch) Outages(ctx context.Context) []string {
+	if !w.started.Load() {
+		return nil
+	}
 	var out []string
 	for _, c := range w.o.Components {
 		st := w.state(c)

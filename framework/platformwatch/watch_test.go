@@ -67,14 +67,15 @@ func TestWatchNamesARestartAndAnOutageFromThePlatformsObjects(t *testing.T) {
 	running := corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.Now()}}
 	setStatus(0, true, running, nil, time.Now())
 	var log testkit.Buffer
-	w, err := Start(ctx, Options{Kube: kube, Log: &log})
-	if err != nil {
+	w := New(Options{Kube: kube, Log: &log})
+	outages := w.Outages // handed over before the watch starts, as the testbed's joins are
+	if err := w.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
 	defer w.Stop()
 	// The informers' first listing may come from the apiserver's watch cache, a moment behind
 	// the Pod's Ready status: wait for the healthy state rather than assume it.
-	testkit.Eventually(ctx, t, "a healthy platform without outages", testkit.Left(ctx), testkit.Holds(func() bool { return len(w.Outages(ctx)) == 0 }))
+	testkit.Eventually(ctx, t, "a healthy platform without outages", testkit.Left(ctx), testkit.Holds(func() bool { return len(outages(ctx)) == 0 }))
 	// Killed once, restarted, ready again: an event, no outage.
 	setStatus(1, true, running, &corev1.ContainerStateTerminated{ExitCode: 137, Signal: 9, Reason: "Error", Message: "leader election lost"}, time.Now())
 	testkit.Eventually(ctx, t, "the restart seen", testkit.Left(ctx), testkit.Holds(func() bool { return strings.Contains(log.String(), "virt-controller restarted") }))
@@ -85,7 +86,7 @@ func TestWatchNamesARestartAndAnOutageFromThePlatformsObjects(t *testing.T) {
 	want := "virt-controller unavailable since 10:41:07, CrashLoopBackOff (Pod cozy-kubevirt/virt-controller-7d9f-abcde, 3 restart(s)), last exit 2 Error: unknown flag: --bogus"
 	var out []string
 	testkit.Eventually(ctx, t, "the outage named", testkit.Left(ctx), testkit.Holds(func() bool {
-		out = w.Outages(ctx)
+		out = outages(ctx)
 		return len(out) == 1 && out[0] == want
 	}))
 	if !strings.Contains(log.String(), "platform: virt-controller unavailable: "+want) {
@@ -95,9 +96,30 @@ func TestWatchNamesARestartAndAnOutageFromThePlatformsObjects(t *testing.T) {
 	setStatus(4, true, running, &corev1.ContainerStateTerminated{ExitCode: 2, Reason: "Error"}, time.Now())
 	testkit.Eventually(ctx, t, "the recovery seen", testkit.Left(ctx), testkit.Holds(func() bool {
 		l := log.String()
-		return len(w.Outages(ctx)) == 0 && strings.Contains(l[strings.Index(l, want):], "virt-controller available again")
+		return len(outages(ctx)) == 0 && strings.Contains(l[strings.Index(l, want):], "virt-controller available again")
 	}))
 	if s := w.Summary(); s != "virt-controller restarted 4 time(s), available again" {
 		t.Fatalf("summary %q; log:\n%s", s, log.String())
+	}
+}
+
+// A watch handed over before it starts, that never starts (no management cluster, or its
+// listing ran out): it names no outage, says nothing, and stops.
+func TestAWatchNotStartedNamesNothing(t *testing.T) {
+	var log testkit.Buffer
+	w := New(Options{Log: &log})
+	if err := w.Start(context.Background()); err == nil || !strings.Contains(err.Error(), "Options.Kube") {
+		t.Errorf("Start without a client: %v, want the missing Options.Kube named", err)
+	}
+	if got := w.Outages(context.Background()); got != nil {
+		t.Errorf("Outages of a watch not started = %q, want none", got)
+	}
+	if got := w.Summary(); got != "" {
+		t.Errorf("Summary of a watch not started = %q, want empty", got)
+	}
+	w.Stop()
+	w.Stop()
+	if log.String() != "" {
+		t.Errorf("a watch not started wrote %q", log.String())
 	}
 }

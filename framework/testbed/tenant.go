@@ -37,7 +37,7 @@ type Options struct {
 	// pool's stage (join.Options); either may be nil.
 	JoinLog    io.Writer
 	OnProgress func(join.Progress)
-	// Platform names the platform components unavailable now (the run's platform watch); a
+	// Platform names the platform components unavailable now (a platformwatch.Watch's Outages); a
 	// pool whose wait runs out while one is fails with class platform (join.Options.Platform).
 	// Nil: pools are judged without it.
 	Platform func(context.Context) []string

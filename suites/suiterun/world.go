@@ -31,7 +31,8 @@ type World struct {
 
 	mu    sync.Mutex
 	pools *testbed.Pools
-	// platform watches the platform under the pools and the lifecycle specs (platform.go).
+	// platform watches the platform under the pools and the lifecycle specs (platform.go),
+	// from bringUp to teardown; the joins read its outages.
 	platform *platformwatch.Watch
 	t        *testing.T
 }
@@ -43,8 +44,9 @@ func (w *World) T() *testing.T { return w.t }
 
 func newWorld(s *Suite) *World {
 	w := &World{Suite: s}
+	w.platform = w.newPlatformWatch()
 	w.Tenant = testbed.New(testbed.Options{Management: s.Mgmt, Lane: s.Lane, Clock: s.Clock, Run: s.Run, Log: s.Log,
-		Diagnostics: s.stream, JoinLog: s.JoinLog(), OnProgress: s.JoinProgress(s.replicas()), Platform: w.platformOutages})
+		Diagnostics: s.stream, JoinLog: s.JoinLog(), OnProgress: s.JoinProgress(s.replicas()), Platform: w.platform.Outages})
 	return w
 }
 
