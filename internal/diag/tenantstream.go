@@ -52,8 +52,12 @@ func (s *TenantStream) StartDiagnostics(ctx context.Context, namespace string) e
 	return nil
 }
 
-// Recorder is the started stream, nil before StartDiagnostics.
+// Recorder is the started stream, nil before StartDiagnostics (and on a nil stream: the
+// methods below then do nothing).
 func (s *TenantStream) Recorder() *Recorder {
+	if s == nil {
+		return nil
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.rec

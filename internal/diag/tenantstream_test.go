@@ -20,6 +20,12 @@ func TestTenantStreamBeforeItStarted(t *testing.T) {
 		t.Errorf("WatchTenant before the start: %v, want nothing done", err)
 	}
 	s.Stop()
+	var none *TenantStream // a Suite made without Setup holds none
+	none.WatchPool(tenant.PoolNames{})
+	none.Stop()
+	if none.Consoles() != nil {
+		t.Error("a nil stream has consoles")
+	}
 	for role, want := range map[string]string{"default": Tenant, "upgrade": Tenant + "-upgrade"} {
 		if got := s.TenantFolder(role); got != want {
 			t.Errorf("TenantFolder(%q) = %q, want %q", role, got, want)
