@@ -95,6 +95,19 @@ func (s Suspect) key() string { return s.Class + "|" + s.Stage + "|" + s.Object 
 // Sink receives events.
 type Sink func(Event)
 
+// Joins is a join's OnProgress (join.Options, testbed.Options): each change of a pool's stage or
+// detail becomes a detail event to sink, with the replicas the pool wants (replicas, by pool)
+// and how many are past its stage. Nil when sink is nil (no orchestrator listens).
+func Joins(sink Sink, replicas map[string]int) func(join.Progress) {
+	if sink == nil {
+		return nil
+	}
+	return func(p join.Progress) {
+		sink(Event{Kind: Detail, Pool: p.Pool, Stage: string(p.Stage), Detail: p.Detail, Since: p.Since,
+			Replicas: replicas[p.Pool], Past: PastOf(p.Detail), Suspects: SuspectsOf(p.Suspects)})
+	}
+}
+
 // Emitter writes events as JSON lines (the suite's side of the channel). Safe for concurrent
 // use; a write error (the orchestrator gone) drops the event: progress never fails a run.
 type Emitter struct {

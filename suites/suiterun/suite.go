@@ -97,19 +97,6 @@ func Setup(name string, env Env, phases func(*lane.Lane) ([]lane.PhaseNeed, erro
 	return s, nil
 }
 
-// JoinProgress is a join's OnProgress: each change of a pool's stage or detail becomes a detail
-// event, with the replicas the pool wants (replicas, by pool) and how many are past its stage.
-// Nil when no orchestrator listens.
-func (s *Suite) JoinProgress(replicas map[string]int) func(join.Progress) {
-	if s.events == nil {
-		return nil
-	}
-	return func(p join.Progress) {
-		s.events(progress.Event{Kind: progress.Detail, Pool: p.Pool, Stage: string(p.Stage), Detail: p.Detail, Since: p.Since,
-			Replicas: replicas[p.Pool], Past: progress.PastOf(p.Detail), Suspects: progress.SuspectsOf(p.Suspects)})
-	}
-}
-
 // JoinLog is where a join's own progress lines go: nowhere when its OnProgress carries them.
 func (s *Suite) JoinLog() io.Writer {
 	if s.events != nil {

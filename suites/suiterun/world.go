@@ -18,6 +18,7 @@ import (
 	"github.com/cozystack/cozy-e2e/framework/tenant"
 	"github.com/cozystack/cozy-e2e/framework/testbed"
 	"github.com/cozystack/cozy-e2e/framework/verdict"
+	"github.com/cozystack/cozy-e2e/internal/progress"
 )
 
 // World is what a suite's specs act on: the suite process (its lane, clock, management
@@ -46,7 +47,7 @@ func newWorld(s *Suite) *World {
 	w := &World{Suite: s}
 	w.platform = w.newPlatformWatch()
 	w.Tenant = testbed.New(testbed.Options{Management: s.Mgmt, Lane: s.Lane, Clock: s.Clock, Run: s.Run, Log: s.Log,
-		Diagnostics: s.stream, JoinLog: s.JoinLog(), OnProgress: s.JoinProgress(s.replicas()), Platform: w.platform.Outages})
+		Diagnostics: s.stream, JoinLog: s.JoinLog(), OnProgress: progress.Joins(s.events, s.replicas()), Platform: w.platform.Outages})
 	return w
 }
 
@@ -75,7 +76,7 @@ func (w *World) EndPools(ctx context.Context) { w.Pools().EndWhenJoined(ctx) }
 // the joins, the clock, the failures, the console, and the end of the pools phase before it.
 func (w *World) InPhase() Lifecycle {
 	return Lifecycle{Tenant: w.Tenant, Pools: w.Pools(), Clock: w.Clock, Failures: w.Failures,
-		OnProgress: w.JoinProgress(w.replicas()), Log: w.Log, Before: w.EndPools}
+		OnProgress: progress.Joins(w.events, w.replicas()), Log: w.Log, Before: w.EndPools}
 }
 
 // InPhaseOn is InPhase for a spec in lane phase phase acting on pool p: when the lane's
