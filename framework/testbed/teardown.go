@@ -16,10 +16,10 @@ import (
 // Teardown is lane phase teardown: it deletes the Kubernetes apps and the Tenant app made in
 // the run, waits until the tenant namespace holds no VM, VMI, DataVolume or PVC, and deletes
 // the classes the run created. Each step that fails is a failure of class teardown (never a
-// spec's); evidence, when set, is called inside the phase on a leak and names the artifacts
-// that show it. Nothing is done when the tenant was never created or was deleted already
+// spec's); on a leak, the diagnostics (Options.Diagnostics) name the artifacts that show it,
+// collected inside the phase, before the Tenant goes. Nothing is done when the tenant was never created or was deleted already
 // (the deletion spec ran).
-func (t *Tenant) Teardown(ctx context.Context, evidence func(context.Context) []string) []verdict.Failure {
+func (t *Tenant) Teardown(ctx context.Context) []verdict.Failure {
 	t.mu.Lock()
 	created, deleted := t.tenant, t.deleted
 	t.mu.Unlock()
@@ -62,8 +62,8 @@ func (t *Tenant) Teardown(ctx context.Context, evidence func(context.Context) []
 	}
 	if err := t.Platform.WaitDrained(pctx, t.o.Run.Namespace()); err != nil {
 		var ev []string
-		if evidence != nil {
-			ev = evidence(ctx)
+		if d := t.o.Diagnostics; d != nil {
+			ev = d.Collect(ctx, nil, verdict.Teardown, PhaseTeardown)
 		}
 		fail(err, ev)
 	}

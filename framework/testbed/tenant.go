@@ -14,6 +14,7 @@ import (
 	"github.com/cozystack/cozy-e2e/framework/lane"
 	"github.com/cozystack/cozy-e2e/framework/serialconsole"
 	"github.com/cozystack/cozy-e2e/framework/tenant"
+	"github.com/cozystack/cozy-e2e/framework/verdict"
 )
 
 // Lane phases the fixture runs in.
@@ -56,6 +57,9 @@ type Diagnostics interface {
 	// Consoles is the run's console hub, once StartDiagnostics started it (nil before): the
 	// joins judge the guests' boot from the consoles it reads.
 	Consoles() *serialconsole.Hub
+	// Collect runs the on-failure collectors for pools (none: the cluster-wide ones) and names
+	// the files that show a failure of class at stage: the teardown asks it for a leak's.
+	Collect(ctx context.Context, pools []tenant.PoolNames, class verdict.Class, stage string) []string
 }
 
 // Tenant is the run's tenant: its Tenant app, the lane's classes, the conformance clusters

@@ -6,9 +6,6 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
-	"time"
-
-	"github.com/cozystack/cozy-e2e/internal/diag"
 )
 
 // The orchestrator interrupts a suite with SIGINT (its own Ctrl-C, SIGINT or SIGTERM) and kills
@@ -55,16 +52,8 @@ func (s *Suite) OnInterrupt(f func(error)) {
 }
 
 // declineInterrupted records collector name for scope as declined because the suite was
-// interrupted, and reports whether it was.
-func (s *Suite) declineInterrupted(name, scope string) bool {
-	err := s.Interrupted()
-	if err == nil {
-		return false
-	}
-	s.manifest.Add(diag.Entry{Name: name, Scope: scope, Process: "suite " + s.Name, Start: time.Now(), Status: diag.Declined,
-		Error: err.Error() + ": the run ends within its grace, so evidence is not gathered"})
-	return true
-}
+// interrupted, and reports whether it was (diag.TenantStream.Declined).
+func (s *Suite) declineInterrupted(name, scope string) bool { return s.stream.Declined(name, scope) }
 
 func signalName(sig os.Signal) string {
 	switch sig {

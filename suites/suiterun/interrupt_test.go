@@ -20,6 +20,8 @@ func TestASignalInterruptsTheSuiteAndDeclinesItsEvidence(t *testing.T) {
 	s := &Suite{Name: "kubernetes", Log: &log, manifest: diag.NewManifest(), Env: Env{Artifacts: t.TempDir()}}
 	ch := make(chan os.Signal, 1)
 	s.interruptOn(ch)
+	s.stream = diag.NewTenantStream(diag.TenantStreamOptions{Artifacts: s.Env.Artifacts, Manifest: s.manifest, Process: "suite " + s.Name,
+		Interrupt: s.interrupt})
 	if err := s.Interrupted(); err != nil {
 		t.Fatalf("interrupted before any signal: %v", err)
 	}

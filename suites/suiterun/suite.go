@@ -12,7 +12,6 @@ import (
 
 	"github.com/cozystack/cozy-e2e/framework/budget"
 	"github.com/cozystack/cozy-e2e/framework/cluster"
-	"github.com/cozystack/cozy-e2e/framework/join"
 	"github.com/cozystack/cozy-e2e/framework/lane"
 	"github.com/cozystack/cozy-e2e/framework/tenant"
 	"github.com/cozystack/cozy-e2e/framework/testbed"
@@ -36,8 +35,8 @@ type Suite struct {
 	Log io.Writer
 
 	manifest *diag.Manifest
-	// stream is the suite's streaming diagnostics, which the testbed starts and feeds
-	// (testbed.Options.Diagnostics) and Collect and Finish use.
+	// stream is the suite's diagnostics, which the testbed starts, feeds and asks for a leak's
+	// evidence (testbed.Options.Diagnostics); a failed spec's evidence and Finish use it too.
 	stream *diag.TenantStream
 	events progress.Sink // nil when no orchestrator listens
 	// interrupt ends at the signal that interrupts the suite (interrupt.go).
@@ -67,7 +66,6 @@ func Setup(name string, env Env, phases func(*lane.Lane) ([]lane.PhaseNeed, erro
 	}
 	s := &Suite{Name: name, Env: env, Lane: l, Run: run, Mgmt: mgmt, Failures: NewFailures(), Log: os.Stdout,
 		manifest: diag.NewManifest()}
-	s.stream = diag.NewTenantStream(env.Artifacts, s.manifest, "suite "+name, mgmt, lane.DefaultCluster)
 	opts := budget.Options{JobStart: env.JobStart, Lane: l.Name}
 	em, err := progress.FromEnv(func(string) string { return env.Progress })
 	if err != nil {
@@ -83,6 +81,9 @@ func Setup(name string, env Env, phases func(*lane.Lane) ([]lane.PhaseNeed, erro
 	}
 	s.Clock = budget.New(l.Budget, opts)
 	s.watchInterrupt()
+	s.stream = diag.NewTenantStream(diag.TenantStreamOptions{Artifacts: env.Artifacts, Manifest: s.manifest, Process: "suite " + name,
+		Management: mgmt, DefaultCluster: lane.DefaultCluster,
+		Budget: diag.Budget{Clock: s.Clock, Reserve: l.Budget.DiagnosticsReserve.D()}, Interrupt: s.interrupt})
 	needs, err := phases(l)
 	if err != nil {
 		ce := &ConfigurationError{File: l.File, Err: fmt.Errorf("suite %s cannot run on this lane: %w", name, err)}
@@ -108,23 +109,6 @@ func (s *Suite) JoinLog() io.Writer {
 // ConfigurationError is a suite that cannot run its specs on this lane: the lane lacks a phase
 // the suite needs, or names something the suite does not know (testbed.ConfigurationError).
 type ConfigurationError = testbed.ConfigurationError
-
-// Collect runs the on-failure collectors for pools, inside the lane's diagnostics reserve,
-// and returns the evidence they name for a failure of class at stage. After an interrupt it
-// runs none and records them declined.
-func (s *Suite) Collect(ctx context.Context, pools []tenant.PoolNames, class verdict.Class, stage string) []string {
-	rec := s.stream.Recorder()
-	if rec == nil || s.declineInterrupted("on-failure collectors", verdict.Label(class, stage)) {
-		return nil
-	}
-	dctx, cancel, _ := s.Clock.Diagnostics(ctx)
-	defer cancel()
-	r := rec.Collect(dctx, diag.CollectOptions{
-		Budget: diag.Budget{Clock: s.Clock, Reserve: s.Lane.Budget.DiagnosticsReserve.D()},
-		Pools:  pools, Class: class, Stage: join.Stage(stage),
-	})
-	return r.Evidence
-}
 
 // Finish stops the streams and writes failures.json, timings.json and manifest.json into the
 // suite's artifacts folder. It returns the first error and still tries every file.

@@ -164,7 +164,7 @@ func (w *World) evidence(ctx context.Context) {
 		// kept for the pools.
 		return
 	}
-	evidence := w.Collect(ctx, pools, v.Class, v.Stage)
+	evidence := w.stream.Collect(ctx, pools, v.Class, v.Stage)
 	if v.Pool != "" {
 		evidence = append(evidence, w.poolTree(ctx, v.Pool)...)
 	}
@@ -186,9 +186,7 @@ func (w *World) teardown(spec context.Context) {
 		w.keep(spec, why)
 		return
 	}
-	for _, f := range w.Tenant.Teardown(spec, func(ctx context.Context) []string {
-		return w.Collect(ctx, nil, verdict.Teardown, testbed.PhaseTeardown)
-	}) {
+	for _, f := range w.Tenant.Teardown(spec) {
 		w.Failures.Add(f)
 	}
 }
