@@ -48,7 +48,8 @@ type poolsPhase struct {
 	span     *budget.Span
 	err      error // why the phase did not start (its budget was spent)
 	watchers []*join.Watcher
-	ended    bool
+	// ended is made when the phase starts to end and closed once its span ended (endPhase).
+	ended chan struct{}
 }
 
 // joinRun is one pool's join in the background, and the record of the pool taken the moment

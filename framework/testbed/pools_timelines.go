@@ -87,12 +87,21 @@ func (ps *Pools) runsOf(tl string) []*joinRun {
 func (ps *Pools) endPhase(tl string, outcome error) {
 	ps.mu.Lock()
 	ph := ps.phases[tl]
-	if ph == nil || ph.ended {
+	if ph == nil {
 		ps.mu.Unlock()
 		return
 	}
-	ph.ended = true
+	if ph.ended != nil {
+		// Another caller is ending it (the timeline's own end, a spec's, End): the phase is
+		// ended when that one's span is, not before.
+		ended := ph.ended
+		ps.mu.Unlock()
+		<-ended
+		return
+	}
+	ph.ended = make(chan struct{})
 	ps.mu.Unlock()
+	defer close(ph.ended)
 	for _, w := range ph.watchers {
 		w.Close()
 	}
