@@ -121,10 +121,10 @@ func TestAWorkerNamesEveryObjectItIsMadeOf(t *testing.T) {
 	}
 }
 
-// The plan shows the phases every conformance cluster runs at once by the names the fixture
+// The plan shows the phases every conformance cluster runs at once by the names the testbed
 // runs them under.
 func TestTheClustersPhasesAreTheFixtures(t *testing.T) {
 	if strings.Join(lane.ClusterPhases, ",") != PhaseTenant+","+PhasePools {
-		t.Fatalf("lane.ClusterPhases %v, the fixture's phases %s and %s", lane.ClusterPhases, PhaseTenant, PhasePools)
+		t.Fatalf("lane.ClusterPhases %v, the testbed's phases %s and %s", lane.ClusterPhases, PhaseTenant, PhasePools)
 	}
 }

@@ -17,7 +17,7 @@ import (
 	"github.com/cozystack/cozy-e2e/framework/verdict"
 )
 
-// Lane phases the fixture runs in.
+// Lane phases the testbed runs in.
 const (
 	PhaseTenant   = "tenant"
 	PhasePools    = "pools"
