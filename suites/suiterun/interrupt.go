@@ -51,10 +51,6 @@ func (s *Suite) OnInterrupt(f func(error)) {
 	context.AfterFunc(s.interrupt, func() { f(context.Cause(s.interrupt)) })
 }
 
-// declineInterrupted records collector name for scope as declined because the suite was
-// interrupted, and reports whether it was (diag.TenantStream.Declined).
-func (s *Suite) declineInterrupted(name, scope string) bool { return s.stream.Declined(name, scope) }
-
 func signalName(sig os.Signal) string {
 	switch sig {
 	case os.Interrupt:

@@ -21,7 +21,7 @@ const (
 // shows the same; it records the collector in manifest.json and returns rel. After an
 // interrupt it writes nothing, records the tree declined and returns "".
 func (s *Suite) Tree(ctx context.Context, scope, namespace, name, rel string, o capitree.Options) (string, error) {
-	if s.declineInterrupted("cluster tree", scope) {
+	if s.stream.Declined("cluster tree", scope) {
 		return "", nil
 	}
 	start := time.Now()

@@ -33,7 +33,8 @@ type World struct {
 	mu    sync.Mutex
 	pools *testbed.Pools
 	// platform watches the platform under the pools and the lifecycle specs (platform.go),
-	// from bringUp to teardown; the joins read its outages.
+	// from bringUp to teardown; the joins read its outages. Set once, by newWorld, so mu does
+	// not guard it.
 	platform *platformwatch.Watch
 	t        *testing.T
 }
