@@ -104,7 +104,10 @@ func TestWatchNamesARestartAndAnOutageFromThePlatformsObjects(t *testing.T) {
 }
 
 // A watch handed over before it starts, that never starts (no management cluster, or its
-// listing ran out): it names no outage, says nothing, and stops.
+// listing ran out): Start names what is missing, and the watch names no outage, says nothing,
+// and stops. (That it names none before Start holds with or without its started guard, whose
+// work is to keep Outages off the indexers while a Start still writes them: no test here
+// reaches that moment.)
 func TestAWatchNotStartedNamesNothing(t *testing.T) {
 	var log testkit.Buffer
 	w := New(Options{Log: &log})
